@@ -1,0 +1,50 @@
+# quotagate — the obvious targets. `make test` is what CI runs (.ci/run).
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: all venv lint typecheck crds unit test bench demo cluster-up cluster-down cluster-binaries clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (quotagate needs Python >= 3.11)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+crds: $(STAMP)
+	$(PY) -m api.crdgen config/crd/bases
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit -q
+
+cluster-binaries: $(STAMP)
+	$(PY) -m tests.cluster build
+
+# Lint, types, then every test: unit, integration and e2e against the real local control plane.
+test: lint typecheck
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) -m pytest tests/bench -q -s
+
+cluster-up: cluster-binaries
+	$(PY) -m tests.cluster up
+
+cluster-down: $(STAMP)
+	$(PY) -m tests.cluster down
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

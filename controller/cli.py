@@ -1,0 +1,47 @@
+"""The `quotagate` command: one entry point, a subcommand per process or tool."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _not_implemented(name: str) -> Handler:
+    def handler(_: argparse.Namespace) -> int:
+        print(f"quotagate {name}: not implemented yet", file=sys.stderr)
+        return 2
+
+    return handler
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quotagate",
+        description="Kueue-compatible admission and queueing controller for Kubernetes.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, summary in (
+        ("run", "run the admission controller against a Kubernetes API server"),
+        ("cost-controller", "run the reference preemption-cost controller"),
+        ("bench", "run an admission benchmark scenario"),
+    ):
+        sub = commands.add_parser(name, help=summary, add_help=True)
+        sub.set_defaults(handler=_not_implemented(name))
+    from controller.plan_command import add_plan_command
+
+    add_plan_command(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
