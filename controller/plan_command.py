@@ -8,7 +8,9 @@ from typing import Any
 
 
 def add_plan_command(commands: Any) -> None:
-    sub = commands.add_parser("plan", help="run admission cycles over a YAML state and print the plan")
+    sub = commands.add_parser(
+        "plan", help="run admission cycles over a YAML state and print the plan"
+    )
     sub.set_defaults(handler=_plan)
 
 

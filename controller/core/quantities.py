@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
-from enum import Enum
+from enum import StrEnum
 from functools import total_ordering
 from typing import Final
 
@@ -27,7 +27,7 @@ class InvalidQuantity(ValueError):
     """A string that is not a Kubernetes quantity; the message names the value."""
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """How a quantity was written, which decides how it prints (as in Kubernetes)."""
 
     DECIMAL_SI = "DecimalSI"
@@ -36,7 +36,18 @@ class Format(str, Enum):
 
 
 _BINARY: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL: Final = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
 _DECIMAL_BY_EXP: Final = {exp: suffix for suffix, exp in _DECIMAL.items() if exp >= -3}
 
 _QUANTITY_RE: Final = re.compile(

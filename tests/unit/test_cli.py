@@ -29,7 +29,11 @@ def test_unbuilt_subcommands_exit_2_without_fake_output(
 
 def test_kubectl_plugin_entry_point_runs() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; from controller.kubectl_plugin import main; sys.exit(main([]))"],
+        [
+            sys.executable,
+            "-c",
+            "import sys; from controller.kubectl_plugin import main; sys.exit(main([]))",
+        ],
         capture_output=True,
         text=True,
         check=False,

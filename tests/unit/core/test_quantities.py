@@ -42,7 +42,9 @@ def test_parses_every_kubernetes_form(text: str, milli: int, printed: str) -> No
     assert str(quantity) == printed
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1.2.3", "1Kb", "1 Gi", "Gi", "1ki", "--1", "1e", "e3", "1ee3"])
+@pytest.mark.parametrize(
+    "text", ["", "abc", "1.2.3", "1Kb", "1 Gi", "Gi", "1ki", "--1", "1e", "e3", "1ee3"]
+)
 def test_invalid_strings_name_the_value(text: str) -> None:
     with pytest.raises(InvalidQuantity, match="invalid quantity"):
         parse_quantity(text)
