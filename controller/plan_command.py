@@ -1,19 +1,216 @@
-"""`quotagate plan`: placeholder until the admission engine lands (issue 4)."""
+"""`quotagate plan`: run admission cycles over a YAML state and print what would happen.
+
+Reads multi-document YAML (ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPriorityClass,
+scheduling.k8s.io PriorityClass, Namespace, Workload), runs cycles until nothing changes
+(evictions are treated as completed: the evicted Workload releases its quota and waits
+again), and prints the Workloads admitted by the plan, the ones that would preempt and the
+ones left pending with the reason. Bad input prints one line per problem and exits 2;
+there is never a partial plan.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
+
+import yaml
+
+from controller.core.api_fields import parse_time
+from controller.core.clusterqueues import LocalQueue
+from controller.core.cycle import run_cycle
+from controller.core.decisions import Admit, Evict
+from controller.core.from_api import CoreObject, InvalidObject, apply, convert
+from controller.core.state import ClusterState
+from controller.core.workloads import Workload
+
+__all__ = ["add_plan_command", "plan", "render"]
+
+_APPLY_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "WorkloadPriorityClass",
+    "ResourceFlavor",
+    "ClusterQueue",
+    "LocalQueue",
+    "Workload",
+)
+
+
+class PlanInputError(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 def add_plan_command(commands: Any) -> None:
     sub = commands.add_parser(
         "plan", help="run admission cycles over a YAML state and print the plan"
     )
+    sub.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="STATE.yaml",
+        help="multi-document YAML with the cluster state (repeatable; - for stdin)",
+    )
+    sub.add_argument("--now", help="the time of the plan (RFC 3339; default: now)")
+    sub.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="json")
     sub.set_defaults(handler=_plan)
 
 
-def _plan(_: argparse.Namespace) -> int:
-    print("quotagate plan: not implemented yet", file=sys.stderr)
-    return 2
+def _load(paths: Iterable[str]) -> list[tuple[str, int, Any]]:
+    docs: list[tuple[str, int, Any]] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            if path == "-":
+                text = sys.stdin.read()
+            else:
+                with open(path, encoding="utf-8") as stream:
+                    text = stream.read()
+            loaded = list(yaml.safe_load_all(text))
+        except OSError as exc:
+            problems.append(f"{path}: cannot read: {exc.strerror or exc}")
+            continue
+        except yaml.YAMLError as exc:
+            problems.append(f"{path}: invalid YAML: {' '.join(str(exc).split())}")
+            continue
+        docs.extend((path, i, doc) for i, doc in enumerate(loaded, 1) if doc is not None)
+    if problems:
+        raise PlanInputError(problems)
+    return docs
+
+
+def _convert(docs: list[tuple[str, int, Any]]) -> list[CoreObject]:
+    problems: list[str] = []
+    objects: list[tuple[str, int, CoreObject]] = []
+    for path, index, doc in docs:
+        where = f"{path}: document {index}"
+        if not isinstance(doc, dict):
+            problems.append(f"{where}: expected a Kubernetes object, got {type(doc).__name__}")
+            continue
+        try:
+            objects.append((path, index, convert(doc)))
+        except InvalidObject as exc:
+            problems.extend(
+                f"{where}: {exc.kind} {exc.name}: {field or 'kind'}: {message}"
+                for field, message in exc.problems
+            )
+    local_queues = {obj.key for _, _, obj in objects if isinstance(obj, LocalQueue)}
+    for path, index, obj in objects:
+        if isinstance(obj, Workload) and f"{obj.namespace}/{obj.queue_name}" not in local_queues:
+            problems.append(
+                f"{path}: document {index}: Workload {obj.key}: spec.queueName: "
+                f"LocalQueue {obj.namespace}/{obj.queue_name} not found"
+            )
+    if problems:
+        raise PlanInputError(problems)
+    return [obj for _, _, obj in objects]
+
+
+def plan(objects: Iterable[CoreObject], now: float, max_cycles: int = 100_000) -> dict[str, Any]:
+    """Build a state from `objects`, run cycles until nothing changes, return the plan."""
+    state = ClusterState()
+    ordered = sorted(objects, key=lambda o: _APPLY_ORDER.index(_kind(o)))
+    for obj in ordered:
+        apply(state, obj)
+    admits: dict[str, Admit] = {}
+    evictions: dict[str, Evict] = {}
+    for _ in range(max_cycles):
+        result = run_cycle(state, now)
+        for admit in result.admitted:
+            admits[admit.workload_key] = admit
+        for evict in result.evicted:
+            evictions[evict.workload_key] = evict
+            admits.pop(evict.workload_key, None)
+            state.release(evict.workload_key, requeue=True)
+        if not result.changed:
+            break
+    pending = []
+    for key in sorted(state.pending()):
+        workload = state.workloads[key]
+        lq = state.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
+        pending.append(
+            {
+                "workload": key,
+                "clusterQueue": state.queued_in(key) or (lq.cluster_queue if lq else None),
+                "reason": state.why_pending(key),
+            }
+        )
+    return {
+        "admitted": [_admitted(admits[key]) for key in sorted(admits)],
+        "preempting": [],
+        "pending": pending,
+        "evicted": [
+            {"workload": e.workload_key, "clusterQueue": e.cluster_queue, "reason": e.reason}
+            for e in sorted(evictions.values(), key=lambda e: e.workload_key)
+        ],
+    }
+
+
+def _kind(obj: CoreObject) -> str:
+    name = type(obj).__name__
+    return name if name in _APPLY_ORDER else "Workload"
+
+
+def _admitted(admit: Admit) -> dict[str, Any]:
+    return {
+        "workload": admit.workload_key,
+        "clusterQueue": admit.cluster_queue,
+        "borrowing": admit.borrowing,
+        "podSets": [
+            {"name": ps.name, "count": ps.count, "flavors": dict(sorted(ps.flavors.items()))}
+            for ps in admit.pod_sets
+        ],
+    }
+
+
+def render(result: dict[str, Any], output: str) -> str:
+    if output == "json":
+        return json.dumps(result, indent=2)
+    if output == "yaml":
+        return yaml.safe_dump(result, sort_keys=False).rstrip("\n")
+    rows = [("WORKLOAD", "CLUSTERQUEUE", "DECISION", "DETAIL")]
+    for a in result["admitted"]:
+        flavors = ", ".join(
+            f"{ps['name']}x{ps['count']}: " + " ".join(f"{r}={f}" for r, f in ps["flavors"].items())
+            for ps in a["podSets"]
+        )
+        rows.append(
+            (
+                a["workload"],
+                a["clusterQueue"],
+                "admit" + (" (borrowing)" if a["borrowing"] else ""),
+                flavors,
+            )
+        )
+    for e in result["evicted"]:
+        rows.append((e["workload"], e["clusterQueue"], "evict", e["reason"]))
+    for p in result["pending"]:
+        rows.append((p["workload"], p["clusterQueue"] or "-", "pending", p["reason"]))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+        for row in rows
+    ).rstrip()
+
+
+def _plan(args: argparse.Namespace) -> int:
+    try:
+        now = parse_time(args.now) if args.now else datetime.now(UTC).timestamp()
+    except ValueError:
+        print(f"--now: not an RFC 3339 time: {args.now!r}", file=sys.stderr)
+        return 2
+    try:
+        objects = _convert(_load(args.filename))
+    except PlanInputError as exc:
+        for line in exc.problems:
+            print(line, file=sys.stderr)
+        return 2
+    print(render(plan(objects, now), args.output))
+    return 0

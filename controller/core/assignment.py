@@ -1,0 +1,339 @@
+"""Flavor assignment: which flavor each podset gets, and whether that fits, borrows,
+needs preemption or cannot fit (digest §5.4, Kueue `flavorassigner.go`).
+
+Per podset and resource group, the group's flavors are tried in list order; every
+resource of the group the podset requests gets the same flavor. A flavor's mode is the
+worst over its resources. FlavorFungibility decides whether a flavor that fits only by
+borrowing or by preempting stops the scan. The result records, per (flavor, resource),
+the mode and what is missing, so the preemption engine can plug in: it is asked (through
+`PreemptionOracle`) whether removing admitted Workloads could free enough.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from controller.core.clusterqueues import (
+    ClusterQueue,
+    FlavorResource,
+    FungibilityPreference,
+    ResourceGroup,
+    WhenCanBorrow,
+    WhenCanPreempt,
+)
+from controller.core.cohorts import QuotaTree
+from controller.core.flavors import ResourceFlavor, mismatch_reason
+from controller.core.quantities import Format, Quantity
+from controller.core.workloads import PodSet, Workload
+
+__all__ = [
+    "FlavorAssignment",
+    "Mode",
+    "PodSetFlavors",
+    "PreemptionOracle",
+    "ResourceCheck",
+    "assign_flavors",
+    "show",
+]
+
+PreemptionOracle = Callable[[str, Workload, FlavorResource, int], bool]
+"""(cluster_queue, preemptor, (flavor, resource), requested) → could preempting admitted
+Workloads free enough of that pair? None (no engine) means never."""
+
+
+class Mode(StrEnum):
+    FIT = "Fit"  # fits within the queue's nominal quota
+    BORROW = "Borrow"  # fits now by borrowing from the cohort
+    PREEMPT = "Preempt"  # would fit only after preempting admitted Workloads
+    NO_FIT = "NoFit"  # cannot fit (no matching flavor, beyond max quota, nothing to preempt)
+
+
+def show(resource: str, milli: int) -> str:
+    """A quantity as Kubernetes prints it (binary suffixes for memory and storage)."""
+    binary = "memory" in resource or "storage" in resource
+    return str(Quantity(milli, Format.BINARY_SI if binary else Format.DECIMAL_SI))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceCheck:
+    """One (flavor, resource) evaluated for a podset; `requested` includes earlier podsets
+    of the same Workload assigned to this pair."""
+
+    flavor: str
+    resource: str
+    mode: Mode
+    requested: int
+    available: int
+    nominal: int
+    reserved: int
+    borrowable: int
+    potential: int
+    preemption_possible: bool = False
+
+    @property
+    def missing(self) -> int:
+        return max(0, self.requested - self.available)
+
+    def reason(self) -> str:
+        r = self.resource
+        head = f"insufficient quota for {r} in flavor {self.flavor}: requested {show(r, self.requested)}"
+        if self.requested > self.potential:
+            return (
+                f"{head}, at most {show(r, self.potential)} can ever be available "
+                f"(nominal {show(r, self.nominal)})"
+            )
+        return (
+            f"{head}, available {show(r, self.available)} (nominal {show(r, self.nominal)}, "
+            f"reserved {show(r, self.reserved)}, borrowable {show(r, self.borrowable)})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetFlavors:
+    name: str
+    count: int
+    flavors: Mapping[str, str]  # resource → flavor
+    requests: Mapping[str, int]  # resource → total for `count` pods
+    mode: Mode
+    borrowing: bool
+    checks: tuple[ResourceCheck, ...]  # the chosen flavors' checks
+    reason: str = ""  # why it does not fit (NO_FIT / PREEMPT)
+    condition_reason: str = ""  # Kueue's QuotaReserved=False reason
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorAssignment:
+    cluster_queue: str
+    pod_sets: tuple[PodSetFlavors, ...]
+    mode: Mode
+    borrowing: bool
+    usage: Mapping[FlavorResource, int]
+    reason: str = ""
+    condition_reason: str = ""  # NoMatchingFlavor, ExceedsMaxQuota or WaitingForQuota
+
+    @property
+    def fits(self) -> bool:
+        return self.mode in (Mode.FIT, Mode.BORROW)
+
+    def missing(self) -> dict[FlavorResource, int]:
+        """Per (flavor, resource) how much more is needed than is available now."""
+        out: dict[FlavorResource, int] = {}
+        for pod_set in self.pod_sets:
+            for check in pod_set.checks:
+                if check.missing:
+                    fr = (check.flavor, check.resource)
+                    out[fr] = max(out.get(fr, 0), check.missing)
+        return out
+
+
+# Kueue's ranking: noFit < noPreemptionCandidates < preempt < fit (borrowing is fit + level).
+def _rank(mode: Mode, preemption_possible: bool) -> int:
+    if mode is Mode.NO_FIT:
+        return 0
+    if mode is Mode.PREEMPT:
+        return 2 if preemption_possible else 1
+    return 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    flavor: str
+    rank: int
+    borrowing: bool
+    checks: tuple[ResourceCheck, ...]
+
+
+def _preferred(a: _Option, b: _Option, preference: FungibilityPreference) -> bool:
+    if a.rank == 0:
+        return False
+    if b.rank == 0:
+        return True
+    if (a.rank == 1) != (b.rank == 1):
+        return b.rank == 1
+    if preference is FungibilityPreference.PREEMPTION_OVER_BORROWING:
+        if a.borrowing != b.borrowing:
+            return not a.borrowing
+        return a.rank > b.rank
+    if a.rank != b.rank:
+        return a.rank > b.rank
+    return b.borrowing and not a.borrowing
+
+
+def _check(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    workload: Workload,
+    fr: FlavorResource,
+    requested: int,
+    oracle: PreemptionOracle | None,
+) -> ResourceCheck:
+    quota = tree.quota(cq.name, fr)
+    reserved = tree.usage(cq.name, fr)
+    available = tree.available(cq.name, fr)
+    potential = tree.potential_available(cq.name, fr)
+    borrowable = max(0, available - max(0, quota.nominal - reserved))
+    args = (fr[0], fr[1])
+    numbers = (requested, available, quota.nominal, reserved, borrowable, potential)
+    if requested > potential:
+        return ResourceCheck(*args, Mode.NO_FIT, *numbers)
+    if requested <= available:
+        mode = Mode.BORROW if tree.borrowing(cq.name, fr, requested) else Mode.FIT
+        return ResourceCheck(*args, mode, *numbers)
+    # Kueue compares the request (not usage + request) with nominal quota (digest §8.1).
+    if quota.nominal >= requested or cq.preemption.borrow_within_cohort != "Never":
+        possible = oracle is not None and oracle(cq.name, workload, fr, requested)
+        return ResourceCheck(*args, Mode.PREEMPT, *numbers, preemption_possible=possible)
+    return ResourceCheck(*args, Mode.NO_FIT, *numbers)
+
+
+def _scan_group(
+    tree: QuotaTree,
+    flavors: Mapping[str, ResourceFlavor],
+    cq: ClusterQueue,
+    workload: Workload,
+    pod_set: PodSet,
+    group: ResourceGroup,
+    wanted: Mapping[str, int],
+    assigned: Mapping[FlavorResource, int],
+    oracle: PreemptionOracle | None,
+) -> tuple[_Option | None, list[str], int]:
+    fungibility = cq.flavor_fungibility
+    best: _Option | None = None
+    reasons: list[str] = []
+    severity = len(_CONDITION_REASONS) - 1
+    for flavor_quotas in group.flavors:
+        flavor = flavors.get(flavor_quotas.name)
+        if flavor is None:
+            reasons.append(f"flavor {flavor_quotas.name} not found")
+            continue
+        mismatch = mismatch_reason(flavor, pod_set)
+        if mismatch is not None:
+            reasons.append(mismatch)
+            continue
+        checks = tuple(
+            _check(
+                tree, cq, workload, (flavor.name, r), assigned.get((flavor.name, r), 0) + v, oracle
+            )
+            for r, v in wanted.items()
+        )
+        option = _Option(
+            flavor.name,
+            min(_rank(c.mode, c.preemption_possible) for c in checks),
+            any(
+                c.mode is Mode.BORROW or (c.mode is Mode.PREEMPT and c.requested > c.nominal)
+                for c in checks
+            ),
+            checks,
+        )
+        reasons.extend(c.reason() for c in checks if c.mode in (Mode.NO_FIT, Mode.PREEMPT))
+        exceeds = any(c.requested > c.potential for c in checks)
+        severity = min(severity, 1 if exceeds else 0)
+        if option.rank == 0:
+            continue
+        try_next = (
+            option.rank == 1
+            or (option.rank == 2 and fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR)
+            or (option.borrowing and fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR)
+        )
+        if not try_next:
+            return option, reasons, severity
+        if best is None or _preferred(option, best, fungibility.preference):
+            best = option
+    return best, reasons, severity
+
+
+# Kueue's QuotaReserved=False reasons, least to most severe.
+_CONDITION_REASONS = ("WaitingForQuota", "ExceedsMaxQuota", "NoMatchingFlavor")
+_SEVERITY = {Mode.NO_FIT: 0, Mode.PREEMPT: 1, Mode.BORROW: 2, Mode.FIT: 3}
+
+
+def _totals(cq: ClusterQueue, pod_set: PodSet) -> dict[str, int]:
+    totals = {r: v * pod_set.count for r, v in pod_set.requests.items() if v}
+    if cq.covers("pods"):
+        totals["pods"] = totals.get("pods", 0) + 1000 * pod_set.count
+    return totals
+
+
+def assign_flavors(
+    tree: QuotaTree,
+    flavors: Mapping[str, ResourceFlavor],
+    cq: ClusterQueue,
+    workload: Workload,
+    oracle: PreemptionOracle | None = None,
+) -> FlavorAssignment:
+    """Choose flavors for every podset of `workload` in `cq` against the current usage."""
+    assigned: dict[FlavorResource, int] = {}
+    results: list[PodSetFlavors] = []
+    many = len(workload.pod_sets) > 1
+    for pod_set in workload.pod_sets:
+        totals = _totals(cq, pod_set)
+        chosen: dict[str, str] = {}
+        checks: list[ResourceCheck] = []
+        mode, borrowing, reasons, severity = Mode.FIT, False, [], 0
+        by_group: dict[int, dict[str, int]] = {}
+        for resource, value in totals.items():
+            group = cq.group_for(resource)
+            if group is None:
+                mode = Mode.NO_FIT
+                reasons.append(f"resource {resource} unavailable in ClusterQueue {cq.name}")
+                severity = 2
+                continue
+            by_group.setdefault(id(group), {})[resource] = value
+        for group in cq.resource_groups:
+            wanted = by_group.get(id(group))
+            if not wanted or mode is Mode.NO_FIT:
+                continue
+            option, why, group_severity = _scan_group(
+                tree, flavors, cq, workload, pod_set, group, wanted, assigned, oracle
+            )
+            if option is None:
+                mode = Mode.NO_FIT
+                severity = max(severity, group_severity)
+                reasons.extend(why or [f"no flavor of ClusterQueue {cq.name} matches"])
+                continue
+            for resource in wanted:
+                chosen[resource] = option.flavor
+            checks.extend(option.checks)
+            borrowing = borrowing or option.borrowing
+            if option.rank < 3:
+                mode = Mode.PREEMPT
+                reasons.extend(why)
+        if mode is Mode.FIT and borrowing:
+            mode = Mode.BORROW
+        if mode is not Mode.NO_FIT:
+            for resource, flavor in chosen.items():
+                fr = (flavor, resource)
+                assigned[fr] = assigned.get(fr, 0) + totals[resource]
+        reason = "; ".join(dict.fromkeys(reasons)) if mode in (Mode.NO_FIT, Mode.PREEMPT) else ""
+        if reason and many:
+            reason = f"podset {pod_set.name}: {reason}"
+        condition = _CONDITION_REASONS[severity] if mode in (Mode.NO_FIT, Mode.PREEMPT) else ""
+        results.append(
+            PodSetFlavors(
+                pod_set.name,
+                pod_set.count,
+                chosen,
+                totals,
+                mode,
+                borrowing,
+                tuple(checks),
+                reason,
+                condition,
+            )
+        )
+    worst = min((r.mode for r in results), key=_SEVERITY.__getitem__, default=Mode.FIT)
+    return FlavorAssignment(
+        cq.name,
+        tuple(results),
+        worst,
+        any(r.borrowing for r in results),
+        assigned,
+        "; ".join(r.reason for r in results if r.reason and r.mode is worst),
+        max(
+            (r.condition_reason for r in results if r.condition_reason),
+            key=_CONDITION_REASONS.index,
+            default="",
+        ),
+    )

@@ -1,0 +1,147 @@
+"""ClusterQueues and LocalQueues as the admission engine sees them (Kueue v1beta2).
+
+Quota values are integers in milli-units (`Quantity.milli`); a ClusterQueue's quota is
+a list of resource groups, each covering some resources with an ordered list of flavors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from controller.core.selectors import LabelSelector
+
+__all__ = [
+    "ClusterQueue",
+    "FlavorFungibility",
+    "FlavorQuotas",
+    "FungibilityPreference",
+    "LocalQueue",
+    "PreemptionPolicy",
+    "QueueingStrategy",
+    "ResourceGroup",
+    "ResourceQuota",
+    "StopPolicy",
+    "WhenCanBorrow",
+    "WhenCanPreempt",
+]
+
+FlavorResource = tuple[str, str]
+"""A (flavor name, resource name) pair: the unit quota is counted in."""
+
+
+class QueueingStrategy(StrEnum):
+    STRICT_FIFO = "StrictFIFO"
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+
+
+class StopPolicy(StrEnum):
+    NONE = "None"
+    HOLD = "Hold"
+    HOLD_AND_DRAIN = "HoldAndDrain"
+
+
+class WhenCanBorrow(StrEnum):
+    MAY_STOP_SEARCH = "MayStopSearch"
+    TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+
+class WhenCanPreempt(StrEnum):
+    MAY_STOP_SEARCH = "MayStopSearch"
+    TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+
+class FungibilityPreference(StrEnum):
+    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorFungibility:
+    """How far the flavor scan goes once a flavor fits by borrowing or by preempting."""
+
+    when_can_borrow: WhenCanBorrow = WhenCanBorrow.MAY_STOP_SEARCH
+    when_can_preempt: WhenCanPreempt = WhenCanPreempt.TRY_NEXT_FLAVOR
+    preference: FungibilityPreference = FungibilityPreference.BORROWING_OVER_PREEMPTION
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPolicy:
+    """`spec.preemption`, kept for the preemption engine (values are Kueue's strings)."""
+
+    reclaim_within_cohort: str = "Never"
+    within_cluster_queue: str = "Never"
+    borrow_within_cohort: str = "Never"
+    borrow_within_cohort_max_priority: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuota:
+    """One resource's quota in one flavor. Absent limits are None (unlimited / all lendable)."""
+
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuotas:
+    name: str
+    resources: Mapping[str, ResourceQuota]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    covered_resources: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueue:
+    name: str
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    cohort: str | None = None
+    queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    namespace_selector: LabelSelector | None = None
+    flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
+    stop_policy: StopPolicy = StopPolicy.NONE
+
+    def group_for(self, resource: str) -> ResourceGroup | None:
+        """The resource group covering `resource`, or None when the queue does not cover it."""
+        for group in self.resource_groups:
+            if resource in group.covered_resources:
+                return group
+        return None
+
+    def covers(self, resource: str) -> bool:
+        return self.group_for(resource) is not None
+
+    def quotas(self) -> Iterator[tuple[FlavorResource, ResourceQuota]]:
+        """Every (flavor, resource) quota the queue defines."""
+        for group in self.resource_groups:
+            for flavor in group.flavors:
+                for resource, quota in flavor.resources.items():
+                    yield (flavor.name, resource), quota
+
+    def flavor_names(self) -> Iterator[str]:
+        for group in self.resource_groups:
+            for flavor in group.flavors:
+                yield flavor.name
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop_policy is not StopPolicy.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueue:
+    namespace: str
+    name: str
+    cluster_queue: str
+    stop_policy: StopPolicy = StopPolicy.NONE
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -1,0 +1,166 @@
+"""One admission cycle (digest §5): heads → flavor assignment → ordered admission.
+
+1. Release Workloads whose eviction backoff has passed; issue pending evictions
+   (HoldAndDrain, deactivated).
+2. Pop one head from every active ClusterQueue.
+3. Nominate each head against the usage at the start of the cycle: namespace selector,
+   then flavor assignment.
+4. Process heads in Kueue's order: those that fit without borrowing first, then higher
+   priority, then older. Each is re-checked against the usage as it stands (earlier heads
+   have been charged), so two heads never take the same capacity; a head that no longer
+   fits goes straight back to its heap (Kueue's FailedAfterNomination) and is retried next
+   cycle.
+5. A head that needs preemption reserves, for the rest of the cycle, the part of its
+   request its queue is entitled to, so lower-ordered borrowers cannot take it
+   (digest §5.6 step 3); the reservation is undone at the end of the cycle.
+
+Admissions are applied to the state (`ClusterState.apply_admit`) as they are decided;
+a runtime whose status write fails calls `state.release(key)` to roll one back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
+from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
+from controller.core.decisions import Admit, CycleResult, Inadmissible
+from controller.core.queues import OrderKey
+from controller.core.state import ClusterState, namespace_matches
+from controller.core.workloads import PodSetAssignment
+
+__all__ = ["run_cycle"]
+
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+
+
+@dataclass(slots=True)
+class _Entry:
+    cq: ClusterQueue
+    item: OrderKey
+    assignment: FlavorAssignment
+
+    @property
+    def key(self) -> str:
+        return self.item[4]
+
+    def sort_key(self) -> tuple[bool, int, float, str]:
+        # Non-borrowing first, then higher priority, then older, then UID (digest §5.5).
+        return (self.assignment.borrowing, self.item[0], self.item[2], self.item[3])
+
+
+def run_cycle(
+    state: ClusterState, now: float, *, oracle: PreemptionOracle | None = None
+) -> CycleResult:
+    """Run one cycle at time `now` (seconds since the epoch) and return its decisions."""
+    state.release_backoff(now)
+    evicted = state.take_evictions()
+    inadmissible: list[Inadmissible] = []
+    requeued: list[str] = []
+    changed = bool(evicted)
+
+    entries: list[_Entry] = []
+    for name, queue in state.queues.items():
+        if state.inactive_reason(name) is not None:
+            continue
+        item = queue.pop()
+        if item is None:
+            continue
+        cq = state.cluster_queues[name]
+        workload = state.workloads[item[4]]
+        if not namespace_matches(state, cq, workload.namespace):
+            reason = (
+                f"namespace {workload.namespace} doesn't match the namespaceSelector "
+                f"of ClusterQueue {name}"
+            )
+            changed |= _refuse(state, cq, item, reason, "Misconfigured", None, inadmissible, True)
+            continue
+        assignment = assign_flavors(state.quota, state.flavors, cq, workload, oracle)
+        entries.append(_Entry(cq, item, assignment))
+
+    entries.sort(key=_Entry.sort_key)
+    admitted: list[Admit] = []
+    held_back: list[tuple[str, dict[FlavorResource, int]]] = []
+    for entry in entries:
+        assignment, cq = entry.assignment, entry.cq
+        if assignment.mode is Mode.NO_FIT or assignment.mode is Mode.PREEMPT:
+            if assignment.mode is Mode.PREEMPT and cq.preemption.reclaim_within_cohort != "Any":
+                held_back.append((cq.name, _entitlement(state, cq.name, assignment)))
+                state.quota.add_usage(*held_back[-1])
+            changed |= _refuse(
+                state,
+                cq,
+                entry.item,
+                assignment.reason,
+                assignment.condition_reason or "WaitingForQuota",
+                assignment,
+                inadmissible,
+                cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO,
+            )
+            continue
+        if not state.quota.fits(cq.name, assignment.usage):
+            state.queues[cq.name].push(entry.item)
+            changed |= state.reasons.get(entry.key) != NO_LONGER_FITS
+            state.reasons[entry.key] = NO_LONGER_FITS
+            requeued.append(entry.key)
+            continue
+        admit = Admit(
+            entry.key,
+            cq.name,
+            tuple(
+                PodSetAssignment(ps.name, ps.count, dict(ps.flavors), dict(ps.requests))
+                for ps in assignment.pod_sets
+            ),
+            any(state.quota.borrowing(cq.name, fr, v) for fr, v in assignment.usage.items()),
+        )
+        state.apply_admit(admit)
+        admitted.append(admit)
+        changed = True
+
+    for name, usage in reversed(held_back):
+        state.quota.remove_usage(name, usage)
+    return CycleResult(
+        tuple(admitted), tuple(inadmissible), tuple(evicted), tuple(requeued), changed
+    )
+
+
+def _refuse(
+    state: ClusterState,
+    cq: ClusterQueue,
+    item: OrderKey,
+    reason: str,
+    condition_reason: str,
+    assignment: FlavorAssignment | None,
+    out: list[Inadmissible],
+    park: bool,
+) -> bool:
+    """Record an inadmissible head and requeue it; returns whether anything changed."""
+    key = item[4]
+    queue = state.queues[cq.name]
+    queue.requeue(item, inadmissible=park)
+    previous = state.reasons.get(key)
+    state.reasons[key] = reason
+    out.append(Inadmissible(key, cq.name, reason, condition_reason, assignment))
+    return park or previous != reason
+
+
+def _entitlement(
+    state: ClusterState, cq: str, assignment: FlavorAssignment
+) -> dict[FlavorResource, int]:
+    """What a head waiting for preemption holds back from later heads this cycle: within
+    nominal, what is left of nominal; when borrowing, up to nominal + borrowingLimit."""
+    out: dict[FlavorResource, int] = {}
+    for fr, value in assignment.usage.items():
+        quota = state.quota.quota(cq, fr)
+        used = state.quota.usage(cq, fr)
+        if assignment.borrowing:
+            amount = (
+                value
+                if quota.borrowing_limit is None
+                else min(value, quota.nominal + quota.borrowing_limit - used)
+            )
+        else:
+            amount = min(value, quota.nominal - used)
+        if amount > 0:
+            out[fr] = amount
+    return out

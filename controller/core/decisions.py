@@ -1,0 +1,72 @@
+"""What one admission cycle decided: small result objects the runtime acts on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.core.assignment import FlavorAssignment, Mode
+from controller.core.workloads import Admission, PodSetAssignment, Usage
+
+__all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible"]
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    """Reserve quota for `workload_key` in `cluster_queue` (QuotaReserved=True)."""
+
+    workload_key: str
+    cluster_queue: str
+    pod_sets: tuple[PodSetAssignment, ...]
+    borrowing: bool
+
+    @property
+    def admission(self) -> Admission:
+        return Admission(self.cluster_queue, self.pod_sets)
+
+    def usage(self) -> Usage:
+        return self.admission.usage()
+
+
+@dataclass(frozen=True, slots=True)
+class Inadmissible:
+    """The Workload stays pending; `reason` is the QuotaReserved=False message.
+
+    `condition_reason` is Kueue's reason (WaitingForQuota, NoMatchingFlavor, Inactive,
+    Misconfigured, …); `assignment` is the flavor assignment tried, if any, so a
+    preemption engine can see the per-(flavor, resource) mode and what is missing."""
+
+    workload_key: str
+    cluster_queue: str | None
+    reason: str
+    condition_reason: str = "Pending"
+    assignment: FlavorAssignment | None = field(default=None, compare=False)
+
+    @property
+    def needs_preemption(self) -> bool:
+        return self.assignment is not None and self.assignment.mode is Mode.PREEMPT
+
+
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Evict an admitted Workload (Evicted=True); its quota stays reserved until released."""
+
+    workload_key: str
+    cluster_queue: str
+    reason: str  # Kueue eviction reason, e.g. ClusterQueueStopped, Deactivated
+    message: str
+
+
+Decision = Admit | Inadmissible | Evict
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    admitted: tuple[Admit, ...] = ()
+    inadmissible: tuple[Inadmissible, ...] = ()
+    evicted: tuple[Evict, ...] = ()
+    requeued: tuple[str, ...] = ()  # heads that lost capacity to an earlier head this cycle
+    changed: bool = False  # anything admitted, evicted, parked or explained differently
+
+    @property
+    def decisions(self) -> tuple[Decision, ...]:
+        return (*self.evicted, *self.admitted, *self.inadmissible)

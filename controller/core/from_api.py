@@ -1,0 +1,431 @@
+"""Convert Kubernetes/Kueue API objects into the engine's plain objects.
+
+Accepts plain dicts (as decoded from YAML/JSON) or pydantic models from `api/` (anything
+with `model_dump`). Pure: no I/O. Problems are collected, not raised one at a time:
+`InvalidObject.problems` lists every `(field path, message)` found, so a tool can report
+them all (`quotagate plan`) and the runtime can name the field in an Event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from controller.core.api_fields import FieldReader, parse_time
+from controller.core.clusterqueues import (
+    ClusterQueue,
+    FlavorFungibility,
+    FlavorQuotas,
+    FungibilityPreference,
+    LocalQueue,
+    PreemptionPolicy,
+    QueueingStrategy,
+    ResourceGroup,
+    ResourceQuota,
+    StopPolicy,
+    WhenCanBorrow,
+    WhenCanPreempt,
+)
+from controller.core.flavors import ResourceFlavor, Taint
+from controller.core.priorities import (
+    KUEUE_GROUP,
+    SCHEDULING_GROUP,
+    PriorityClass,
+    WorkloadPriorityClass,
+)
+from controller.core.requests import Container, pod_requests
+from controller.core.state import ClusterState
+from controller.core.workloads import (
+    Admission,
+    PodSet,
+    PodSetAssignment,
+    PriorityClassRef,
+    Workload,
+)
+
+__all__ = [
+    "KINDS",
+    "CoreObject",
+    "InvalidObject",
+    "Namespace",
+    "apply",
+    "convert",
+    "parse_time",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    labels: Mapping[str, str]
+
+
+CoreObject = (
+    ResourceFlavor
+    | ClusterQueue
+    | LocalQueue
+    | WorkloadPriorityClass
+    | PriorityClass
+    | Namespace
+    | Workload
+)
+
+
+class InvalidObject(ValueError):
+    """An API object that cannot be converted; `problems` holds (field path, message)."""
+
+    def __init__(self, kind: str, name: str, problems: list[tuple[str, str]]) -> None:
+        self.kind, self.name, self.problems = kind, name, problems
+        text = "; ".join(f"{path}: {message}" for path, message in problems)
+        super().__init__(f"{kind} {name}: {text}")
+
+
+def _as_dict(obj: Any) -> Mapping[str, Any]:
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        dumped = dump(by_alias=True, exclude_none=True, mode="json")
+        if isinstance(dumped, Mapping):
+            return dumped
+    if not isinstance(obj, Mapping):
+        raise InvalidObject("?", "?", [("", f"expected an object, got {type(obj).__name__}")])
+    return obj
+
+
+def _flavor(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> ResourceFlavor:
+    taints = []
+    for i, item in enumerate(r.seq(spec.get("nodeTaints"), "spec.nodeTaints")):
+        t = r.obj(item, f"spec.nodeTaints[{i}]")
+        taints.append(
+            Taint(
+                r.text(t.get("key"), f"spec.nodeTaints[{i}].key"),
+                str(t.get("value") or ""),
+                r.text(t.get("effect"), f"spec.nodeTaints[{i}].effect"),
+            )
+        )
+    return ResourceFlavor(
+        r.text(meta.get("name"), "metadata.name"),
+        r.labels(spec.get("nodeLabels"), "spec.nodeLabels"),
+        tuple(taints),
+        r.tolerations(spec.get("tolerations"), "spec.tolerations"),
+    )
+
+
+def _resource_groups(r: FieldReader, spec: Mapping[str, Any]) -> tuple[ResourceGroup, ...]:
+    groups = []
+    for g, group in enumerate(r.seq(spec.get("resourceGroups"), "spec.resourceGroups")):
+        gpath = f"spec.resourceGroups[{g}]"
+        group = r.obj(group, gpath)
+        covered = tuple(
+            str(x) for x in r.seq(group.get("coveredResources"), f"{gpath}.coveredResources")
+        )
+        flavors = []
+        for f, flavor in enumerate(r.seq(group.get("flavors"), f"{gpath}.flavors")):
+            fpath = f"{gpath}.flavors[{f}]"
+            flavor = r.obj(flavor, fpath)
+            resources: dict[str, ResourceQuota] = {}
+            for i, res in enumerate(r.seq(flavor.get("resources"), f"{fpath}.resources")):
+                rpath = f"{fpath}.resources[{i}]"
+                res = r.obj(res, rpath)
+                name = r.text(res.get("name"), f"{rpath}.name")
+                nominal = r.quantity(res.get("nominalQuota"), f"{rpath}.nominalQuota")
+                borrow = res.get("borrowingLimit")
+                lend = res.get("lendingLimit")
+                lend_milli = None if lend is None else r.quantity(lend, f"{rpath}.lendingLimit")
+                if lend_milli is not None and lend_milli > nominal:
+                    r.problem(f"{rpath}.lendingLimit", "must not exceed nominalQuota")
+                resources[name] = ResourceQuota(
+                    nominal,
+                    None if borrow is None else r.quantity(borrow, f"{rpath}.borrowingLimit"),
+                    lend_milli,
+                )
+            if set(resources) != set(covered):
+                r.problem(
+                    f"{fpath}.resources", f"must list exactly the covered resources {list(covered)}"
+                )
+            flavors.append(FlavorQuotas(r.text(flavor.get("name"), f"{fpath}.name"), resources))
+        groups.append(ResourceGroup(covered, tuple(flavors)))
+    return tuple(groups)
+
+
+def _cluster_queue(
+    r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]
+) -> ClusterQueue:
+    fung = r.obj(spec.get("flavorFungibility"), "spec.flavorFungibility")
+    legacy = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
+    pre = r.obj(spec.get("preemption"), "spec.preemption")
+    bwc = r.obj(pre.get("borrowWithinCohort"), "spec.preemption.borrowWithinCohort")
+    cohort = spec.get("cohortName", spec.get("cohort"))
+    return ClusterQueue(
+        name=r.text(meta.get("name"), "metadata.name"),
+        resource_groups=_resource_groups(r, spec),
+        cohort=r.text(cohort, "spec.cohortName") if cohort else None,
+        queueing_strategy=r.enum(
+            spec.get("queueingStrategy"),
+            "spec.queueingStrategy",
+            QueueingStrategy,
+            QueueingStrategy.BEST_EFFORT_FIFO,
+        ),
+        namespace_selector=r.selector(spec.get("namespaceSelector"), "spec.namespaceSelector"),
+        flavor_fungibility=FlavorFungibility(
+            r.enum(
+                legacy.get(str(fung.get("whenCanBorrow")), fung.get("whenCanBorrow")),
+                "spec.flavorFungibility.whenCanBorrow",
+                WhenCanBorrow,
+                WhenCanBorrow.MAY_STOP_SEARCH,
+            ),
+            r.enum(
+                legacy.get(str(fung.get("whenCanPreempt")), fung.get("whenCanPreempt")),
+                "spec.flavorFungibility.whenCanPreempt",
+                WhenCanPreempt,
+                WhenCanPreempt.TRY_NEXT_FLAVOR,
+            ),
+            r.enum(
+                fung.get("preference"),
+                "spec.flavorFungibility.preference",
+                FungibilityPreference,
+                FungibilityPreference.BORROWING_OVER_PREEMPTION,
+            ),
+        ),
+        preemption=PreemptionPolicy(
+            str(pre.get("reclaimWithinCohort") or "Never"),
+            str(pre.get("withinClusterQueue") or "Never"),
+            str(bwc.get("policy") or "Never"),
+            r.integer(
+                bwc.get("maxPriorityThreshold"),
+                "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+            ),
+        ),
+        stop_policy=r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
+    )
+
+
+def _containers(r: FieldReader, obj: Any, path: str) -> list[Container]:
+    out = []
+    for i, item in enumerate(r.seq(obj, path)):
+        c = r.obj(item, f"{path}[{i}]")
+        res = r.obj(c.get("resources"), f"{path}[{i}].resources")
+        out.append(
+            Container(
+                r.quantities(res.get("requests"), f"{path}[{i}].resources.requests"),
+                r.quantities(res.get("limits"), f"{path}[{i}].resources.limits"),
+                c.get("restartPolicy") == "Always",
+            )
+        )
+    return out
+
+
+def _pod_set(r: FieldReader, obj: Any, path: str) -> PodSet:
+    ps = r.obj(obj, path)
+    pod = r.obj(r.obj(ps.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
+    spath = f"{path}.template.spec"
+    requests = pod_requests(
+        _containers(r, pod.get("containers"), f"{spath}.containers"),
+        _containers(r, pod.get("initContainers"), f"{spath}.initContainers"),
+        r.quantities(pod.get("overhead"), f"{spath}.overhead"),
+    )
+    affinity = r.obj(
+        r.obj(pod.get("affinity"), f"{spath}.affinity").get("nodeAffinity"),
+        f"{spath}.affinity.nodeAffinity",
+    )
+    required = r.obj(
+        affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{spath}.affinity.nodeAffinity.required",
+    )
+    terms = tuple(
+        r.requirements(
+            r.obj(term, "nodeSelectorTerms").get("matchExpressions"),
+            f"{spath}.affinity.nodeAffinity.nodeSelectorTerms[{i}].matchExpressions",
+        )
+        for i, term in enumerate(r.seq(required.get("nodeSelectorTerms"), "nodeSelectorTerms"))
+    )
+    count = r.integer(ps.get("count"), f"{path}.count", 1) or 0
+    if count < 0:
+        r.problem(f"{path}.count", "must not be negative")
+    return PodSet(
+        r.text(ps.get("name"), f"{path}.name", "main"),
+        count,
+        requests,
+        r.labels(pod.get("nodeSelector"), f"{spath}.nodeSelector"),
+        terms,
+        r.tolerations(pod.get("tolerations"), f"{spath}.tolerations"),
+        r.integer(ps.get("minCount"), f"{path}.minCount"),
+    )
+
+
+def _conditions(r: FieldReader, status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    out = {}
+    for i, c in enumerate(r.seq(status.get("conditions"), "status.conditions")):
+        c = r.obj(c, f"status.conditions[{i}]")
+        out[str(c.get("type"))] = c
+    return out
+
+
+def _workload(
+    r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> Workload:
+    namespace = r.text(meta.get("namespace"), "metadata.namespace", "default")
+    name = r.text(meta.get("name"), "metadata.name")
+    pod_sets = tuple(
+        _pod_set(r, ps, f"spec.podSets[{i}]")
+        for i, ps in enumerate(r.seq(spec.get("podSets"), "spec.podSets"))
+    )
+    if not pod_sets:
+        r.problem("spec.podSets", "at least one podset is required")
+    ref = None
+    if spec.get("priorityClassRef") is not None:
+        raw = r.obj(spec["priorityClassRef"], "spec.priorityClassRef")
+        group = r.text(raw.get("group"), "spec.priorityClassRef.group", KUEUE_GROUP)
+        kind = "WorkloadPriorityClass" if group == KUEUE_GROUP else "PriorityClass"
+        ref = PriorityClassRef(
+            group,
+            r.text(raw.get("kind"), "spec.priorityClassRef.kind", kind),
+            r.text(raw.get("name"), "spec.priorityClassRef.name"),
+        )
+    elif spec.get("priorityClassName"):  # v1beta1
+        source = spec.get("priorityClassSource") or ""
+        group = (
+            KUEUE_GROUP if source == "kueue.x-k8s.io/workloadpriorityclass" else SCHEDULING_GROUP
+        )
+        ref = PriorityClassRef(group, "", str(spec["priorityClassName"]))
+    conditions = _conditions(r, status)
+
+    def true(kind: str) -> bool:
+        return str(conditions.get(kind, {}).get("status")) == "True"
+
+    admission = None
+    raw_admission = status.get("admission")
+    if (
+        raw_admission is not None
+        and str(conditions.get("QuotaReserved", {}).get("status", "True")) == "True"
+    ):
+        adm = r.obj(raw_admission, "status.admission")
+        by_name = {ps.name: ps for ps in pod_sets}
+        assignments = []
+        for i, a in enumerate(
+            r.seq(adm.get("podSetAssignments"), "status.admission.podSetAssignments")
+        ):
+            apath = f"status.admission.podSetAssignments[{i}]"
+            a = r.obj(a, apath)
+            ps_name = r.text(a.get("name"), f"{apath}.name", "main")
+            flavors = r.labels(a.get("flavors"), f"{apath}.flavors")
+            pod_set = by_name.get(ps_name)
+            count = (
+                r.integer(a.get("count"), f"{apath}.count", pod_set.count if pod_set else 0) or 0
+            )
+            usage = r.quantities(a.get("resourceUsage"), f"{apath}.resourceUsage")
+            if not usage and pod_set is not None:
+                usage = {res: v * count for res, v in pod_set.requests.items() if res in flavors}
+                if "pods" in flavors:
+                    usage["pods"] = 1000 * count
+            assignments.append(PodSetAssignment(ps_name, count, flavors, usage))
+        admission = Admission(
+            r.text(adm.get("clusterQueue"), "status.admission.clusterQueue"), tuple(assignments)
+        )
+    requeue = r.obj(status.get("requeueState"), "status.requeueState")
+    cost = status.get("preemptionCost")
+    return Workload(
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or f"{namespace}/{name}"),
+        queue_name=r.text(spec.get("queueName"), "spec.queueName"),
+        pod_sets=pod_sets,
+        creation_timestamp=r.time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+        or 0.0,
+        priority=r.integer(spec.get("priority"), "spec.priority"),
+        priority_class=ref,
+        active=spec.get("active", True) is not False,
+        preemption_cost=0 if cost is None else r.quantity(cost, "status.preemptionCost"),
+        admission=admission,
+        evicted=true("Evicted"),
+        finished=true("Finished"),
+        requeue_at=r.time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
+        requeue_count=r.integer(requeue.get("count"), "status.requeueState.count", 0) or 0,
+        preemptibility=spec.get("preemptibility"),
+    )
+
+
+KINDS = (
+    "ResourceFlavor",
+    "ClusterQueue",
+    "LocalQueue",
+    "WorkloadPriorityClass",
+    "PriorityClass",
+    "Namespace",
+    "Workload",
+)
+
+
+def convert(obj: Any) -> CoreObject:
+    """One API object (dict or pydantic model) → the engine's object; raises InvalidObject."""
+    data = _as_dict(obj)
+    kind = str(data.get("kind") or "")
+    r = FieldReader()
+    meta = r.obj(data.get("metadata"), "metadata")
+    spec = r.obj(data.get("spec"), "spec")
+    name = str(meta.get("name") or "?")
+    if meta.get("namespace"):
+        name = f"{meta['namespace']}/{name}"
+    result: CoreObject
+    if kind == "ResourceFlavor":
+        result = _flavor(r, meta, spec)
+    elif kind == "ClusterQueue":
+        result = _cluster_queue(r, meta, spec)
+    elif kind == "LocalQueue":
+        result = LocalQueue(
+            r.text(meta.get("namespace"), "metadata.namespace", "default"),
+            r.text(meta.get("name"), "metadata.name"),
+            r.text(spec.get("clusterQueue"), "spec.clusterQueue"),
+            r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
+        )
+    elif kind == "WorkloadPriorityClass":
+        result = WorkloadPriorityClass(
+            r.text(meta.get("name"), "metadata.name"), r.integer(data.get("value"), "value", 0) or 0
+        )
+        if data.get("value") is None:
+            r.problem("value", "required")
+    elif kind == "PriorityClass":
+        result = PriorityClass(
+            r.text(meta.get("name"), "metadata.name"),
+            r.integer(data.get("value"), "value", 0) or 0,
+            str(data.get("preemptionPolicy") or "PreemptLowerPriority"),
+            data.get("globalDefault") is True,
+        )
+        if data.get("value") is None:
+            r.problem("value", "required")
+    elif kind == "Namespace":
+        result = Namespace(
+            r.text(meta.get("name"), "metadata.name"),
+            r.labels(meta.get("labels"), "metadata.labels"),
+        )
+    elif kind == "Workload":
+        result = _workload(r, meta, spec, r.obj(data.get("status"), "status"))
+    else:
+        raise InvalidObject(
+            kind or "?",
+            name,
+            [("kind", f"unsupported kind {kind!r}; expected one of {', '.join(KINDS)}")],
+        )
+    if r.problems:
+        raise InvalidObject(kind, name, r.problems)
+    return result
+
+
+def apply(state: ClusterState, obj: CoreObject) -> None:
+    """Add or update a converted object in the state."""
+    if isinstance(obj, ResourceFlavor):
+        state.set_flavor(obj)
+    elif isinstance(obj, ClusterQueue):
+        state.set_cluster_queue(obj)
+    elif isinstance(obj, LocalQueue):
+        state.set_local_queue(obj)
+    elif isinstance(obj, WorkloadPriorityClass):
+        state.set_workload_priority_class(obj)
+    elif isinstance(obj, PriorityClass):
+        state.set_priority_class(obj)
+    elif isinstance(obj, Namespace):
+        state.set_namespace(obj.name, obj.labels)
+    else:
+        state.upsert_workload(obj)

@@ -1,0 +1,408 @@
+"""The cluster as the admission engine knows it, kept incrementally.
+
+Every `set_*`/`remove_*` touches only what the object affects: quota totals of the
+(flavor, resource) pairs of one ClusterQueue and its cohort, one pending queue, or the
+inadmissible Workloads that a change may unblock. Reserved usage lives in `quota`
+(a `QuotaTree`): it is added once when quota is reserved (`apply_admit`, or a Workload
+that arrives already admitted) and removed once when it is released (`release`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
+from controller.core.cohorts import QuotaTree
+from controller.core.decisions import Admit, Evict
+from controller.core.flavors import ResourceFlavor
+from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
+from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
+from controller.core.selectors import EMPTY_LABELS
+from controller.core.workloads import Admission, Usage, Workload
+
+__all__ = ["AdmittedWorkload", "ClusterState", "UnknownWorkload"]
+
+_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+class UnknownWorkload(KeyError):
+    """A Workload key the state does not hold (or not in the expected phase)."""
+
+
+@dataclass(slots=True)
+class AdmittedWorkload:
+    """A Workload holding quota: its admission and the usage charged for it."""
+
+    workload: Workload
+    admission: Admission
+    usage: Usage
+    evicting: bool = False
+
+    @property
+    def cluster_queue(self) -> str:
+        return self.admission.cluster_queue
+
+
+class ClusterState:
+    """Flavors, queues, priority classes, namespaces, Workloads and reserved usage."""
+
+    def __init__(self, backoff: BackoffPolicy | None = None) -> None:
+        self.backoff = backoff or BackoffPolicy()
+        self.quota = QuotaTree()
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.cluster_queues: dict[str, ClusterQueue] = {}
+        self.local_queues: dict[str, LocalQueue] = {}
+        self.priority_classes = PriorityClasses()
+        self.namespaces: dict[str, Mapping[str, str]] = {}
+        self.workloads: dict[str, Workload] = {}
+        self.admitted: dict[str, AdmittedWorkload] = {}
+        self.queues: dict[str, PendingQueue] = {}
+        self.backoff_queue = BackoffQueue()
+        self.reasons: dict[str, str] = {}  # last QuotaReserved=False message per Workload
+        self._order: dict[str, OrderKey] = {}
+        self._queued_in: dict[str, str] = {}  # pending Workload → ClusterQueue
+        self._admitted_by_cq: dict[str, set[str]] = {}
+        self._orphans: dict[str, set[str]] = {}  # LocalQueue key → pending Workloads
+        self._to_evict: dict[str, tuple[str, str]] = {}
+
+    # -- flavors, queues, namespaces, priority classes ---------------------------------------
+
+    def set_flavor(self, flavor: ResourceFlavor) -> None:
+        self.flavors[flavor.name] = flavor
+        self._retry_using_flavor(flavor.name)
+
+    def remove_flavor(self, name: str) -> None:
+        self.flavors.pop(name, None)
+        self._retry_using_flavor(name)
+
+    def _retry_using_flavor(self, name: str) -> None:
+        for cq in self.cluster_queues.values():
+            if name in set(cq.flavor_names()):
+                self.retry_inadmissible(cq.name)
+
+    def set_cluster_queue(self, cq: ClusterQueue) -> None:
+        old = self.cluster_queues.get(cq.name)
+        self.cluster_queues[cq.name] = cq
+        self.quota.set_cluster_queue(cq.name, cq.cohort, dict(cq.quotas()))
+        queue = self.queues.get(cq.name)
+        if queue is None:
+            self.queues[cq.name] = PendingQueue(cq.queueing_strategy)
+            for lq in self.local_queues.values():
+                if lq.cluster_queue == cq.name:
+                    self._adopt_orphans(lq.key)
+        else:
+            queue.strategy = cq.queueing_strategy
+        if cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
+            for key in self._admitted_by_cq.get(cq.name, ()):
+                self._request_eviction(
+                    key, "ClusterQueueStopped", f"The ClusterQueue {cq.name} is stopped"
+                )
+        if old is not None and old.cohort and old.cohort != cq.cohort:
+            self._retry_cohort(old.cohort)
+        self.retry_inadmissible(cq.name)
+
+    def remove_cluster_queue(self, name: str) -> None:
+        cq = self.cluster_queues.pop(name, None)
+        if cq is None:
+            return
+        self.quota.remove_cluster_queue(name)
+        queue = self.queues.pop(name, None)
+        for key in list(queue.workload_keys()) if queue else ():
+            self._unqueue(key)
+            self._place(key)
+        if cq.cohort:
+            self._retry_cohort(cq.cohort)
+
+    def set_local_queue(self, lq: LocalQueue) -> None:
+        old = self.local_queues.get(lq.key)
+        self.local_queues[lq.key] = lq
+        if old is not None and old.cluster_queue != lq.cluster_queue:
+            self._requeue_local_queue(old)
+        self._adopt_orphans(lq.key)
+        self.retry_inadmissible(lq.cluster_queue)
+
+    def remove_local_queue(self, namespace: str, name: str) -> None:
+        lq = self.local_queues.pop(f"{namespace}/{name}", None)
+        if lq is not None:
+            self._requeue_local_queue(lq)
+
+    def _requeue_local_queue(self, lq: LocalQueue) -> None:
+        queue = self.queues.get(lq.cluster_queue)
+        if queue is None:
+            return
+        for key in [k for k in queue.workload_keys() if self._local_queue_key(k) == lq.key]:
+            self._unqueue(key)
+            self._place(key)
+
+    def _adopt_orphans(self, lq_key: str) -> None:
+        for key in self._orphans.pop(lq_key, set()):
+            self._place(key)
+
+    def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        self.namespaces[name] = {**labels, _NAME_LABEL: name}
+        for cq in self.cluster_queues:
+            self.retry_inadmissible(cq)
+
+    def remove_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
+    def namespace_labels(self, name: str) -> Mapping[str, str]:
+        """A namespace's labels; an unknown namespace still carries its name label."""
+        return self.namespaces.get(name) or {_NAME_LABEL: name}
+
+    def set_priority_class(self, cls: PriorityClass) -> None:
+        self.priority_classes.set_priority_class(cls)
+
+    def set_workload_priority_class(self, cls: WorkloadPriorityClass) -> None:
+        self.priority_classes.set_workload_priority_class(cls)
+
+    # -- workloads ---------------------------------------------------------------------------
+
+    def upsert_workload(self, workload: Workload) -> None:
+        """Add or update a Workload. Its priority is resolved once, when first seen (a class
+        whose value changes later does not reorder existing Workloads, as in Kueue)."""
+        key = workload.key
+        previous = self.workloads.get(key)
+        if previous is None or workload.priority != previous.priority:
+            priority = self.priority_classes.resolve(workload).value
+        else:
+            priority = -self._order[key][0]
+        self.workloads[key] = workload
+        self._order[key] = order_key(
+            priority, workload.preemption_cost, workload.creation_timestamp, workload.uid, key
+        )
+        held = self.admitted.get(key)
+        if held is not None and (workload.admission != held.admission or workload.finished):
+            self._unreserve(key)
+            held = None
+        if held is not None:
+            held.workload = workload
+            held.evicting = held.evicting or workload.evicted
+        self._unqueue(key)
+        if workload.finished:
+            return
+        if workload.admission is not None and held is None:
+            self._reserve(key, workload.admission, evicting=workload.evicted)
+        elif workload.admission is None:
+            self._place(key)
+        if key in self.admitted and not workload.active:
+            self._request_eviction(key, "Deactivated", "The workload is deactivated")
+
+    def remove_workload(self, key: str) -> None:
+        if key not in self.workloads:
+            return
+        if key in self.admitted:
+            self._unreserve(key)
+        self._unqueue(key)
+        del self.workloads[key], self._order[key]
+        self.reasons.pop(key, None)
+
+    def priority_of(self, key: str) -> int:
+        return -self._order[key][0]
+
+    def order_of(self, key: str) -> OrderKey:
+        return self._order[key]
+
+    def queued_in(self, key: str) -> str | None:
+        """The ClusterQueue whose pending queue holds the Workload, if any."""
+        return self._queued_in.get(key)
+
+    def _local_queue_key(self, key: str) -> str:
+        workload = self.workloads[key]
+        return f"{workload.namespace}/{workload.queue_name}"
+
+    def _place(self, key: str) -> None:
+        """Queue a pending Workload: behind its backoff, under its LocalQueue's ClusterQueue,
+        or as an orphan of a LocalQueue that does not exist yet."""
+        workload = self.workloads[key]
+        if not workload.active:
+            self.reasons[key] = "The workload is deactivated (spec.active: false)"
+            return
+        if workload.requeue_at is not None and key not in self.backoff_queue:
+            self.backoff_queue.add(key, workload.requeue_at)
+            return
+        if key in self.backoff_queue:
+            return
+        lq_key = self._local_queue_key(key)
+        lq = self.local_queues.get(lq_key)
+        queue = self.queues.get(lq.cluster_queue) if lq else None
+        if lq is None or queue is None:
+            self._orphans.setdefault(lq_key, set()).add(key)
+            self.reasons[key] = (
+                f"LocalQueue {lq_key} doesn't exist"
+                if lq is None
+                else f"ClusterQueue {lq.cluster_queue} doesn't exist"
+            )
+            return
+        self._queued_in[key] = lq.cluster_queue
+        queue.push(self._order[key])
+
+    def _unqueue(self, key: str) -> None:
+        cq = self._queued_in.pop(key, None)
+        if cq is not None and cq in self.queues:
+            self.queues[cq].remove(key)
+        self.backoff_queue.remove(key)
+        if key in self.workloads:
+            orphans = self._orphans.get(self._local_queue_key(key))
+            if orphans is not None:
+                orphans.discard(key)
+
+    def release_backoff(self, now: float) -> None:
+        """Queue every Workload whose requeueAt has passed."""
+        for key in self.backoff_queue.due(now):
+            if key in self.workloads:
+                self.workloads[key] = replace(self.workloads[key], requeue_at=None)
+                self._place(key)
+
+    # -- reserved quota ----------------------------------------------------------------------
+
+    def apply_admit(self, admit: Admit) -> None:
+        """Reserve quota for an admission decided by the cycle (Kueue "assume")."""
+        key = admit.workload_key
+        if key not in self.workloads:
+            raise UnknownWorkload(key)
+        if key in self.admitted:
+            raise UnknownWorkload(f"{key} already holds quota")
+        self._unqueue(key)
+        self.reasons.pop(key, None)
+        self.workloads[key] = replace(self.workloads[key], admission=admit.admission, evicted=False)
+        self._reserve(key, admit.admission, evicting=False)
+
+    def _reserve(self, key: str, admission: Admission, evicting: bool) -> None:
+        usage = admission.usage()
+        self.admitted[key] = AdmittedWorkload(self.workloads[key], admission, usage, evicting)
+        self._admitted_by_cq.setdefault(admission.cluster_queue, set()).add(key)
+        self.quota.add_usage(admission.cluster_queue, usage)
+        cq = self.cluster_queues.get(admission.cluster_queue)
+        if not evicting and cq is not None and cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
+            self._request_eviction(
+                key, "ClusterQueueStopped", f"The ClusterQueue {cq.name} is stopped"
+            )
+
+    def _unreserve(self, key: str) -> AdmittedWorkload:
+        held = self.admitted.pop(key)
+        self.quota.remove_usage(held.cluster_queue, held.usage)
+        members = self._admitted_by_cq[held.cluster_queue]
+        members.discard(key)
+        if not members:
+            del self._admitted_by_cq[held.cluster_queue]
+        self._to_evict.pop(key, None)
+        self.retry_inadmissible(held.cluster_queue)
+        cohort = self.quota.cohort_of(held.cluster_queue)
+        if cohort:
+            self._retry_cohort(cohort)
+        return held
+
+    def release(
+        self, key: str, *, requeue: bool = True, now: float | None = None, backoff: bool = False
+    ) -> Usage:
+        """Return a Workload's reserved usage (finished, evicted or deleted). With `requeue`
+        it becomes pending again at its original place; with `backoff` (needs `now`) it
+        waits until ``now + base·2^(count−1)`` (capped) first."""
+        if key not in self.admitted:
+            raise UnknownWorkload(f"{key} holds no quota")
+        held = self._unreserve(key)
+        workload = replace(held.workload, admission=None, evicted=requeue)
+        if backoff:
+            if now is None:
+                raise ValueError("release with backoff needs the current time")
+            count = workload.requeue_count + 1
+            workload = replace(
+                workload, requeue_count=count, requeue_at=self.backoff.requeue_at(count, now)
+            )
+        self.workloads[key] = workload
+        if requeue:
+            self._place(key)
+        else:
+            self.workloads[key] = replace(workload, finished=True)
+        return held.usage
+
+    @contextmanager
+    def simulate_removal(self, keys: Iterator[str] | list[str] | set[str]) -> Iterator[None]:
+        """Within the block, the listed admitted Workloads' usage is removed from the quota
+        (cohort totals included); it is restored exactly on exit. For preemption: use
+        `quota.fits(cq, usage)` / `assign_flavors` inside the block."""
+        per_cq: dict[str, dict[tuple[str, str], int]] = {}
+        for key in keys:
+            held = self.admitted[key]
+            bucket = per_cq.setdefault(held.cluster_queue, {})
+            for fr, value in held.usage.items():
+                bucket[fr] = bucket.get(fr, 0) + value
+        with self.quota.simulate(per_cq, sign=-1):
+            yield
+
+    def admitted_in(self, cluster_queue: str) -> frozenset[str]:
+        return frozenset(self._admitted_by_cq.get(cluster_queue, ()))
+
+    # -- evictions and retries ---------------------------------------------------------------
+
+    def _request_eviction(self, key: str, reason: str, message: str) -> None:
+        held = self.admitted.get(key)
+        if held is not None and not held.evicting:
+            self._to_evict[key] = (reason, message)
+
+    def take_evictions(self) -> list[Evict]:
+        """Evictions to issue now; each is issued once (the Workload keeps its quota until
+        `release`)."""
+        out: list[Evict] = []
+        for key, (reason, message) in sorted(self._to_evict.items()):
+            held = self.admitted[key]
+            held.evicting = True
+            self.workloads[key] = replace(self.workloads[key], evicted=True)
+            out.append(Evict(key, held.cluster_queue, reason, message))
+        self._to_evict.clear()
+        return out
+
+    def retry_inadmissible(self, cluster_queue: str) -> None:
+        queue = self.queues.get(cluster_queue)
+        if queue is not None:
+            queue.retry_inadmissible()
+
+    def _retry_cohort(self, cohort: str) -> None:
+        for member in self.quota.members(cohort):
+            self.retry_inadmissible(member)
+
+    # -- status --------------------------------------------------------------------------------
+
+    def inactive_reason(self, cluster_queue: str) -> str | None:
+        """Why a ClusterQueue admits nothing now (stopped, or a flavor is missing)."""
+        cq = self.cluster_queues.get(cluster_queue)
+        if cq is None:
+            return f"ClusterQueue {cluster_queue} doesn't exist"
+        if cq.stopped:
+            return f"ClusterQueue {cq.name} is stopped ({cq.stop_policy.value})"
+        missing = sorted({name for name in cq.flavor_names() if name not in self.flavors})
+        if missing:
+            return f"ClusterQueue {cq.name} is inactive: flavor {', '.join(missing)} not found"
+        return None
+
+    def why_pending(self, key: str) -> str:
+        """The best available explanation of why a pending Workload is not admitted."""
+        cq = self._queued_in.get(key)
+        if cq is not None:
+            inactive = self.inactive_reason(cq)
+            if inactive is not None:
+                return inactive
+        if key in self.reasons:
+            return self.reasons[key]
+        at = self.backoff_queue.requeue_at(key)
+        if at is not None:
+            until = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+            return f"waiting for eviction backoff until {until}"
+        return "waiting in queue behind higher-ordered Workloads"
+
+    def pending(self) -> Iterator[str]:
+        """Keys of every Workload that is neither admitted nor finished."""
+        for key, workload in self.workloads.items():
+            if key not in self.admitted and not workload.finished:
+                yield key
+
+
+def namespace_matches(state: ClusterState, cq: ClusterQueue, namespace: str) -> bool:
+    """Kueue: a null namespaceSelector admits no namespace; `{}` admits all."""
+    if cq.namespace_selector is None:
+        return False
+    return cq.namespace_selector.matches(state.namespace_labels(namespace) or EMPTY_LABELS)

@@ -1,0 +1,135 @@
+"""Workloads as the admission engine sees them: podsets with per-pod requests, priority
+inputs, queue-order inputs and (when quota is reserved) the admission.
+
+Times are seconds since the epoch (floats) and always come from the caller.
+Quantities are integers in milli-units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from controller.core.clusterqueues import FlavorResource
+from controller.core.requests import EMPTY_INT
+from controller.core.selectors import EMPTY_LABELS, Requirement
+
+__all__ = [
+    "Admission",
+    "PodSet",
+    "PodSetAssignment",
+    "PriorityClassRef",
+    "Toleration",
+    "Usage",
+    "Workload",
+    "add_usage",
+    "workload_key",
+]
+
+Usage = Mapping[FlavorResource, int]
+"""Quota a Workload holds or asks for: milli-units per (flavor, resource)."""
+
+
+def workload_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def add_usage(into: dict[FlavorResource, int], usage: Usage) -> None:
+    for fr, value in usage.items():
+        into[fr] = into.get(fr, 0) + value
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, key: str, value: str, effect: str) -> bool:
+        """Kubernetes `ToleratesTaint`: empty effect matches all; empty key + Exists matches all."""
+        if self.effect and self.effect != effect:
+            return False
+        if self.key and self.key != key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.key == key and self.value == value
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    """One podset: `count` identical pods each requesting `requests` (milli-units)."""
+
+    name: str
+    count: int
+    requests: Mapping[str, int] = field(default_factory=lambda: EMPTY_INT)
+    node_selector: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    # Required node affinity: OR of terms, each an AND of requirements. Empty = none.
+    affinity_terms: tuple[tuple[Requirement, ...], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    min_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAssignment:
+    """`status.admission.podSetAssignments[]`: flavor per resource and total usage of `count` pods."""
+
+    name: str
+    count: int
+    flavors: Mapping[str, str]
+    resource_usage: Mapping[str, int]
+
+    def usage(self) -> dict[FlavorResource, int]:
+        return {
+            (self.flavors[resource], resource): value
+            for resource, value in self.resource_usage.items()
+            if resource in self.flavors
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    cluster_queue: str
+    pod_set_assignments: tuple[PodSetAssignment, ...]
+
+    def usage(self) -> dict[FlavorResource, int]:
+        total: dict[FlavorResource, int] = {}
+        for assignment in self.pod_set_assignments:
+            add_usage(total, assignment.usage())
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassRef:
+    """`spec.priorityClassRef`; group `kueue.x-k8s.io` or `scheduling.k8s.io`."""
+
+    group: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Workload:
+    """A Kueue Workload reduced to what admission needs."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue_name: str
+    pod_sets: tuple[PodSet, ...]
+    creation_timestamp: float = 0.0
+    priority: int | None = None
+    priority_class: PriorityClassRef | None = None
+    active: bool = True
+    preemption_cost: int = 0  # milli-units; unset = 0
+    admission: Admission | None = None  # set iff QuotaReserved=True
+    evicted: bool = False  # Evicted=True (still holds quota while admission is set)
+    finished: bool = False
+    requeue_at: float | None = None  # status.requeueState.requeueAt
+    requeue_count: int = 0
+    preemptibility: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

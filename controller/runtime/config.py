@@ -1,0 +1,116 @@
+"""The controller's configuration file (`quotagate run --config FILE`).
+
+Every option has a documented default, so an empty file (or none) is a valid
+configuration. Unknown keys are errors: a typo must not be silently ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the offending key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class RequeueBackoff(_Section):
+    """Backoff before an evicted Workload competes again: base · 2^(evictions−1), capped."""
+
+    base_seconds: float = Field(1.0, alias="baseSeconds", ge=0, description="first delay")
+    max_seconds: float = Field(300.0, alias="maxSeconds", ge=0, description="cap on the delay")
+
+
+class LeaderElection(_Section):
+    """Lease-based leader election: only the leader admits and preempts."""
+
+    enabled: bool = Field(True, description="run the scheduling loop only while holding the Lease")
+    lease_name: str = Field("quotagate-controller", alias="leaseName", min_length=1)
+    lease_namespace: str = Field("quotagate-system", alias="leaseNamespace", min_length=1)
+    lease_duration_seconds: float = Field(15.0, alias="leaseDurationSeconds", ge=1)
+    renew_deadline_seconds: float = Field(10.0, alias="renewDeadlineSeconds", ge=1)
+    retry_period_seconds: float = Field(2.0, alias="retryPeriodSeconds", ge=1)
+
+    @model_validator(mode="after")
+    def _durations_are_ordered(self) -> LeaderElection:
+        if self.lease_duration_seconds <= self.renew_deadline_seconds:
+            raise ValueError("leaseDurationSeconds must be greater than renewDeadlineSeconds")
+        if self.renew_deadline_seconds <= 1.2 * self.retry_period_seconds:
+            raise ValueError("renewDeadlineSeconds must be greater than 1.2 × retryPeriodSeconds")
+        return self
+
+
+class Preemptibility(_Section):
+    """How a Workload's preemptibility is resolved when nothing more specific says."""
+
+    priority_threshold: int | None = Field(
+        None,
+        alias="priorityThreshold",
+        description="if set, priority < threshold ⇒ preemptible, else non-preemptible "
+        "(KAI uses 100); unset keeps Kueue's behaviour: everything is preemptible",
+    )
+
+
+class ControllerConfig(_Section):
+    """Top-level configuration of `quotagate run`."""
+
+    namespaces: list[str] = Field(
+        default_factory=list, description="namespaces to manage; empty = all namespaces"
+    )
+    requeue_backoff: RequeueBackoff = Field(default_factory=RequeueBackoff, alias="requeueBackoff")
+    preemptibility: Preemptibility = Field(default_factory=Preemptibility)
+    leader_election: LeaderElection = Field(default_factory=LeaderElection, alias="leaderElection")
+    metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
+    write_parallelism: int = Field(
+        16, alias="writeParallelism", ge=1, le=256, description="concurrent API writes"
+    )
+    cycle_interval_seconds: float = Field(
+        0.05,
+        alias="cycleIntervalSeconds",
+        gt=0,
+        description="the longest the loop waits between cycles when nothing wakes it",
+    )
+
+
+def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> ControllerConfig:
+    """Read and validate a YAML config file; `overrides` (from flags) win over the file."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(
+                f"{path}: the configuration must be a mapping, not {type(loaded).__name__}"
+            )
+        data = loaded or {}
+    for dotted, value in (overrides or {}).items():
+        _set_dotted(data, dotted, value)
+    try:
+        return ControllerConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = ".".join(str(part) for part in error["loc"]) or "<root>"
+            problems.append(f"{key}: {error['msg']}")
+        source = str(path) if path is not None else "configuration"
+        raise ConfigError(f"{source}: invalid configuration: " + "; ".join(problems)) from exc
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{dotted}: {part} is not a section")
+        node = child
+    node[leaf] = value

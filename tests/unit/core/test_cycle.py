@@ -1,0 +1,345 @@
+"""Admission scenarios (controller/core/cycle.py): a small cluster, a few Workloads, the
+expected admissions and reasons."""
+
+from __future__ import annotations
+
+from controller.core.clusterqueues import (
+    FlavorFungibility,
+    QueueingStrategy,
+    StopPolicy,
+    WhenCanBorrow,
+)
+from controller.core.cycle import run_cycle
+from controller.core.flavors import ResourceFlavor, Taint
+from controller.core.selectors import LabelSelector, Requirement
+from controller.core.workloads import PodSet, Toleration
+from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
+
+STRICT = QueueingStrategy.STRICT_FIFO
+
+
+def test_nominal_fit_admits_and_charges_quota() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("a", cpu="3", count=3))
+    result = run_cycle(state, 0)
+    [admit] = result.admitted
+    assert admit.workload_key == "ns/a"
+    assert admit.borrowing is False
+    assert admit.pod_sets[0].flavors == {"cpu": "default"}
+    assert admit.pod_sets[0].resource_usage == {"cpu": m(9)}
+    assert usage(state, "cq") == m(9)
+
+
+def test_many_heads_in_one_cycle_never_share_capacity() -> None:
+    state = cluster(
+        cq("a", {"default": {"cpu": "4"}}, cohort="co"),
+        cq("b", {"default": {"cpu": "4"}}, cohort="co"),
+        cq("c", {"default": {"cpu": "0"}}, cohort="co"),
+    )
+    add(state, wl("wa", "a", cpu="4"), wl("wb", "b", cpu="2"), wl("wc", "c", cpu="4"))
+    result = run_cycle(state, 0)
+    # a and b fit without borrowing and go first; c can only borrow the 2 left.
+    assert {x.workload_key for x in result.admitted} == {"ns/wa", "ns/wb"}
+    assert result.requeued == ("ns/wc",)
+    assert state.quota.usage("c", ("default", "cpu")) == 0
+
+
+def test_non_borrowing_heads_go_before_older_higher_priority_borrowers() -> None:
+    state = cluster(
+        cq("a", {"default": {"cpu": "0"}}, cohort="co"),
+        cq("b", {"default": {"cpu": "4"}}, cohort="co"),
+    )
+    add(state, wl("borrower", "a", cpu="4", priority=100), wl("owner", "b", cpu="4", created=5))
+    result = run_cycle(state, 0)
+    assert [x.workload_key for x in result.admitted] == ["ns/owner"]
+    assert "ns/borrower" in result.requeued
+
+
+def test_borrowers_in_one_cohort_rechecked_against_updated_usage() -> None:
+    state = cluster(
+        cq("lender", {"default": {"cpu": "6"}}, cohort="co"),
+        cq("a", {"default": {"cpu": "0"}}, cohort="co"),
+        cq("b", {"default": {"cpu": "0"}}, cohort="co"),
+    )
+    add(state, wl("wa", "a", cpu="3", priority=2), wl("wb", "b", cpu="3", priority=1))
+    result = run_cycle(state, 0)
+    assert {x.workload_key for x in result.admitted} == {"ns/wa", "ns/wb"}
+    assert all(x.borrowing for x in result.admitted)
+    add(state, wl("wc", "a", cpu="1"))
+    result = run_cycle(state, 0)
+    assert not result.admitted
+    assert "insufficient quota for cpu in flavor default" in result.inadmissible[0].reason
+
+
+def test_borrowing_limit_caps_borrowing() -> None:
+    state = cluster(
+        cq("a", {"default": {"cpu": ("2", "1", None)}}, cohort="co"),
+        cq("b", {"default": {"cpu": "10"}}, cohort="co"),
+    )
+    add(state, wl("big", "a", cpu="4"), wl("ok", "a", cpu="3", created=1))
+    settle(state)
+    assert set(state.admitted) == {"ns/ok"}
+    assert "at most 3 can ever be available" in state.why_pending("ns/big")
+
+
+def test_lending_limit_keeps_part_of_nominal_private() -> None:
+    # Kueue's example: lender nominal 10, lendingLimit 3 ⇒ contributes only 3.
+    state = cluster(
+        cq("lender", {"default": {"cpu": ("10", None, "3")}}, cohort="co"),
+        cq("borrower", {"default": {"cpu": "0"}}, cohort="co"),
+    )
+    add(state, wl("w4", "borrower", cpu="4"), wl("w3", "borrower", cpu="3", created=1))
+    settle(state)
+    assert set(state.admitted) == {"ns/w3"}
+    # The lender itself can still use all of its 10 - 3 lent = 7 private + nothing more.
+    add(state, wl("own", "lender", cpu="7"))
+    settle(state)
+    assert "ns/own" in state.admitted
+    assert state.quota.available("lender", ("default", "cpu")) == 0
+
+
+def test_lending_limit_digest_example() -> None:
+    state = cluster(
+        cq("lend-a", {"default": {"cpu": ("3", None, "2")}}, cohort="co"),
+        cq("lend-b", {"default": {"cpu": ("2", None, "2")}}, cohort="co"),
+    )
+    add(state, wl("b2", "lend-b", cpu="2"))
+    settle(state)
+    assert state.quota.available("lend-b", ("default", "cpu")) == m(2)
+    assert state.quota.potential_available("lend-b", ("default", "cpu")) == m(4)
+
+
+def test_no_cohort_means_no_borrowing() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "4"}})), wl("a", cpu="6"))
+    result = run_cycle(state, 0)
+    assert not result.admitted
+    assert result.inadmissible[0].condition_reason == "ExceedsMaxQuota"
+
+
+def test_preemption_needed_is_inadmissible_with_what_is_missing() -> None:
+    state = add(
+        cluster(cq("cq", {"on-demand": {"cpu": "10"}}), flavors=["on-demand"]), wl("a", cpu="8")
+    )
+    settle(state)
+    add(state, wl("b", cpu="6"))
+    result = run_cycle(state, 0)
+    [refused] = result.inadmissible
+    assert refused.reason == (
+        "insufficient quota for cpu in flavor on-demand: requested 6, available 2 "
+        "(nominal 10, reserved 8, borrowable 0)"
+    )
+    assert refused.needs_preemption
+    assert refused.assignment is not None
+    assert refused.assignment.missing() == {("on-demand", "cpu"): m(4)}
+
+
+def test_flavors_tried_in_order_and_borrowing_stops_search_by_default() -> None:
+    flavors = {"on-demand": {"cpu": "2"}, "spot": {"cpu": "10"}}
+    state = cluster(
+        cq("a", flavors, cohort="co"),
+        cq("b", {"on-demand": {"cpu": "10"}, "spot": {"cpu": "0"}}, cohort="co"),
+        flavors=["on-demand", "spot"],
+    )
+    add(state, wl("w", "a", cpu="4"))
+    [admit] = run_cycle(state, 0).admitted
+    assert admit.pod_sets[0].flavors == {"cpu": "on-demand"}
+    assert admit.borrowing
+
+
+def test_try_next_flavor_when_can_borrow_prefers_a_flavor_without_borrowing() -> None:
+    flavors = {"on-demand": {"cpu": "2"}, "spot": {"cpu": "10"}}
+    fungibility = FlavorFungibility(when_can_borrow=WhenCanBorrow.TRY_NEXT_FLAVOR)
+    state = cluster(
+        cq("a", flavors, cohort="co", fungibility=fungibility),
+        cq("b", {"on-demand": {"cpu": "10"}, "spot": {"cpu": "0"}}, cohort="co"),
+        flavors=["on-demand", "spot"],
+    )
+    add(state, wl("w", "a", cpu="4"))
+    [admit] = run_cycle(state, 0).admitted
+    assert admit.pod_sets[0].flavors == {"cpu": "spot"}
+    assert not admit.borrowing
+
+
+def test_second_flavor_used_when_first_is_full() -> None:
+    state = cluster(
+        cq("cq", {"on-demand": {"cpu": "2"}, "spot": {"cpu": "4"}}),
+        flavors=["on-demand", "spot"],
+    )
+    add(state, wl("a", cpu="2"), wl("b", cpu="3", created=1))
+    settle(state)
+    assert state.admitted["ns/b"].admission.pod_set_assignments[0].flavors == {"cpu": "spot"}
+
+
+def test_resources_of_one_group_share_a_flavor() -> None:
+    flavors = {"small": {"cpu": "8", "memory": "1Gi"}, "big": {"cpu": "8", "memory": "8Gi"}}
+    state = cluster(cq("cq", flavors), flavors=["small", "big"])
+    add(state, wl("a", cpu="1", memory="2Gi"))
+    [admit] = run_cycle(state, 0).admitted
+    assert admit.pod_sets[0].flavors == {"cpu": "big", "memory": "big"}
+
+
+def test_flavor_taints_and_node_selector() -> None:
+    spot = ResourceFlavor("spot", {"tier": "spot"}, (Taint("spot", "true", "NoSchedule"),))
+    on_demand = ResourceFlavor("on-demand", {"tier": "on-demand"})
+    state = cluster(
+        cq("cq", {"spot": {"cpu": "10"}, "on-demand": {"cpu": "10"}}), flavors=[spot, on_demand]
+    )
+    tolerating = PodSet("main", 1, {"cpu": m(1)}, tolerations=(Toleration("spot", "Exists"),))
+    pinned = PodSet("main", 1, {"cpu": m(1)}, {"tier": "on-demand", "other": "ignored"})
+    add(state, wl("plain", cpu="1"), wl("tol", pod_sets=[tolerating]), wl("pin", pod_sets=[pinned]))
+    settle(state)
+    flavor = {
+        k: a.admission.pod_set_assignments[0].flavors["cpu"] for k, a in state.admitted.items()
+    }
+    assert flavor == {"ns/plain": "on-demand", "ns/tol": "spot", "ns/pin": "on-demand"}
+
+
+def test_no_matching_flavor_reason() -> None:
+    state = cluster(cq("cq", {"x": {"cpu": "10"}}), flavors=[ResourceFlavor("x", {"zone": "a"})])
+    add(state, wl("w", cpu="1", node_selector={"zone": "b"}))
+    [refused] = run_cycle(state, 0).inadmissible
+    assert refused.condition_reason == "NoMatchingFlavor"
+    assert "zone=b" in refused.reason
+
+
+def test_affinity_restricted_to_flavor_label_keys() -> None:
+    state = cluster(cq("cq", {"x": {"cpu": "10"}}), flavors=[ResourceFlavor("x", {"zone": "a"})])
+    term = (Requirement("zone", "In", ("a", "b")), Requirement("gpu", "Exists"))
+    add(state, wl("w", pod_sets=[PodSet("main", 1, {"cpu": m(1)}, affinity_terms=(term,))]))
+    assert run_cycle(state, 0).admitted
+
+
+def test_strict_fifo_blocks_behind_its_head() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": "4"}}, strategy=STRICT))
+    add(state, wl("big", cpu="5"), wl("small", cpu="1", created=1))
+    settle(state)
+    assert not state.admitted
+    assert "waiting in queue" in state.why_pending("ns/small")
+
+
+def test_best_effort_fifo_moves_on_and_retries_when_quota_frees() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": "4"}}))
+    add(state, wl("running", cpu="3", created=-1))
+    settle(state)
+    add(state, wl("big", cpu="2"), wl("small", cpu="1", created=1))
+    settle(state)
+    assert set(state.admitted) == {"ns/running", "ns/small"}
+    assert state.queues["cq"].is_inadmissible("ns/big")
+    state.release("ns/running", requeue=False)
+    settle(state)
+    assert "ns/big" in state.admitted
+
+
+def test_gang_is_all_or_nothing() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("gang", cpu="3", count=4))
+    result = run_cycle(state, 0)
+    assert not result.admitted
+    assert usage(state, "cq") == 0
+    assert "requested 12" in result.inadmissible[0].reason
+
+
+def test_multiple_podsets_accumulate_in_one_flavor() -> None:
+    sets = [PodSet("driver", 1, {"cpu": m(2)}), PodSet("workers", 4, {"cpu": m(2)})]
+    state = add(cluster(cq("cq", {"default": {"cpu": "9"}})), wl("job", pod_sets=sets))
+    result = run_cycle(state, 0)
+    assert not result.admitted
+    assert "podset workers" in result.inadmissible[0].reason
+    assert "requested 10" in result.inadmissible[0].reason
+
+
+def test_pods_resource_counts_pods() -> None:
+    state = add(
+        cluster(cq("cq", {"default": {"cpu": "10", "pods": "3"}})), wl("w", cpu="1", count=4)
+    )
+    result = run_cycle(state, 0)
+    assert "insufficient quota for pods" in result.inadmissible[0].reason
+    add(state, wl("ok", cpu="1", count=3))
+    settle(state)
+    assert state.admitted["ns/ok"].usage[("default", "pods")] == m(3)
+
+
+def test_uncovered_resource_is_inadmissible() -> None:
+    sets = [PodSet("main", 1, {"cpu": m(1), "nvidia.com/gpu": m(1)})]
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", pod_sets=sets))
+    [refused] = run_cycle(state, 0).inadmissible
+    assert refused.reason == "resource nvidia.com/gpu unavailable in ClusterQueue cq"
+
+
+def test_namespace_selector() -> None:
+    selector = LabelSelector({"team": "a"}, (Requirement("env", "NotIn", ("prod",)),))
+    state = cluster(cq("cq", {"default": {"cpu": "10"}}, selector=selector, strategy=STRICT))
+    state.set_namespace("ns", {"team": "b"})
+    add(state, wl("w", cpu="1"))
+    [refused] = run_cycle(state, 0).inadmissible
+    assert refused.condition_reason == "Misconfigured"
+    assert state.queues["cq"].is_inadmissible("ns/w")  # parked even under StrictFIFO
+    state.set_namespace("ns", {"team": "a"})
+    assert run_cycle(state, 0).admitted
+
+
+def test_null_namespace_selector_admits_nothing() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}}, selector=None)), wl("w", cpu="1"))
+    assert not run_cycle(state, 0).admitted
+
+
+def test_stop_policy_hold_admits_nothing_new() -> None:
+    state = add(
+        cluster(cq("cq", {"default": {"cpu": "10"}}, stop=StopPolicy.HOLD)), wl("w", cpu="1")
+    )
+    result = run_cycle(state, 0)
+    assert not result.admitted and not result.inadmissible
+    assert state.why_pending("ns/w") == "ClusterQueue cq is stopped (Hold)"
+
+
+def test_stop_policy_hold_and_drain_evicts_admitted_once() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", cpu="1"))
+    settle(state)
+    state.set_cluster_queue(cq("cq", {"default": {"cpu": "10"}}, stop=StopPolicy.HOLD_AND_DRAIN))
+    [evict] = run_cycle(state, 0).evicted
+    assert (evict.workload_key, evict.reason) == ("ns/w", "ClusterQueueStopped")
+    assert usage(state, "cq") == m(1)  # still held until released
+    assert not run_cycle(state, 0).evicted
+    state.release("ns/w")
+    assert usage(state, "cq") == 0
+    assert not run_cycle(state, 0).admitted
+
+
+def test_inactive_workload_never_admitted() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", cpu="1", active=False))
+    settle(state)
+    assert not state.admitted
+    assert "deactivated" in state.why_pending("ns/w")
+
+
+def test_missing_flavor_makes_queue_inactive() -> None:
+    state = add(cluster(cq("cq", {"gone": {"cpu": "10"}}), flavors=[]), wl("w", cpu="1"))
+    settle(state)
+    assert "flavor gone not found" in state.why_pending("ns/w")
+    state.set_flavor(ResourceFlavor("gone"))
+    settle(state)
+    assert "ns/w" in state.admitted
+
+
+def test_backoff_delays_requeue_until_requeue_at() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", cpu="1"))
+    settle(state)
+    state.release("ns/w", now=100.0, backoff=True)
+    assert not run_cycle(state, 159.0).admitted
+    assert run_cycle(state, 160.0).admitted
+    state.release("ns/w", now=200.0, backoff=True)  # second eviction: 120 s
+    assert not run_cycle(state, 319.0).admitted
+    assert run_cycle(state, 320.0).admitted
+
+
+def test_capacity_held_back_for_a_queue_waiting_to_preempt() -> None:
+    # "owner" needs 6 of its nominal 10 but 8 are used by its own Workload: it needs
+    # preemption and holds back its 2 free cpu so a borrower cannot take them this cycle.
+    state = cluster(
+        cq("owner", {"default": {"cpu": "10"}}, cohort="co"),
+        cq("borrower", {"default": {"cpu": "0"}}, cohort="co"),
+    )
+    add(state, wl("running", "owner", cpu="8"))
+    settle(state)
+    add(state, wl("needs", "owner", cpu="6"), wl("b", "borrower", cpu="2", created=-5))
+    result = run_cycle(state, 0)
+    assert not result.admitted
+    assert usage(state, "borrower") == 0

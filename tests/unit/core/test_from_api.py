@@ -1,0 +1,198 @@
+"""API objects → engine objects (controller/core/from_api.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.core.clusterqueues import ClusterQueue, QueueingStrategy, WhenCanBorrow
+from controller.core.from_api import InvalidObject, Namespace, convert
+from controller.core.priorities import PriorityClass
+from controller.core.workloads import Workload
+
+CQ: dict[str, Any] = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "ClusterQueue",
+    "metadata": {"name": "cq"},
+    "spec": {
+        "cohortName": "co",
+        "queueingStrategy": "StrictFIFO",
+        "namespaceSelector": {
+            "matchExpressions": [{"key": "team", "operator": "In", "values": ["a"]}]
+        },
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": "f",
+                        "resources": [
+                            {
+                                "name": "cpu",
+                                "nominalQuota": "10",
+                                "borrowingLimit": "2",
+                                "lendingLimit": 4,
+                            },
+                            {"name": "memory", "nominalQuota": "1Gi"},
+                        ],
+                    }
+                ],
+            }
+        ],
+    },
+}
+
+
+def workload(**status: Any) -> dict[str, Any]:
+    return {
+        "kind": "Workload",
+        "metadata": {
+            "name": "w",
+            "namespace": "ns",
+            "uid": "u",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "queueName": "lq",
+            "priorityClassRef": {
+                "group": "scheduling.k8s.io",
+                "kind": "PriorityClass",
+                "name": "high",
+            },
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 3,
+                    "template": {
+                        "spec": {
+                            "containers": [{"resources": {"limits": {"cpu": "500m"}}}],
+                            "nodeSelector": {"zone": "a"},
+                            "tolerations": [{"key": "spot", "operator": "Exists"}],
+                        }
+                    },
+                }
+            ],
+        },
+        "status": status,
+    }
+
+
+def test_cluster_queue() -> None:
+    cq = convert(CQ)
+    assert isinstance(cq, ClusterQueue)
+    assert cq.cohort == "co"
+    assert cq.queueing_strategy is QueueingStrategy.STRICT_FIFO
+    assert cq.flavor_fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR
+    quotas = dict(cq.quotas())
+    assert quotas[("f", "cpu")].nominal == 10_000
+    assert quotas[("f", "cpu")].borrowing_limit == 2_000
+    assert quotas[("f", "cpu")].lending_limit == 4_000
+    assert quotas[("f", "memory")].nominal == (1 << 30) * 1000
+    assert cq.namespace_selector is not None and cq.namespace_selector.matches({"team": "a"})
+
+
+def test_absent_namespace_selector_is_none_and_empty_is_all() -> None:
+    spec = {**CQ["spec"]}
+    del spec["namespaceSelector"]
+    cq = convert({**CQ, "spec": spec})
+    assert isinstance(cq, ClusterQueue) and cq.namespace_selector is None
+    cq = convert({**CQ, "spec": {**spec, "namespaceSelector": {}}})
+    assert isinstance(cq, ClusterQueue) and cq.namespace_selector is not None
+    assert cq.namespace_selector.matches({})
+
+
+def test_pending_workload() -> None:
+    w = convert(workload())
+    assert isinstance(w, Workload)
+    assert w.key == "ns/w" and w.uid == "u"
+    assert w.pod_sets[0].requests == {"cpu": 500}
+    assert w.pod_sets[0].count == 3
+    assert w.pod_sets[0].node_selector == {"zone": "a"}
+    assert w.priority_class is not None and w.priority_class.name == "high"
+    assert w.admission is None and w.creation_timestamp == 1767225600.0
+
+
+def test_admitted_workload_usage_from_status() -> None:
+    w = convert(
+        workload(
+            admission={
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "main", "count": 3, "flavors": {"cpu": "f"}}],
+            },
+            conditions=[
+                {"type": "QuotaReserved", "status": "True"},
+                {"type": "Evicted", "status": "True"},
+            ],
+            preemptionCost="2",
+        )
+    )
+    assert isinstance(w, Workload) and w.admission is not None
+    assert w.admission.usage() == {("f", "cpu"): 1500}
+    assert w.evicted and w.preemption_cost == 2000
+
+
+def test_problems_name_every_field() -> None:
+    bad = workload()
+    bad["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = (
+        "x"
+    )
+    bad["spec"]["podSets"][0]["count"] = "three"
+    del bad["spec"]["queueName"]
+    with pytest.raises(InvalidObject) as raised:
+        convert(bad)
+    fields = [field for field, _ in raised.value.problems]
+    assert fields == [
+        "spec.podSets[0].template.spec.containers[0].resources.limits.cpu",
+        "spec.podSets[0].count",
+        "spec.queueName",
+    ]
+
+
+def test_quota_not_a_quantity_and_lending_above_nominal() -> None:
+    spec = {
+        **CQ["spec"],
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {
+                        "name": "f",
+                        "resources": [{"name": "cpu", "nominalQuota": "ten", "lendingLimit": "1"}],
+                    }
+                ],
+            }
+        ],
+    }
+    with pytest.raises(InvalidObject) as raised:
+        convert({**CQ, "spec": spec})
+    assert [f for f, _ in raised.value.problems] == [
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
+        "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+    ]
+
+
+def test_unknown_kind_and_other_kinds() -> None:
+    with pytest.raises(InvalidObject, match="unsupported kind"):
+        convert({"kind": "Gadget", "metadata": {"name": "g"}})
+    assert convert(
+        {"kind": "Namespace", "metadata": {"name": "n", "labels": {"a": "b"}}}
+    ) == Namespace("n", {"a": "b"})
+    pc = convert(
+        {"kind": "PriorityClass", "metadata": {"name": "p"}, "value": 5, "globalDefault": True}
+    )
+    assert pc == PriorityClass("p", 5, "PreemptLowerPriority", True)
+
+
+def test_pydantic_like_models_are_dumped() -> None:
+    class Model:
+        def model_dump(self, **_: Any) -> dict[str, Any]:
+            return {
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "f"},
+                "spec": {"nodeLabels": {"a": "b"}},
+            }
+
+    flavor = convert(Model())
+    assert getattr(flavor, "node_labels", None) == {"a": "b"}

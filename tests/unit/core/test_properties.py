@@ -1,0 +1,162 @@
+"""Invariants over random cohorts, quotas and Workload streams (hypothesis).
+
+- A ClusterQueue never reserves more than nominal + borrowingLimit (nominal alone without
+  a cohort), and usage always equals the sum of its admitted Workloads.
+- A cohort never lends more than its members' lending limits allow:
+  Σ max(0, usage − private) ≤ Σ (nominal − private), private = nominal − lendingLimit.
+- Admitting then releasing everything returns every counter to exactly zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.core.clusterqueues import QueueingStrategy
+from controller.core.cycle import run_cycle
+from controller.core.state import ClusterState
+from controller.core.workloads import PodSet
+from tests.unit.core.builders import cluster, cq, quota, wl
+
+FLAVORS = ("f1", "f2")
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    cohort: str | None
+    quotas: dict[str, tuple[int, int | None, int | None]]  # flavor → (nominal, borrow, lend)
+    strict: bool
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> list[Spec]:
+    out = []
+    for i in range(draw(st.integers(1, 6))):
+        cohort = draw(st.sampled_from([None, "c1", "c1", "c2"]))
+        quotas = {}
+        for flavor in draw(st.sampled_from([("f1",), ("f1", "f2"), ("f2", "f1")])):
+            nominal = draw(st.integers(0, 10))
+            borrow = draw(st.none() | st.integers(0, 10)) if cohort else None
+            lend = draw(st.none() | st.integers(0, nominal)) if cohort else None
+            quotas[flavor] = (nominal, borrow, lend)
+        out.append(Spec(f"cq{i}", cohort, quotas, draw(st.booleans())))
+    return out
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(0, 5), st.integers(1, 5), st.integers(1, 2)),
+        st.tuples(st.just("cycle"), st.just(0), st.just(0), st.just(0)),
+        st.tuples(st.just("release"), st.integers(0, 50), st.just(0), st.just(0)),
+    ),
+    min_size=5,
+    max_size=60,
+)
+
+
+def build(queues: list[Spec]) -> ClusterState:
+    return cluster(
+        *(
+            cq(
+                s.name,
+                {f: {"cpu": quota(*q)} for f, q in s.quotas.items()},
+                cohort=s.cohort,
+                strategy=QueueingStrategy.STRICT_FIFO
+                if s.strict
+                else QueueingStrategy.BEST_EFFORT_FIFO,
+            )
+            for s in queues
+        ),
+        flavors=FLAVORS,
+    )
+
+
+def check_invariants(state: ClusterState, queues: list[Spec]) -> None:
+    by_cohort: dict[tuple[str, str], tuple[int, int]] = {}
+    for s in queues:
+        for flavor in FLAVORS:
+            fr = (flavor, "cpu")
+            expected = sum(
+                a.usage.get(fr, 0) for a in state.admitted.values() if a.cluster_queue == s.name
+            )
+            used = state.quota.usage(s.name, fr)
+            assert used == expected
+            if flavor not in s.quotas:
+                assert used == 0
+                continue
+            nominal, borrow, lend = (v * 1000 if v is not None else None for v in s.quotas[flavor])
+            assert nominal is not None
+            if s.cohort is None:
+                assert used <= nominal
+                continue
+            if borrow is not None:
+                assert used <= nominal + borrow
+            private = nominal - lend if lend is not None else 0
+            taken, lendable = by_cohort.get((s.cohort, flavor), (0, 0))
+            by_cohort[(s.cohort, flavor)] = (
+                taken + max(0, used - private),
+                lendable + nominal - private,
+            )
+    for (cohort, flavor), (taken, lendable) in by_cohort.items():
+        assert taken <= lendable, (cohort, flavor, taken, lendable)
+        assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == taken
+
+
+@settings(max_examples=400, deadline=None)
+@given(specs(), ops)
+def test_quota_invariants_hold_over_random_streams(
+    queues: list[Spec], steps: list[tuple[str, int, int, int]]
+) -> None:
+    state = build(queues)
+    serial = 0
+    for op, a, b, c in steps:
+        if op == "add":
+            serial += 1
+            target = queues[a % len(queues)].name
+            state.upsert_workload(
+                wl(f"w{serial}", target, cpu=b, count=c, created=serial, priority=a)
+            )
+        elif op == "cycle":
+            run_cycle(state, float(serial))
+        elif state.admitted:
+            keys = sorted(state.admitted)
+            state.release(keys[a % len(keys)], requeue=bool(a % 2))
+        check_invariants(state, queues)
+
+    for _ in range(50):
+        if not run_cycle(state, 1e9).changed:
+            break
+        check_invariants(state, queues)
+    for key in sorted(state.admitted):
+        state.release(key, requeue=False)
+    for s in queues:
+        assert state.quota.usage_of(s.name) == {}
+    for cohort in ("c1", "c2"):
+        for flavor in FLAVORS:
+            assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4000), st.integers(1, 4)), max_size=12))
+def test_admit_then_release_returns_usage_to_exactly_zero(
+    requests: list[tuple[int, int, int]],
+) -> None:
+    state = build(
+        [
+            Spec("cq0", "c", {"f1": (5, None, None), "f2": (7, 2, 3)}, False),
+            Spec("cq1", "c", {"f2": (4, None, 1), "f1": (3, 0, None)}, False),
+        ]
+    )
+    for i, (target, milli, count) in enumerate(requests):
+        sets = [PodSet("main", count, {"cpu": milli}), PodSet("extra", 1, {"cpu": 1 + milli // 3})]
+        state.upsert_workload(wl(f"w{i}", f"cq{target % 2}", pod_sets=sets, created=i))
+    while run_cycle(state, 0).changed:
+        pass
+    for key in list(state.admitted):
+        state.release(key, requeue=False)
+    for name in ("cq0", "cq1"):
+        assert state.quota.usage_of(name) == {}
+    assert all(state.quota.cohort_usage("c", (f, "cpu")) == 0 for f in FLAVORS)

@@ -1,0 +1,61 @@
+"""The controller configuration file: defaults, validation, errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.runtime.config import ConfigError, ControllerConfig, load_config
+
+
+def test_no_file_means_documented_defaults() -> None:
+    config = load_config(None)
+    assert config == ControllerConfig()
+    assert config.namespaces == []
+    assert config.preemptibility.priority_threshold is None  # Kueue behaviour by default
+    assert config.leader_election.enabled
+    assert config.requeue_backoff.max_seconds >= config.requeue_backoff.base_seconds
+
+
+def test_file_values_and_flag_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "namespaces: [team-a, team-b]\n"
+        "preemptibility: {priorityThreshold: 100}\n"
+        "leaderElection: {leaseName: qg, leaseNamespace: ops}\n"
+        "writeParallelism: 8\n"
+    )
+    config = load_config(path, {"metricsPort": 0, "leaderElection.enabled": False})
+    assert config.namespaces == ["team-a", "team-b"]
+    assert config.preemptibility.priority_threshold == 100
+    assert config.leader_election.lease_name == "qg"
+    assert not config.leader_election.enabled
+    assert config.metrics_port == 0
+    assert config.write_parallelism == 8
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("writeParallelism: 0\n", "writeParallelism"),
+        ("metricsPort: 70000\n", "metricsPort"),
+        ("requeueBackof: {}\n", "requeueBackof"),
+        ("leaderElection: {leaseDurationSeconds: 5, renewDeadlineSeconds: 10}\n", "leaderElection"),
+        ("preemptibility: {priorityThreshold: high}\n", "preemptibility.priorityThreshold"),
+    ],
+)
+def test_invalid_config_names_the_offending_key(tmp_path: Path, text: str, key: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_config(path)
+
+
+def test_unreadable_or_non_mapping_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    path = tmp_path / "list.yaml"
+    path.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config(path)

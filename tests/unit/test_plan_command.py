@@ -1,0 +1,148 @@
+"""`quotagate plan` (controller/plan_command.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+
+STATE = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: on-demand}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: on-demand
+      resources: [{name: cpu, nominalQuota: 10}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: main, namespace: team-a}
+spec: {clusterQueue: team-a}
+---
+kind: Workload
+metadata: {name: running, namespace: team-a, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  queueName: main
+  podSets: [{name: main, count: 1, template: {spec: {containers: [{resources: {requests: {cpu: "8"}}}]}}}]
+status:
+  admission:
+    clusterQueue: team-a
+    podSetAssignments: [{name: main, count: 1, flavors: {cpu: on-demand}, resourceUsage: {cpu: "8"}}]
+  conditions: [{type: QuotaReserved, status: "True", lastTransitionTime: "2026-01-01T00:01:00Z"}]
+---
+kind: Workload
+metadata: {name: big, namespace: team-a, creationTimestamp: "2026-01-01T00:02:00Z"}
+spec:
+  queueName: main
+  podSets: [{name: main, count: 3, template: {spec: {containers: [{resources: {requests: {cpu: "2"}}}]}}}]
+---
+kind: Workload
+metadata: {name: small, namespace: team-a, creationTimestamp: "2026-01-01T00:03:00Z"}
+spec:
+  queueName: main
+  podSets: [{name: main, count: 2, template: {spec: {containers: [{resources: {limits: {cpu: "1"}}}]}}}]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "state.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_plan_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "-f", write(tmp_path, STATE), "--now", "2026-01-01T01:00:00Z"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["admitted"] == [
+        {
+            "workload": "team-a/small",
+            "clusterQueue": "team-a",
+            "borrowing": False,
+            "podSets": [{"name": "main", "count": 2, "flavors": {"cpu": "on-demand"}}],
+        }
+    ]
+    assert result["preempting"] == []
+    assert result["pending"] == [
+        {
+            "workload": "team-a/big",
+            "clusterQueue": "team-a",
+            "reason": "insufficient quota for cpu in flavor on-demand: requested 6, available 2 "
+            "(nominal 10, reserved 8, borrowable 0)",
+        }
+    ]
+
+
+def test_plan_table_and_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, STATE)
+    assert main(["plan", "-f", path, "-o", "table"]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["WORKLOAD", "CLUSTERQUEUE", "DECISION", "DETAIL"]
+    assert "team-a/small" in table and "pending" in table
+    assert main(["plan", "-f", path, "-o", "yaml"]) == 0
+    assert "workload: team-a/small" in capsys.readouterr().out
+
+
+def test_objects_may_span_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    docs = STATE.split("---")
+    first = write(tmp_path, "---".join(docs[3:]), "workloads.yaml")
+    second = write(tmp_path, "---".join(docs[:3]), "queues.yaml")
+    assert main(["plan", "-f", first, "-f", second]) == 0
+    assert json.loads(capsys.readouterr().out)["admitted"][0]["workload"] == "team-a/small"
+
+
+def test_bad_input_lists_every_problem_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = (
+        STATE.replace("nominalQuota: 10", "nominalQuota: lots").replace(
+            "queueName: main\n  podSets: [{name: main, count: 3",
+            "queueName: nope\n  podSets: [{name: main, count: 3",
+        )
+        + "---\nkind: Gadget\nmetadata: {name: g}\n"
+    )
+    assert main(["plan", "-f", write(tmp_path, bad)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 3
+    assert (
+        "document 2: ClusterQueue team-a: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+        in lines[0]
+    )
+    assert "document 7: Gadget g: kind: unsupported kind" in lines[1]
+    assert (
+        "document 5: Workload team-a/big: spec.queueName: LocalQueue team-a/nope not found"
+        in lines[2]
+    )
+
+
+def test_unparseable_yaml_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "-f", write(tmp_path, "a: [1,\n")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "invalid YAML" in captured.err
+
+
+def test_hold_and_drain_evicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = STATE.replace(
+        "namespaceSelector: {}", "namespaceSelector: {}\n  stopPolicy: HoldAndDrain"
+    )
+    assert main(["plan", "-f", write(tmp_path, state)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["admitted"] == []
+    assert result["evicted"] == [
+        {"workload": "team-a/running", "clusterQueue": "team-a", "reason": "ClusterQueueStopped"}
+    ]
+    assert {p["reason"] for p in result["pending"]} == {
+        "ClusterQueue team-a is stopped (HoldAndDrain)"
+    }
