@@ -1,0 +1,182 @@
+"""ClusterQueue: quota per (flavor, resource), cohort membership, and preemption policy."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from api.common import (
+    Condition,
+    DNSSubdomain,
+    Int32,
+    KueueModel,
+    LabelSelector,
+    NonNegativeInt32,
+    OpenModel,
+    atomic_list,
+    list_map,
+)
+from api.constants import (
+    BorrowWithinCohortPolicy,
+    FlavorFungibilityPolicy,
+    FlavorFungibilityPreference,
+    Kind,
+    QueueingStrategy,
+    ReclaimWithinCohortPolicy,
+    StopPolicy,
+    WithinClusterQueuePolicy,
+)
+from api.objects import AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
+from api.quantity import NonNegativeQuantity, QuantityValue
+
+__all__ = [
+    "BorrowWithinCohort",
+    "ClusterQueue",
+    "ClusterQueuePreemption",
+    "ClusterQueueSpec",
+    "ClusterQueueStatus",
+    "FlavorFungibility",
+    "FlavorQuotas",
+    "FlavorUsage",
+    "ResourceGroup",
+    "ResourceQuota",
+    "ResourceUsage",
+]
+
+
+class ResourceQuota(KueueModel):
+    """Quota of one resource in one flavor."""
+
+    name: str
+    """The resource name, e.g. `cpu`, `memory`, `nvidia.com/gpu`, `pods`."""
+    nominal_quota: NonNegativeQuantity
+    """What this ClusterQueue may use at any time; must not be negative."""
+    borrowing_limit: NonNegativeQuantity | None = None
+    """How much more than nominal it may borrow from its cohort (unset: unlimited)."""
+    lending_limit: NonNegativeQuantity | None = None
+    """How much of its nominal quota the cohort may borrow (unset: all of it)."""
+
+
+class FlavorQuotas(KueueModel):
+    """The quotas of one flavor, one entry per covered resource."""
+
+    name: DNSSubdomain
+    """The ResourceFlavor's name."""
+    resources: list[ResourceQuota] = Field(
+        min_length=1, max_length=64, json_schema_extra=list_map("name")
+    )
+
+
+class ResourceGroup(KueueModel):
+    """Resources that are assigned a flavor together, with the flavors in order of preference."""
+
+    covered_resources: list[str] = Field(
+        min_length=1, max_length=64, json_schema_extra=atomic_list()
+    )
+    flavors: list[FlavorQuotas] = Field(
+        min_length=1, max_length=64, json_schema_extra=list_map("name")
+    )
+
+
+class BorrowWithinCohort(KueueModel):
+    """Whether a borrowing Workload may preempt in the cohort, and below which priority."""
+
+    policy: BorrowWithinCohortPolicy = BorrowWithinCohortPolicy.NEVER
+    max_priority_threshold: Int32 | None = None
+    """Only Workloads with priority up to this value may be preempted."""
+
+
+class ClusterQueuePreemption(KueueModel):
+    """Which admitted Workloads a pending Workload of this ClusterQueue may preempt."""
+
+    reclaim_within_cohort: ReclaimWithinCohortPolicy = ReclaimWithinCohortPolicy.NEVER
+    """Preempt Workloads of other ClusterQueues in the cohort that borrow this queue's quota."""
+    borrow_within_cohort: BorrowWithinCohort | None = None
+    within_cluster_queue: WithinClusterQueuePolicy = WithinClusterQueuePolicy.NEVER
+    """Preempt Workloads of this ClusterQueue."""
+
+
+class FlavorFungibility(KueueModel):
+    """Whether the flavor search stops at a flavor that fits by borrowing or preempting."""
+
+    when_can_borrow: FlavorFungibilityPolicy = FlavorFungibilityPolicy.MAY_STOP_SEARCH
+    when_can_preempt: FlavorFungibilityPolicy = FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
+    preference: FlavorFungibilityPreference | None = None
+
+
+class ClusterQueueSpec(OpenModel):
+    """ClusterQueueSpec defines quota, cohort, queueing and preemption of a ClusterQueue."""
+
+    resource_groups: list[ResourceGroup] | None = Field(
+        default=None, max_length=16, json_schema_extra=atomic_list()
+    )
+    """Quota per flavor and resource; a resource belongs to one group only."""
+    cohort_name: DNSSubdomain | None = None
+    """ClusterQueues in the same cohort borrow unused quota from each other."""
+    queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    """StrictFIFO blocks behind the head; BestEffortFIFO sets an inadmissible head aside."""
+    namespace_selector: LabelSelector | None = None
+    """Namespaces whose LocalQueues may use this ClusterQueue; unset: none, `{}`: all."""
+    flavor_fungibility: FlavorFungibility = Field(
+        default_factory=FlavorFungibility, json_schema_extra={"default": {}}
+    )
+    preemption: ClusterQueuePreemption = Field(
+        default_factory=ClusterQueuePreemption, json_schema_extra={"default": {}}
+    )
+    stop_policy: StopPolicy = StopPolicy.NONE
+    """Hold stops new admissions; HoldAndDrain also evicts admitted Workloads."""
+
+
+class ResourceUsage(KueueModel):
+    name: str
+    total: QuantityValue | None = None
+    """Quota reserved (or used by admitted Workloads) in this flavor."""
+    borrowed: QuantityValue | None = None
+    """The part of total above nominal quota, borrowed from the cohort."""
+
+
+class FlavorUsage(KueueModel):
+    name: str
+    resources: list[ResourceUsage] | None = Field(
+        default=None, max_length=64, json_schema_extra=list_map("name")
+    )
+
+
+class ClusterQueueStatus(OpenModel):
+    """ClusterQueueStatus is what the controller observed for this ClusterQueue."""
+
+    conditions: list[Condition] | None = Field(
+        default=None, max_length=16, json_schema_extra=list_map("type")
+    )
+    pending_workloads: NonNegativeInt32 | None = None
+    reserving_workloads: NonNegativeInt32 | None = None
+    admitted_workloads: NonNegativeInt32 | None = None
+    flavors_reservation: list[FlavorUsage] | None = Field(
+        default=None, max_length=64, json_schema_extra=list_map("name")
+    )
+    flavors_usage: list[FlavorUsage] | None = Field(
+        default=None, max_length=64, json_schema_extra=list_map("name")
+    )
+
+
+class ClusterQueue(KueueObject):
+    """ClusterQueue is the Schema for the clusterqueues API."""
+
+    CRD: ClassVar[CRDNames] = CRDNames(
+        plural="clusterqueues",
+        singular="clusterqueue",
+        scope=Scope.CLUSTER,
+        short_names=("cq",),
+        printer_columns=(
+            PrinterColumn("Cohort", ".spec.cohortName"),
+            PrinterColumn("Strategy", ".spec.queueingStrategy"),
+            PrinterColumn("Pending", ".status.pendingWorkloads", "integer"),
+            PrinterColumn("Admitted", ".status.admittedWorkloads", "integer"),
+            AGE_COLUMN,
+        ),
+    )
+
+    kind: str = Kind.CLUSTER_QUEUE.value
+    spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
+    status: ClusterQueueStatus | None = None

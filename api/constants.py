@@ -1,0 +1,272 @@
+"""Every name quotagate shares with Kueue and Kubernetes: group, kinds, labels, gates,
+finalizers, condition types and reasons, and the closed value sets of the API.
+
+Values are Kueue v1beta2's (`apis/kueue/v1beta2/*_types.go`, `constants.go`,
+`pkg/controller/constants`), so manifests and dashboards written for Kueue keep working.
+A closed set of values is a `StrEnum`; an open one (labels, annotations) is a `Final` str.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+# --- API group and version ----------------------------------------------------------
+
+GROUP: Final = "kueue.x-k8s.io"
+VERSION: Final = "v1beta2"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+SCHEDULING_GROUP: Final = "scheduling.k8s.io"
+"""Group of the core Kubernetes `PriorityClass` (a Workload's `priorityClassRef.group`)."""
+
+
+class Kind(StrEnum):
+    """The kinds quotagate serves."""
+
+    RESOURCE_FLAVOR = "ResourceFlavor"
+    CLUSTER_QUEUE = "ClusterQueue"
+    LOCAL_QUEUE = "LocalQueue"
+    WORKLOAD = "Workload"
+    WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+
+
+# --- labels, annotations, gates, finalizers -----------------------------------------
+
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+"""On a Job or pod: the LocalQueue (in the same namespace) it is submitted to."""
+POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
+"""On pods: pods with the same value form one Workload (named after the group)."""
+PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
+"""On a Job or pod: the WorkloadPriorityClass; wins over the pod's PriorityClass."""
+MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
+"""On pods (value `true`): the pod is managed by quotagate."""
+PREEMPTIBILITY_LABEL: Final = "kai.scheduler/preemptibility"
+"""On a pod or its owners: `preemptible` | `non-preemptible` | `semi-preemptible` (KAI)."""
+
+POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
+"""On pods of a group: how many pods the group expects."""
+
+ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
+"""Scheduling gate held on a pod until its Workload is admitted."""
+
+RESOURCE_IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
+"""On Workloads (and ClusterQueues, LocalQueues, ResourceFlavors in use)."""
+MANAGED_POD_FINALIZER: Final = "kueue.x-k8s.io/managed"
+"""On managed pods, so that a deleted pod's quota is accounted before it disappears."""
+
+DEFAULT_POD_SET_NAME: Final = "main"
+
+
+# --- conditions ---------------------------------------------------------------------
+
+
+class ConditionStatus(StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class WorkloadConditionType(StrEnum):
+    QUOTA_RESERVED = "QuotaReserved"
+    ADMITTED = "Admitted"
+    EVICTED = "Evicted"
+    PREEMPTED = "Preempted"
+    REQUEUED = "Requeued"
+    FINISHED = "Finished"
+    PODS_READY = "PodsReady"
+
+
+class QueueConditionType(StrEnum):
+    """Condition types of ClusterQueues, LocalQueues (and ResourceFlavors in Kueue)."""
+
+    ACTIVE = "Active"
+
+
+class QuotaReservedReason(StrEnum):
+    """Reasons of a Workload's `QuotaReserved` condition (True: QUOTA_RESERVED)."""
+
+    QUOTA_RESERVED = "QuotaReserved"
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+    NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+    WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
+    MISCONFIGURED = "Misconfigured"
+    SUSPENDED = "Suspended"
+    PENDING_EVALUATION = "PendingEvaluation"
+    ON_HOLD = "OnHold"
+    PENDING = "Pending"
+    """Legacy (Kueue with UnadmittedWorkloadsObservability off)."""
+    WAITING = "Waiting"
+    """Legacy (Kueue with UnadmittedWorkloadsObservability off)."""
+
+
+class AdmittedReason(StrEnum):
+    ADMITTED = "Admitted"
+    NO_RESERVATION = "NoReservation"
+
+
+class EvictionReason(StrEnum):
+    """Reasons of `Evicted=True` (and of `schedulingStats.evictions[].reason`)."""
+
+    PREEMPTED = "Preempted"
+    PODS_READY_TIMEOUT = "PodsReadyTimeout"
+    CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    DEACTIVATED = "Deactivated"
+    NODE_FAILURES = "NodeFailures"
+
+
+class PreemptionReason(StrEnum):
+    """Reasons of `Preempted=True`: where the preemptor's quota came from."""
+
+    IN_CLUSTER_QUEUE = "InClusterQueue"
+    IN_COHORT_RECLAMATION = "InCohortReclamation"
+    IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+
+
+class RequeueReason(StrEnum):
+    """Reasons of `Requeued`; True after `Preempted`/`NodeFailures` uses the eviction reason."""
+
+    PREEMPTED = "Preempted"
+    NODE_FAILURES = "NodeFailures"
+    BACKOFF_FINISHED = "BackoffFinished"
+    REACTIVATED = "Reactivated"
+    CLUSTER_QUEUE_RESTARTED = "ClusterQueueRestarted"
+    LOCAL_QUEUE_RESTARTED = "LocalQueueRestarted"
+    PODS_READY_TIMEOUT = "PodsReadyTimeout"
+    DEACTIVATED = "Deactivated"
+    INADMISSIBLE = "Inadmissible"
+
+
+class FinishedReason(StrEnum):
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    OUT_OF_SYNC = "OutOfSync"
+    OWNER_NOT_FOUND = "OwnerNotFound"
+
+
+class PodsReadyReason(StrEnum):
+    STARTED = "Started"
+    RECOVERED = "Recovered"
+    WAIT_FOR_START = "WaitForStart"
+    WAIT_FOR_RECOVERY = "WaitForRecovery"
+
+
+class ActiveReason(StrEnum):
+    """Reasons of a ClusterQueue's or LocalQueue's `Active` condition."""
+
+    READY = "Ready"
+    STOPPED = "Stopped"
+    TERMINATING = "Terminating"
+    FLAVOR_NOT_FOUND = "FlavorNotFound"
+    CLUSTER_QUEUE_DOES_NOT_EXIST = "ClusterQueueDoesNotExist"
+    CLUSTER_QUEUE_IS_INACTIVE = "ClusterQueueIsInactive"
+
+
+# --- closed value sets of spec fields -----------------------------------------------
+
+
+class QueueingStrategy(StrEnum):
+    STRICT_FIFO = "StrictFIFO"
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+
+
+class StopPolicy(StrEnum):
+    NONE = "None"
+    HOLD = "Hold"
+    HOLD_AND_DRAIN = "HoldAndDrain"
+
+
+class WithinClusterQueuePolicy(StrEnum):
+    """`spec.preemption.withinClusterQueue`."""
+
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
+
+
+class ReclaimWithinCohortPolicy(StrEnum):
+    """`spec.preemption.reclaimWithinCohort`."""
+
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+    ANY = "Any"
+
+
+class BorrowWithinCohortPolicy(StrEnum):
+    """`spec.preemption.borrowWithinCohort.policy`."""
+
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+
+
+class FlavorFungibilityPolicy(StrEnum):
+    """`spec.flavorFungibility.whenCanBorrow` / `whenCanPreempt`."""
+
+    MAY_STOP_SEARCH = "MayStopSearch"
+    TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+
+class FlavorFungibilityPreference(StrEnum):
+    """`spec.flavorFungibility.preference` (only with both policies `TryNextFlavor`)."""
+
+    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+
+
+class PriorityClassGroup(StrEnum):
+    """`spec.priorityClassRef.group`."""
+
+    KUEUE = GROUP
+    SCHEDULING = SCHEDULING_GROUP
+
+
+class PriorityClassKind(StrEnum):
+    """`spec.priorityClassRef.kind`."""
+
+    WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+    PRIORITY_CLASS = "PriorityClass"
+
+
+class Preemptibility(StrEnum):
+    """`spec.preemptibility` and the `kai.scheduler/preemptibility` label (KAI)."""
+
+    PREEMPTIBLE = "preemptible"
+    NON_PREEMPTIBLE = "non-preemptible"
+    SEMI_PREEMPTIBLE = "semi-preemptible"
+
+
+class PreemptibilitySource(StrEnum):
+    """Where `status.resolvedPreemptibility` came from, in resolution order."""
+
+    SPEC = "spec"
+    OWNER_LABEL = "ownerLabel"
+    POD_LABEL = "podLabel"
+    PRIORITY_THRESHOLD = "priorityThreshold"
+    DEFAULT = "default"
+
+
+class DisruptionMode(StrEnum):
+    """`spec.disruptionMode` (KEP-5710): preempt the whole group, or pods above minCount."""
+
+    POD_GROUP = "PodGroup"
+    POD = "Pod"
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class TolerationOperator(StrEnum):
+    EXISTS = "Exists"
+    EQUAL = "Equal"
+
+
+class LabelSelectorOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"

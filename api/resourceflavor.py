@@ -1,0 +1,44 @@
+"""ResourceFlavor: a kind of node (labels, taints) that quota is counted against."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from api.common import OpenModel, Taint, Toleration, atomic_list
+from api.constants import Kind
+from api.objects import CRDNames, KueueObject, Scope
+
+__all__ = ["ResourceFlavor", "ResourceFlavorSpec"]
+
+
+class ResourceFlavorSpec(OpenModel):
+    """ResourceFlavorSpec defines the nodes a flavor stands for."""
+
+    node_labels: dict[str, str] | None = Field(default=None, max_length=8)
+    """Labels of the nodes of this flavor; added as node selectors to admitted pods."""
+    node_taints: list[Taint] | None = Field(
+        default=None, max_length=8, json_schema_extra=atomic_list()
+    )
+    """Taints of the nodes; a podset must tolerate the NoSchedule/NoExecute ones."""
+    tolerations: list[Toleration] | None = Field(
+        default=None, max_length=8, json_schema_extra=atomic_list()
+    )
+    """Tolerations added to admitted pods (their taints are ignored at admission)."""
+    topology_name: str | None = None
+    """Topology for topology-aware scheduling (kept, not used by quotagate)."""
+
+
+class ResourceFlavor(KueueObject):
+    """ResourceFlavor is the Schema for the resourceflavors API."""
+
+    CRD: ClassVar[CRDNames] = CRDNames(
+        plural="resourceflavors",
+        singular="resourceflavor",
+        scope=Scope.CLUSTER,
+        short_names=("flavor", "flavors", "rf"),
+    )
+
+    kind: str = Kind.RESOURCE_FLAVOR.value
+    spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)

@@ -1,0 +1,287 @@
+"""Generated CRDs (api/crdgen.py): committed YAML is current, schemas are structural,
+and the API server's validation (approximated with jsonschema) accepts good objects and
+rejects bad ones exactly where the models do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from api import MODELS, load_object
+from api.constants import Kind, Preemptibility, QueueingStrategy, StopPolicy
+from api.crdgen import file_name, render_all
+from tests.unit.api.manifests import ALL, sample
+
+CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd" / "bases"
+
+
+def _crd(kind: str) -> dict[str, Any]:
+    text = (CRD_DIR / file_name(MODELS[Kind(kind)])).read_text(encoding="utf-8")
+    crd: dict[str, Any] = yaml.safe_load(text)
+    return crd
+
+
+def _version(kind: str) -> dict[str, Any]:
+    (version,) = _crd(kind)["spec"]["versions"]
+    return dict(version)
+
+
+def _schema(kind: str) -> dict[str, Any]:
+    return dict(_version(kind)["schema"]["openAPIV3Schema"])
+
+
+def _as_json_schema(node: Any) -> Any:
+    """OpenAPI v3 → JSON Schema: `nullable` becomes a `null` type; x-kubernetes-* are ignored
+    by jsonschema (an int-or-string quantity already carries its anyOf integer/string)."""
+    if isinstance(node, list):
+        return [_as_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _as_json_schema(value) for key, value in node.items() if key != "nullable"}
+    if node.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def _errors(kind: str, obj: Mapping[str, Any]) -> list[str]:
+    validator = jsonschema.Draft7Validator(_as_json_schema(_schema(kind)))
+    return [
+        "/".join(str(p) for p in error.absolute_path) + ": " + error.message
+        for error in validator.iter_errors(obj)
+    ]
+
+
+def _nodes(node: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    yield path, node
+    for name, child in node.get("properties", {}).items():
+        yield from _nodes(child, f"{path}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), Mapping):
+            yield from _nodes(node[key], f"{path}[]")
+
+
+# --- the committed files are what the generator writes now ------------------------------
+
+
+def test_committed_crds_match_the_models() -> None:
+    generated = render_all()
+    committed = {path.name: path.read_text(encoding="utf-8") for path in CRD_DIR.glob("*.yaml")}
+    assert sorted(committed) == sorted(generated), "run `make crds`"
+    stale = [name for name, text in generated.items() if committed[name] != text]
+    assert not stale, f"stale CRDs {stale}: run `make crds` (python -m api.crdgen config/crd/bases)"
+
+
+def test_generation_is_deterministic() -> None:
+    assert render_all() == render_all()
+
+
+# --- shape of the CRDs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "plural", "scope", "short_names", "has_status"),
+    [
+        ("ResourceFlavor", "resourceflavors", "Cluster", ["flavor", "flavors", "rf"], False),
+        ("ClusterQueue", "clusterqueues", "Cluster", ["cq"], True),
+        ("LocalQueue", "localqueues", "Namespaced", ["queue", "queues", "lq"], True),
+        ("Workload", "workloads", "Namespaced", ["kwl", "wl"], True),
+        ("WorkloadPriorityClass", "workloadpriorityclasses", "Cluster", ["wpc"], False),
+    ],
+)
+def test_crd_names_scope_and_subresources(
+    kind: str, plural: str, scope: str, short_names: list[str], has_status: bool
+) -> None:
+    crd = _crd(kind)
+    assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert crd["kind"] == "CustomResourceDefinition"
+    assert crd["metadata"]["name"] == f"{plural}.kueue.x-k8s.io"
+    spec = crd["spec"]
+    assert spec["group"] == "kueue.x-k8s.io"
+    assert spec["scope"] == scope
+    assert spec["names"] == {
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": plural,
+        "singular": kind.lower(),
+        "shortNames": short_names,
+    }
+    version = _version(kind)
+    assert (version["name"], version["served"], version["storage"]) == ("v1beta2", True, True)
+    assert ("subresources" in version) is has_status
+    if has_status:
+        assert version["subresources"] == {"status": {}}
+
+
+def _columns(kind: str) -> list[tuple[str, str, str]]:
+    return [
+        (c["name"], c["jsonPath"], c["type"]) for c in _version(kind)["additionalPrinterColumns"]
+    ]
+
+
+def test_workload_printer_columns() -> None:
+    assert _columns("Workload") == [
+        ("Queue", ".spec.queueName", "string"),
+        ("ClusterQueue", ".status.admission.clusterQueue", "string"),
+        ("Priority", ".spec.priority", "integer"),
+        ("Cost", ".status.preemptionCost", "string"),
+        ("Preemptibility", ".status.resolvedPreemptibility.value", "string"),
+        ("Admitted", '.status.conditions[?(@.type=="Admitted")].status', "string"),
+        ("Finished", '.status.conditions[?(@.type=="Finished")].status', "string"),
+        ("Age", ".metadata.creationTimestamp", "date"),
+    ]
+
+
+def test_queue_printer_columns() -> None:
+    assert [name for name, _, _ in _columns("ClusterQueue")] == [
+        "Cohort",
+        "Strategy",
+        "Pending",
+        "Admitted",
+        "Age",
+    ]
+    assert ("Pending", ".status.pendingWorkloads", "integer") in _columns("ClusterQueue")
+    assert _columns("LocalQueue") == [
+        ("ClusterQueue", ".spec.clusterQueue", "string"),
+        ("Pending", ".status.pendingWorkloads", "integer"),
+        ("Admitted", ".status.admittedWorkloads", "integer"),
+        ("Age", ".metadata.creationTimestamp", "date"),
+    ]
+
+
+@pytest.mark.parametrize("kind", sorted(ALL))
+def test_schemas_are_structural(kind: str) -> None:
+    """The API server's structural-schema rules that a generator can get wrong."""
+    for path, node in _nodes(_schema(kind)):
+        where = f"{kind}{path}"
+        assert "$ref" not in node and "title" not in node and "allOf" not in node, where
+        if node.get("x-kubernetes-int-or-string"):
+            assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], where
+            assert "pattern" in node, where
+            continue
+        assert "anyOf" not in node, where
+        assert node.get("type") in {"object", "array", "string", "integer", "number", "boolean"}, (
+            where
+        )
+        assert not ("properties" in node and "additionalProperties" in node), where
+        if node.get("type") == "array":
+            assert "items" in node, where
+        for bound in ("minimum", "maximum"):  # the API server refuses bounds beyond int32
+            assert abs(node.get(bound, 0)) <= 2**31, f"{where}: {bound} {node[bound]}"
+        if "default" in node:  # a default must validate against its own schema
+            own = {key: value for key, value in node.items() if key != "default"}
+            jsonschema.validate(node["default"], _as_json_schema(own))
+        if node.get("x-kubernetes-list-type") == "map":
+            item = node["items"]
+            for key in node["x-kubernetes-list-map-keys"]:
+                assert key in item.get("required", []) or "default" in item["properties"][key], (
+                    f"{where}: list-map key {key} must be required or defaulted"
+                )
+
+
+def test_quantities_and_pod_templates() -> None:
+    cq = _schema("ClusterQueue")["properties"]["spec"]["properties"]
+    quota = cq["resourceGroups"]["items"]["properties"]["flavors"]["items"]["properties"][
+        "resources"
+    ]["items"]
+    assert quota["required"] == ["name", "nominalQuota"]
+    for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+        assert quota["properties"][field]["x-kubernetes-int-or-string"] is True
+        assert quota["properties"][field]["pattern"].startswith("^\\+?")  # no minus sign
+        assert quota["properties"][field]["minimum"] == 0
+    wl = _schema("Workload")["properties"]
+    pod_set = wl["spec"]["properties"]["podSets"]["items"]
+    assert pod_set["properties"]["template"]["x-kubernetes-preserve-unknown-fields"] is True
+    assert pod_set["properties"]["count"]["minimum"] == 1
+    assert pod_set["properties"]["minCount"]["minimum"] == 1
+    assert wl["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] == 1
+    assert wl["spec"]["properties"]["podSets"]["x-kubernetes-list-map-keys"] == ["name"]
+    evictions = wl["status"]["properties"]["schedulingStats"]["properties"]["evictions"]
+    assert evictions["x-kubernetes-list-map-keys"] == ["reason", "underlyingCause"]
+    assert wl["status"]["properties"]["preemptionCost"]["x-kubernetes-int-or-string"] is True
+
+
+def test_enums_come_from_the_constants() -> None:
+    cq = _schema("ClusterQueue")["properties"]["spec"]["properties"]
+    assert cq["queueingStrategy"]["enum"] == list(QueueingStrategy)
+    assert cq["queueingStrategy"]["default"] == "BestEffortFIFO"
+    assert cq["stopPolicy"]["enum"] == list(StopPolicy)
+    wl = _schema("Workload")["properties"]
+    assert wl["spec"]["properties"]["preemptibility"]["enum"] == list(Preemptibility)
+    assert wl["spec"]["properties"]["disruptionMode"]["default"] == "PodGroup"
+
+
+# --- the schema accepts good objects and rejects bad ones ---------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(ALL))
+def test_valid_samples_are_accepted(kind: str) -> None:
+    assert _errors(kind, sample(kind)) == []
+    # What the models write is accepted too.
+    assert _errors(kind, load_object(sample(kind)).to_dict()) == []
+
+
+def _set(manifest: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    target = manifest
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    return manifest
+
+
+NOMINAL = ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota")
+BAD = [
+    ("ClusterQueue", NOMINAL, "-1"),
+    ("ClusterQueue", NOMINAL, -1),
+    ("ClusterQueue", NOMINAL, "lots"),
+    ("ClusterQueue", ("spec", "queueingStrategy"), "Fastest"),
+    ("ClusterQueue", ("spec", "preemption", "reclaimWithinCohort"), "Sometimes"),
+    ("ClusterQueue", ("spec", "flavorFungibility", "whenCanBorrow"), "Borrow"),
+    ("ClusterQueue", ("spec", "stopPolicy"), "Pause"),
+    ("LocalQueue", ("spec", "stopPolicy"), "Pause"),
+    ("Workload", ("spec", "podSets", 0, "count"), 0),
+    ("Workload", ("spec", "podSets", 0, "minCount"), 0),
+    ("Workload", ("spec", "maximumExecutionTimeSeconds"), 0),
+    ("Workload", ("spec", "preemptibility"), "sometimes"),
+    ("Workload", ("spec", "disruptionMode"), "Node"),
+    ("Workload", ("status", "preemptionCost"), "abc"),
+    ("Workload", ("status", "preemptionCost"), "-2"),
+    ("Workload", ("status", "preemptionCost"), -2),
+    ("Workload", ("status", "resolvedPreemptibility", "source"), "guess"),
+    ("Workload", ("spec", "podSets"), []),
+    ("WorkloadPriorityClass", ("value",), "high"),
+]
+
+
+@pytest.mark.parametrize(("kind", "path", "value"), BAD)
+def test_bad_values_are_rejected_by_schema_and_model(
+    kind: str, path: tuple[Any, ...], value: Any
+) -> None:
+    manifest = _set(sample(kind), path, value)
+    assert _errors(kind, manifest), f"schema accepted {path}={value!r}"
+    with pytest.raises(ValueError):
+        load_object(manifest)
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "value"),
+    [
+        ("ClusterQueue", NOMINAL, 0),
+        ("ClusterQueue", NOMINAL, "1.5Gi"),
+        ("ClusterQueue", NOMINAL, "2e3"),
+        ("Workload", ("status", "preemptionCost"), 5),
+        ("Workload", ("status", "preemptionCost"), "1500m"),
+        ("Workload", ("spec", "podSets", 0, "count"), 1),
+        ("Workload", ("spec", "priority"), -5),
+    ],
+)
+def test_good_values_are_accepted_by_schema_and_model(
+    kind: str, path: tuple[Any, ...], value: Any
+) -> None:
+    manifest = _set(sample(kind), path, value)
+    assert _errors(kind, manifest) == []
+    load_object(manifest)
