@@ -23,8 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kueue-compatible admission and queueing controller for Kubernetes.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    from controller.runtime.command import add_run_command
+
+    add_run_command(commands)
     for name, summary in (
-        ("run", "run the admission controller against a Kubernetes API server"),
         ("cost-controller", "run the reference preemption-cost controller"),
         ("bench", "run an admission benchmark scenario"),
     ):

@@ -34,9 +34,9 @@ class LeaderElection(_Section):
     enabled: bool = Field(True, description="run the scheduling loop only while holding the Lease")
     lease_name: str = Field("quotagate-controller", alias="leaseName", min_length=1)
     lease_namespace: str = Field("quotagate-system", alias="leaseNamespace", min_length=1)
-    lease_duration_seconds: float = Field(15.0, alias="leaseDurationSeconds", ge=1)
-    renew_deadline_seconds: float = Field(10.0, alias="renewDeadlineSeconds", ge=1)
-    retry_period_seconds: float = Field(2.0, alias="retryPeriodSeconds", ge=1)
+    lease_duration_seconds: int = Field(15, alias="leaseDurationSeconds", ge=1)
+    renew_deadline_seconds: int = Field(10, alias="renewDeadlineSeconds", ge=1)
+    retry_period_seconds: int = Field(2, alias="retryPeriodSeconds", ge=1)
 
     @model_validator(mode="after")
     def _durations_are_ordered(self) -> LeaderElection:
@@ -72,10 +72,10 @@ class ControllerConfig(_Section):
         16, alias="writeParallelism", ge=1, le=256, description="concurrent API writes"
     )
     cycle_interval_seconds: float = Field(
-        0.05,
+        0.02,
         alias="cycleIntervalSeconds",
         gt=0,
-        description="the longest the loop waits between cycles when nothing wakes it",
+        description="pause after each admission cycle, so a burst of events is decided in one cycle",
     )
 
 

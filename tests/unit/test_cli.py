@@ -17,7 +17,7 @@ def test_quotagate_lists_its_subcommands() -> None:
         assert command in help_text
 
 
-@pytest.mark.parametrize("command", ["run", "cost-controller", "bench"])
+@pytest.mark.parametrize("command", ["cost-controller", "bench"])
 def test_unbuilt_subcommands_exit_2_without_fake_output(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -40,3 +40,8 @@ def test_kubectl_plugin_entry_point_runs() -> None:
     )
     assert result.returncode == kubectl_plugin.main([]) == 2
     assert "not implemented yet" in result.stderr
+
+
+def test_run_with_an_invalid_config_names_the_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--write-parallelism", "0"]) == 2
+    assert "writeParallelism" in capsys.readouterr().err

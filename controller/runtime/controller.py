@@ -1,0 +1,381 @@
+"""The controller: API events → `core` state; the admission cycle → API writes.
+
+One `Controller` owns one `ClusterState`. Watch events are applied as they arrive
+(`apply_event`); the scheduling loop (`schedule_forever`, leader only) runs a cycle
+whenever something changed and sends its decisions out as concurrent, bounded writes.
+The cycle never waits on the network: admissions are charged to the state at once
+("assumed", as Kueue does) and a write that finally fails is rolled back.
+
+Stale events: while a write for a Workload is in flight, events for it are held back,
+and afterwards only events newer than what our write returned are applied, so an old
+copy of a Workload can never undo a reservation we just made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.aio.client.exceptions import ApiException
+
+from controller.core import from_api
+from controller.core.cycle import run_cycle
+from controller.core.decisions import Admit, Evict, Inadmissible
+from controller.core.queues import BackoffPolicy
+from controller.core.state import ClusterState
+from controller.core.workloads import Admission
+from controller.runtime import workload_status
+from controller.runtime.config import ControllerConfig
+from controller.runtime.kube import WORKLOADS, Api, retrying
+from controller.runtime.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+def _rv(obj: dict[str, Any]) -> int:
+    """resourceVersion as an integer (etcd revisions); unknown forms compare as 0."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+@dataclass(slots=True)
+class _WorkloadCopy:
+    """The newest Workload object seen (for status patches computed from it)."""
+
+    body: dict[str, Any]
+    rv: int
+
+
+@dataclass(slots=True)
+class _InFlight:
+    held_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def admission_to_api(admission: Admission) -> dict[str, Any]:
+    """`status.admission` as Kueue writes it (quantities in canonical text)."""
+    from controller.core.quantities import Quantity
+
+    return {
+        "clusterQueue": admission.cluster_queue,
+        "podSetAssignments": [
+            {
+                "name": psa.name,
+                "count": psa.count,
+                "flavors": dict(psa.flavors),
+                "resourceUsage": {
+                    resource: str(Quantity(value)) for resource, value in psa.resource_usage.items()
+                },
+            }
+            for psa in admission.pod_set_assignments
+        ],
+    }
+
+
+class Controller:
+    """Keeps `core` state current and acts on the cycle's decisions."""
+
+    def __init__(
+        self,
+        api: Api,
+        config: ControllerConfig,
+        metrics: Metrics | None = None,
+        clock: Clock = time.time,
+        events: Callable[[dict[str, Any], str, str, str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.api = api
+        self.config = config
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        self.events = events
+        backoff = BackoffPolicy(
+            config.requeue_backoff.base_seconds, config.requeue_backoff.max_seconds
+        )
+        self.state = ClusterState(backoff=backoff)
+        self.wake = asyncio.Event()
+        self.writes = asyncio.Semaphore(config.write_parallelism)
+        self.copies: dict[str, _WorkloadCopy] = {}
+        self.in_flight: dict[str, _InFlight] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.problems: dict[str, str] = {}  # object key → last conversion problem reported
+        self.written_reason: dict[str, str] = {}  # Workload → last pending message written
+
+    # -- events --------------------------------------------------------------------------------
+
+    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
+        """Apply one watch event (type None/ADDED/MODIFIED/DELETED) to the state."""
+        if body.get("kind") == "Workload":
+            key = _key(body)
+            flight = self.in_flight.get(key)
+            if flight is not None:
+                flight.held_events.append((event_type or "MODIFIED", body))
+                return
+            self._apply_workload(event_type, body)
+        else:
+            self._apply_other(event_type, body)
+        self.wake.set()
+
+    def _apply_workload(self, event_type: str | None, body: dict[str, Any]) -> None:
+        key = _key(body)
+        rv = _rv(body)
+        seen = self.copies.get(key)
+        if event_type == "DELETED":
+            if seen is None or rv >= seen.rv:
+                self.copies.pop(key, None)
+                self.written_reason.pop(key, None)
+                self.state.remove_workload(key)
+            return
+        if seen is not None and rv and rv <= seen.rv:
+            return  # an older copy than one already applied
+        self.copies[key] = _WorkloadCopy(body, rv)
+        try:
+            workload = from_api.convert(body)
+        except from_api.InvalidObject as exc:
+            self._report_problem(key, body, str(exc))
+            return
+        self.problems.pop(key, None)
+        from_api.apply(self.state, workload)
+
+    def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
+        kind = body.get("kind")
+        meta = body.get("metadata") or {}
+        name = meta.get("name", "")
+        if event_type == "DELETED":
+            if kind == "ResourceFlavor":
+                self.state.remove_flavor(name)
+            elif kind == "ClusterQueue":
+                self.state.remove_cluster_queue(name)
+            elif kind == "LocalQueue":
+                self.state.remove_local_queue(meta.get("namespace", ""), name)
+            elif kind == "Namespace":
+                self.state.remove_namespace(name)
+            return
+        try:
+            obj = from_api.convert(body)
+        except from_api.InvalidObject as exc:
+            self._report_problem(f"{kind}/{name}", body, str(exc))
+            return
+        from_api.apply(self.state, obj)
+
+    def _report_problem(self, key: str, body: dict[str, Any], message: str) -> None:
+        if self.problems.get(key) == message:
+            return
+        self.problems[key] = message
+        log.warning("ignoring invalid %s %s: %s", body.get("kind"), key, message)
+        if self.events is not None:
+            self._spawn(self.events(body, "Warning", "InvalidObject", message))
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def load(self, resources: Any) -> None:
+        """Initial state from a full LIST of every watched resource (restart safety: admitted
+        usage comes from `status.admission`, so nothing is admitted twice or forgotten)."""
+        for resource in resources:
+            for item in await retrying(lambda r=resource: self.api.list(r), attempts=10):
+                self.apply_event(None, item)
+
+    async def schedule_forever(self) -> None:
+        """Run cycles until cancelled (on leadership loss, cancellation stops it at once)."""
+        interval = self.config.cycle_interval_seconds
+        try:
+            while True:
+                # Backoff expiries need no event, so look at least once a second.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), timeout=1.0)
+                self.wake.clear()
+                self.schedule_once()
+                await asyncio.sleep(interval)  # let a burst of events land before the next cycle
+        finally:
+            for task in list(self.tasks):
+                task.cancel()
+
+    def schedule_once(self) -> None:
+        """One admission cycle and the dispatch of its decisions (no waiting)."""
+        now = self.clock()
+        self.state.release_backoff(now)
+        started = time.perf_counter()
+        result = run_cycle(self.state, now)
+        elapsed = time.perf_counter() - started
+        self.metrics.cycle_latency.observe(elapsed)
+        outcome = "success" if result.admitted else "inadmissible"
+        self.metrics.admission_attempts.labels(outcome).inc()
+        self.metrics.admission_attempt_duration.labels(outcome).observe(elapsed)
+        for evict in result.evicted:
+            self._spawn(self._write_eviction(evict))
+        for admit in result.admitted:
+            self._begin_write(admit.workload_key)
+            self._spawn(self._write_admission(admit))
+        for pending in result.inadmissible:
+            if self.written_reason.get(pending.workload_key) != pending.reason:
+                self._spawn(self._write_pending(pending))
+        if result.changed:
+            self.wake.set()
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _begin_write(self, key: str) -> None:
+        self.in_flight.setdefault(key, _InFlight())
+
+    def _end_write(self, key: str, result: dict[str, Any] | None) -> None:
+        flight = self.in_flight.pop(key, None)
+        if result is not None:
+            self._apply_workload("MODIFIED", result)
+        for event_type, body in flight.held_events if flight else ():
+            self._apply_workload(event_type, body)
+        self.wake.set()
+
+    async def _patch_workload(
+        self, key: str, build: Callable[[dict[str, Any]], dict[str, Any] | None], write: str
+    ) -> dict[str, Any] | None:
+        """Patch a Workload's status computed by `build(current status)`; on a conflict the
+        Workload is re-read and the patch recomputed. `build` returning None = nothing to do."""
+        namespace, name = key.split("/", 1)
+        copy = self.copies.get(key)
+        if copy is None:
+            return None
+        body = copy.body
+
+        async def attempt() -> dict[str, Any] | None:
+            nonlocal body
+            status = build(body.get("status") or {})
+            if status is None:
+                return None
+            try:
+                return await self.api.patch_workload_status(
+                    namespace, name, status, (body.get("metadata") or {}).get("resourceVersion")
+                )
+            except ApiException as exc:
+                if exc.status == 409:
+                    body = await self.api.get_workload(namespace, name)
+                raise
+
+        async with self.writes:
+            try:
+                result = await retrying(attempt)
+            except ApiException as exc:
+                self.metrics.api_writes.labels(write, f"error{exc.status}").inc()
+                raise
+            self.metrics.api_writes.labels(write, "ok").inc()
+            return result
+
+    async def _write_admission(self, admit: Admit) -> None:
+        key = admit.workload_key
+        admission = admission_to_api(admit.admission)
+        now = self.clock()
+
+        def build(status: dict[str, Any]) -> dict[str, Any] | None:
+            if status.get("admission") or workload_status.is_true(status, workload_status.FINISHED):
+                raise _Superseded(key)
+            return workload_status.admitted(status, admission, now, None)
+
+        result: dict[str, Any] | None = None
+        try:
+            result = await self._patch_workload(key, build, "admit")
+        except (ApiException, _Superseded, OSError) as exc:
+            log.warning("admission of %s not written (%s); rolled back", key, exc)
+            if key in self.state.admitted:
+                self.state.release(key, requeue=False)
+            try:
+                namespace, name = key.split("/", 1)
+                result = await self.api.get_workload(namespace, name)
+            except ApiException as fetch_error:
+                if fetch_error.status == 404:
+                    self.in_flight.pop(key, None)
+                    self.state.remove_workload(key)
+                    self.copies.pop(key, None)
+                    return
+                result = None
+            if result is not None:
+                self.copies.pop(key, None)
+                self.state.remove_workload(key)
+        finally:
+            self._end_write(key, result)
+        if result is not None and result.get("status", {}).get("admission"):
+            self.written_reason.pop(key, None)
+            await self._record_admitted(result, admit)
+
+    async def _record_admitted(self, body: dict[str, Any], admit: Admit) -> None:
+        priority_class = ((body.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
+        self.metrics.quota_reserved_workloads.labels(admit.cluster_queue, priority_class).inc()
+        self.metrics.admitted_workloads.labels(admit.cluster_queue, priority_class).inc()
+        if self.events is not None:
+            await self.events(
+                body,
+                "Normal",
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {admit.cluster_queue}",
+            )
+            await self.events(
+                body, "Normal", "Admitted", f"Admitted by ClusterQueue {admit.cluster_queue}"
+            )
+
+    async def _write_pending(self, pending: Inadmissible) -> None:
+        key = pending.workload_key
+        now = self.clock()
+        reason = pending.condition_reason
+
+        def build(status: dict[str, Any]) -> dict[str, Any] | None:
+            if status.get("admission") or not workload_status.pending_changed(
+                status, reason, pending.reason
+            ):
+                return None
+            return workload_status.pending(status, reason, pending.reason, now, None)
+
+        self.written_reason[key] = pending.reason
+        try:
+            result = await self._patch_workload(key, build, "pending")
+        except (ApiException, OSError) as exc:
+            self.written_reason.pop(key, None)
+            log.info("pending status of %s not written: %s", key, exc)
+            return
+        if result is not None:
+            self.apply_event("MODIFIED", result)
+            if self.events is not None:
+                await self.events(result, "Normal", "Pending", pending.reason)
+
+    async def _write_eviction(self, evict: Evict) -> None:
+        key = evict.workload_key
+        now = self.clock()
+
+        def build(status: dict[str, Any]) -> dict[str, Any] | None:
+            if workload_status.is_true(status, workload_status.EVICTED) or not status.get(
+                "admission"
+            ):
+                return None
+            return workload_status.evicted(status, evict.reason, evict.message, now, None)
+
+        try:
+            result = await self._patch_workload(key, build, "evict")
+        except (ApiException, OSError) as exc:
+            log.warning("eviction of %s not written: %s", key, exc)
+            return
+        if result is not None:
+            self.apply_event("MODIFIED", result)
+            self.metrics.evicted_workloads.labels(evict.cluster_queue, evict.reason, "", "").inc()
+            if self.events is not None:
+                await self.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)
+
+
+class _Superseded(Exception):
+    """The Workload changed under us so that the decision no longer applies."""
+
+
+__all__ = ["WORKLOADS", "Controller", "admission_to_api"]

@@ -1,0 +1,91 @@
+"""Kubernetes Events on Workloads for every decision, deduplicated like kubectl expects.
+
+An identical (object, type, reason, message) within `dedupe_seconds` is counted on the
+existing Event instead of creating a new one, so a Workload pending for the same reason
+does not flood the namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.aio.client.exceptions import ApiException
+
+from controller.runtime.kube import Api
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "quotagate-controller"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    """Creates core/v1 Events; failures are logged, never raised (events are best effort)."""
+
+    def __init__(self, api: Api, component: str = COMPONENT, dedupe_seconds: float = 300.0) -> None:
+        self.api = api
+        self.component = component
+        self.dedupe_seconds = dedupe_seconds
+        self.host = os.environ.get("HOSTNAME", "")
+        self._recent: dict[tuple[str, str, str, str], tuple[float, str, int]] = {}
+
+    async def __call__(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        uid = meta.get("uid", "")
+        key = (uid, type_, reason, message)
+        seen = self._recent.get(key)
+        now = time.monotonic()
+        try:
+            if seen is not None and now - seen[0] < self.dedupe_seconds:
+                name, count = seen[1], seen[2] + 1
+                await self.api.core.patch_namespaced_event(
+                    name,
+                    namespace,
+                    {"count": count, "lastTimestamp": _now()},
+                    _content_type="application/merge-patch+json",
+                )
+                self._recent[key] = (seen[0], name, count)
+                return
+            name = f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}"
+            body = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": {
+                    "apiVersion": obj.get("apiVersion", ""),
+                    "kind": obj.get("kind", ""),
+                    "name": meta.get("name", ""),
+                    "namespace": namespace,
+                    "uid": uid,
+                    "resourceVersion": meta.get("resourceVersion", ""),
+                },
+                "type": type_,
+                "reason": reason,
+                "message": message[:1024],
+                "source": {"component": self.component, "host": self.host},
+                "firstTimestamp": _now(),
+                "lastTimestamp": _now(),
+                "count": 1,
+                "reportingComponent": self.component,
+                "reportingInstance": self.host or self.component,
+            }
+            await self.api.core.create_namespaced_event(namespace, body)
+            self._recent[key] = (now, name, 1)
+            if len(self._recent) > 10_000:
+                self._forget_old(now)
+        except (ApiException, OSError, ValueError) as exc:
+            log.info("event %s/%s on %s not recorded: %s", type_, reason, meta.get("name"), exc)
+
+    def _forget_old(self, now: float) -> None:
+        for key, (first, _, _) in list(self._recent.items()):
+            if now - first >= self.dedupe_seconds:
+                del self._recent[key]

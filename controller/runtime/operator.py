@@ -1,0 +1,152 @@
+"""`quotagate run`: kopf watches feed the Controller; the leader runs the scheduling loop.
+
+kopf runs `standalone` (its peering is not leader election); `leader.run_while_leading`
+decides which replica schedules. Every replica keeps its state current from the
+watches, and a replica that becomes leader re-reads everything before its first cycle,
+so it never decides on a state older than what the previous leader wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+import kopf
+
+from controller.runtime.config import ControllerConfig
+from controller.runtime.controller import Controller
+from controller.runtime.events import EventRecorder
+from controller.runtime.kube import WATCHED, Api, Resource, make_api_client
+from controller.runtime.leader import run_while_leading
+from controller.runtime.metrics import Metrics
+from controller.runtime.queue_status import QueueStatusWriter
+
+log = logging.getLogger(__name__)
+
+
+def connection_info(kubeconfig: str | None) -> kopf.ConnectionInfo:
+    """kopf's credentials from the same source as our client: the kubeconfig named on the
+    command line (or $KUBECONFIG, ~/.kube/config), else the in-cluster ServiceAccount."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    try:
+        config.load_kube_config(
+            config_file=kubeconfig or os.environ.get("KUBECONFIG") or None,
+            client_configuration=configuration,
+        )
+    except config.ConfigException:
+        if kubeconfig:
+            raise
+        config.load_incluster_config(client_configuration=configuration)
+    header = configuration.get_api_key_with_prefix(
+        "BearerToken"
+    ) or configuration.get_api_key_with_prefix("authorization")
+    scheme, _, token = (
+        (header or "").partition(" ") if header and " " in header else (None, "", header)
+    )
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )
+
+
+def build_registry(controller: Controller, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
+    """One `on.event` handler per watched resource: events go straight into the state
+    (no per-object handlers, no progress annotations written to the objects)."""
+    registry = kopf.OperatorRegistry()
+
+    def register(resource: Resource) -> None:
+        def on_event(event: kopf.RawEvent, **_: Any) -> None:
+            body = dict(event["object"])
+            body.setdefault("kind", resource.kind)
+            body.setdefault("apiVersion", resource.api_version)
+            controller.apply_event(event.get("type"), body)
+
+        kopf.on.event(
+            resource.group,
+            resource.version,
+            resource.plural,
+            id=f"track-{resource.plural}",
+            registry=registry,
+        )(on_event)
+
+    for resource in WATCHED:
+        register(resource)
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection_info(kubeconfig)
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.peering.standalone = True
+        settings.posting.enabled = False
+        settings.watching.server_timeout = 300
+        settings.watching.client_timeout = 330
+        settings.networking.request_timeout = 60
+
+    return registry
+
+
+async def run_operator(
+    config: ControllerConfig,
+    kubeconfig: str | None = None,
+    stop_flag: asyncio.Event | None = None,
+    ready_flag: asyncio.Event | None = None,
+    identity: str | None = None,
+) -> None:
+    """Run the controller until `stop_flag` is set (or forever)."""
+    api_client = await make_api_client(kubeconfig)
+    api = Api(api_client)
+    metrics = Metrics()
+    metrics.serve(config.metrics_port)
+    controller = Controller(api, config, metrics, events=EventRecorder(api))
+    await controller.load(WATCHED)
+    statuses = QueueStatusWriter(controller)
+
+    async def lead() -> None:
+        await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
+        status_task = asyncio.create_task(statuses.run_forever())
+        try:
+            await controller.schedule_forever()
+        finally:
+            status_task.cancel()
+
+    def on_change(leading: bool) -> None:
+        metrics.is_leader.set(1 if leading else 0)
+
+    stop_flag = stop_flag or asyncio.Event()
+    election = asyncio.create_task(
+        run_while_leading(api_client, config.leader_election, lead, on_change, identity)
+    )
+
+    def election_ended(task: asyncio.Task[None]) -> None:
+        # The election loop only ends by cancellation; anything else is fatal: a replica
+        # that can neither lead nor follow must not keep running half-alive.
+        if not task.cancelled() and task.exception() is not None:
+            log.error("leader election failed; stopping", exc_info=task.exception())
+            assert stop_flag is not None
+            stop_flag.set()
+
+    election.add_done_callback(election_ended)
+    try:
+        await kopf.operator(
+            registry=build_registry(controller, kubeconfig),
+            standalone=True,
+            clusterwide=not config.namespaces,
+            namespaces=config.namespaces,
+            stop_flag=stop_flag,
+            ready_flag=ready_flag,
+        )
+    finally:
+        election.cancel()
+        await asyncio.gather(election, return_exceptions=True)
+        await api_client.close()

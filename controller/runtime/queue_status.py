@@ -1,0 +1,180 @@
+"""ClusterQueue and LocalQueue status, kept like Kueue's, written only when it changes.
+
+Status is computed from the `core` state (counts, reserved and admitted usage per
+flavor and resource, the `Active` condition with a reason when inactive) and
+merge-patched on the status subresource at most once per interval per queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from kubernetes.aio.client.exceptions import ApiException
+
+from controller.core.quantities import Quantity
+from controller.core.state import ClusterState
+from controller.runtime import workload_status
+from controller.runtime.kube import CLUSTER_QUEUES, LOCAL_QUEUES
+
+if TYPE_CHECKING:
+    from controller.runtime.controller import Controller
+
+log = logging.getLogger(__name__)
+
+
+def _flavor_list(
+    usage: dict[str, dict[str, int]], borrowed: dict[str, dict[str, int]] | None
+) -> list[dict[str, Any]]:
+    flavors = []
+    for flavor in sorted(usage):
+        resources = []
+        for resource in sorted(usage[flavor]):
+            entry: dict[str, Any] = {
+                "name": resource,
+                "total": str(Quantity(usage[flavor][resource])),
+            }
+            if borrowed is not None:
+                entry["borrowed"] = str(Quantity(borrowed.get(flavor, {}).get(resource, 0)))
+            resources.append(entry)
+        flavors.append({"name": flavor, "resources": resources})
+    return flavors
+
+
+def cluster_queue_status(state: ClusterState, name: str) -> dict[str, Any]:
+    """The `status` Kueue keeps on a ClusterQueue (without conditions' timestamps)."""
+    cq = state.cluster_queues[name]
+    queue = state.queues.get(name)
+    keys = state.admitted_in(name)
+    reserving = len(keys)
+    admitted = sum(1 for key in keys if not state.admitted[key].evicting)
+    reserved: dict[str, dict[str, int]] = defaultdict(dict)
+    used: dict[str, dict[str, int]] = defaultdict(dict)
+    borrowed: dict[str, dict[str, int]] = defaultdict(dict)
+    for (flavor, resource), quota in cq.quotas():
+        total = state.quota.usage(name, (flavor, resource))
+        reserved[flavor][resource] = total
+        borrowed[flavor][resource] = max(0, total - quota.nominal)
+        used[flavor][resource] = 0
+    for key in keys:
+        held = state.admitted[key]
+        if held.evicting:
+            continue
+        for (flavor, resource), value in held.usage.items():
+            used[flavor][resource] = used[flavor].get(resource, 0) + value
+    return {
+        "pendingWorkloads": len(queue) if queue is not None else 0,
+        "reservingWorkloads": reserving,
+        "admittedWorkloads": admitted,
+        "flavorsReservation": _flavor_list(reserved, borrowed),
+        "flavorsUsage": _flavor_list(used, borrowed),
+    }
+
+
+def local_queue_counts(state: ClusterState) -> dict[str, dict[str, int]]:
+    """pending/reserving/admitted counts per LocalQueue key (namespace/name)."""
+    counts: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0}
+    )
+    for key, workload in state.workloads.items():
+        if workload.finished:
+            continue
+        lq = f"{workload.namespace}/{workload.queue_name}"
+        held = state.admitted.get(key)
+        if held is None:
+            counts[lq]["pendingWorkloads"] += 1
+        else:
+            counts[lq]["reservingWorkloads"] += 1
+            if not held.evicting:
+                counts[lq]["admittedWorkloads"] += 1
+    return counts
+
+
+def active_condition(reason_text: str | None) -> tuple[bool, str, str]:
+    if reason_text is None:
+        return True, "Ready", "Can admit new workloads"
+    if "stopped" in reason_text:
+        return False, "Stopped", reason_text
+    if "flavor" in reason_text:
+        return False, "FlavorNotFound", reason_text
+    return False, "Inactive", reason_text
+
+
+class QueueStatusWriter:
+    """Writes ClusterQueue and LocalQueue status while this replica leads."""
+
+    def __init__(self, controller: Controller, interval: float = 1.0) -> None:
+        self.controller = controller
+        self.interval = interval
+        self.written: dict[str, dict[str, Any]] = {}
+
+    async def run_forever(self) -> None:
+        while True:
+            try:
+                await self.write_changed()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a status write must never stop admission
+                log.exception("queue status update failed")
+            await asyncio.sleep(self.interval)
+
+    async def write_changed(self) -> None:
+        state = self.controller.state
+        now = self.controller.clock()
+        writes = []
+        for name in list(state.cluster_queues):
+            status = cluster_queue_status(state, name)
+            active, reason, message = active_condition(state.inactive_reason(name))
+            status["conditions"] = [("Active", active, reason, message)]
+            if self.written.get(f"cq/{name}") != status:
+                writes.append(self._write_cq(name, status, now))
+        counts = local_queue_counts(state)
+        for key, lq in list(state.local_queues.items()):
+            status = dict(
+                counts.get(key)
+                or {"pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0}
+            )
+            inactive = state.inactive_reason(lq.cluster_queue)
+            active, reason, message = active_condition(inactive)
+            if inactive is not None and lq.cluster_queue not in state.cluster_queues:
+                reason = "ClusterQueueDoesNotExist"
+            status["conditions"] = [("Active", active, reason, message)]
+            if self.written.get(f"lq/{key}") != status:
+                writes.append(self._write_lq(key, status, now))
+        if writes:
+            await asyncio.gather(*writes)
+
+    def _conditions(
+        self, spec: list[tuple[str, bool, str, str]], now: float
+    ) -> list[dict[str, Any]]:
+        conditions: list[dict[str, Any]] = []
+        for type_, status, reason, message in spec:
+            conditions = workload_status.set_condition(
+                conditions, type_, status, reason, message, now
+            )
+        return conditions
+
+    async def _write_cq(self, name: str, status: dict[str, Any], now: float) -> None:
+        body = {**status, "conditions": self._conditions(status["conditions"], now)}
+        try:
+            async with self.controller.writes:
+                await self.controller.api.patch_cluster_status(CLUSTER_QUEUES, name, body)
+            self.written[f"cq/{name}"] = status
+        except ApiException as exc:
+            if exc.status != 404:
+                log.info("status of ClusterQueue %s not written: %s", name, exc.reason)
+
+    async def _write_lq(self, key: str, status: dict[str, Any], now: float) -> None:
+        namespace, name = key.split("/", 1)
+        body = {**status, "conditions": self._conditions(status["conditions"], now)}
+        try:
+            async with self.controller.writes:
+                await self.controller.api.patch_namespaced_status(
+                    LOCAL_QUEUES, namespace, name, body
+                )
+            self.written[f"lq/{key}"] = status
+        except ApiException as exc:
+            if exc.status != 404:
+                log.info("status of LocalQueue %s not written: %s", key, exc.reason)
