@@ -34,7 +34,7 @@ cluster-binaries: $(STAMP)
 	$(PY) -m tests.cluster build
 
 # Lint, types, then every test: unit, integration and e2e against the real local control plane.
-test: lint typecheck
+test: lint typecheck cluster-binaries
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -1,0 +1,211 @@
+"""`python -m tests.cluster build|up|down|status` — the local control plane for humans.
+
+`up` starts etcd, kube-apiserver, kube-scheduler, kube-controller-manager, two fake nodes
+and the pod-lifecycle helper in the background (a detached supervisor process), prints
+`export KUBECONFIG=…` on a line of its own and leaves `bin/kubectl` and `bin/helm`
+wrappers that talk to it. `down` stops every process it started and removes its dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.cluster.build import BuildError, ensure_binaries
+
+REPO = Path(__file__).resolve().parents[2]
+STATE_DIR = REPO / ".cluster"
+STATE_FILE = STATE_DIR / "state.json"
+
+
+def _read_state() -> dict[str, object] | None:
+    try:
+        data: dict[str, object] = json.loads(STATE_FILE.read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def serve(workdir: Path) -> int:
+    """The supervisor: runs the control plane until SIGTERM."""
+    from kubernetes import client, config
+
+    from tests.cluster.controlplane import ControlPlane
+    from tests.cluster.nodes import PodLifecycle, create_node
+
+    stopping = False
+
+    def on_term(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    plane = ControlPlane(workdir=workdir)
+    plane.start(scheduler=True, controller_manager=True)
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    api_client = config.new_client_from_config(str(plane.kubeconfig))
+    core = client.CoreV1Api(api_client)
+    for name in ("node-a", "node-b"):
+        create_node(core, name, labels={"topology.kubernetes.io/zone": name})
+    lifecycle = PodLifecycle(api_client).start()
+    STATE_FILE.write_text(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "kubeconfig": str(plane.kubeconfig),
+                "server": plane.server,
+                "ready": True,
+            }
+        )
+    )
+    try:
+        while not stopping:
+            time.sleep(0.5)
+            for component in plane.components.values():
+                if component.process.poll() is not None:
+                    print(
+                        f"{component.name} exited; last log lines:\n{component.tail()}",
+                        file=sys.stderr,
+                    )
+                    stopping = True
+    finally:
+        lifecycle.stop()
+        plane.stop()
+    return 0
+
+
+def up() -> int:
+    state = _read_state()
+    if state and isinstance(state.get("pid"), int) and _alive(int(state["pid"])):  # type: ignore[arg-type]
+        print(f"already running (pid {state['pid']})")
+        _print_export(str(state["kubeconfig"]))
+        return 0
+    try:
+        bin_dir = ensure_binaries()
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
+    STATE_DIR.mkdir(parents=True)
+    log = (STATE_DIR / "supervisor.log").open("wb")
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.cluster", "serve", str(STATE_DIR / "run")],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        state = _read_state()
+        if state and state.get("ready"):
+            break
+        if process.poll() is not None:
+            print(
+                (STATE_DIR / "supervisor.log").read_text(errors="replace")[-4000:], file=sys.stderr
+            )
+            print("error: the control plane failed to start", file=sys.stderr)
+            return 1
+        time.sleep(0.3)
+    else:
+        print("error: the control plane did not become ready within 120s", file=sys.stderr)
+        return 1
+    kubeconfig = str(state["kubeconfig"])
+    _write_wrappers(bin_dir, kubeconfig)
+    print(
+        f"control plane ready in {time.monotonic() - started:.1f}s (etcd, kube-apiserver, kube-scheduler, "
+        "kube-controller-manager, nodes node-a and node-b)"
+    )
+    print("bin/kubectl and bin/helm talk to it; or run:")
+    _print_export(kubeconfig)
+    return 0
+
+
+def _print_export(kubeconfig: str) -> None:
+    print(f"export KUBECONFIG={kubeconfig}")
+
+
+def _write_wrappers(bin_dir: Path, kubeconfig: str) -> None:
+    target = REPO / "bin"
+    target.mkdir(exist_ok=True)
+    for tool in ("kubectl", "helm"):
+        wrapper = target / tool
+        wrapper.write_text(
+            f'#!/bin/sh\nexport KUBECONFIG="{kubeconfig}"\nexec "{bin_dir / tool}" "$@"\n'
+        )
+        wrapper.chmod(0o755)
+
+
+def down() -> int:
+    state = _read_state()
+    if not state:
+        print("no local control plane is running")
+        shutil.rmtree(STATE_DIR, ignore_errors=True)
+        return 0
+    pid = int(state["pid"])  # type: ignore[call-overload]
+    if _alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
+    for tool in ("kubectl", "helm"):
+        (REPO / "bin" / tool).unlink(missing_ok=True)
+    print("local control plane stopped and removed")
+    return 0
+
+
+def status() -> int:
+    state = _read_state()
+    if state and _alive(int(state["pid"])):  # type: ignore[call-overload]
+        print(f"running (pid {state['pid']}), API server {state['server']}")
+        _print_export(str(state["kubeconfig"]))
+        return 0
+    print("not running")
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build (or reuse) the control-plane binaries")
+    sub.add_parser("up", help="start the full local control plane in the background")
+    sub.add_parser("down", help="stop it and remove its files")
+    sub.add_parser("status", help="say whether it runs")
+    serve_parser = sub.add_parser("serve", help=argparse.SUPPRESS)
+    serve_parser.add_argument("workdir", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        try:
+            ensure_binaries()
+        except BuildError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "serve":
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        return serve(args.workdir)
+    return {"up": up, "down": down, "status": status}[args.command]()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

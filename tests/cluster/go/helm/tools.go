@@ -1,0 +1,4 @@
+//go:build tools
+package tools
+
+import _ "helm.sh/helm/v3/cmd/helm"
