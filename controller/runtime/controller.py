@@ -112,6 +112,7 @@ class Controller:
         self.tasks: set[asyncio.Task[None]] = set()
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
         self.written_reason: dict[str, str] = {}  # Workload → last pending message written
+        self._explained_at = 0.0
 
     # -- events --------------------------------------------------------------------------------
 
@@ -223,6 +224,31 @@ class Controller:
                 self._spawn(self._write_pending(pending))
         if result.changed:
             self.wake.set()
+        if now - self._explained_at >= 1.0:
+            self._explained_at = now
+            self._explain_unqueued()
+
+    def _explain_unqueued(self) -> None:
+        """Pending Workloads the cycle never looks at still get a reason: no such LocalQueue
+        or ClusterQueue, an inactive ClusterQueue (missing flavor, stopped), deactivated."""
+        state = self.state
+        for key in list(state.pending()):
+            if key in self.in_flight:
+                continue
+            cq = state.queued_in(key)
+            if cq is not None:
+                inactive = state.inactive_reason(cq)
+                if inactive is None:
+                    continue  # the cycle explains it
+                reason, code = inactive, "OnHold" if "stopped" in inactive else "Misconfigured"
+            elif key in state.reasons:
+                reason, code = state.reasons[key], "Misconfigured"
+                if not state.workloads[key].active:
+                    code = "Inactive"
+            else:
+                continue  # in eviction backoff: explained when it is requeued
+            if self.written_reason.get(key) != reason:
+                self._spawn(self._write_pending(Inadmissible(key, cq, reason, code)))
 
     # -- writes --------------------------------------------------------------------------------
 

@@ -1,0 +1,176 @@
+"""`quotagate run` against the real API server: bare Workloads admitted, queued, released,
+borrowing in a cohort, queue status, printer columns, invalid objects (issue 6)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.cluster.build import bin_dir
+from tests.cluster.fixtures import wait_for
+from tests.integration.kueue import (
+    ControllerProcess,
+    Kueue,
+    cluster_queue,
+    condition,
+    flavor,
+    is_admitted,
+    local_queue,
+    wait_admitted,
+    wait_pending_reason,
+    workload,
+)
+
+
+def test_admits_within_quota_queues_the_rest_and_admits_after_finish(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        cluster_queue(cq, {f"{namespace}-rf": {"cpu": 4}}),
+        local_queue(namespace, "lq", cq),
+        workload(namespace, "first", "lq", cpu="1", count=3),
+        workload(namespace, "second", "lq", cpu="1", count=3),
+    )
+    first = wait_admitted(kueue, namespace, "first")
+    assert first["status"]["admission"]["clusterQueue"] == cq
+    assignment = first["status"]["admission"]["podSetAssignments"][0]
+    assert assignment["flavors"] == {"cpu": f"{namespace}-rf"}
+    assert assignment["count"] == 3
+    assert assignment["resourceUsage"] == {"cpu": "3"}
+
+    reason = wait_pending_reason(kueue, namespace, "second")
+    assert reason == (
+        f"insufficient quota for cpu in flavor {namespace}-rf: requested 3, available 1 "
+        "(nominal 4, reserved 3, borrowable 0)"
+    )
+    cq_status = wait_for(
+        lambda: (
+            (s := kueue.get_cluster_queue(cq).get("status", {})).get("pendingWorkloads") == 1 and s
+        ),
+        what="ClusterQueue status counts",
+    )
+    assert cq_status["admittedWorkloads"] == 1
+    assert cq_status["flavorsReservation"] == [
+        {"name": f"{namespace}-rf", "resources": [{"name": "cpu", "total": "3", "borrowed": "0"}]}
+    ]
+    assert condition({"status": cq_status}, "Active")["status"] == "True"
+
+    kueue.finish(namespace, "first")
+    second = wait_admitted(kueue, namespace, "second")
+    assert second["status"]["admission"]["clusterQueue"] == cq
+
+
+def test_borrows_unused_quota_from_the_cohort(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    rf, cohort = f"{namespace}-rf", f"{namespace}-cohort"
+    kueue.apply(
+        flavor(rf),
+        cluster_queue(f"{namespace}-a", {rf: {"cpu": (2, 4)}}, cohort=cohort),
+        cluster_queue(f"{namespace}-b", {rf: {"cpu": 4}}, cohort=cohort),
+        local_queue(namespace, "lq-a", f"{namespace}-a"),
+        workload(namespace, "big", "lq-a", cpu="1", count=5),
+    )
+    admitted = wait_admitted(kueue, namespace, "big")
+    assert admitted["status"]["admission"]["clusterQueue"] == f"{namespace}-a"
+    status = wait_for(
+        lambda: (
+            (s := kueue.get_cluster_queue(f"{namespace}-a").get("status", {})).get(
+                "admittedWorkloads"
+            )
+            == 1
+            and s
+        ),
+        what="borrowing ClusterQueue status",
+    )
+    assert status["flavorsReservation"][0]["resources"] == [
+        {"name": "cpu", "total": "5", "borrowed": "3"}
+    ]
+    # Beyond the borrowing limit (2 nominal + 4 borrowable = 6): 2 more do not fit.
+    kueue.apply(workload(namespace, "more", "lq-a", cpu="1", count=2))
+    reason = wait_pending_reason(kueue, namespace, "more")
+    assert "insufficient quota for cpu" in reason
+
+
+def test_kubectl_shows_the_printer_columns(
+    controller: ControllerProcess, kueue: Kueue, namespace: str, kubeconfig_path: str
+) -> None:
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
+        local_queue(namespace, "lq", cq),
+        {**workload(namespace, "shown", "lq", cpu="1", priority=7)},
+    )
+    wait_admitted(kueue, namespace, "shown")
+    output = subprocess.run(
+        [
+            str(bin_dir() / "kubectl"),
+            "--kubeconfig",
+            kubeconfig_path,
+            "get",
+            "workloads.kueue.x-k8s.io",
+            "-n",
+            namespace,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    header, row = output.splitlines()[:2]
+    assert header.split() == [
+        "NAME",
+        "QUEUE",
+        "CLUSTERQUEUE",
+        "PRIORITY",
+        "COST",
+        "PREEMPTIBILITY",
+        "ADMITTED",
+        "FINISHED",
+        "AGE",
+    ]
+    assert row.split()[:5] == ["shown", "lq", cq, "7", "True"] or row.split()[:4] == [
+        "shown",
+        "lq",
+        cq,
+        "7",
+    ]
+    assert "True" in row.split()
+
+
+def test_invalid_references_make_queues_inactive_with_a_reason(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        cluster_queue(cq, {f"{namespace}-missing": {"cpu": 2}}),
+        local_queue(namespace, "orphan", f"{namespace}-nowhere"),
+        local_queue(namespace, "lq", cq),
+        workload(namespace, "stuck", "lq", cpu="1"),
+    )
+    active = wait_for(
+        lambda: condition(kueue.get_cluster_queue(cq), "Active"),
+        what="ClusterQueue Active condition",
+    )
+    assert active["status"] == "False"
+    assert active["reason"] == "FlavorNotFound"
+    assert f"{namespace}-missing" in active["message"]
+    lq = wait_for(
+        lambda: condition(
+            kueue.custom.get_namespaced_custom_object(
+                "kueue.x-k8s.io", "v1beta2", namespace, "localqueues", "orphan"
+            ),
+            "Active",
+        ),
+        what="LocalQueue Active condition",
+    )
+    assert lq["status"] == "False"
+    assert lq["reason"] == "ClusterQueueDoesNotExist"
+    reason = wait_pending_reason(kueue, namespace, "stuck")
+    assert f"{namespace}-missing" in reason
+    assert not is_admitted(kueue.get_workload(namespace, "stuck"))
+    # The controller is still alive and deciding: fix the flavor and the Workload is admitted.
+    kueue.apply(flavor(f"{namespace}-missing"))
+    wait_admitted(kueue, namespace, "stuck")
+    assert controller.process is not None and controller.process.poll() is None
