@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.aio.client.exceptions import ApiException
@@ -45,6 +46,15 @@ def _rv(obj: dict[str, Any]) -> int:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
         return 0
+
+
+def _parse_time(text: Any) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -342,6 +352,15 @@ class Controller:
         priority_class = ((body.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
         self.metrics.quota_reserved_workloads.labels(admit.cluster_queue, priority_class).inc()
         self.metrics.admitted_workloads.labels(admit.cluster_queue, priority_class).inc()
+        created = _parse_time((body.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            waited = max(0.0, self.clock() - created)
+            self.metrics.admission_wait_time.labels(admit.cluster_queue, priority_class).observe(
+                waited
+            )
+            self.metrics.quota_reserved_wait_time.labels(
+                admit.cluster_queue, priority_class
+            ).observe(waited)
         if self.events is not None:
             await self.events(
                 body,

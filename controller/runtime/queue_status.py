@@ -120,12 +120,52 @@ class QueueStatusWriter:
                 log.exception("queue status update failed")
             await asyncio.sleep(self.interval)
 
+    def update_metrics(self, name: str, status: dict[str, Any]) -> None:
+        """Kueue's per-ClusterQueue gauges from the same snapshot as the status."""
+        state = self.controller.state
+        metrics = self.controller.metrics
+        cq = state.cluster_queues[name]
+        queue = state.queues.get(name)
+        inadmissible = (
+            sum(1 for key in queue.workload_keys() if queue.is_inadmissible(key)) if queue else 0
+        )
+        metrics.pending_workloads.labels(name, "active").set(
+            status["pendingWorkloads"] - inadmissible
+        )
+        metrics.pending_workloads.labels(name, "inadmissible").set(inadmissible)
+        metrics.reserving_active_workloads.labels(name).set(status["reservingWorkloads"])
+        metrics.admitted_active_workloads.labels(name).set(status["admittedWorkloads"])
+        active = state.inactive_reason(name) is None
+        for value in ("active", "pending"):
+            metrics.cluster_queue_status.labels(name, value).set(
+                1 if (value == "active") == active else 0
+            )
+        cohort = cq.cohort or ""
+        used = {
+            (flavor["name"], resource["name"]): resource["total"]
+            for flavor in status["flavorsUsage"]
+            for resource in flavor["resources"]
+        }
+        for (flavor, resource), quota in cq.quotas():
+            labels = (cohort, name, flavor, resource)
+            reserved = state.quota.usage(name, (flavor, resource))
+            metrics.resource_reservation.labels(*labels).set(reserved / 1000)
+            metrics.resource_usage.labels(*labels).set(
+                Quantity.parse(used.get((flavor, resource), "0")).milli / 1000
+            )
+            metrics.nominal_quota.labels(*labels).set(quota.nominal / 1000)
+            if quota.borrowing_limit is not None:
+                metrics.borrowing_limit.labels(*labels).set(quota.borrowing_limit / 1000)
+            if quota.lending_limit is not None:
+                metrics.lending_limit.labels(*labels).set(quota.lending_limit / 1000)
+
     async def write_changed(self) -> None:
         state = self.controller.state
         now = self.controller.clock()
         writes = []
         for name in list(state.cluster_queues):
             status = cluster_queue_status(state, name)
+            self.update_metrics(name, status)
             active, reason, message = active_condition(state.inactive_reason(name))
             status["conditions"] = [("Active", active, reason, message)]
             if self.written.get(f"cq/{name}") != status:

@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.cluster.controlplane import free_port
 from tests.integration.kueue import SYSTEM_NAMESPACE, ControllerProcess, Kueue
 
 
@@ -36,7 +37,11 @@ def controller(
 ) -> Iterator[ControllerProcess]:
     """One `quotagate run` for the whole test module (stopped after it)."""
     log_dir: Path = tmp_path_factory.mktemp("controller")
-    process = ControllerProcess(kubeconfig_path, log_dir).start()
+    port = free_port()
+    process = ControllerProcess(
+        kubeconfig_path, log_dir, extra=["--metrics-port", str(port)]
+    ).start()
+    process.metrics_port = port
     try:
         yield process
     finally:

@@ -248,6 +248,7 @@ class ControllerProcess:
             *(extra or []),
         ]
         self.process: subprocess.Popen[bytes] | None = None
+        self.metrics_port = 0
 
     def start(self) -> ControllerProcess:
         log = self.log_path.open("ab")

@@ -4,6 +4,7 @@ borrowing in a cohort, queue status, printer columns, invalid objects (issue 6).
 from __future__ import annotations
 
 import subprocess
+import urllib.request
 
 from tests.cluster.build import bin_dir
 from tests.cluster.fixtures import wait_for
@@ -30,9 +31,9 @@ def test_admits_within_quota_queues_the_rest_and_admits_after_finish(
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": 4}}),
         local_queue(namespace, "lq", cq),
         workload(namespace, "first", "lq", cpu="1", count=3),
-        workload(namespace, "second", "lq", cpu="1", count=3),
     )
     first = wait_admitted(kueue, namespace, "first")
+    kueue.apply(workload(namespace, "second", "lq", cpu="1", count=3))
     assert first["status"]["admission"]["clusterQueue"] == cq
     assignment = first["status"]["admission"]["podSetAssignments"][0]
     assert assignment["flavors"] == {"cpu": f"{namespace}-rf"}
@@ -46,11 +47,13 @@ def test_admits_within_quota_queues_the_rest_and_admits_after_finish(
     )
     cq_status = wait_for(
         lambda: (
-            (s := kueue.get_cluster_queue(cq).get("status", {})).get("pendingWorkloads") == 1 and s
+            (s := kueue.get_cluster_queue(cq).get("status", {})).get("pendingWorkloads") == 1
+            and s.get("admittedWorkloads") == 1
+            and s
         ),
-        what="ClusterQueue status counts",
+        what="ClusterQueue status: 1 pending, 1 admitted",
     )
-    assert cq_status["admittedWorkloads"] == 1
+    assert cq_status["reservingWorkloads"] == 1
     assert cq_status["flavorsReservation"] == [
         {"name": f"{namespace}-rf", "resources": [{"name": "cpu", "total": "3", "borrowed": "0"}]}
     ]
@@ -174,3 +177,39 @@ def test_invalid_references_make_queues_inactive_with_a_reason(
     kueue.apply(flavor(f"{namespace}-missing"))
     wait_admitted(kueue, namespace, "stuck")
     assert controller.process is not None and controller.process.poll() is None
+
+
+def test_metrics_use_kueue_names(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
+        local_queue(namespace, "lq", cq),
+        workload(namespace, "one", "lq", cpu="2"),
+        workload(namespace, "two", "lq", cpu="2"),
+    )
+    # Same priority and creation second: the UID decides which one is admitted.
+    wait_for(
+        lambda: sum(is_admitted(wl) for wl in kueue.workloads(namespace)) == 1, what="one admitted"
+    )
+
+    def scrape() -> str | None:
+        try:
+            url = f"http://127.0.0.1:{controller.metrics_port}/metrics"
+            with urllib.request.urlopen(url, timeout=2) as response:
+                text = response.read().decode()
+        except OSError:
+            return None
+        wanted = f'kueue_pending_workloads{{cluster_queue="{cq}",status="inadmissible"}} 1.0'
+        return text if wanted in text else None
+
+    text = wait_for(scrape, timeout=30, what="pending gauge in /metrics")
+    labels = f'cluster_queue="{cq}",cohort="",flavor="{namespace}-rf",resource="cpu"'
+    assert f'kueue_admitted_workloads_total{{cluster_queue="{cq}",priority_class=""}} 1.0' in text
+    assert f"kueue_cluster_queue_nominal_quota{{{labels}}} 2.0" in text
+    assert f"kueue_cluster_queue_resource_reservation{{{labels}}} 2.0" in text
+    assert "kueue_admission_wait_time_seconds_bucket" in text
+    assert "quotagate_cycle_duration_seconds_count" in text
+    assert "quotagate_leader 1.0" in text
