@@ -64,9 +64,13 @@ class ControllerConfig(_Section):
     namespaces: list[str] = Field(
         default_factory=list, description="namespaces to manage; empty = all namespaces"
     )
-    requeue_backoff: RequeueBackoff = Field(default_factory=RequeueBackoff, alias="requeueBackoff")
+    requeue_backoff: RequeueBackoff = Field(
+        default_factory=lambda: RequeueBackoff(), alias="requeueBackoff"
+    )
     preemptibility: Preemptibility = Field(default_factory=Preemptibility)
-    leader_election: LeaderElection = Field(default_factory=LeaderElection, alias="leaderElection")
+    leader_election: LeaderElection = Field(
+        default_factory=lambda: LeaderElection(), alias="leaderElection"
+    )
     metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
     write_parallelism: int = Field(
         16, alias="writeParallelism", ge=1, le=256, description="concurrent API writes"

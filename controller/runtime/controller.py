@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -195,7 +196,8 @@ class Controller:
         """Initial state from a full LIST of every watched resource (restart safety: admitted
         usage comes from `status.admission`, so nothing is admitted twice or forgotten)."""
         for resource in resources:
-            for item in await retrying(lambda r=resource: self.api.list(r), attempts=10):
+            items = await retrying(functools.partial(self.api.list, resource), attempts=10)
+            for item in items:
                 self.apply_event(None, item)
 
     async def schedule_forever(self) -> None:

@@ -56,7 +56,7 @@ class EventRecorder:
                 self._recent[key] = (seen[0], name, count)
                 return
             name = f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}"
-            body = {
+            body: Any = {
                 "apiVersion": "v1",
                 "kind": "Event",
                 "metadata": {"name": name, "namespace": namespace},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import config as aio_config
@@ -123,28 +123,28 @@ class Api:
 
     async def list(self, resource: Resource) -> list[dict[str, Any]]:
         """All objects of a resource, as plain dicts with kind/apiVersion filled in."""
-        items: list[dict[str, Any]]
+        body: Any
         if resource is NAMESPACES:
-            typed = await self.core.list_namespace()
-            items = self.api_client.sanitize_for_serialization(typed).get("items") or []
+            body = self.api_client.sanitize_for_serialization(await self.core.list_namespace())
         elif resource is PRIORITY_CLASSES:
-            typed = await self.scheduling.list_priority_class()
-            items = self.api_client.sanitize_for_serialization(typed).get("items") or []
+            body = self.api_client.sanitize_for_serialization(
+                await self.scheduling.list_priority_class()
+            )
         else:
             body = await self.custom.list_cluster_custom_object(
                 resource.group, resource.version, resource.plural
             )
-            items = body.get("items") or []
+        items: list[dict[str, Any]] = body.get("items") or []
         for item in items:
             item.setdefault("kind", resource.kind)
             item.setdefault("apiVersion", resource.api_version)
         return items
 
     async def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.custom.get_namespaced_custom_object(
+        result = await self.custom.get_namespaced_custom_object(
             KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOADS.plural, name
         )
-        return result
+        return cast(dict[str, Any], result)
 
     async def patch_workload_status(
         self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None
@@ -154,7 +154,7 @@ class Api:
         body: dict[str, Any] = {"status": status}
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
-        result: dict[str, Any] = await self.custom.patch_namespaced_custom_object_status(
+        result = await self.custom.patch_namespaced_custom_object_status(
             KUEUE_GROUP,
             KUEUE_VERSION,
             namespace,
@@ -164,7 +164,7 @@ class Api:
             field_manager=FIELD_MANAGER,
             _content_type=MERGE_PATCH,
         )
-        return result
+        return cast(dict[str, Any], result)
 
     async def patch_cluster_status(
         self, resource: Resource, name: str, status: dict[str, Any]

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
@@ -69,9 +69,7 @@ class LeaseElector:
         """One attempt; True when we hold the Lease afterwards."""
         s = self.settings
         try:
-            lease = await self.api.get_namespaced_custom_object(
-                _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name
-            )
+            lease = await self._read()
         except ApiException as exc:
             if exc.status != 404:
                 log.info("reading lease failed: %s", exc.reason)
@@ -111,6 +109,13 @@ class LeaseElector:
         self._observed_at = self.monotonic()
         return True
 
+    async def _read(self) -> dict[str, Any]:
+        s = self.settings
+        lease = await self.api.get_namespaced_custom_object(
+            _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name
+        )
+        return cast(dict[str, Any], lease)
+
     async def _create(self) -> bool:
         s = self.settings
         now = _micro_time()
@@ -141,9 +146,7 @@ class LeaseElector:
         """Give the Lease up on a clean shutdown so a standby takes over at once."""
         s = self.settings
         with contextlib.suppress(ApiException, OSError):
-            lease = await self.api.get_namespaced_custom_object(
-                _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name
-            )
+            lease = await self._read()
             if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return
             lease["spec"].update(
