@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv lint typecheck crds unit test bench demo cluster-up cluster-down cluster-binaries clean
+.PHONY: all venv lint typecheck crds manifests unit test bench demo cluster-up cluster-down cluster-binaries clean
 
 all: test
 
@@ -26,6 +26,11 @@ typecheck: $(STAMP)
 
 crds: $(STAMP)
 	$(PY) -m api.crdgen config/crd/bases
+	rm -f charts/quotagate/crds/*.yaml && cp config/crd/bases/*.yaml charts/quotagate/crds/
+
+# config/default/quotagate.yaml: the chart rendered with its defaults.
+manifests: cluster-binaries
+	$(PY) -m tests.cluster render-chart > config/default/quotagate.yaml
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit -q

@@ -191,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("up", help="start the full local control plane in the background")
     sub.add_parser("down", help="stop it and remove its files")
     sub.add_parser("status", help="say whether it runs")
+    sub.add_parser(
+        "render-chart", help="print the chart rendered with its defaults (config/default)"
+    )
     serve_parser = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve_parser.add_argument("workdir", type=Path)
     args = parser.parse_args(argv)
@@ -200,6 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         except BuildError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        return 0
+    if args.command == "render-chart":
+        from tests.cluster.chart import default_manifests
+
+        sys.stdout.write(default_manifests())
         return 0
     if args.command == "serve":
         args.workdir.mkdir(parents=True, exist_ok=True)
