@@ -22,7 +22,7 @@ import yaml
 from controller.core.api_fields import parse_time
 from controller.core.clusterqueues import LocalQueue
 from controller.core.cycle import run_cycle
-from controller.core.decisions import Admit, Evict
+from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.from_api import CoreObject, InvalidObject, apply, convert
 from controller.core.state import ClusterState
 from controller.core.workloads import Workload
@@ -121,8 +121,11 @@ def plan(objects: Iterable[CoreObject], now: float, max_cycles: int = 100_000) -
         apply(state, obj)
     admits: dict[str, Admit] = {}
     evictions: dict[str, Evict] = {}
+    preempting: dict[str, Preempt] = {}
     for _ in range(max_cycles):
         result = run_cycle(state, now)
+        for preempt in result.preempting:  # not completed: the victims keep their quota
+            preempting[preempt.preemptor_key] = preempt
         for admit in result.admitted:
             admits[admit.workload_key] = admit
         for evict in result.evicted:
@@ -133,6 +136,8 @@ def plan(objects: Iterable[CoreObject], now: float, max_cycles: int = 100_000) -
             break
     pending = []
     for key in sorted(state.pending()):
+        if key in preempting:
+            continue
         workload = state.workloads[key]
         lq = state.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
         pending.append(
@@ -144,7 +149,7 @@ def plan(objects: Iterable[CoreObject], now: float, max_cycles: int = 100_000) -
         )
     return {
         "admitted": [_admitted(admits[key]) for key in sorted(admits)],
-        "preempting": [],
+        "preempting": [_preempting(preempting[key]) for key in sorted(preempting)],
         "pending": pending,
         "evicted": [
             {"workload": e.workload_key, "clusterQueue": e.cluster_queue, "reason": e.reason}
@@ -156,6 +161,22 @@ def plan(objects: Iterable[CoreObject], now: float, max_cycles: int = 100_000) -
 def _kind(obj: CoreObject) -> str:
     name = type(obj).__name__
     return name if name in _APPLY_ORDER else "Workload"
+
+
+def _preempting(preempt: Preempt) -> dict[str, Any]:
+    return {
+        "workload": preempt.preemptor_key,
+        "clusterQueue": preempt.cluster_queue,
+        "victims": [
+            {
+                "workload": v.workload_key,
+                "clusterQueue": v.cluster_queue,
+                "reason": v.reason,
+                "pods": v.pods,
+            }
+            for v in sorted(preempt.victims, key=lambda v: v.workload_key)
+        ],
+    }
 
 
 def _admitted(admit: Admit) -> dict[str, Any]:
@@ -189,6 +210,12 @@ def render(result: dict[str, Any], output: str) -> str:
                 flavors,
             )
         )
+    for p in result["preempting"]:
+        victims = ", ".join(
+            f"{v['workload']} ({v['clusterQueue']}, {v['reason']}, {v['pods']} pods)"
+            for v in p["victims"]
+        )
+        rows.append((p["workload"], p["clusterQueue"], "preempt", f"victims: {victims}"))
     for e in result["evicted"]:
         rows.append((e["workload"], e["clusterQueue"], "evict", e["reason"]))
     for p in result["pending"]:

@@ -10,9 +10,14 @@
    have been charged), so two heads never take the same capacity; a head that no longer
    fits goes straight back to its heap (Kueue's FailedAfterNomination) and is retried next
    cycle.
-5. A head that needs preemption reserves, for the rest of the cycle, the part of its
+5. A head that needs preemption asks the preemption engine for a minimal victim set
+   (controller/core/preemption.py); if there is one, the head is nominated — its capacity
+   held — and a `Preempt` decision evicts the victims; it is admitted in a later cycle,
+   once they have released their quota (controller/core/preempting.py). A head that needs
+   preemption but has no victims reserves, for the rest of the cycle, the part of its
    request its queue is entitled to, so lower-ordered borrowers cannot take it
    (digest §5.6 step 3); the reservation is undone at the end of the cycle.
+6. A non-preemptible Workload (KAI) is never admitted by borrowing.
 
 Admissions are applied to the state (`ClusterState.apply_admit`) as they are decided;
 a runtime whose status write fails calls `state.release(key)` to roll one back.
@@ -22,12 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api.constants import Preemptibility
 from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
 from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
-from controller.core.decisions import Admit, CycleResult, Inadmissible
+from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
+from controller.core.preempting import may_preempt, plan_preemption, settle_nominations
 from controller.core.queues import OrderKey
 from controller.core.state import ClusterState, namespace_matches
-from controller.core.workloads import PodSetAssignment
+from controller.core.workloads import PodSetAssignment, Workload
 
 __all__ = ["run_cycle"]
 
@@ -57,7 +64,15 @@ def run_cycle(
     evicted = state.take_evictions()
     inadmissible: list[Inadmissible] = []
     requeued: list[str] = []
-    changed = bool(evicted)
+    preempting: list[Preempt] = []
+    # Preemptors whose victims have released their quota are admitted first (their
+    # capacity was held for them).
+    settled, dropped = settle_nominations(state)
+    changed = bool(evicted or settled or dropped)
+    if oracle is None:
+
+        def oracle(cq_name: str, workload: Workload, fr: FlavorResource, requested: int) -> bool:
+            return may_preempt(state, state.cluster_queues[cq_name])
 
     entries: list[_Entry] = []
     for name, queue in state.queues.items():
@@ -79,10 +94,35 @@ def run_cycle(
         entries.append(_Entry(cq, item, assignment))
 
     entries.sort(key=_Entry.sort_key)
-    admitted: list[Admit] = []
+    admitted: list[Admit] = list(settled)
     held_back: list[tuple[str, dict[FlavorResource, int]]] = []
     for entry in entries:
         assignment, cq = entry.assignment, entry.cq
+        workload = state.workloads[entry.key]
+        if assignment.mode is Mode.PREEMPT:
+            preempt = plan_preemption(state, cq, workload, assignment)
+            if preempt is not None:
+                preempting.append(preempt)
+                state.reasons[entry.key] = _waiting(preempt)
+                changed = True
+                continue
+        if (
+            assignment.fits
+            and assignment.borrowing
+            and (state.resolution(entry.key).value is Preemptibility.NON_PREEMPTIBLE)
+        ):
+            changed |= _refuse(
+                state,
+                cq,
+                entry.item,
+                f"non-preemptible Workloads may not borrow: it must fit in the nominal quota "
+                f"of ClusterQueue {cq.name}; {assignment.reason or 'it only fits by borrowing'}",
+                "WaitingForQuota",
+                assignment,
+                inadmissible,
+                cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO,
+            )
+            continue
         if assignment.mode is Mode.NO_FIT or assignment.mode is Mode.PREEMPT:
             if assignment.mode is Mode.PREEMPT and cq.preemption.reclaim_within_cohort != "Any":
                 held_back.append((cq.name, _entitlement(state, cq.name, assignment)))
@@ -120,8 +160,18 @@ def run_cycle(
     for name, usage in reversed(held_back):
         state.quota.remove_usage(name, usage)
     return CycleResult(
-        tuple(admitted), tuple(inadmissible), tuple(evicted), tuple(requeued), changed
+        tuple(admitted),
+        tuple(inadmissible),
+        tuple(evicted),
+        tuple(requeued),
+        changed,
+        tuple(preempting),
     )
+
+
+def _waiting(preempt: Preempt) -> str:
+    count = len(preempt.victims)
+    return f"waiting for {count} preempted workload{'s' if count != 1 else ''} to release quota"
 
 
 def _refuse(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.core.assignment import FlavorAssignment, Mode
+from controller.core.clusterqueues import FlavorResource
+from controller.core.preemption import Victim
 from controller.core.workloads import Admission, PodSetAssignment, Usage
 
-__all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible"]
+__all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nomination", "Preempt"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,27 @@ class Evict:
     message: str
 
 
-Decision = Admit | Inadmissible | Evict
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Evict `victims` so that `preemptor_key` can be admitted in `cluster_queue` once they
+    have released their quota (delayed preemption: the preemptor's capacity is held)."""
+
+    preemptor_key: str
+    cluster_queue: str
+    victims: tuple[Victim, ...]
+    admit: Admit
+
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    """A preemptor waiting for its victims: the admission it gets and the usage held."""
+
+    admit: Admit
+    victims: tuple[Victim, ...]
+    usage: dict[FlavorResource, int]
+
+
+Decision = Admit | Inadmissible | Evict | Preempt
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +88,8 @@ class CycleResult:
     evicted: tuple[Evict, ...] = ()
     requeued: tuple[str, ...] = ()  # heads that lost capacity to an earlier head this cycle
     changed: bool = False  # anything admitted, evicted, parked or explained differently
+    preempting: tuple[Preempt, ...] = ()
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
-        return (*self.evicted, *self.admitted, *self.inadmissible)
+        return (*self.evicted, *self.preempting, *self.admitted, *self.inadmissible)

@@ -344,6 +344,12 @@ def _workload(
         requeue_at=r.time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
         requeue_count=r.integer(requeue.get("count"), "status.requeueState.count", 0) or 0,
         preemptibility=spec.get("preemptibility"),
+        disruption_mode=r.text(spec.get("disruptionMode"), "spec.disruptionMode", "PodGroup"),
+        quota_reserved_at=(
+            r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
+            if admission is not None and "QuotaReserved" in conditions
+            else None
+        ),
     )
 
 

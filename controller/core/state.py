@@ -13,11 +13,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohorts import QuotaTree
-from controller.core.decisions import Admit, Evict
+from controller.core.decisions import Admit, Evict, Nomination
 from controller.core.flavors import ResourceFlavor
+from controller.core.preemptibility import Resolution, resolve_preemptibility
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
 from controller.core.selectors import EMPTY_LABELS
@@ -40,6 +42,7 @@ class AdmittedWorkload:
     admission: Admission
     usage: Usage
     evicting: bool = False
+    contender: Any = None  # the preemption engine's cached view; cleared on every change
 
     @property
     def cluster_queue(self) -> str:
@@ -67,6 +70,12 @@ class ClusterState:
         self._admitted_by_cq: dict[str, set[str]] = {}
         self._orphans: dict[str, set[str]] = {}  # LocalQueue key → pending Workloads
         self._to_evict: dict[str, tuple[str, str]] = {}
+        # Preemptors whose capacity is held while their victims release quota (§ delayed
+        # preemption): key → the nomination (see controller/core/preempting.py).
+        self.nominated: dict[str, Nomination] = {}
+        # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
+        self.preemptibility_threshold: int | None = None
+        self.resolutions: dict[str, Resolution] = {}
 
     # -- flavors, queues, namespaces, priority classes ---------------------------------------
 
@@ -171,6 +180,9 @@ class ClusterState:
         else:
             priority = -self._order[key][0]
         self.workloads[key] = workload
+        self.resolutions[key] = resolve_preemptibility(
+            workload.preemptibility, (), None, priority, self.preemptibility_threshold
+        )
         self._order[key] = order_key(
             priority, workload.preemption_cost, workload.creation_timestamp, workload.uid, key
         )
@@ -181,6 +193,7 @@ class ClusterState:
         if held is not None:
             held.workload = workload
             held.evicting = held.evicting or workload.evicted
+            held.contender = None
         self._unqueue(key)
         if workload.finished:
             return
@@ -196,9 +209,11 @@ class ClusterState:
             return
         if key in self.admitted:
             self._unreserve(key)
+        self.drop_nomination(key, requeue=False)
         self._unqueue(key)
         del self.workloads[key], self._order[key]
         self.reasons.pop(key, None)
+        self.resolutions.pop(key, None)
 
     def priority_of(self, key: str) -> int:
         return -self._order[key][0]
@@ -218,6 +233,8 @@ class ClusterState:
         """Queue a pending Workload: behind its backoff, under its LocalQueue's ClusterQueue,
         or as an orphan of a LocalQueue that does not exist yet."""
         workload = self.workloads[key]
+        if key in self.nominated:
+            return  # waits for its victims, outside the queue
         if not workload.active:
             self.reasons[key] = "The workload is deactivated (spec.active: false)"
             return
@@ -333,6 +350,38 @@ class ClusterState:
                 bucket[fr] = bucket.get(fr, 0) + value
         with self.quota.simulate(per_cq, sign=-1):
             yield
+
+    def nominate(self, nomination: Nomination) -> None:
+        """Hold a preemptor's capacity while its victims release theirs."""
+        key = nomination.admit.workload_key
+        self._unqueue(key)
+        self.nominated[key] = nomination
+        self.quota.add_usage(nomination.admit.cluster_queue, nomination.usage)
+        for victim in nomination.victims:
+            held = self.admitted.get(victim.workload_key)
+            if held is not None and victim.whole:
+                held.evicting = True
+
+    def drop_nomination(self, key: str, requeue: bool = True) -> Nomination | None:
+        """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""
+        nomination = self.nominated.pop(key, None)
+        if nomination is None:
+            return None
+        self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
+        self.retry_inadmissible(nomination.admit.cluster_queue)
+        if requeue and key in self.workloads:
+            self._place(key)
+        return nomination
+
+    def admit_nominated(self, key: str) -> Admit:
+        """The victims are gone: the held capacity becomes the preemptor's reservation."""
+        nomination = self.nominated.pop(key)
+        self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
+        self.apply_admit(nomination.admit)
+        return nomination.admit
+
+    def resolution(self, key: str) -> Resolution:
+        return self.resolutions[key]
 
     def admitted_in(self, cluster_queue: str) -> frozenset[str]:
         return frozenset(self._admitted_by_cq.get(cluster_queue, ()))

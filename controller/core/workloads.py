@@ -128,7 +128,13 @@ class Workload:
     finished: bool = False
     requeue_at: float | None = None  # status.requeueState.requeueAt
     requeue_count: int = 0
-    preemptibility: str | None = None
+    preemptibility: str | None = None  # spec.preemptibility as written (resolved by the state)
+    disruption_mode: str = "PodGroup"  # spec.disruptionMode: PodGroup (whole) or Pod (KEP-5710)
+    quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
+
+    @property
+    def pod_count(self) -> int:
+        return sum(ps.count for ps in self.pod_sets)
 
     @property
     def key(self) -> str:

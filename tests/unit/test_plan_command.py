@@ -146,3 +146,26 @@ def test_hold_and_drain_evicts(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert {p["reason"] for p in result["pending"]} == {
         "ClusterQueue team-a is stopped (HoldAndDrain)"
     }
+
+
+def test_plan_prints_preempting_with_the_cheaper_victim(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two equal-priority victims, costs 1 and 5: the plan preempts the cheaper one and does
+    not complete the eviction (the preemptor is not listed as admitted or pending)."""
+    path = Path(__file__).parent / "data" / "plan_preempt.yaml"
+    assert main(["plan", "-f", str(path), "-o", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["preempting"] == [
+        {
+            "workload": "ns/urgent",
+            "clusterQueue": "cq",
+            "victims": [
+                {
+                    "workload": "ns/cheap",
+                    "clusterQueue": "cq",
+                    "reason": "InClusterQueue",
+                    "pods": 2,
+                }
+            ],
+        }
+    ]
+    assert result["admitted"] == [] and result["pending"] == []

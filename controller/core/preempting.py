@@ -1,0 +1,159 @@
+"""Preemption inside the cycle: build the search's inputs from the state, nominate the
+preemptor's capacity, and admit it once its victims have released their quota
+(KEP-5710 §Delayed preemption).
+
+A nominated preemptor holds its usage in the quota tree while the victims still hold
+theirs, so nothing else — later heads in the same cycle or later cycles — can take what
+the victims free. Its evictions are issued once; it starts no new preemption while they
+are in flight, unless the nomination became infeasible (then it is dropped and the
+preemptor is scheduled from scratch). No victim is ever evicted for a preemptor that the
+cycle has not decided to admit once they are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from api.constants import Preemptibility
+from controller.core.assignment import FlavorAssignment, Mode
+from controller.core.clusterqueues import ClusterQueue
+from controller.core.decisions import Admit, Nomination, Preempt
+from controller.core.policy import Preemptor, PriorityClassPreemptionPolicy
+from controller.core.preemption import Contender, find_victims
+from controller.core.state import ClusterState
+from controller.core.workloads import PodSetAssignment, Workload
+
+__all__ = ["contenders", "may_preempt", "plan_preemption", "settle_nominations"]
+
+
+def contenders(state: ClusterState, cluster_queue: str) -> Iterator[Contender]:
+    """Admitted Workloads of the queue and its cohort that no preemptor has claimed yet."""
+    cohort = state.quota.cohort_of(cluster_queue)
+    queues = state.quota.members(cohort) if cohort else frozenset({cluster_queue})
+    for name in queues:
+        for key in state.admitted_in(name):
+            held = state.admitted[key]
+            if held.evicting:
+                continue  # already being evicted: its capacity is spoken for
+            if held.contender is not None:
+                yield held.contender
+                continue
+            workload = held.workload
+            assignments = held.admission.pod_set_assignments
+            pods = (
+                assignments[0].count if len(assignments) == 1 else sum(a.count for a in assignments)
+            )
+            held.contender = Contender(
+                key=key,
+                uid=workload.uid,
+                cluster_queue=name,
+                priority=state.priority_of(key),
+                usage=held.usage,
+                pod_count=pods,
+                preemption_cost=workload.preemption_cost,
+                quota_reserved_at=workload.quota_reserved_at,
+                creation_timestamp=workload.creation_timestamp,
+                evicted=workload.evicted,
+                preemptibility=state.resolution(key).value,
+                disruption_mode=workload.disruption_mode,
+                min_count=workload.pod_sets[0].min_count if len(workload.pod_sets) == 1 else None,
+                single_pod_set=len(assignments) == 1,
+            )
+            yield held.contender
+
+
+def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
+    """Cheap gate: is there anything admitted in reach at all?"""
+    cohort = state.quota.cohort_of(cq.name)
+    queues = state.quota.members(cohort) if cohort else frozenset({cq.name})
+    return any(state.admitted_in(name) for name in queues)
+
+
+def plan_preemption(
+    state: ClusterState, cq: ClusterQueue, workload: Workload, assignment: FlavorAssignment
+) -> Preempt | None:
+    """Victims for a head whose flavor assignment needs preemption, nominated at once; or
+    None when no set of eligible victims makes it fit."""
+    key = workload.key
+    usage = dict(assignment.usage)
+    short = frozenset(
+        (check.flavor, check.resource)
+        for pod_set in assignment.pod_sets
+        for check in pod_set.checks
+        if check.mode is Mode.PREEMPT
+    )
+    if not short:
+        return None
+    resolved = state.priority_classes.resolve(workload)
+    preemptor = Preemptor(
+        cluster_queue=cq.name,
+        priority=state.priority_of(key),
+        queue_order_timestamp=workload.creation_timestamp,
+        preemption_policy=PriorityClassPreemptionPolicy(resolved.preemption_policy)
+        if resolved.preemption_policy in {p.value for p in PriorityClassPreemptionPolicy}
+        else PriorityClassPreemptionPolicy.PREEMPT_LOWER_PRIORITY,
+        needs_borrowing=any(
+            state.quota.usage(cq.name, fr) + usage.get(fr, 0)
+            > state.quota.quota(cq.name, fr).nominal
+            for fr in short
+        ),
+    )
+    victims = find_victims(
+        state.quota,
+        cq,
+        usage,
+        short,
+        preemptor,
+        state.resolution(key).value,
+        list(contenders(state, cq.name)),
+    )
+    if not victims:
+        return None
+    admit = Admit(
+        key,
+        cq.name,
+        tuple(
+            PodSetAssignment(ps.name, ps.count, dict(ps.flavors), dict(ps.requests))
+            for ps in assignment.pod_sets
+        ),
+        False,
+    )
+    state.nominate(Nomination(admit, victims, usage))
+    return Preempt(key, cq.name, victims, admit)
+
+
+def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
+    """Admit every nominated preemptor whose victims are gone; drop infeasible nominations.
+    Returns the admissions and the keys whose nominations were dropped."""
+    admitted: list[Admit] = []
+    dropped: list[str] = []
+    for key, nomination in list(state.nominated.items()):
+        workload = state.workloads.get(key)
+        cq = state.cluster_queues.get(nomination.admit.cluster_queue)
+        if workload is None or not workload.active or cq is None or cq.stopped:
+            state.drop_nomination(key)
+            dropped.append(key)
+            continue
+        if all(
+            _released(state, victim.workload_key, victim.total_pods - victim.pods)
+            for victim in nomination.victims
+        ):
+            admit = state.admit_nominated(key)
+            if state.resolution(key).value is Preemptibility.NON_PREEMPTIBLE and any(
+                state.quota.borrowing(cq.name, fr) for fr in admit.usage()
+            ):
+                state.release(key)  # never lets a non-preemptible Workload borrow
+                dropped.append(key)
+                continue
+            admitted.append(admit)
+    return admitted, dropped
+
+
+def _released(state: ClusterState, key: str, pods_left: int) -> bool:
+    """A victim is done when it holds no quota, or (partial) at most `pods_left` pods."""
+    held = state.admitted.get(key)
+    if held is None:
+        return True
+    if pods_left <= 0:
+        return False
+    return sum(a.count for a in held.admission.pod_set_assignments) <= pods_left

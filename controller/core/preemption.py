@@ -1,0 +1,357 @@
+"""Victim selection for a preemptor that does not fit (design §4, KEP-5710 adapted to quota).
+
+1. Candidates: admitted Workloads using a (flavor, resource) the preemptor is short of,
+   eligible under the preemptor's ClusterQueue policy (`policy.eligibility`), never
+   non-preemptible ones; nothing at all for a preemptor whose priority class says
+   `preemptionPolicy: Never`.
+2. Order them first-to-go first (`ordering.order_candidates`: already evicted, other
+   ClusterQueue, lower priority, lower preemption cost, single-pod, recently reserved, UID).
+3. For each of Kueue's attempts (without / with borrowing, digest §6.4), walk the order
+   removing candidates from the quota — skipping those no longer valid (a lender back
+   within its nominal quota stops contributing) — until the preemptor fits: that is the
+   shortest sufficient prefix (KEP-5710's priority threshold inside one queue; borrowed
+   capacity in other queues is reclaimed before the preemptor's own queue is touched).
+   If the whole list does not make it fit, it cannot preempt here.
+4. Walk the prefix from the most to the least important victim and put back every one the
+   preemptor fits without: the result is minimal (no victim can be spared).
+5. A victim whose pods above `minCount` may go one by one (`disruptionMode: Pod`, or
+   `semi-preemptible`) loses only as many of those pods as needed.
+
+All simulated removals are undone before returning: the state is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from api.constants import Preemptibility
+from controller.core.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.cohorts import QuotaTree
+from controller.core.ordering import Candidate, CandidateSortKey, candidate_sort_key
+from controller.core.policy import (
+    CandidateVariant,
+    Eligibility,
+    Preemptor,
+    PriorityClassPreemptionPolicy,
+    eligibility,
+)
+from controller.core.preemptibility import protected_pods
+from controller.core.quantities import Quantity
+
+__all__ = ["Contender", "Victim", "find_victims"]
+
+
+@dataclass(slots=True, eq=False)
+class Contender:
+    """An admitted Workload as the victim search sees it. Treated as immutable; not frozen
+    only because frozen dataclasses are several times slower to build, and the state
+    builds one per admitted Workload (then caches it)."""
+
+    key: str
+    uid: str
+    cluster_queue: str
+    priority: int
+    usage: Mapping[FlavorResource, int]
+    pod_count: int
+    preemption_cost: int = 0
+    quota_reserved_at: float | None = None
+    creation_timestamp: float = 0.0
+    evicted: bool = False
+    preemptibility: Preemptibility = Preemptibility.PREEMPTIBLE
+    disruption_mode: str = "PodGroup"
+    min_count: int | None = None
+    single_pod_set: bool = True
+    _candidate: Candidate | None = None
+
+    @property
+    def candidate(self) -> Candidate:
+        """The contender as the ordering and policy modules see it (built once)."""
+        if self._candidate is None:
+            self._candidate = self._make_candidate()
+        return self._candidate
+
+    def _make_candidate(self) -> Candidate:
+        return Candidate(
+            key=self.key,
+            uid=self.uid,
+            cluster_queue=self.cluster_queue,
+            priority=self.priority,
+            preemption_cost=Quantity(self.preemption_cost),
+            pod_count=self.pod_count,
+            quota_reserved_at=self.quota_reserved_at,
+            evicted=self.evicted,
+            preemptibility=self.preemptibility,
+            queue_order_timestamp=self.creation_timestamp,
+        )
+
+    def removable_pods(self) -> int:
+        """Pods that may be taken one by one; 0 means only the whole Workload may go."""
+        if self.pod_count <= 1 or not self.single_pod_set:
+            return 0
+        if self.preemptibility is Preemptibility.SEMI_PREEMPTIBLE:
+            return self.pod_count - protected_pods(
+                self.preemptibility, self.pod_count, self.min_count
+            )
+        if self.disruption_mode == "Pod":
+            return self.pod_count - (self.min_count or 0)
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    """A Workload to evict for a preemptor: all its pods, or (`pods` < total) some of them."""
+
+    workload_key: str
+    cluster_queue: str
+    reason: str  # InClusterQueue, InCohortReclamation or InCohortReclaimWhileBorrowing
+    pods: int
+    total_pods: int
+
+    @property
+    def whole(self) -> bool:
+        return self.pods >= self.total_pods
+
+
+@dataclass(slots=True)
+class _Choice:
+    contender: Contender
+    eligibility: Eligibility
+    pods: int = 0  # pods currently removed in the simulation
+
+    def per_pod(self) -> dict[FlavorResource, int]:
+        return {fr: v // self.contender.pod_count for fr, v in self.contender.usage.items()}
+
+    def usage_for(self, pods: int) -> dict[FlavorResource, int]:
+        if pods >= self.contender.pod_count:
+            return dict(self.contender.usage)
+        return {fr: v * pods for fr, v in self.per_pod().items()}
+
+
+class _Simulation:
+    """Removes usage from the quota tree and puts it back exactly."""
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.tree = tree
+        self.removed: list[tuple[str, dict[FlavorResource, int]]] = []
+
+    def set_pods(self, choice: _Choice, pods: int) -> None:
+        if pods == choice.pods:
+            return
+        before = choice.usage_for(choice.pods) if choice.pods else {}
+        after = choice.usage_for(pods) if pods else {}
+        delta = {fr: after.get(fr, 0) - before.get(fr, 0) for fr in {*before, *after}}
+        self.tree.add_usage(choice.contender.cluster_queue, delta, sign=-1)
+        self.removed.append((choice.contender.cluster_queue, delta))
+        choice.pods = pods
+
+    def undo(self) -> None:
+        for cq, delta in reversed(self.removed):
+            self.tree.add_usage(cq, delta, sign=1)
+        self.removed.clear()
+
+
+def _fits(
+    tree: QuotaTree, cq: ClusterQueue, usage: Mapping[FlavorResource, int], allow_borrowing: bool
+) -> bool:
+    for fr, value in usage.items():
+        if not value:
+            continue
+        if not allow_borrowing and tree.borrowing(cq.name, fr, value):
+            return False
+        if value > tree.available(cq.name, fr):
+            return False
+    return True
+
+
+def find_victims(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    short: frozenset[FlavorResource],
+    preemptor: Preemptor,
+    preemptor_preemptibility: Preemptibility,
+    contenders: list[Contender],
+) -> tuple[Victim, ...] | None:
+    """The minimal victim set that lets a Workload needing `usage` in `cq` fit, or None.
+
+    `short` are the (flavor, resource) pairs the preemptor lacks; only contenders using
+    one of them are considered. `tree` is left exactly as it was.
+    """
+    if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
+        return None
+    # Eligibility depends only on a few facts of a candidate, so it is decided once per
+    # combination (10,000 candidates share a handful): same queue, the candidate queue
+    # borrowing, priority, newer than the preemptor, preemptibility.
+    borrowing_by_queue: dict[str, bool] = {}
+    verdicts: dict[tuple[bool, bool, int, bool, Preemptibility], Eligibility] = {}
+    entries: list[tuple[CandidateSortKey, int, _Choice]] = []
+    for index, contender in enumerate(contenders):
+        if not any(fr in short for fr in contender.usage):
+            continue
+        queue = contender.cluster_queue
+        borrowing = borrowing_by_queue.get(queue)
+        if borrowing is None:
+            borrowing = borrowing_by_queue[queue] = any(tree.borrowing(queue, fr) for fr in short)
+        candidate = contender.candidate
+        fact = (
+            queue == cq.name,
+            borrowing,
+            contender.priority,
+            contender.creation_timestamp > preemptor.queue_order_timestamp,
+            contender.preemptibility,
+        )
+        verdict = verdicts.get(fact)
+        if verdict is None:
+            verdict = verdicts[fact] = eligibility(
+                cq.preemption, preemptor, candidate, candidate_cq_borrowing=borrowing
+            )
+        if verdict.eligible:
+            entries.append(
+                (candidate_sort_key(candidate, cq.name), index, _Choice(contender, verdict))
+            )
+    if not entries:
+        return None
+    entries.sort(key=lambda entry: (entry[0], entry[1]))
+    ordered = [choice for _, _, choice in entries]
+    for allow_borrowing in _attempts(tree, cq, short, ordered, preemptor_preemptibility):
+        with _simulating(tree) as simulation:
+            victims = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)
+        for choice in ordered:
+            choice.pods = 0
+        if victims is not None:
+            return victims
+    return None
+
+
+def _attempts(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    short: frozenset[FlavorResource],
+    ordered: list[_Choice],
+    preemptibility: Preemptibility,
+) -> list[bool]:
+    """Kueue's order of attempts (digest §6.4); a non-preemptible preemptor never borrows."""
+    if preemptibility is Preemptibility.NON_PREEMPTIBLE:
+        return [False]
+    others = [c for c in ordered if c.contender.cluster_queue != cq.name]
+    forbidden = cq.preemption.borrow_within_cohort == "Never"
+    under_nominal = all(tree.usage(cq.name, fr) < tree.quota(cq.name, fr).nominal for fr in short)
+    if not others or (forbidden and not under_nominal):
+        return [True]
+    hierarchical = any(
+        c.eligibility.variant is CandidateVariant.HIERARCHICAL_RECLAIM for c in others
+    )
+    if forbidden and not hierarchical:
+        return [False, True]
+    return [True, False]
+
+
+@contextmanager
+def _simulating(tree: QuotaTree) -> Iterator[_Simulation]:
+    simulation = _Simulation(tree)
+    try:
+        yield simulation
+    finally:
+        simulation.undo()
+
+
+def _valid(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    short: frozenset[FlavorResource],
+    choice: _Choice,
+    allow_borrowing: bool,
+) -> bool:
+    contender = choice.contender
+    if contender.cluster_queue == cq.name:
+        return True
+    if allow_borrowing and not choice.eligibility.valid_while_borrowing:
+        return False
+    # Reclaim only while the lender is still above its nominal quota.
+    return any(tree.borrowing(contender.cluster_queue, fr) for fr in short)
+
+
+def _attempt(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    short: frozenset[FlavorResource],
+    ordered: list[_Choice],
+    allow_borrowing: bool,
+    simulation: _Simulation,
+) -> tuple[Victim, ...] | None:
+    taken: list[_Choice] = []
+    fits = _fits(tree, cq, usage, allow_borrowing)
+    for choice in ordered:
+        if fits:
+            break
+        if not _valid(tree, cq, short, choice, allow_borrowing):
+            continue
+        partial = choice.contender.removable_pods()
+        if partial:
+            pods = _fewest_pods(tree, cq, usage, allow_borrowing, simulation, choice, 1, partial)
+            simulation.set_pods(choice, pods)
+        else:
+            simulation.set_pods(choice, choice.contender.pod_count)
+        taken.append(choice)
+        fits = _fits(tree, cq, usage, allow_borrowing)
+    if not fits:
+        return None
+    # Minimality: from the most to the least important victim, spare what can be spared.
+    for choice in reversed(taken):
+        removed = choice.pods
+        simulation.set_pods(choice, 0)
+        if _fits(tree, cq, usage, allow_borrowing):
+            continue  # spared entirely
+        partial = choice.contender.removable_pods()
+        if partial:
+            pods = _fewest_pods(
+                tree, cq, usage, allow_borrowing, simulation, choice, 1, min(removed, partial)
+            )
+        else:
+            pods = removed
+        simulation.set_pods(choice, pods)
+    reasons = {
+        CandidateVariant.WITHIN_CLUSTER_QUEUE: "InClusterQueue",
+        CandidateVariant.HIERARCHICAL_RECLAIM: "InCohortReclamation",
+        CandidateVariant.RECLAIM_WITHOUT_BORROWING: "InCohortReclamation",
+        CandidateVariant.RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing",
+    }
+    return tuple(
+        Victim(
+            c.contender.key,
+            c.contender.cluster_queue,
+            reasons[c.eligibility.variant] if c.eligibility.variant else "InClusterQueue",
+            c.pods,
+            c.contender.pod_count,
+        )
+        for c in taken
+        if c.pods
+    )
+
+
+def _fewest_pods(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    allow_borrowing: bool,
+    simulation: _Simulation,
+    choice: _Choice,
+    low: int,
+    high: int,
+) -> int:
+    """The fewest pods of `choice` (in [low, high]) whose removal makes the preemptor fit,
+    or `high` when even that does not (binary search; fitting is monotone in pods)."""
+    simulation.set_pods(choice, high)
+    if not _fits(tree, cq, usage, allow_borrowing):
+        return high
+    while low < high:
+        middle = (low + high) // 2
+        simulation.set_pods(choice, middle)
+        if _fits(tree, cq, usage, allow_borrowing):
+            high = middle
+        else:
+            low = middle + 1
+    return high

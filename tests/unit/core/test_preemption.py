@@ -1,0 +1,394 @@
+"""Preemption scenarios (issue 5): policies, KEP-7990 cost tie-break, KEP-5710 victim
+search and disruption modes, KAI preemptibility, delayed preemption."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.core.clusterqueues import PreemptionPolicy
+from controller.core.cycle import run_cycle
+from controller.core.decisions import CycleResult, Preempt
+from controller.core.priorities import PriorityClass
+from controller.core.state import ClusterState
+from controller.core.workloads import PodSet, PriorityClassRef, Workload
+from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
+
+WITHIN = PreemptionPolicy(within_cluster_queue="LowerPriority")
+RECLAIM = PreemptionPolicy(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+
+
+def admit(state: ClusterState, *workloads: Workload, now: float = 0.0) -> None:
+    """Add Workloads and run cycles until they are admitted (they must fit)."""
+    for workload in workloads:
+        add(state, workload)
+        settle(state, now)
+        assert workload.key in state.admitted, state.why_pending(workload.key)
+
+
+def preempt_once(state: ClusterState, workload: Workload) -> Preempt:
+    add(state, workload)
+    result = run_cycle(state, 1.0)
+    assert len(result.preempting) == 1, (result, state.why_pending(workload.key))
+    return result.preempting[0]
+
+
+def victims(preempt: Preempt) -> dict[str, tuple[str, int]]:
+    return {v.workload_key: (v.reason, v.pods) for v in preempt.victims}
+
+
+def release(state: ClusterState, preempt: Preempt) -> CycleResult:
+    """The victims' owners acknowledge: whole victims give their quota back."""
+    for victim in preempt.victims:
+        assert victim.whole
+        state.remove_workload(victim.workload_key)
+    return run_cycle(state, 2.0)
+
+
+def test_lower_priority_victim_in_the_same_queue() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    preempt = preempt_once(state, wl("high", cpu=4, priority=10))
+    assert victims(preempt) == {"ns/low": ("InClusterQueue", 1)}
+    assert "ns/high" not in state.admitted  # delayed: not admitted while the victim holds quota
+    result = release(state, preempt)
+    assert [a.workload_key for a in result.admitted] == ["ns/high"]
+    assert usage(state, "cq") == m(4)
+
+
+@pytest.mark.parametrize(
+    ("policy", "victim_priority", "expected"),
+    [
+        ("Never", 1, False),
+        ("LowerPriority", 1, True),
+        ("LowerPriority", 10, False),
+        ("LowerOrNewerEqualPriority", 10, True),  # the victim is newer
+        ("LowerOrNewerEqualPriority", 11, False),
+    ],
+)
+def test_within_cluster_queue_policy(policy: str, victim_priority: int, expected: bool) -> None:
+    state = cluster(
+        cq("cq", {"default": {"cpu": 4}}, preemption=PreemptionPolicy(within_cluster_queue=policy))
+    )
+    admit(state, wl("victim", cpu=4, priority=victim_priority, created=5.0))
+    add(state, wl("preemptor", cpu=4, priority=10, created=1.0))
+    result = run_cycle(state, 1.0)
+    assert bool(result.preempting) is expected
+
+
+def test_reclaim_only_from_a_borrowing_queue() -> None:
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("b-within", "b", cpu=4, priority=100))
+    admit(state, wl("a-own", "a", cpu=4, priority=100))
+    # b is within its nominal quota: nothing to reclaim; a's own Workload has equal priority.
+    add(state, wl("a-new", "a", cpu=2, priority=100))
+    assert not run_cycle(state, 1.0).preempting
+
+
+def test_reclaiming_borrowed_capacity_comes_before_the_own_queue() -> None:
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("a-low", "a", cpu=2, priority=1))
+    admit(state, wl("b-borrow", "b", cpu=6, priority=50))  # b borrows 2 of a's
+    # a-high fits in a's nominal quota once b gives back what it borrowed; a-low (same
+    # queue, lower priority) is spared because reclaiming comes first.
+    preempt = preempt_once(state, wl("a-high", "a", cpu=2, priority=100))
+    assert victims(preempt) == {"ns/b-borrow": ("InCohortReclamation", 1)}
+
+
+def test_reclaim_and_own_queue_together_when_neither_alone_suffices() -> None:
+    """As Kueue: without borrowWithinCohort the preemptor may not borrow, so it needs both
+    b's borrowed capacity back and room in its own nominal quota."""
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("a-low", "a", cpu=2, priority=1))
+    admit(state, wl("b-borrow", "b", cpu=6, priority=50))
+    preempt = preempt_once(state, wl("a-high", "a", cpu=4, priority=100))
+    assert victims(preempt) == {
+        "ns/b-borrow": ("InCohortReclamation", 1),
+        "ns/a-low": ("InClusterQueue", 1),
+    }
+
+
+def test_cost_breaks_ties_between_equal_priorities_only() -> None:
+    """KEP-7990: equal priority ⇒ lower cost first; different priority ⇒ cost ignored."""
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(
+        state, wl("cheap", cpu=2, priority=5, cost=m(1)), wl("dear", cpu=2, priority=5, cost=m(9))
+    )
+    assert victims(preempt_once(state, wl("p", cpu=2, priority=10))) == {
+        "ns/cheap": ("InClusterQueue", 1)
+    }
+
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(
+        state,
+        wl("low-dear", cpu=2, priority=1, cost=m(1000)),
+        wl("mid-cheap", cpu=2, priority=5, cost=0),
+    )
+    assert victims(preempt_once(state, wl("p", cpu=2, priority=10))) == {
+        "ns/low-dear": ("InClusterQueue", 1)
+    }
+
+
+def test_cost_decides_where_kueue_would_pick_the_most_recently_admitted() -> None:
+    """Kueue orders equal priorities by most recent reservation; we ask the cost first, so
+    the Workload whose preemption loses the least work goes, even if it is older."""
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    old_cheap = replace(wl("old-cheap", cpu=2, priority=5, cost=0), quota_reserved_at=10.0)
+    new_dear = replace(wl("new-dear", cpu=2, priority=5, cost=m(3)), quota_reserved_at=500.0)
+    admit(state, old_cheap, new_dear)
+    assert victims(preempt_once(state, wl("p", cpu=2, priority=10))) == {
+        "ns/old-cheap": ("InClusterQueue", 1)
+    }
+
+
+def test_lower_priority_victims_are_preferred_over_fewer_higher_priority_ones() -> None:
+    """KEP-5710's priority threshold: three small low-priority victims rather than one
+    bigger medium-priority one."""
+    state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
+    admit(
+        state, wl("s1", cpu=1, priority=1), wl("s2", cpu=1, priority=1), wl("s3", cpu=1, priority=1)
+    )
+    admit(state, wl("medium", cpu=3, priority=5))
+    preempt = preempt_once(state, wl("p", cpu=3, priority=10))
+    assert set(victims(preempt)) == {"ns/s1", "ns/s2", "ns/s3"}
+
+
+def test_victim_set_is_minimal() -> None:
+    """The scan takes the lowest-priority victims until the preemptor fits; the walk back
+    spares those it turned out not to need (here the first small one)."""
+    state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
+    admit(
+        state,
+        wl("tiny", cpu=1, priority=1),
+        wl("mid", cpu=2, priority=2),
+        wl("big", cpu=3, priority=3),
+    )
+    preempt = preempt_once(state, wl("p", cpu=3, priority=10))
+    # Removing tiny+mid frees 3 (enough), but big (3) alone is not lower priority than mid;
+    # minimal: {tiny, mid} — neither can be spared.
+    assert set(victims(preempt)) == {"ns/tiny", "ns/mid"}
+
+    state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
+    admit(
+        state,
+        wl("one", cpu=1, priority=1),
+        wl("four", cpu=4, priority=2),
+        wl("rest", cpu=1, priority=3),
+    )
+    preempt = preempt_once(state, wl("p", cpu=4, priority=10))
+    # The scan takes one (1) then four (4) → fits; walking back, four is needed, one is not.
+    assert set(victims(preempt)) == {"ns/four"}
+
+
+def test_disruption_mode_pod_takes_only_needed_pods_above_min_count() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 8}}, preemption=WITHIN))
+    elastic = replace(
+        wl("elastic", priority=1, pod_sets=[PodSet("main", 6, {"cpu": m(1)}, min_count=2)]),
+        disruption_mode="Pod",
+    )
+    admit(state, elastic)
+    preempt = preempt_once(state, wl("p", cpu=4, priority=10))
+    assert victims(preempt) == {"ns/elastic": ("InClusterQueue", 2)}  # 2 free + 2 pods taken
+    assert not preempt.victims[0].whole
+
+
+def test_disruption_mode_pod_group_evicts_the_whole_workload() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 8}}, preemption=WITHIN))
+    gang = wl("gang", priority=1, pod_sets=[PodSet("main", 6, {"cpu": m(1)}, min_count=2)])
+    admit(state, gang)
+    preempt = preempt_once(state, wl("p", cpu=4, priority=10))
+    assert victims(preempt) == {"ns/gang": ("InClusterQueue", 6)}
+
+
+def test_pod_mode_never_goes_below_min_count() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
+    elastic = replace(
+        wl("elastic", priority=1, pod_sets=[PodSet("main", 6, {"cpu": m(1)}, min_count=4)]),
+        disruption_mode="Pod",
+    )
+    admit(state, elastic)
+    add(state, wl("p", cpu=3, priority=10))
+    assert not run_cycle(state, 1.0).preempting  # only 2 pods may go; 3 are needed
+
+
+def test_semi_preemptible_protects_min_count_pods() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
+    semi = replace(
+        wl("semi", priority=1, pod_sets=[PodSet("main", 6, {"cpu": m(1)}, min_count=4)]),
+        preemptibility="semi-preemptible",
+    )
+    admit(state, semi)
+    preempt = preempt_once(state, wl("p", cpu=2, priority=10))
+    assert victims(preempt) == {"ns/semi": ("InClusterQueue", 2)}
+
+
+def test_non_preemptible_is_never_a_victim_and_never_borrows() -> None:
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, replace(wl("keep", "a", cpu=4, priority=1), preemptibility="non-preemptible"))
+    add(state, wl("p", "a", cpu=4, priority=10))
+    # The only candidate is non-preemptible; p may borrow b's idle quota instead.
+    result = settle(state)
+    assert "ns/p" in state.admitted and not any(r.preempting for r in result)
+
+    fresh = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    add(fresh, replace(wl("no-borrow", "a", cpu=6, priority=10), preemptibility="non-preemptible"))
+    add(fresh, wl("may-borrow", "b", cpu=6, priority=10, created=5.0))
+    settle(fresh)
+    assert "ns/no-borrow" not in fresh.admitted  # b's idle quota is there, but it may not borrow
+    assert "non-preemptible Workloads may not borrow" in fresh.why_pending("ns/no-borrow")
+    assert "ns/may-borrow" in fresh.admitted
+
+
+@pytest.mark.parametrize(
+    ("spec", "threshold", "priority", "expected"),
+    [
+        ("non-preemptible", None, 1, False),
+        ("preemptible", 100, 500, True),
+        ("bogus", 100, 500, False),  # invalid ⇒ the threshold decides: 500 ≥ 100 ⇒ non-preemptible
+        (None, 100, 50, True),
+        (None, None, 500, True),  # default: preemptible (Kueue's behaviour)
+    ],
+)
+def test_preemptibility_precedence_as_seen_by_the_state(
+    spec: str | None, threshold: int | None, priority: int, expected: bool
+) -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    state.preemptibility_threshold = threshold
+    admit(state, replace(wl("victim", cpu=4, priority=priority), preemptibility=spec))
+    resolution = state.resolution("ns/victim")
+    if spec == "bogus":
+        assert resolution.problems and "bogus" in resolution.problems[0]
+    add(state, wl("p", cpu=4, priority=1000))
+    assert bool(run_cycle(state, 1.0).preempting) is expected
+
+
+def test_preemption_policy_never_preempts_nothing() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    state.set_priority_class(PriorityClass("polite", 1000, "Never"))
+    admit(state, wl("low", cpu=4, priority=1))
+    add(
+        state,
+        wl(
+            "p",
+            cpu=4,
+            priority_class=PriorityClassRef("scheduling.k8s.io", "PriorityClass", "polite"),
+        ),
+    )
+    assert not run_cycle(state, 1.0).preempting
+
+
+def test_nominated_capacity_is_not_taken_by_another_workload() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    preempt = preempt_once(state, wl("high", cpu=4, priority=10))
+    add(state, wl("sneaky", cpu=4, priority=5, created=9.0))
+    for victim in preempt.victims:
+        state.remove_workload(victim.workload_key)
+    result = run_cycle(state, 2.0)
+    assert [a.workload_key for a in result.admitted] == ["ns/high"]
+    settle(state, 3.0)
+    assert "ns/sneaky" not in state.admitted
+
+
+def test_no_new_preemption_while_evictions_are_in_flight() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    preempt_once(state, wl("high", cpu=4, priority=10))
+    for now in (2.0, 3.0, 4.0):
+        result = run_cycle(state, now)
+        assert not result.preempting and not result.admitted
+
+
+def test_infeasible_nomination_is_dropped_and_victims_are_not_evicted_again() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    preempt_once(state, wl("high", cpu=4, priority=10))
+    state.remove_workload("ns/high")  # the preemptor is deleted while its victim is evicting
+    assert not state.nominated
+    assert usage(state, "cq") == m(4)  # only the victim's own usage remains
+
+
+def test_a_preemptor_processed_later_cannot_use_victims_already_claimed() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    add(
+        state,
+        wl("first", cpu=4, priority=10, created=1.0),
+        wl("second", cpu=4, priority=10, created=2.0),
+    )
+    result = run_cycle(state, 1.0)
+    assert [p.preemptor_key for p in result.preempting] == ["ns/first"]
+    assert not run_cycle(state, 2.0).preempting
+
+
+# -- properties --------------------------------------------------------------------------------
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[Workload], Workload]:
+    count = draw(st.integers(min_value=1, max_value=8))
+    admitted = []
+    for i in range(count):
+        admitted.append(
+            replace(
+                wl(
+                    f"w{i}",
+                    cpu=draw(st.integers(min_value=1, max_value=3)),
+                    priority=draw(st.integers(min_value=0, max_value=5)),
+                    cost=draw(st.integers(min_value=0, max_value=3)) * 1000,
+                    created=float(i),
+                ),
+                preemptibility=draw(st.sampled_from([None, "non-preemptible", "preemptible"])),
+            )
+        )
+    preemptor = wl(
+        "p",
+        cpu=draw(st.integers(min_value=1, max_value=6)),
+        priority=draw(st.integers(0, 6)),
+        created=99.0,
+    )
+    return admitted, preemptor
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios())
+def test_victim_properties(scenario: tuple[list[Workload], Workload]) -> None:
+    admitted, preemptor = scenario
+    state = cluster(cq("cq", {"default": {"cpu": 24}}, preemption=WITHIN))
+    for workload in admitted:
+        add(state, workload)
+    settle(state)
+    add(state, preemptor)
+    result = run_cycle(state, 1.0)
+    for preempt in result.preempting:
+        chosen = {v.workload_key for v in preempt.victims}
+        for key in chosen:
+            assert state.resolution(key).value != "non-preemptible"
+            assert state.priority_of(key) < state.priority_of("ns/p")
+        # After the evictions the preemptor fits; sparing any single victim does not.
+        nominated = state.drop_nomination("ns/p", requeue=False)
+        assert nominated is not None
+        need = preempt.admit.usage()
+        with state.simulate_removal(chosen):
+            assert state.quota.fits("cq", need)
+        for key in chosen:
+            with state.simulate_removal(chosen - {key}):
+                assert not state.quota.fits("cq", need)
