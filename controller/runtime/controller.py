@@ -27,7 +27,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from controller.core import from_api
 from controller.core.cycle import run_cycle
-from controller.core.decisions import Admit, Evict, Inadmissible
+from controller.core.decisions import Admit, Evict, Inadmissible, Preempt
 from controller.core.queues import BackoffPolicy
 from controller.core.state import ClusterState
 from controller.core.workloads import Admission
@@ -116,6 +116,7 @@ class Controller:
             config.requeue_backoff.base_seconds, config.requeue_backoff.max_seconds
         )
         self.state = ClusterState(backoff=backoff)
+        self.state.preemptibility_threshold = config.preemptibility.priority_threshold
         self.wake = asyncio.Event()
         self.writes = asyncio.Semaphore(config.write_parallelism)
         self.copies: dict[str, _WorkloadCopy] = {}
@@ -124,6 +125,8 @@ class Controller:
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
         self.written_reason: dict[str, str] = {}  # Workload → last pending message written
         self._explained_at = 0.0
+        self.leading = False  # set by the leader-election loop; followers never write
+        self.written_resolution: dict[str, tuple[str, str, str]] = {}
 
     # -- events --------------------------------------------------------------------------------
 
@@ -160,6 +163,41 @@ class Controller:
             return
         self.problems.pop(key, None)
         from_api.apply(self.state, workload)
+        self._check_resolution(key, body)
+
+    def _check_resolution(self, key: str, body: dict[str, Any]) -> None:
+        """Write `status.resolvedPreemptibility` when it differs from what the state resolved;
+        an invalid value that was skipped becomes a Warning Event."""
+        resolution = self.state.resolutions.get(key)
+        if resolution is None or not self.leading:
+            return
+        message = "; ".join(resolution.problems)
+        wanted = (str(resolution.value), str(resolution.source), message)
+        current = (body.get("status") or {}).get("resolvedPreemptibility") or {}
+        have = (current.get("value", ""), current.get("source", ""), current.get("message") or "")
+        if have == wanted or self.written_resolution.get(key) == wanted or key in self.in_flight:
+            return
+        self.written_resolution[key] = wanted
+        resolved: dict[str, Any] = {
+            "value": wanted[0],
+            "source": wanted[1],
+            "message": message or None,
+        }
+
+        def build(status: dict[str, Any]) -> dict[str, Any] | None:
+            return {"resolvedPreemptibility": resolved}
+
+        async def write() -> None:
+            try:
+                await self._patch_workload(key, build, "preemptibility")
+            except (ApiException, OSError) as exc:
+                self.written_resolution.pop(key, None)
+                log.info("resolvedPreemptibility of %s not written: %s", key, exc)
+                return
+            if message and self.events is not None:
+                await self.events(body, "Warning", "InvalidPreemptibility", message)
+
+        self._spawn(write())
 
     def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
         kind = body.get("kind")
@@ -228,6 +266,8 @@ class Controller:
         self.metrics.admission_attempt_duration.labels(outcome).observe(elapsed)
         for evict in result.evicted:
             self._spawn(self._write_eviction(evict))
+        for preempt in result.preempting:
+            self._spawn(self._write_preemption(preempt))
         for admit in result.admitted:
             self._begin_write(admit.workload_key)
             self._spawn(self._write_admission(admit))
@@ -398,7 +438,87 @@ class Controller:
             if self.events is not None:
                 await self.events(result, "Normal", "Pending", pending.reason)
 
-    async def _write_eviction(self, evict: Evict) -> None:
+    async def _write_preemption(self, preempt: Preempt) -> None:
+        """Evict the victims (or take pods from partial ones) and tell the preemptor why it
+        waits; it is admitted by a later cycle once the victims have released their quota."""
+        preemptor = self.copies.get(preempt.preemptor_key)
+        uid = ((preemptor.body.get("metadata") or {}).get("uid", "") if preemptor else "") or "?"
+        writes = []
+        for victim in preempt.victims:
+            text = _PREEMPTION_TEXT.get(victim.reason, "preemption")
+            message = (
+                f"Preempted to accommodate a workload (UID: {uid}, {preempt.preemptor_key}) due to {text}; "
+                f"preemptor path: /{preempt.cluster_queue}; preemptee path: /{victim.cluster_queue}"
+            )
+            if victim.whole:
+                writes.append(
+                    self._write_eviction(
+                        Evict(victim.workload_key, victim.cluster_queue, "Preempted", message),
+                        preemption_reason=victim.reason,
+                        preempting_cluster_queue=preempt.cluster_queue,
+                    )
+                )
+            else:
+                writes.append(
+                    self._write_partial_preemption(victim.workload_key, victim.pods, message)
+                )
+        count = len(preempt.victims)
+        waiting = Inadmissible(
+            preempt.preemptor_key,
+            preempt.cluster_queue,
+            f"waiting for {count} preempted workload{'s' if count != 1 else ''} to release quota",
+            "WaitingForPreemptedWorkloads",
+        )
+        writes.append(self._write_pending(waiting))
+        await asyncio.gather(*writes)
+
+    async def _write_partial_preemption(self, key: str, pods: int, message: str) -> None:
+        """DisruptionMode Pod: the victim stays admitted with `pods` fewer pods; its owner
+        removes that many pods. The admission shrinks, so quota is released at once."""
+
+        def build(status: dict[str, Any]) -> dict[str, Any] | None:
+            admission = status.get("admission")
+            if not admission:
+                return None
+            assignments = [dict(a) for a in admission.get("podSetAssignments") or []]
+            if len(assignments) != 1:
+                return None
+            first = assignments[0]
+            count = int(first.get("count", 0))
+            left = count - pods
+            if left <= 0:
+                return None
+            from controller.core.quantities import Quantity
+
+            first["count"] = left
+            first["resourceUsage"] = {
+                resource: str(Quantity(Quantity.parse(value).milli * left // count))
+                for resource, value in (first.get("resourceUsage") or {}).items()
+            }
+            shrunk = {**admission, "podSetAssignments": [first]}
+            return {
+                "admission": shrunk,
+                "schedulingStats": workload_status.count_eviction(status, "Preempted"),
+            }
+
+        try:
+            result = await self._patch_workload(key, build, "partial-preempt")
+        except (ApiException, OSError) as exc:
+            log.warning("partial preemption of %s not written: %s", key, exc)
+            return
+        if result is not None:
+            self.apply_event("MODIFIED", result)
+            if self.events is not None:
+                await self.events(
+                    result, "Normal", "PartiallyPreempted", f"{pods} pod(s): {message}"
+                )
+
+    async def _write_eviction(
+        self,
+        evict: Evict,
+        preemption_reason: str | None = None,
+        preempting_cluster_queue: str | None = None,
+    ) -> None:
         key = evict.workload_key
         now = self.clock()
 
@@ -407,7 +527,9 @@ class Controller:
                 "admission"
             ):
                 return None
-            return workload_status.evicted(status, evict.reason, evict.message, now, None)
+            return workload_status.evicted(
+                status, evict.reason, evict.message, now, None, preemption_reason
+            )
 
         try:
             result = await self._patch_workload(key, build, "evict")
@@ -417,8 +539,21 @@ class Controller:
         if result is not None:
             self.apply_event("MODIFIED", result)
             self.metrics.evicted_workloads.labels(evict.cluster_queue, evict.reason, "", "").inc()
+            if preemption_reason is not None and preempting_cluster_queue is not None:
+                self.metrics.preempted_workloads.labels(
+                    preempting_cluster_queue, preemption_reason
+                ).inc()
             if self.events is not None:
+                if preemption_reason is not None:
+                    await self.events(result, "Normal", "Preempted", evict.message)
                 await self.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)
+
+
+_PREEMPTION_TEXT = {
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
+    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+}
 
 
 class _Superseded(Exception):

@@ -64,7 +64,9 @@ def build_registry(controller: Controller, kubeconfig: str | None = None) -> kop
     registry = kopf.OperatorRegistry()
 
     def register(resource: Resource) -> None:
-        def on_event(event: kopf.RawEvent, **_: Any) -> None:
+        # async: kopf runs sync handlers in a thread pool, and the state must only ever be
+        # touched from the event loop the scheduling cycle runs in.
+        async def on_event(event: kopf.RawEvent, **_: Any) -> None:
             body = dict(event["object"])
             body.setdefault("kind", resource.kind)
             body.setdefault("apiVersion", resource.api_version)
@@ -113,6 +115,7 @@ async def run_operator(
     statuses = QueueStatusWriter(controller)
 
     async def lead() -> None:
+        controller.leading = True
         await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
         status_task = asyncio.create_task(statuses.run_forever())
         try:
@@ -121,6 +124,7 @@ async def run_operator(
             status_task.cancel()
 
     def on_change(leading: bool) -> None:
+        controller.leading = leading
         metrics.is_leader.set(1 if leading else 0)
 
     stop_flag = stop_flag or asyncio.Event()

@@ -97,6 +97,7 @@ def workload(
     cpu: str = "1",
     count: int = 1,
     priority: int | None = None,
+    preemptibility: str | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "queueName": queue,
@@ -112,6 +113,8 @@ def workload(
     }
     if priority is not None:
         spec["priority"] = priority
+    if preemptibility is not None:
+        spec["preemptibility"] = preemptibility
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "Workload",
@@ -175,6 +178,21 @@ class Kueue:
             }
         )
         self.patch_workload_status(namespace, name, {"conditions": conditions})
+
+    def acknowledge_eviction(self, namespace: str, name: str) -> dict[str, Any]:
+        """What a bare Workload's owner does after Evicted=True: clear the reservation."""
+        from controller.runtime import workload_status
+
+        wl = self.get_workload(namespace, name)
+        status = workload_status.released(wl.get("status") or {}, time.time(), None)
+        body = {
+            "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
+            "status": status,
+        }
+        result: dict[str, Any] = self.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, "workloads", name, body
+        )
+        return result
 
     def delete_cluster_scoped(self, plural: str, name: str) -> None:
         try:

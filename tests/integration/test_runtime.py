@@ -213,3 +213,65 @@ def test_metrics_use_kueue_names(
     assert "kueue_admission_wait_time_seconds_bucket" in text
     assert "quotagate_cycle_duration_seconds_count" in text
     assert "quotagate_leader 1.0" in text
+
+
+def test_preemption_evicts_the_cheapest_equal_priority_victim(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        {
+            **cluster_queue(
+                cq,
+                {f"{namespace}-rf": {"cpu": 4}},
+                preemption={"withinClusterQueue": "LowerPriority"},
+            ),
+        },
+        local_queue(namespace, "lq", cq),
+        workload(namespace, "dear", "lq", cpu="2", priority=5),
+        workload(namespace, "cheap", "lq", cpu="2", priority=5),
+        workload(namespace, "guarded", "lq", cpu="1", priority=1, preemptibility="non-preemptible"),
+    )
+    for name in ("dear", "cheap"):
+        wait_admitted(kueue, namespace, name)
+    kueue.patch_workload_status(namespace, "dear", {"preemptionCost": "5"})
+    kueue.patch_workload_status(namespace, "cheap", {"preemptionCost": "1"})
+    guarded = wait_for(
+        lambda: (
+            (wl := kueue.get_workload(namespace, "guarded"))
+            .get("status", {})
+            .get("resolvedPreemptibility")
+            and wl
+        ),
+        what="resolvedPreemptibility written",
+    )
+    assert guarded["status"]["resolvedPreemptibility"]["value"] == "non-preemptible"
+    assert guarded["status"]["resolvedPreemptibility"]["source"] == "spec"
+
+    kueue.apply(workload(namespace, "urgent", "lq", cpu="2", priority=100))
+
+    def evicted() -> dict | None:
+        wl = kueue.get_workload(namespace, "cheap")
+        return wl if condition(wl, "Evicted") else None
+
+    victim = wait_for(evicted, what="the cheaper victim evicted")
+    assert condition(victim, "Evicted")["reason"] == "Preempted"
+    assert condition(victim, "Preempted")["reason"] == "InClusterQueue"
+    assert f"{namespace}/urgent" in condition(victim, "Evicted")["message"]
+    assert victim["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "Preempted", "underlyingCause": "", "count": 1}
+    ]
+    assert not condition(kueue.get_workload(namespace, "dear"), "Evicted")
+    reason = wait_pending_reason(kueue, namespace, "urgent")
+    assert reason == "waiting for 1 preempted workload to release quota"
+    assert (
+        condition(kueue.get_workload(namespace, "urgent"), "QuotaReserved")["reason"]
+        == "WaitingForPreemptedWorkloads"
+    )
+
+    kueue.acknowledge_eviction(namespace, "cheap")  # the owner stops it: quota is released
+    wait_admitted(kueue, namespace, "urgent")
+    cheap = kueue.get_workload(namespace, "cheap")
+    assert not (cheap.get("status") or {}).get("admission")
+    assert condition(cheap, "Requeued")["status"] == "True"
