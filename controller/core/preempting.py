@@ -63,7 +63,13 @@ def contenders(state: ClusterState, cluster_queue: str) -> Iterator[Contender]:
 
 
 def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
-    """Cheap gate: is there anything admitted in reach at all?"""
+    """Cheap gate: may the queue preempt, and is there anything admitted in reach at all?"""
+    policy = cq.preemption
+    if policy.within_cluster_queue in ("", "Never") and policy.reclaim_within_cohort in (
+        "",
+        "Never",
+    ):
+        return False
     cohort = state.quota.cohort_of(cq.name)
     queues = state.quota.members(cohort) if cohort else frozenset({cq.name})
     return any(state.admitted_in(name) for name in queues)
@@ -74,6 +80,12 @@ def plan_preemption(
 ) -> Preempt | None:
     """Victims for a head whose flavor assignment needs preemption, nominated at once; or
     None when no set of eligible victims makes it fit."""
+    policy = cq.preemption
+    if policy.within_cluster_queue in ("", "Never") and policy.reclaim_within_cohort in (
+        "",
+        "Never",
+    ):
+        return None  # the queue may preempt nobody: skip building the candidates
     key = workload.key
     usage = dict(assignment.usage)
     short = frozenset(
