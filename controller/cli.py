@@ -26,10 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     from controller.runtime.command import add_run_command
 
     add_run_command(commands)
-    for name, summary in (
-        ("cost-controller", "run the reference preemption-cost controller"),
-        ("bench", "run an admission benchmark scenario"),
-    ):
+    from costcontroller.command import add_cost_controller_command
+
+    add_cost_controller_command(commands)
+    for name, summary in (("bench", "run an admission benchmark scenario"),):
         sub = commands.add_parser(name, help=summary, add_help=True)
         sub.set_defaults(handler=_not_implemented(name))
     from controller.plan_command import add_plan_command

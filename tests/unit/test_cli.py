@@ -17,7 +17,7 @@ def test_quotagate_lists_its_subcommands() -> None:
         assert command in help_text
 
 
-@pytest.mark.parametrize("command", ["cost-controller", "bench"])
+@pytest.mark.parametrize("command", ["bench"])
 def test_unbuilt_subcommands_exit_2_without_fake_output(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

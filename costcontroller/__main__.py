@@ -1,0 +1,5 @@
+import sys
+
+from costcontroller.command import main
+
+sys.exit(main())
