@@ -176,3 +176,71 @@ def test_a_policy_that_raises_or_returns_garbage_writes_nothing_and_keeps_runnin
         assert f"{namespace}/bomb" in log.read_text()
     finally:
         stop(process)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        # (priority, earlier Preempted evictions) per victim
+        ((5, 2), (5, 0), "b"),  # equal priority: the cheaper (never preempted) goes
+        ((1, 5), (5, 0), "a"),  # lower priority goes first, whatever its cost
+    ],
+    ids=["cheaper-of-equal-priority", "cost-never-overrides-priority"],
+)
+def test_admission_controller_uses_the_written_costs(
+    controller,  # type: ignore[no-untyped-def]
+    cost_kubeconfig: str,
+    api_client: client.ApiClient,
+    namespace: str,
+    tmp_path: Path,
+    a: tuple[int, int],
+    b: tuple[int, int],
+    expected: str,
+) -> None:
+    from tests.integration.kueue import cluster_queue, condition, flavor, local_queue, wait_admitted
+
+    kueue = Kueue(api_client)
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        cluster_queue(
+            cq, {f"{namespace}-rf": {"cpu": 4}}, preemption={"withinClusterQueue": "LowerPriority"}
+        ),
+        local_queue(namespace, "lq", cq),
+        workload(namespace, "a", "lq", cpu="2", priority=a[0]),
+        workload(namespace, "b", "lq", cpu="2", priority=b[0]),
+    )
+    for name, (_, evictions) in (("a", a), ("b", b)):
+        wait_admitted(kueue, namespace, name)
+        kueue.patch_workload_status(
+            namespace,
+            name,
+            {
+                "schedulingStats": {
+                    "evictions": [
+                        {"reason": "Preempted", "underlyingCause": "", "count": evictions}
+                    ]
+                }
+            },
+        )
+    process = start(cost_kubeconfig, tmp_path / "cost.log")
+    try:
+        for name, (_, evictions) in (("a", a), ("b", b)):
+            wait_for(
+                lambda n=name, e=evictions: (
+                    kueue.get_workload(namespace, n).get("status", {}).get("preemptionCost")
+                    == str(e)
+                ),
+                what=f"cost of {name}",
+            )
+        kueue.apply(workload(namespace, "urgent", "lq", cpu="2", priority=100))
+        victim = wait_for(
+            lambda: next(
+                (n for n in ("a", "b") if condition(kueue.get_workload(namespace, n), "Evicted")),
+                None,
+            ),
+            what="a victim",
+        )
+        assert victim == expected
+    finally:
+        stop(process)
