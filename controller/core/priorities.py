@@ -61,6 +61,9 @@ class PriorityClasses:
     def remove_priority_class(self, name: str) -> None:
         self._pod.pop(name, None)
 
+    def workload_class(self, name: str) -> WorkloadPriorityClass | None:
+        return self._workload.get(name)
+
     def set_workload_priority_class(self, cls: WorkloadPriorityClass) -> None:
         self._workload[cls.name] = cls
 

@@ -67,6 +67,16 @@ def add_run_command(commands: Any) -> None:
     )
     sub.add_argument("--lease-namespace", help="namespace of the leader-election Lease")
     sub.add_argument("--lease-name", help="name of the leader-election Lease")
+    sub.add_argument(
+        "--webhook-address",
+        metavar="HOST:PORT",
+        help="serve the pod/Job webhook on HOST:PORT (self-signed unless webhook.certDir is set)",
+    )
+    sub.add_argument(
+        "--webhook-manage-config",
+        action="store_true",
+        help="register the MutatingWebhookConfiguration `quotagate` pointing at --webhook-address (local runs)",
+    )
     sub.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     sub.set_defaults(handler=_run)
 
@@ -80,7 +90,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "leaderElection.leaseNamespace": args.lease_namespace,
         "leaderElection.leaseName": args.lease_name,
         "leaderElection.enabled": False if args.no_leader_election else None,
+        "webhook.manageConfiguration": True if args.webhook_manage_config else None,
     }
+    if args.webhook_address:
+        host, _, port = args.webhook_address.rpartition(":")
+        flags.update(
+            {"webhook.enabled": True, "webhook.address": host or "0.0.0.0", "webhook.port": port}
+        )
     return {key: value for key, value in flags.items() if value is not None}
 
 

@@ -58,6 +58,30 @@ class Preemptibility(_Section):
     )
 
 
+class Webhook(_Section):
+    """The mutating webhook that gates queue-labelled pods and suspends queue-labelled Jobs."""
+
+    enabled: bool = Field(False, description="serve the webhook (the chart turns it on)")
+    address: str = Field("0.0.0.0", description="address to listen on")
+    port: int = Field(9443, ge=1, le=65535)
+    cert_dir: str | None = Field(
+        None,
+        alias="certDir",
+        description="directory with tls.crt/tls.key (cert-manager or a Secret); unset = self-signed",
+    )
+    manage_configuration: bool = Field(
+        False,
+        alias="manageConfiguration",
+        description="create/update the MutatingWebhookConfiguration `quotagate` with a url: clientConfig "
+        "(local runs); in a cluster the chart ships it",
+    )
+    url_host: str | None = Field(
+        None,
+        alias="urlHost",
+        description="host the API server reaches the webhook at (default: address)",
+    )
+
+
 class ControllerConfig(_Section):
     """Top-level configuration of `quotagate run`."""
 
@@ -71,6 +95,7 @@ class ControllerConfig(_Section):
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )
+    webhook: Webhook = Field(default_factory=lambda: Webhook())
     metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
     write_parallelism: int = Field(
         16, alias="writeParallelism", ge=1, le=256, description="concurrent API writes"

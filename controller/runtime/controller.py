@@ -126,6 +126,7 @@ class Controller:
         self.written_reason: dict[str, str] = {}  # Workload → last pending message written
         self._explained_at = 0.0
         self.leading = False  # set by the leader-election loop; followers never write
+        self.workload_listeners: list[Callable[[dict[str, Any]], None]] = []
         self.written_resolution: dict[str, tuple[str, str, str]] = {}
 
     # -- events --------------------------------------------------------------------------------
@@ -164,6 +165,8 @@ class Controller:
         self.problems.pop(key, None)
         from_api.apply(self.state, workload)
         self._check_resolution(key, body)
+        for listener in self.workload_listeners:
+            listener(body)
 
     def _check_resolution(self, key: str, body: dict[str, Any]) -> None:
         """Write `status.resolvedPreemptibility` when it differs from what the state resolved;

@@ -11,10 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import kopf
+from kubernetes.aio import client as aio_client
+from kubernetes.aio.client.exceptions import ApiException
 
+from api.constants import QUEUE_NAME_LABEL
+from controller.integrations import webhook as webhooks
+from controller.integrations.jobs import JobIntegration
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
@@ -58,7 +65,9 @@ def connection_info(kubeconfig: str | None) -> kopf.ConnectionInfo:
     )
 
 
-def build_registry(controller: Controller, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
+def build_registry(
+    controller: Controller, kubeconfig: str | None = None, jobs: JobIntegration | None = None
+) -> kopf.OperatorRegistry:
     """One `on.event` handler per watched resource: events go straight into the state
     (no per-object handlers, no progress annotations written to the objects)."""
     registry = kopf.OperatorRegistry()
@@ -82,6 +91,22 @@ def build_registry(controller: Controller, kubeconfig: str | None = None) -> kop
 
     for resource in WATCHED:
         register(resource)
+
+    if jobs is not None:
+
+        @kopf.on.event(
+            "batch",
+            "v1",
+            "jobs",
+            id="track-jobs",
+            labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+            registry=registry,
+        )
+        async def on_job(event: kopf.RawEvent, **_: Any) -> None:
+            body = dict(event["object"])
+            body.setdefault("kind", "Job")
+            body.setdefault("apiVersion", "batch/v1")
+            jobs.on_job_event(event.get("type"), body)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -113,11 +138,26 @@ async def run_operator(
     controller = Controller(api, config, metrics, events=EventRecorder(api))
     await controller.load(WATCHED)
     statuses = QueueStatusWriter(controller)
+    jobs = JobIntegration(
+        api_client,
+        is_leading=lambda: controller.leading,
+        workload_copy=lambda key: copy.body if (copy := controller.copies.get(key)) else None,
+        flavor_labels=lambda name: (
+            dict(f.node_labels) if (f := controller.state.flavors.get(name)) else None
+        ),
+        priority_of_class=lambda name: (
+            c.value if (c := controller.state.priority_classes.workload_class(name)) else None
+        ),
+        events=controller.events,
+    )
+    controller.workload_listeners.append(jobs.on_workload_event)
+    webhook_runner = await start_webhook(config, api_client) if config.webhook.enabled else None
 
     async def lead() -> None:
         controller.leading = True
         await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
         status_task = asyncio.create_task(statuses.run_forever())
+        jobs.resync()
         try:
             await controller.schedule_forever()
         finally:
@@ -143,7 +183,7 @@ async def run_operator(
     election.add_done_callback(election_ended)
     try:
         await kopf.operator(
-            registry=build_registry(controller, kubeconfig),
+            registry=build_registry(controller, kubeconfig, jobs),
             standalone=True,
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,
@@ -153,4 +193,42 @@ async def run_operator(
     finally:
         election.cancel()
         await asyncio.gather(election, return_exceptions=True)
+        if webhook_runner is not None:
+            await webhook_runner.cleanup()
         await api_client.close()
+
+
+async def start_webhook(config: ControllerConfig, api_client: Any) -> Any:
+    """Serve the webhook; for local runs also register our MutatingWebhookConfiguration."""
+    settings = config.webhook
+    host = settings.url_host or (settings.address if settings.address != "0.0.0.0" else "127.0.0.1")
+    if settings.cert_dir:
+        directory = Path(settings.cert_dir)
+        ca_file = directory / "ca.crt"
+        cert = webhooks.ServingCert(
+            directory / "tls.crt",
+            directory / "tls.key",
+            ca_file.read_bytes() if ca_file.exists() else b"",
+        )
+    else:
+        cert = webhooks.self_signed(Path(tempfile.mkdtemp(prefix="quotagate-webhook-")), host)
+    runner = await webhooks.serve(settings.address, settings.port, cert)
+    if settings.manage_configuration:
+        body: Any = webhooks.webhook_configuration(
+            f"https://{host}:{settings.port}",
+            cert.ca_bundle,
+            config.leader_election.lease_namespace,
+        )
+        admission = aio_client.AdmissionregistrationV1Api(api_client)
+        try:
+            existing: Any = await admission.read_mutating_webhook_configuration(
+                webhooks.CONFIG_NAME
+            )
+            body["metadata"]["resourceVersion"] = existing.metadata.resource_version
+            await admission.replace_mutating_webhook_configuration(webhooks.CONFIG_NAME, body)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            await admission.create_mutating_webhook_configuration(body)
+        log.info("registered MutatingWebhookConfiguration %s", webhooks.CONFIG_NAME)
+    return runner

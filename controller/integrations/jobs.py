@@ -1,0 +1,297 @@
+"""batch/v1 Jobs labelled `kueue.x-k8s.io/queue-name`: one Workload per Job.
+
+The webhook creates the Job suspended. This integration (leader only) then keeps the Job
+and its Workload in step, level-triggered and idempotent:
+
+- no Workload yet → create it (podset = the pod template × min(parallelism, completions),
+  owned by the Job so garbage collection removes it with the Job);
+- Workload admitted, Job suspended → add the flavors' node labels to the pod template's
+  nodeSelector (remembering the original in an annotation) and unsuspend;
+- Workload evicted, Job running → suspend it and restore the original template; once no
+  pod is active, acknowledge the eviction (quota reservation cleared) so the Workload
+  queues again;
+- Job finished (Complete or Failed) → Workload `Finished=True`, which returns its quota.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kubernetes.aio import client as aio_client
+from kubernetes.aio.client.exceptions import ApiException
+
+from api.constants import PREEMPTIBILITY_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from controller.runtime import workload_status
+from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
+
+log = logging.getLogger(__name__)
+
+ORIGINAL_SELECTOR = "quotagate.x-k8s.io/original-node-selector"
+PREEMPTIBILITY_VALUES = ("preemptible", "non-preemptible", "semi-preemptible")
+
+
+def workload_name(job_name: str) -> str:
+    return f"job-{job_name}"[:253]
+
+
+def condition_true(obj: dict[str, Any], type_: str) -> bool:
+    return any(
+        c.get("type") == type_ and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+def job_finished(job: dict[str, Any]) -> str | None:
+    """`Succeeded`/`Failed` for a finished Job, else None."""
+    if condition_true(job, "Complete"):
+        return "Succeeded"
+    if condition_true(job, "Failed"):
+        return "Failed"
+    return None
+
+
+def workload_for(job: dict[str, Any], priority: int | None) -> dict[str, Any]:
+    """The Workload describing a Job (pure)."""
+    meta, spec = job["metadata"], job.get("spec") or {}
+    labels = meta.get("labels") or {}
+    raw_parallelism = spec.get("parallelism")
+    parallelism = int(raw_parallelism) if raw_parallelism is not None else 1
+    completions = spec.get("completions")
+    count = max(1, min(parallelism, int(completions)) if completions is not None else parallelism)
+    template = json.loads(json.dumps(spec.get("template") or {}))
+    template.get("metadata", {}).pop("creationTimestamp", None)
+    body: dict[str, Any] = {
+        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "kind": "Workload",
+        "metadata": {
+            "name": workload_name(meta["name"]),
+            "namespace": meta["namespace"],
+            "labels": {"kueue.x-k8s.io/job-uid": meta.get("uid", "")},
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "queueName": labels[QUEUE_NAME_LABEL],
+            "podSets": [{"name": "main", "count": count, "template": template}],
+        },
+    }
+    if labels.get(PRIORITY_CLASS_LABEL):
+        body["spec"]["priorityClassRef"] = {
+            "group": KUEUE_GROUP,
+            "kind": "WorkloadPriorityClass",
+            "name": labels[PRIORITY_CLASS_LABEL],
+        }
+        if priority is not None:
+            body["spec"]["priority"] = priority
+    if labels.get(PREEMPTIBILITY_LABEL) in PREEMPTIBILITY_VALUES:
+        body["spec"]["preemptibility"] = labels[PREEMPTIBILITY_LABEL]
+    return body
+
+
+def admitted_template_patch(job: dict[str, Any], node_labels: dict[str, str]) -> dict[str, Any]:
+    """Merge patch that injects the flavors' node labels and unsuspends (pure)."""
+    template_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    original = template_spec.get("nodeSelector") or {}
+    return {
+        "metadata": {"annotations": {ORIGINAL_SELECTOR: json.dumps(original, sort_keys=True)}},
+        "spec": {
+            "suspend": False,
+            "template": {"spec": {"nodeSelector": {**original, **node_labels}}},
+        },
+    }
+
+
+def suspend_patch(job: dict[str, Any]) -> dict[str, Any]:
+    """Merge patch that suspends and restores the original nodeSelector (pure)."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    patch: dict[str, Any] = {"spec": {"suspend": True}}
+    if ORIGINAL_SELECTOR in annotations:
+        original = json.loads(annotations[ORIGINAL_SELECTOR])
+        current = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get(
+            "nodeSelector"
+        ) or {}
+        # A merge patch removes keys with null.
+        selector = {key: original.get(key) for key in {*current, *original}}
+        patch["spec"]["template"] = {"spec": {"nodeSelector": selector}}
+        patch["metadata"] = {"annotations": {ORIGINAL_SELECTOR: None}}
+    return patch
+
+
+class JobIntegration:
+    """Reconciles queue-labelled Jobs against their Workloads (see the module docstring)."""
+
+    def __init__(
+        self,
+        api_client: aio_client.ApiClient,
+        is_leading: Callable[[], bool],
+        workload_copy: Callable[[str], dict[str, Any] | None],
+        flavor_labels: Callable[[str], dict[str, str] | None],
+        priority_of_class: Callable[[str], int | None],
+        events: Callable[[dict[str, Any], str, str, str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.batch = aio_client.BatchV1Api(api_client)
+        self.custom = aio_client.CustomObjectsApi(api_client)
+        self.is_leading = is_leading
+        self.workload_copy = workload_copy
+        self.flavor_labels = flavor_labels
+        self.priority_of_class = priority_of_class
+        self.events = events
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._dirty: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on_job_event(self, event_type: str | None, job: dict[str, Any]) -> None:
+        meta = job.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if event_type == "DELETED":
+            self.jobs.pop(key, None)
+            return
+        if QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
+            return
+        self.jobs[key] = job
+        self.kick(key)
+
+    def on_workload_event(self, workload: dict[str, Any]) -> None:
+        meta = workload.get("metadata") or {}
+        for owner in meta.get("ownerReferences") or []:
+            if owner.get("kind") == "Job" and owner.get("apiVersion", "").startswith("batch/"):
+                self.kick(f"{meta.get('namespace')}/{owner.get('name')}")
+
+    def resync(self) -> None:
+        for key in list(self.jobs):
+            self.kick(key)
+
+    def kick(self, key: str) -> None:
+        if not self.is_leading():
+            return
+        task = asyncio.ensure_future(self._reconcile_serialized(key))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reconcile_serialized(self, key: str) -> None:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        if lock.locked():
+            self._dirty.add(key)  # the running reconcile goes round once more
+            return
+        async with lock:
+            while True:
+                self._dirty.discard(key)
+                try:
+                    await self.reconcile(key)
+                except ApiException as exc:
+                    if exc.status not in (404, 409):
+                        log.warning("reconciling Job %s failed: %s %s", key, exc.status, exc.reason)
+                except Exception:
+                    log.exception("reconciling Job %s failed", key)
+                if key not in self._dirty:
+                    break
+
+    # -- the reconcile -------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        job = self.jobs.get(key)
+        if job is None or not self.is_leading():
+            return
+        namespace, name = key.split("/", 1)
+        wl_key = f"{namespace}/{workload_name(name)}"
+        workload = self.workload_copy(wl_key)
+        finished = job_finished(job)
+        if workload is None:
+            if finished is None:
+                await self._create_workload(job)
+            return
+        status = workload.get("status") or {}
+        if finished is not None:
+            if not condition_true(workload, "Finished"):
+                await self._patch_workload_status(
+                    workload,
+                    workload_status.finished(
+                        status, finished, f"Job finished: {finished}", time.time(), None
+                    ),
+                )
+            return
+        suspended = (job.get("spec") or {}).get("suspend") is True
+        evicted = condition_true(workload, "Evicted") and bool(status.get("admission"))
+        if evicted:
+            if not suspended:
+                await self._patch_job(job, suspend_patch(job))
+                if self.events:
+                    await self.events(
+                        job, "Normal", "Stopped", "Suspended: the Workload was evicted"
+                    )
+            elif not (job.get("status") or {}).get("active"):
+                await self._patch_workload_status(
+                    workload, workload_status.released(status, time.time(), None)
+                )
+            return
+        if condition_true(workload, "Admitted") and status.get("admission") and suspended:
+            labels: dict[str, str] = {}
+            for assignment in status["admission"].get("podSetAssignments") or []:
+                for flavor in (assignment.get("flavors") or {}).values():
+                    labels.update(self.flavor_labels(flavor) or {})
+            await self._patch_job(job, admitted_template_patch(job, labels))
+            if self.events:
+                await self.events(
+                    job,
+                    "Normal",
+                    "Started",
+                    f"Admitted by ClusterQueue {status['admission']['clusterQueue']}",
+                )
+
+    async def _create_workload(self, job: dict[str, Any]) -> None:
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        cls = labels.get(PRIORITY_CLASS_LABEL)
+        body = workload_for(job, self.priority_of_class(cls) if cls else None)
+        try:
+            await self.custom.create_namespaced_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, job["metadata"]["namespace"], "workloads", body
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            return
+        if self.events:
+            await self.events(
+                job, "Normal", "CreatedWorkload", f"Created Workload {body['metadata']['name']}"
+            )
+
+    async def _patch_job(self, job: dict[str, Any], patch: dict[str, Any]) -> None:
+        meta = job["metadata"]
+        await self.batch.patch_namespaced_job(
+            meta["name"],
+            meta["namespace"],
+            patch,
+            field_manager="quotagate",
+            _content_type=MERGE_PATCH,
+        )
+
+    async def _patch_workload_status(
+        self, workload: dict[str, Any], status: dict[str, Any]
+    ) -> None:
+        meta = workload["metadata"]
+        await self.custom.patch_namespaced_custom_object_status(
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            meta["namespace"],
+            "workloads",
+            meta["name"],
+            {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status},
+            field_manager="quotagate",
+            _content_type=MERGE_PATCH,
+        )

@@ -1,0 +1,182 @@
+"""Jobs behind quota on the full local control plane (issue 7): the API server calls our
+webhook over TLS, kube-scheduler places the pods, the Job controller runs the Job."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests.cluster.controlplane import ControlPlane, free_port
+from tests.cluster.fixtures import wait_for
+from tests.cluster.nodes import RUN_SECONDS
+from tests.integration.kueue import (
+    ControllerProcess,
+    Kueue,
+    cluster_queue,
+    condition,
+    flavor,
+    local_queue,
+)
+
+
+@pytest.fixture(scope="module")
+def webhook_controller(
+    full_cluster: ControlPlane,
+    kubeconfig_path: str,
+    crds_installed: list[str],
+    api_client: client.ApiClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[ControllerProcess]:
+    try:
+        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": "quotagate-system"}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    port = free_port()
+    process = ControllerProcess(
+        kubeconfig_path,
+        tmp_path_factory.mktemp("jobs"),
+        "jobs",
+        "jobs-e2e",
+        ["--webhook-address", f"127.0.0.1:{port}", "--webhook-manage-config"],
+    ).start()
+    admission = client.AdmissionregistrationV1Api(api_client)
+    try:
+        wait_for(
+            lambda: _registered(admission), timeout=40, what="the MutatingWebhookConfiguration"
+        )
+        yield process
+    finally:
+        process.stop()
+        with contextlib.suppress(ApiException):
+            admission.delete_mutating_webhook_configuration("quotagate")
+        print("\n" + "\n".join(process.log().splitlines()[-10:]))
+
+
+def _registered(admission: client.AdmissionregistrationV1Api) -> bool:
+    try:
+        admission.read_mutating_webhook_configuration("quotagate")
+    except ApiException:
+        return False
+    return True
+
+
+def _job(
+    namespace: str, name: str, queue: str, parallelism: int, zone_selector: bool = False
+) -> dict:
+    return {
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "template": {
+                "metadata": {"annotations": {RUN_SECONDS: "1"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                },
+            },
+        },
+    }
+
+
+def test_job_waits_suspended_until_quota_then_runs_to_completion(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    kueue = Kueue(api_client)
+    batch = client.BatchV1Api(api_client)
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        flavor(f"{namespace}-rf", {"topology.kubernetes.io/zone": "node-b"}),
+        cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
+        local_queue(namespace, "lq", cq),
+    )
+    created = batch.create_namespaced_job(namespace, _job(namespace, "three", "lq", 3))
+    assert created.spec.suspend is True  # the webhook suspended it at creation
+    workload = wait_for(
+        lambda: next(iter(kueue.workloads(namespace)), None), what="the Job's Workload"
+    )
+    assert workload["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    assert workload["spec"]["podSets"][0]["count"] == 3
+    wait_for(
+        lambda: condition(kueue.get_workload(namespace, "job-three"), "QuotaReserved"),
+        what="pending reason",
+    )
+    assert (
+        "insufficient quota for cpu"
+        in condition(kueue.get_workload(namespace, "job-three"), "QuotaReserved")["message"]
+    )
+    assert batch.read_namespaced_job("three", namespace).spec.suspend is True
+    assert not client.CoreV1Api(api_client).list_namespaced_pod(namespace).items
+
+    # Raise the quota: admitted, unsuspended with the flavor's node labels, runs, finishes.
+    kueue.custom.patch_cluster_custom_object(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "clusterqueues",
+        cq,
+        {
+            "spec": {
+                "resourceGroups": cluster_queue(cq, {f"{namespace}-rf": {"cpu": 3}})["spec"][
+                    "resourceGroups"
+                ]
+            }
+        },
+    )
+    job = wait_for(
+        lambda: (j := batch.read_namespaced_job("three", namespace)).status.succeeded == 3 and j,
+        timeout=90,
+        what="the Job to complete",
+    )
+    assert job.spec.template.spec.node_selector == {"topology.kubernetes.io/zone": "node-b"}
+    wait_for(
+        lambda: condition(kueue.get_workload(namespace, "job-three"), "Finished"),
+        timeout=30,
+        what="Workload Finished",
+    )
+    status = wait_for(
+        lambda: (
+            (s := kueue.get_cluster_queue(cq).get("status", {})).get("reservingWorkloads") == 0
+            and s
+        ),
+        what="quota returned",
+    )
+    assert status["flavorsReservation"][0]["resources"][0]["total"] == "0"
+
+
+def test_unlabelled_pod_is_untouched(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    created = core.create_namespaced_pod(
+        namespace,
+        {"metadata": {"name": "free"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    )
+    assert not created.spec.scheduling_gates
+    assert not created.metadata.finalizers
+    wait_for(
+        lambda: core.read_namespaced_pod("free", namespace).status.phase == "Running",
+        timeout=60,
+        what="Running",
+    )
+
+
+def test_labelled_pod_is_gated_by_the_webhook(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    created = core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        },
+    )
+    assert [g.name for g in created.spec.scheduling_gates] == ["kueue.x-k8s.io/admission"]
+    assert core.read_namespaced_pod("queued", namespace).status.phase == "Pending"
