@@ -9,6 +9,7 @@ wrappers that talk to it. `down` stops every process it started and removes its 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -21,8 +22,11 @@ from pathlib import Path
 from tests.cluster.build import BuildError, ensure_binaries
 
 REPO = Path(__file__).resolve().parents[2]
-STATE_DIR = REPO / ".cluster"
+# QUOTAGATE_CLUSTER_DIR moves the state (and the bin/ wrappers beside it) elsewhere, so a
+# test can run the demo without touching a developer's own local cluster.
+STATE_DIR = Path(os.environ.get("QUOTAGATE_CLUSTER_DIR") or REPO / ".cluster")
 STATE_FILE = STATE_DIR / "state.json"
+WRAPPER_DIR = STATE_DIR.parent / "bin"
 
 
 def _read_state() -> dict[str, object] | None:
@@ -143,7 +147,7 @@ def _print_export(kubeconfig: str) -> None:
 
 
 def _write_wrappers(bin_dir: Path, kubeconfig: str) -> None:
-    target = REPO / "bin"
+    target = WRAPPER_DIR
     target.mkdir(exist_ok=True)
     for tool in ("kubectl", "helm"):
         wrapper = target / tool
@@ -159,6 +163,9 @@ def down() -> int:
         print("no local control plane is running")
         shutil.rmtree(STATE_DIR, ignore_errors=True)
         return 0
+    for pid_file in STATE_DIR.glob("*.pid"):  # processes `make demo` started
+        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+            os.killpg(int(pid_file.read_text()), signal.SIGTERM)
     pid = int(state["pid"])  # type: ignore[call-overload]
     if _alive(pid):
         os.kill(pid, signal.SIGTERM)
@@ -169,7 +176,7 @@ def down() -> int:
             os.killpg(pid, signal.SIGKILL)
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     for tool in ("kubectl", "helm"):
-        (REPO / "bin" / tool).unlink(missing_ok=True)
+        (WRAPPER_DIR / tool).unlink(missing_ok=True)
     print("local control plane stopped and removed")
     return 0
 
