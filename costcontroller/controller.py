@@ -1,23 +1,35 @@
-"""The cost controller process: list + watch Workloads, write `status.preemptionCost`.
+"""The cost controller process: an informer over Workloads and one worker that writes
+`status.preemptionCost`.
 
-A plain list/watch loop on the official client (low volume; no operator framework, so the
-process needs exactly the RBAC KEP-7990 names: get/list/watch workloads, patch
-workloads/status). Every `resync` seconds everything is listed and re-evaluated, so
-time-based policies move on without events; a 410 Gone re-lists at once.
+All Workloads are listed once, then watched from the list's resourceVersion; the latest copy
+of each is kept in memory. Every change puts the Workload's key on a de-duplicating queue,
+and every `resync` seconds all keys are queued again, so time-based policies move on without
+events. A 410 Gone (the resourceVersion expired) or a broken connection re-lists. One worker
+takes keys off the queue and reconciles the latest copy, so there is never more than one
+write in flight per Workload.
+
+It needs exactly the RBAC of KEP-7990 ("Security, Privacy, and RBAC"): get/list/watch
+workloads and patch workloads/status — plus create on Events, to tell a Workload's owner
+why its cost was not written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+import aiohttp
+from kubernetes.aio import client as aio_client
+from kubernetes.aio import watch
+from kubernetes.aio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
 from controller.core.quantities import Quantity
+from controller.runtime.kube import MERGE_PATCH, retrying
 from costcontroller.policy import Clock, CostPolicy
 from costcontroller.reconcile import decide
 
@@ -25,9 +37,18 @@ log = logging.getLogger(__name__)
 
 GROUP, VERSION, PLURAL = "kueue.x-k8s.io", "v1beta2", "workloads"
 FIELD_MANAGER = "quotagate-cost-controller"
+EVENT_REASON = "PreemptionCostRejected"
+
+Key = tuple[str, str]
+"""(namespace, name) of a Workload."""
+
+# What a broken connection looks like from the asyncio client (ApiException is separate).
+CONNECTION_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 
 
 class CostMetrics:
+    """The controller's Prometheus metrics, on a registry of their own."""
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self.patches = Counter(
@@ -35,8 +56,14 @@ class CostMetrics:
         )
         self.policy_errors = Counter(
             "quotagate_cost_policy_errors",
-            "Policy results refused (exception, wrong type, out of range, …)",
+            "Policy results refused (exception, wrong_type, not_finite, out_of_range, "
+            "invalid_workload); the field is left unchanged",
             ["reason"],
+            registry=self.registry,
+        )
+        self.patch_errors = Counter(
+            "quotagate_cost_patch_errors",
+            "preemptionCost patches the API server refused or that could not be sent",
             registry=self.registry,
         )
         self.reconcile_duration = Histogram(
@@ -45,107 +72,243 @@ class CostMetrics:
             registry=self.registry,
         )
 
+    def serve(self, port: int) -> None:
+        """Serve /metrics on `port` (0 = off)."""
+        if port:
+            start_http_server(port, registry=self.registry)
+
+
+def key_of(body: dict[str, Any]) -> Key:
+    meta = body.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
 
 class CostController:
+    """Keeps `status.preemptionCost` of every Workload equal to what `policy` says."""
+
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: aio_client.ApiClient,
         policy: CostPolicy,
         max_cost: Quantity,
+        *,
         resync: float = 30.0,
         clock: Clock = time.time,
         metrics: CostMetrics | None = None,
+        watch_timeout: int = 240,
+        sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
-        self.custom = client.CustomObjectsApi(api_client)
+        self.custom = aio_client.CustomObjectsApi(api_client)
+        self.core = aio_client.CoreV1Api(api_client)
         self.policy = policy
         self.max_cost = max_cost
         self.resync = resync
         self.clock = clock
         self.metrics = metrics or CostMetrics()
-        self.stop = threading.Event()
+        self.watch_timeout = watch_timeout
+        self.sleep = sleep
+        self.workloads: dict[Key, dict[str, Any]] = {}
+        self.synced = asyncio.Event()
+        self._queue: asyncio.Queue[Key] = asyncio.Queue()
+        self._queued: set[Key] = set()
+        self._reported: dict[Key, str] = {}  # the last refusal reported per Workload
 
-    def reconcile(self, body: dict[str, Any]) -> None:
-        started = time.perf_counter()
-        try:
-            decision = decide(body, self.policy, self.clock, self.max_cost)
-            if decision.error is not None:
-                log.warning("cost not written: %s", decision.error)
-                self.metrics.policy_errors.labels(decision.error_kind or "error").inc()
-                return
-            if decision.patch is None:
-                return
-            meta = body["metadata"]
+    # --- the informer -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Inform, resync and work until cancelled."""
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._inform())
+            tasks.create_task(self._resync())
+            tasks.create_task(self._work())
+
+    def enqueue(self, key: Key) -> None:
+        if key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def forget(self, key: Key) -> None:
+        self.workloads.pop(key, None)
+        self._reported.pop(key, None)
+
+    async def _inform(self) -> None:
+        backoff = 0.5
+        while True:
             try:
-                self.custom.patch_namespaced_custom_object_status(
-                    GROUP,
-                    VERSION,
-                    meta["namespace"],
-                    PLURAL,
-                    meta["name"],
-                    decision.patch,
-                    field_manager=FIELD_MANAGER,
-                )
+                version = await self.relist()
+                backoff = 0.5
+                while True:
+                    version = await self._watch(version)
             except ApiException as exc:
-                if exc.status != 404:
-                    log.warning(
-                        "patching %s/%s failed: %s %s",
-                        meta["namespace"],
-                        meta["name"],
-                        exc.status,
-                        exc.reason,
-                    )
-                return
-            self.metrics.patches.inc()
-            log.info(
-                "preemptionCost of %s/%s set to %s",
-                meta["namespace"],
-                meta["name"],
-                decision.patch["status"]["preemptionCost"],
-            )
-        finally:
-            self.metrics.reconcile_duration.observe(time.perf_counter() - started)
+                if exc.status == 410:
+                    log.info("watch expired (410 Gone); re-listing Workloads")
+                    continue
+                log.warning("listing/watching Workloads failed: %s %s", exc.status, exc.reason)
+            except CONNECTION_ERRORS as exc:
+                log.warning("listing/watching Workloads failed: %s", exc or type(exc).__name__)
+            await self.sleep(backoff)
+            backoff = min(backoff * 2, 30.0)
 
-    def run(self) -> None:
-        """List, then watch until the resync interval; repeat until `stop` is set."""
-        while not self.stop.is_set():
-            try:
-                listing: Any = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
-            except ApiException as exc:
-                log.error("listing workloads failed: %s %s", exc.status, exc.reason)
-                self.stop.wait(2)
-                continue
-            for item in listing.get("items") or []:
-                item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
-                item.setdefault("kind", "Workload")
-                self.reconcile(item)
-            version = (listing.get("metadata") or {}).get("resourceVersion")
-            self._watch(version)
+    async def relist(self) -> str:
+        """Replace the cache with a fresh list; queue every Workload; the list's version."""
+        listing: Any = await retrying(
+            lambda: self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+        )
+        fresh: dict[Key, dict[str, Any]] = {}
+        for item in listing.get("items") or []:
+            item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
+            item.setdefault("kind", "Workload")
+            fresh[key_of(item)] = item
+        for gone in self.workloads.keys() - fresh.keys():
+            self.forget(gone)
+        self.workloads = fresh
+        for key in fresh:
+            self.enqueue(key)
+        self.synced.set()
+        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
-    def _watch(self, version: str | None) -> None:
+    async def _watch(self, version: str) -> str:
+        """Apply watch events from `version` until the server ends the watch; the version
+        to continue from (raises ApiException 410 when it has expired)."""
         stream = watch.Watch()
-        deadline = time.monotonic() + self.resync
         try:
-            for event in stream.stream(
+            async for event in stream.stream(
                 self.custom.list_cluster_custom_object,
                 GROUP,
                 VERSION,
                 PLURAL,
                 resource_version=version,
-                timeout_seconds=max(1, int(self.resync)),
+                allow_watch_bookmarks=True,
+                timeout_seconds=self.watch_timeout,
+                _request_timeout=self.watch_timeout + 30,
             ):
-                if self.stop.is_set() or time.monotonic() > deadline:
-                    break
-                if event["type"] in ("ADDED", "MODIFIED"):
-                    self.reconcile(event["object"])
-        except ApiException as exc:
-            if exc.status != 410:
-                log.warning("watch ended: %s %s", exc.status, exc.reason)
-        except Exception as exc:  # a dropped connection: re-list
-            log.warning("watch interrupted: %s", exc)
+                self.apply_event(event["type"], event["raw_object"])
         finally:
-            stream.stop()
+            await stream.close()
+        return str(stream.resource_version or version)
 
+    def apply_event(self, kind: str, body: dict[str, Any]) -> None:
+        if kind == "BOOKMARK":
+            return
+        key = key_of(body)
+        if kind == "DELETED":
+            self.forget(key)
+            return
+        body.setdefault("apiVersion", f"{GROUP}/{VERSION}")
+        body.setdefault("kind", "Workload")
+        self.workloads[key] = body
+        self.enqueue(key)
 
-def serve_metrics(metrics: CostMetrics, port: int) -> None:
-    if port:
-        start_http_server(port, registry=metrics.registry)
+    async def _resync(self) -> None:
+        if self.resync <= 0:
+            return
+        while True:
+            await self.sleep(self.resync)
+            for key in list(self.workloads):
+                self.enqueue(key)
+
+    async def _work(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            body = self.workloads.get(key)
+            if body is None:
+                continue
+            try:
+                await self.reconcile(body)
+            except Exception:  # a bug must not stop the other Workloads' costs
+                log.exception("reconciling Workload %s/%s failed", *key)
+
+    # --- one Workload -------------------------------------------------------------------
+
+    async def reconcile(self, body: dict[str, Any]) -> None:
+        """Evaluate the policy for one Workload and write the cost if it changed."""
+        started = time.perf_counter()
+        try:
+            await self._reconcile(body)
+        finally:
+            self.metrics.reconcile_duration.observe(time.perf_counter() - started)
+
+    async def _reconcile(self, body: dict[str, Any]) -> None:
+        key = key_of(body)
+        decision = decide(body, self.policy, self.clock, self.max_cost)
+        if decision.error is not None:
+            self.metrics.policy_errors.labels(decision.error_kind or "error").inc()
+            await self._report(key, body, decision.error)
+            return
+        self._reported.pop(key, None)
+        if decision.patch is None:
+            return
+        namespace, name = key
+        patch = decision.patch
+        try:
+            updated = await retrying(
+                lambda: self.custom.patch_namespaced_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    namespace,
+                    PLURAL,
+                    name,
+                    patch,
+                    field_manager=FIELD_MANAGER,
+                    _content_type=MERGE_PATCH,
+                )
+            )
+        except ApiException as exc:
+            if exc.status == 404:  # deleted meanwhile; the watch will say so
+                return
+            self.metrics.patch_errors.inc()
+            log.warning(
+                "patching preemptionCost of %s/%s failed: %s %s",
+                namespace,
+                name,
+                exc.status,
+                exc.reason,
+            )
+            return
+        except CONNECTION_ERRORS as exc:
+            self.metrics.patch_errors.inc()
+            log.warning("patching preemptionCost of %s/%s failed: %s", namespace, name, exc)
+            return
+        self.metrics.patches.inc()
+        if key in self.workloads and isinstance(updated, dict):
+            self.workloads[key] = updated  # so a resync before the watch event writes nothing
+        log.info(
+            "preemptionCost of %s/%s set to %s",
+            namespace,
+            name,
+            patch["status"]["preemptionCost"],
+        )
+
+    async def _report(self, key: Key, body: dict[str, Any], message: str) -> None:
+        """Log a refused policy result and record it as a Warning Event on the Workload —
+        once per distinct message, not at every resync."""
+        if self._reported.get(key) == message:
+            log.debug("preemptionCost still not written: %s", message)
+            return
+        self._reported[key] = message
+        log.warning("preemptionCost not written: %s", message)
+        namespace, name = key
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event: Any = {
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Workload",
+                "namespace": namespace,
+                "name": name,
+                "uid": (body.get("metadata") or {}).get("uid"),
+            },
+            "reason": EVENT_REASON,
+            "message": message[:1000],
+            "type": "Warning",
+            "source": {"component": FIELD_MANAGER},
+            "reportingComponent": FIELD_MANAGER,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await self.core.create_namespaced_event(namespace, event)
+        except (ApiException, *CONNECTION_ERRORS) as exc:
+            log.debug("recording the Event for %s/%s failed: %s", namespace, name, exc)
