@@ -393,12 +393,35 @@ def main() -> int:
     )
     kubectl("get", "events", "-n", "team-b", "--field-selector", f"involvedObject.name={victim}")
 
+    say("9. kubectl quotagate: the same story from the engine's point of view")
+    # kubectl finds the plugin as the `kubectl-quotagate` executable on PATH (this venv's bin).
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    kubectl("quotagate", "describe", "workload", victim, "-n", "team-b")
+    print("what if team-b submitted 2 more CPUs at priority class high?")
+    kubectl(
+        "quotagate",
+        "whatif",
+        "-n",
+        "team-b",
+        "--queue",
+        "main",
+        "--priority-class",
+        "high",
+        "--requests",
+        "cpu=1,memory=1Gi",
+        "--count",
+        "2",
+    )
+
     say("Keep exploring")
     print(f"  export KUBECONFIG={kubeconfig}")
     print(
         "  bin/kubectl get clusterqueues,localqueues -A; bin/kubectl get workloads.kueue.x-k8s.io -A"
     )
     print("  .venv/bin/quotagate plan -f <state.yaml>   # what would the controller do?")
+    print(
+        "  PATH=$PWD/.venv/bin:$PATH bin/kubectl quotagate list workloads -A   # the kubectl plugin"
+    )
     print(f"  logs: {STATE_DIR}/controller.log, {STATE_DIR}/cost-controller.log")
     print("  tear down: make cluster-down")
     return 0

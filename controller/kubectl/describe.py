@@ -1,0 +1,313 @@
+"""`kubectl quotagate describe workload`: queue position, priority and its origin,
+preemptibility and its source, cost, admission, conditions, eviction history, and for a
+pending Workload the exact reason. Pure: works on the live objects and the engine.
+
+The position is the Workload's place in its ClusterQueue's pending queue as the engine
+orders it (priority, then preemption cost, then creation time). The pending reason is
+the `QuotaReserved=False` message the controller wrote; when there is none yet, the
+engine is asked (`plan` over the same objects), so the answer follows the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.core.quantities import Format, Quantity
+from controller.core.state import ClusterState
+from controller.kubectl.printing import age, format_table, one_line
+from controller.kubectl.snapshot import Snapshot
+from controller.kubectl.workload_view import (
+    condition,
+    describe_preemptibility_source,
+    describe_priority,
+    engine_workload,
+    is_pending,
+    status_of,
+)
+from controller.plan_command import plan
+
+__all__ = ["describe_workload", "format_quantity", "render_description"]
+
+NONE = "<none>"
+_MEBI = 1024 * 1024
+
+
+def format_quantity(milli: int) -> str:
+    """Kubernetes' canonical text; byte-sized values (whole MiB multiples) in binary SI."""
+    units, rest = divmod(milli, 1000)
+    binary = rest == 0 and units >= _MEBI and units % 1024 == 0
+    return str(Quantity(milli, Format.BINARY_SI if binary else Format.DECIMAL_SI))
+
+
+def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) -> dict[str, Any]:
+    """Everything `describe` prints, as plain data (also the `-o json|yaml` output)."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    state = snapshot.state()
+    lq = state.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName')}")
+    admission = status.get("admission") or None
+    return {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "localQueue": spec.get("queueName"),
+        "clusterQueue": (admission or {}).get("clusterQueue") or (lq.cluster_queue if lq else None),
+        "status": status_of(obj),
+        "position": _position(state, key),
+        "priority": _priority(obj, snapshot),
+        "preemptibility": _preemptibility(status, state, key),
+        "preemptionCost": status.get("preemptionCost"),
+        "created": meta.get("creationTimestamp"),
+        "podSets": _pod_sets(obj),
+        "admission": _admission(admission),
+        "pendingReason": _pending_reason(obj, key, snapshot, state, now),
+        "conditions": [
+            {field: c.get(field) for field in ("type", "status", "reason", "message")}
+            | {"lastTransitionTime": c.get("lastTransitionTime")}
+            for c in status.get("conditions") or ()
+        ],
+        "evictions": [
+            {
+                "reason": e.get("reason"),
+                "underlyingCause": e.get("underlyingCause") or "",
+                "count": e.get("count", 0),
+            }
+            for e in (status.get("schedulingStats") or {}).get("evictions") or ()
+        ],
+    }
+
+
+def _position(state: ClusterState, key: str) -> dict[str, Any] | None:
+    """1-based place among the pending Workloads of the ClusterQueue and of the LocalQueue."""
+    cluster_queue = state.queued_in(key)
+    queue = state.queues.get(cluster_queue) if cluster_queue else None
+    if queue is None or key not in state.workloads:
+        return None
+    ordered = [item[4] for item in queue.ordered()]
+    workload = state.workloads[key]
+    same_lq = [
+        k
+        for k in ordered
+        if state.workloads[k].namespace == workload.namespace
+        and state.workloads[k].queue_name == workload.queue_name
+    ]
+    return {
+        "clusterQueue": cluster_queue,
+        "position": ordered.index(key) + 1,
+        "pending": len(ordered),
+        "localQueuePosition": same_lq.index(key) + 1,
+        "localQueuePending": len(same_lq),
+    }
+
+
+def _priority(obj: Mapping[str, Any], snapshot: Snapshot) -> dict[str, Any]:
+    workload = engine_workload(obj)
+    if workload is None:
+        value = (obj.get("spec") or {}).get("priority")
+        return {"value": value, "source": "unknown", "text": f"{value} (Workload unreadable)"}
+    resolved = snapshot.priority_classes().resolve(workload)
+    return {
+        "value": resolved.value,
+        "source": resolved.source,
+        "text": describe_priority(obj, resolved),
+    }
+
+
+def _preemptibility(status: Mapping[str, Any], state: ClusterState, key: str) -> dict[str, Any]:
+    written = status.get("resolvedPreemptibility") or {}
+    if written.get("value"):
+        value, source, message = (
+            written["value"],
+            str(written.get("source")),
+            written.get("message"),
+        )
+        origin = "from status.resolvedPreemptibility"
+    elif key in state.resolutions:
+        resolution = state.resolution(key)
+        value, source = str(resolution.value), str(resolution.source)
+        message = "; ".join(resolution.problems) or None
+        origin = "computed here: the controller has not written it yet"
+    else:
+        return {"value": None, "source": None, "text": "<unknown> (Workload unreadable)"}
+    text = f"{value} (source: {describe_preemptibility_source(source)}; {origin})"
+    if message:
+        text += f"; {message}"
+    return {"value": value, "source": source, "text": text}
+
+
+def _pod_sets(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    workload = engine_workload(obj)
+    if workload is None:
+        return []
+    return [
+        {
+            "name": ps.name,
+            "count": ps.count,
+            "requests": {r: format_quantity(v) for r, v in sorted(ps.requests.items())},
+        }
+        for ps in workload.pod_sets
+    ]
+
+
+def _admission(admission: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not admission:
+        return None
+    return {
+        "clusterQueue": admission.get("clusterQueue"),
+        "podSets": [
+            {
+                "name": a.get("name", "main"),
+                "count": a.get("count"),
+                "flavors": dict(a.get("flavors") or {}),
+                "resourceUsage": dict(a.get("resourceUsage") or {}),
+            }
+            for a in admission.get("podSetAssignments") or ()
+        ],
+    }
+
+
+def _pending_reason(
+    obj: Mapping[str, Any], key: str, snapshot: Snapshot, state: ClusterState, now: float
+) -> dict[str, Any] | None:
+    if not is_pending(obj):
+        return None
+    written = condition(obj, "QuotaReserved")
+    if written is not None and written.get("status") == "False" and written.get("message"):
+        return {
+            "reason": written.get("reason"),
+            "message": one_line(written["message"]),
+            "source": "controller",
+        }
+    if key not in state.workloads:
+        return {"reason": None, "message": "the engine cannot read this Workload", "source": "-"}
+    return {
+        "reason": None,
+        "message": _engine_reason(key, snapshot, state, now),
+        "source": "engine",
+    }
+
+
+def _engine_reason(key: str, snapshot: Snapshot, state: ClusterState, now: float) -> str:
+    result = plan(snapshot.objects, now)
+    for admitted in result["admitted"]:
+        if admitted["workload"] == key:
+            return (
+                f"fits now in ClusterQueue {admitted['clusterQueue']}; "
+                "the controller has not admitted it yet (is it running?)"
+            )
+    for preempting in result["preempting"]:
+        if preempting["workload"] == key:
+            victims = ", ".join(v["workload"] for v in preempting["victims"])
+            return f"would be admitted after preempting {victims}"
+    for pending in result["pending"]:
+        if pending["workload"] == key:
+            return str(pending["reason"])
+    return state.why_pending(key)
+
+
+# -- text ---------------------------------------------------------------------------------
+
+
+def render_description(d: Mapping[str, Any], now: float) -> str:
+    queue = d["localQueue"] or NONE
+    if d["clusterQueue"]:
+        queue += f" (ClusterQueue {d['clusterQueue']})"
+    cost = d["preemptionCost"]
+    lines = [
+        _field("Name", d["name"]),
+        _field("Namespace", d["namespace"]),
+        _field("Queue", queue),
+        _field("Status", d["status"]),
+        _field("Position", _position_text(d)),
+        _field("Priority", d["priority"]["text"]),
+        _field("Preemptibility", d["preemptibility"]["text"]),
+        _field("Preemption cost", "0 (unset)" if cost is None else cost),
+        _field("Created", f"{d['created']} ({age(d['created'], now)} ago)"),
+        "Pod sets:",
+        *_indent(_pod_sets_table(d["podSets"])),
+        *_admission_lines(d["admission"]),
+    ]
+    if d["pendingReason"]:
+        reason = d["pendingReason"]
+        suffix = f" ({reason['reason']})" if reason.get("reason") else ""
+        if reason["source"] == "engine":
+            suffix = " (computed by the engine; the controller has written no reason yet)"
+        lines.append(_field("Pending reason", reason["message"] + suffix))
+    lines += ["Conditions:", *_indent(_conditions_table(d["conditions"], now))]
+    lines += ["Eviction history:", *_indent(_evictions_table(d["evictions"]))]
+    return "\n".join(lines)
+
+
+def _field(label: str, value: Any) -> str:
+    return f"{label + ':':<17} {value}"
+
+
+def _indent(text: str) -> list[str]:
+    return ["  " + line for line in text.splitlines()]
+
+
+def _position_text(d: Mapping[str, Any]) -> str:
+    position = d["position"]
+    if position is None:
+        return f"{NONE} (not waiting in a queue)" if d["pendingReason"] is None else NONE
+    return (
+        f"{position['position']} of {position['pending']} pending in ClusterQueue "
+        f"{position['clusterQueue']}; {position['localQueuePosition']} of "
+        f"{position['localQueuePending']} in LocalQueue {d['namespace']}/{d['localQueue']}"
+    )
+
+
+def _pod_sets_table(pod_sets: list[Mapping[str, Any]]) -> str:
+    if not pod_sets:
+        return NONE
+    rows = [
+        [
+            str(ps["name"]),
+            str(ps["count"]),
+            ", ".join(f"{r}={v}" for r, v in ps["requests"].items()) or NONE,
+        ]
+        for ps in pod_sets
+    ]
+    return format_table(["NAME", "COUNT", "REQUESTS PER POD"], rows)
+
+
+def _admission_lines(admission: Mapping[str, Any] | None) -> list[str]:
+    if admission is None:
+        return [_field("Admission", NONE)]
+    rows = [
+        [
+            str(a["name"]),
+            str(a["count"] if a["count"] is not None else "-"),
+            ", ".join(f"{r}={f}" for r, f in sorted(a["flavors"].items())) or NONE,
+            ", ".join(f"{r}={v}" for r, v in sorted(a["resourceUsage"].items())) or NONE,
+        ]
+        for a in admission["podSets"]
+    ]
+    return [
+        "Admission:",
+        f"  ClusterQueue: {admission['clusterQueue']}",
+        *_indent(format_table(["PODSET", "COUNT", "FLAVORS", "USAGE"], rows)),
+    ]
+
+
+def _conditions_table(conditions: list[Mapping[str, Any]], now: float) -> str:
+    if not conditions:
+        return NONE
+    rows = [
+        [
+            str(c["type"]),
+            str(c["status"]),
+            str(c["reason"] or ""),
+            age(c["lastTransitionTime"], now),
+            one_line(c["message"] or ""),
+        ]
+        for c in conditions
+    ]
+    return format_table(["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"], rows)
+
+
+def _evictions_table(evictions: list[Mapping[str, Any]]) -> str:
+    if not evictions:
+        return NONE
+    rows = [[str(e["reason"]), e["underlyingCause"] or NONE, str(e["count"])] for e in evictions]
+    return format_table(["REASON", "UNDERLYING CAUSE", "COUNT"], rows)
