@@ -9,14 +9,6 @@ from collections.abc import Callable, Sequence
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _not_implemented(name: str) -> Handler:
-    def handler(_: argparse.Namespace) -> int:
-        print(f"quotagate {name}: not implemented yet", file=sys.stderr)
-        return 2
-
-    return handler
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quotagate",
@@ -29,9 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     from costcontroller.command import add_cost_controller_command
 
     add_cost_controller_command(commands)
-    for name, summary in (("bench", "run an admission benchmark scenario"),):
-        sub = commands.add_parser(name, help=summary, add_help=True)
-        sub.set_defaults(handler=_not_implemented(name))
+    from controller.bench.command import add_bench_command
+
+    add_bench_command(commands)
     from controller.plan_command import add_plan_command
 
     add_plan_command(commands)

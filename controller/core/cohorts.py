@@ -42,6 +42,12 @@ class QuotaTree:
         self._pool: dict[str, dict[FlavorResource, int]] = {}
         self._pool_usage: dict[str, dict[FlavorResource, int]] = {}
         self._members: dict[str, set[str]] = {}
+        # A counter per cohort (or cohort-less queue) that moves on every change of quota or
+        # usage in it: equal versions mean every quota query about it answers the same.
+        self._versions: dict[tuple[bool, str], int] = {}
+        # Per cohort (or cohort-less queue) and (flavor, resource): the member queues using
+        # more than their nominal quota of it, kept as usage moves.
+        self._borrowers: dict[tuple[tuple[bool, str], FlavorResource], set[str]] = {}
 
     # -- structure -------------------------------------------------------------------------
 
@@ -49,14 +55,20 @@ class QuotaTree:
         self, name: str, cohort: str | None, quotas: Mapping[FlavorResource, ResourceQuota]
     ) -> None:
         """Add or replace a queue's quota and cohort; its usage is kept."""
+        self._bump(name)
+        self._reindex(name, present=False)
         self._detach(name)
         self._quota[name] = dict(quotas)
         self._cohort_of[name] = cohort or None
         self._usage.setdefault(name, {})
         self._attach(name)
+        self._reindex(name, present=True)
+        self._bump(name)
 
     def remove_cluster_queue(self, name: str) -> None:
         """Forget a queue's quota. Usage still held is kept so releases stay balanced."""
+        self._bump(name)
+        self._reindex(name, present=False)
         self._detach(name)
         self._quota.pop(name, None)
         self._cohort_of.pop(name, None)
@@ -101,10 +113,12 @@ class QuotaTree:
     def add_usage(self, name: str, usage: Mapping[FlavorResource, int], sign: int = 1) -> None:
         """Charge (sign=1) or refund (sign=-1) `usage` to a queue, bubbling to its cohort
         only the part beyond the queue's local (non-lendable) quota."""
+        self._bump(name)
         own = self._usage.setdefault(name, {})
         cohort = self._cohort_of.get(name) if name in self._quota else None
         quotas = self._quota.get(name, {})
         pool_usage = self._pool_usage[cohort] if cohort is not None else None
+        known = name in self._quota
         for fr, value in usage.items():
             old = own.get(fr, 0)
             new = old + sign * value
@@ -112,6 +126,10 @@ class QuotaTree:
                 own[fr] = new
             else:
                 own.pop(fr, None)
+            if known:
+                nominal = quotas.get(fr, _NO_QUOTA).nominal
+                if (old > nominal) != (new > nominal):
+                    self._index(name, fr, new > nominal)
             if pool_usage is not None:
                 local = _local(quotas.get(fr, _NO_QUOTA))
                 delta = max(0, new - local) - max(0, old - local)
@@ -125,7 +143,9 @@ class QuotaTree:
     def simulate(
         self, changes: Mapping[str, Mapping[FlavorResource, int]], sign: int = -1
     ) -> Iterator[None]:
-        """Temporarily refund (sign=-1) or charge (sign=1) usage per queue, then undo it."""
+        """Temporarily refund (sign=-1) or charge (sign=1) usage per queue, then undo it.
+        Versions are restored too: afterwards nothing has changed."""
+        versions = {root: self._versions.get(root, 0) for root in map(self._root, changes)}
         for name, usage in changes.items():
             self.add_usage(name, usage, sign)
         try:
@@ -133,6 +153,45 @@ class QuotaTree:
         finally:
             for name, usage in changes.items():
                 self.add_usage(name, usage, -sign)
+            self._versions.update(versions)
+
+    # -- versions --------------------------------------------------------------------------
+
+    def _root(self, name: str) -> tuple[bool, str]:
+        cohort = self._cohort_of.get(name)
+        return (True, cohort) if cohort else (False, name)
+
+    def _index(self, name: str, fr: FlavorResource, borrowing: bool) -> None:
+        key = (self._root(name), fr)
+        if borrowing:
+            self._borrowers.setdefault(key, set()).add(name)
+        elif key in self._borrowers:
+            self._borrowers[key].discard(name)
+
+    def _reindex(self, name: str, present: bool) -> None:
+        """Index (present) or unindex a queue's borrowing under its current root."""
+        if name not in self._quota:
+            return
+        for fr in {*self._usage.get(name, ()), *self._quota[name]}:
+            self._index(name, fr, present and self.borrowing(name, fr))
+
+    def borrowers(self, name: str, frs: frozenset[FlavorResource]) -> set[str]:
+        """The queues of `name`'s cohort (itself included) above their nominal quota of
+        any of `frs`."""
+        root = self._root(name)
+        out: set[str] = set()
+        for fr in frs:
+            out |= self._borrowers.get((root, fr), set())
+        return out
+
+    def _bump(self, name: str) -> None:
+        root = self._root(name)
+        self._versions[root] = self._versions.get(root, 0) + 1
+
+    def version(self, name: str) -> int:
+        """The version of the queue's cohort (or of the queue, without a cohort): unchanged
+        version, unchanged answers to every query about the queue and its cohort."""
+        return self._versions.get(self._root(name), 0)
 
     # -- queries ---------------------------------------------------------------------------
 

@@ -18,6 +18,12 @@
    request its queue is entitled to, so lower-ordered borrowers cannot take it
    (digest §5.6 step 3); the reservation is undone at the end of the cycle.
 6. A non-preemptible Workload (KAI) is never admitted by borrowing.
+7. Under BestEffortFIFO, when a head is set aside and nothing in its cohort has changed
+   since it was assessed, the heads right behind it that ask for exactly the same thing
+   (`ClusterState.signature`) are set aside with it, with the same reason. Kueue would
+   offer them one per cycle and refuse each in that same state; doing it at once turns
+   a queue of 1,000 identical Workloads from 1,000 cycles into one. They come back, like
+   every set-aside Workload, when quota is freed in the cohort.
 
 Admissions are applied to the state (`ClusterState.apply_admit`) as they are decided;
 a runtime whose status write fails calls `state.release(key)` to roll one back.
@@ -46,6 +52,7 @@ class _Entry:
     cq: ClusterQueue
     item: OrderKey
     assignment: FlavorAssignment
+    version: int  # the cohort's quota version the assignment was made against
 
     @property
     def key(self) -> str:
@@ -57,9 +64,15 @@ class _Entry:
 
 
 def run_cycle(
-    state: ClusterState, now: float, *, oracle: PreemptionOracle | None = None
+    state: ClusterState,
+    now: float,
+    *,
+    oracle: PreemptionOracle | None = None,
+    park_alike: bool = True,
 ) -> CycleResult:
-    """Run one cycle at time `now` (seconds since the epoch) and return its decisions."""
+    """Run one cycle at time `now` (seconds since the epoch) and return its decisions.
+    `park_alike=False` turns off step 7 (Kueue's one head per queue per cycle, exactly;
+    for comparisons)."""
     state.release_backoff(now)
     evicted = state.take_evictions()
     inadmissible: list[Inadmissible] = []
@@ -76,7 +89,7 @@ def run_cycle(
 
     entries: list[_Entry] = []
     for name, queue in state.queues.items():
-        if state.inactive_reason(name) is not None:
+        if not queue.has_heads() or state.inactive_reason(name) is not None:
             continue
         item = queue.pop()
         if item is None:
@@ -91,7 +104,7 @@ def run_cycle(
             changed |= _refuse(state, cq, item, reason, "Misconfigured", None, inadmissible, True)
             continue
         assignment = assign_flavors(state.quota, state.flavors, cq, workload, oracle)
-        entries.append(_Entry(cq, item, assignment))
+        entries.append(_Entry(cq, item, assignment, state.quota.version(name)))
 
     entries.sort(key=_Entry.sort_key)
     admitted: list[Admit] = list(settled)
@@ -111,32 +124,28 @@ def run_cycle(
             and assignment.borrowing
             and (state.resolution(entry.key).value is Preemptibility.NON_PREEMPTIBLE)
         ):
-            changed |= _refuse(
+            changed |= _refuse_alike(
                 state,
-                cq,
-                entry.item,
+                entry,
+                park_alike,
                 f"non-preemptible Workloads may not borrow: it must fit in the nominal quota "
                 f"of ClusterQueue {cq.name}; {assignment.reason or 'it only fits by borrowing'}",
                 "WaitingForQuota",
-                assignment,
                 inadmissible,
-                cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO,
             )
             continue
         if assignment.mode is Mode.NO_FIT or assignment.mode is Mode.PREEMPT:
+            changed |= _refuse_alike(
+                state,
+                entry,
+                park_alike,
+                assignment.reason,
+                assignment.condition_reason or "WaitingForQuota",
+                inadmissible,
+            )
             if assignment.mode is Mode.PREEMPT and cq.preemption.reclaim_within_cohort != "Any":
                 held_back.append((cq.name, _entitlement(state, cq.name, assignment)))
                 state.quota.add_usage(*held_back[-1])
-            changed |= _refuse(
-                state,
-                cq,
-                entry.item,
-                assignment.reason,
-                assignment.condition_reason or "WaitingForQuota",
-                assignment,
-                inadmissible,
-                cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO,
-            )
             continue
         if not state.quota.fits(cq.name, assignment.usage):
             state.queues[cq.name].push(entry.item)
@@ -192,6 +201,33 @@ def _refuse(
     state.reasons[key] = reason
     out.append(Inadmissible(key, cq.name, reason, condition_reason, assignment))
     return park or previous != reason
+
+
+def _refuse_alike(
+    state: ClusterState,
+    entry: _Entry,
+    park_alike: bool,
+    reason: str,
+    condition_reason: str,
+    out: list[Inadmissible],
+) -> bool:
+    """Refuse a head and, under BestEffortFIFO when its cohort is as it was when the head
+    was assessed, every head right behind it with the same signature (step 7)."""
+    cq, assignment = entry.cq, entry.assignment
+    park = cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO
+    changed = _refuse(state, cq, entry.item, reason, condition_reason, assignment, out, park)
+    if not (park and park_alike) or state.quota.version(cq.name) != entry.version:
+        return changed
+    compare_age = cq.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+    if compare_age:
+        return changed
+    signature, signature_of, reasons = state.signature(entry.key), state.signature, state.reasons
+    for item in state.queues[cq.name].park_run(lambda key: signature_of(key) == signature):
+        key = item[4]
+        reasons[key] = reason
+        out.append(Inadmissible(key, cq.name, reason, condition_reason, assignment))
+        changed = True
+    return changed
 
 
 def _entitlement(

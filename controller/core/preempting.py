@@ -12,11 +12,9 @@ cycle has not decided to admit once they are gone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from api.constants import Preemptibility
 from controller.core.assignment import FlavorAssignment, Mode
-from controller.core.clusterqueues import ClusterQueue
+from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
 from controller.core.policy import Preemptor, PriorityClassPreemptionPolicy
 from controller.core.preemption import Contender, find_victims
@@ -26,40 +24,59 @@ from controller.core.workloads import PodSetAssignment, Workload
 __all__ = ["contenders", "may_preempt", "plan_preemption", "settle_nominations"]
 
 
-def contenders(state: ClusterState, cluster_queue: str) -> Iterator[Contender]:
-    """Admitted Workloads of the queue and its cohort that no preemptor has claimed yet."""
-    cohort = state.quota.cohort_of(cluster_queue)
-    queues = state.quota.members(cohort) if cohort else frozenset({cluster_queue})
-    for name in queues:
-        for key in state.admitted_in(name):
-            held = state.admitted[key]
-            if held.evicting:
-                continue  # already being evicted: its capacity is spoken for
-            if held.contender is not None:
-                yield held.contender
-                continue
-            workload = held.workload
-            assignments = held.admission.pod_set_assignments
-            pods = (
-                assignments[0].count if len(assignments) == 1 else sum(a.count for a in assignments)
-            )
-            held.contender = Contender(
-                key=key,
-                uid=workload.uid,
-                cluster_queue=name,
-                priority=state.priority_of(key),
-                usage=held.usage,
-                pod_count=pods,
-                preemption_cost=workload.preemption_cost,
-                quota_reserved_at=workload.quota_reserved_at,
-                creation_timestamp=workload.creation_timestamp,
-                evicted=workload.evicted,
-                preemptibility=state.resolution(key).value,
-                disruption_mode=workload.disruption_mode,
-                min_count=workload.pod_sets[0].min_count if len(workload.pod_sets) == 1 else None,
-                single_pod_set=len(assignments) == 1,
-            )
-            yield held.contender
+def contenders(
+    state: ClusterState, cluster_queue: str, short: frozenset[FlavorResource]
+) -> dict[str, list[Contender]]:
+    """Admitted Workloads in reach of a preemptor in `cluster_queue` lacking `short`, per
+    ClusterQueue: its own queue's, and those of the cohort members borrowing one of
+    `short` (nothing is reclaimed from a queue within its nominal quota) — none already
+    claimed by another preemptor. Each queue's list is cached until its admitted
+    Workloads change."""
+    names = state.quota.borrowers(cluster_queue, short)
+    names.add(cluster_queue)
+    by_queue: dict[str, list[Contender]] = {}
+    for name in sorted(names):
+        version = state.admitted_versions.get(name, 0)
+        cached = state.contender_cache.get(name)
+        if cached is None or cached[0] != version:
+            members = [
+                contender
+                for key in state.admitted_in(name)
+                if (contender := _contender(state, key, name)) is not None
+            ]
+            cached = state.contender_cache[name] = (version, members)
+        if cached[1]:
+            by_queue[name] = cached[1]
+    return by_queue
+
+
+def _contender(state: ClusterState, key: str, queue: str) -> Contender | None:
+    held = state.admitted[key]
+    if held.evicting:
+        return None  # already being evicted: its capacity is spoken for
+    if held.contender is not None:
+        cached: Contender = held.contender
+        return cached
+    workload = held.workload
+    assignments = held.admission.pod_set_assignments
+    pods = assignments[0].count if len(assignments) == 1 else sum(a.count for a in assignments)
+    contender = held.contender = Contender(
+        key=key,
+        uid=workload.uid,
+        cluster_queue=queue,
+        priority=state.priority_of(key),
+        usage=held.usage,
+        pod_count=pods,
+        preemption_cost=workload.preemption_cost,
+        quota_reserved_at=workload.quota_reserved_at,
+        creation_timestamp=workload.creation_timestamp,
+        evicted=workload.evicted,
+        preemptibility=state.resolution(key).value,
+        disruption_mode=workload.disruption_mode,
+        min_count=workload.pod_sets[0].min_count if len(workload.pod_sets) == 1 else None,
+        single_pod_set=len(assignments) == 1,
+    )
+    return contender
 
 
 def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
@@ -117,7 +134,7 @@ def plan_preemption(
         short,
         preemptor,
         state.resolution(key).value,
-        list(contenders(state, cq.name)),
+        contenders(state, cq.name, short),
     )
     if not victims:
         return None

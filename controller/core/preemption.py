@@ -22,7 +22,7 @@ All simulated removals are undone before returning: the state is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -172,45 +172,49 @@ def find_victims(
     short: frozenset[FlavorResource],
     preemptor: Preemptor,
     preemptor_preemptibility: Preemptibility,
-    contenders: list[Contender],
+    contenders: Mapping[str, Sequence[Contender]],
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets a Workload needing `usage` in `cq` fit, or None.
 
-    `short` are the (flavor, resource) pairs the preemptor lacks; only contenders using
-    one of them are considered. `tree` is left exactly as it was.
+    `contenders` are the admitted Workloads in reach, per ClusterQueue. `short` are the
+    (flavor, resource) pairs the preemptor lacks; only contenders using one of them are
+    considered. `tree` is left exactly as it was.
     """
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
     # Eligibility depends only on a few facts of a candidate, so it is decided once per
     # combination (10,000 candidates share a handful): same queue, the candidate queue
-    # borrowing, priority, newer than the preemptor, preemptibility.
-    borrowing_by_queue: dict[str, bool] = {}
+    # borrowing, priority, newer than the preemptor, preemptibility. Another queue that
+    # is not borrowing is skipped whole: nothing is reclaimed from within nominal quota.
     verdicts: dict[tuple[bool, bool, int, bool, Preemptibility], Eligibility] = {}
     entries: list[tuple[CandidateSortKey, int, _Choice]] = []
-    for index, contender in enumerate(contenders):
-        if not any(fr in short for fr in contender.usage):
+    index = 0
+    for queue, members in contenders.items():
+        same = queue == cq.name
+        borrowing = any(tree.borrowing(queue, fr) for fr in short)
+        if not same and not borrowing:
             continue
-        queue = contender.cluster_queue
-        borrowing = borrowing_by_queue.get(queue)
-        if borrowing is None:
-            borrowing = borrowing_by_queue[queue] = any(tree.borrowing(queue, fr) for fr in short)
-        candidate = contender.candidate
-        fact = (
-            queue == cq.name,
-            borrowing,
-            contender.priority,
-            contender.creation_timestamp > preemptor.queue_order_timestamp,
-            contender.preemptibility,
-        )
-        verdict = verdicts.get(fact)
-        if verdict is None:
-            verdict = verdicts[fact] = eligibility(
-                cq.preemption, preemptor, candidate, candidate_cq_borrowing=borrowing
+        for contender in members:
+            index += 1
+            if not any(fr in short for fr in contender.usage):
+                continue
+            candidate = contender.candidate
+            fact = (
+                same,
+                borrowing,
+                contender.priority,
+                contender.creation_timestamp > preemptor.queue_order_timestamp,
+                contender.preemptibility,
             )
-        if verdict.eligible:
-            entries.append(
-                (candidate_sort_key(candidate, cq.name), index, _Choice(contender, verdict))
-            )
+            verdict = verdicts.get(fact)
+            if verdict is None:
+                verdict = verdicts[fact] = eligibility(
+                    cq.preemption, preemptor, candidate, candidate_cq_borrowing=borrowing
+                )
+            if verdict.eligible:
+                entries.append(
+                    (candidate_sort_key(candidate, cq.name), index, _Choice(contender, verdict))
+                )
     if not entries:
         return None
     entries.sort(key=lambda entry: (entry[0], entry[1]))

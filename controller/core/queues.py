@@ -13,7 +13,7 @@ its Workload to that very item, so push/remove/pop are O(log n).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from controller.core.clusterqueues import QueueingStrategy
@@ -60,6 +60,24 @@ class PendingQueue:
         self._live.pop(key, None)
         self._inadmissible[key] = item
 
+    def park_run(self, same: Callable[[str], bool]) -> list[OrderKey]:
+        """Set aside the heads, in order, for as long as `same(key)` holds; returns them."""
+        heap, live, parked = self._heap, self._live, self._inadmissible
+        out: list[OrderKey] = []
+        while heap:
+            item = heap[0]
+            key = item[4]
+            if live.get(key) is not item:
+                heapq.heappop(heap)  # stale
+                continue
+            if not same(key):
+                break
+            heapq.heappop(heap)
+            del live[key]
+            parked[key] = item
+            out.append(item)
+        return out
+
     def requeue(self, item: OrderKey, inadmissible: bool) -> None:
         """Put a failed head back: StrictFIFO always into the heap (unless the reason is a
         namespace mismatch, `inadmissible` forced by the caller); BestEffortFIFO parks it."""
@@ -72,6 +90,10 @@ class PendingQueue:
         item = self._live.pop(key, None)
         parked = self._inadmissible.pop(key, None)
         return item or parked
+
+    def has_heads(self) -> bool:
+        """Whether anything is offered as a head (the heap holds a live item)."""
+        return bool(self._live)
 
     def peek(self) -> OrderKey | None:
         heap = self._heap

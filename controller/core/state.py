@@ -76,6 +76,12 @@ class ClusterState:
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
         self.resolutions: dict[str, Resolution] = {}
+        self._signatures: dict[str, tuple[object, ...]] = {}
+        # Per ClusterQueue, moves on whenever its admitted Workloads change (one admitted,
+        # released, updated, or claimed by a preemptor); keys the preemption engine's
+        # per-queue contender lists.
+        self.admitted_versions: dict[str, int] = {}
+        self.contender_cache: dict[str, tuple[int, Any]] = {}
 
     # -- flavors, queues, namespaces, priority classes ---------------------------------------
 
@@ -175,6 +181,7 @@ class ClusterState:
         whose value changes later does not reorder existing Workloads, as in Kueue)."""
         key = workload.key
         previous = self.workloads.get(key)
+        self._signatures.pop(key, None)
         if previous is None or workload.priority != previous.priority:
             priority = self.priority_classes.resolve(workload).value
         else:
@@ -194,6 +201,7 @@ class ClusterState:
             held.workload = workload
             held.evicting = held.evicting or workload.evicted
             held.contender = None
+            self._touch(held.cluster_queue)
         self._unqueue(key)
         if workload.finished:
             return
@@ -214,6 +222,35 @@ class ClusterState:
         del self.workloads[key], self._order[key]
         self.reasons.pop(key, None)
         self.resolutions.pop(key, None)
+        self._signatures.pop(key, None)
+
+    def signature(self, key: str) -> tuple[object, ...]:
+        """Everything about a pending Workload that admission and the victim search read,
+        except its creation time and identity: two Workloads with equal signatures, offered
+        to the same ClusterQueue in the same state, get the same answer (unless the queue's
+        policy compares creation times, LowerOrNewerEqualPriority)."""
+        signature = self._signatures.get(key)
+        if signature is None:
+            workload = self.workloads[key]
+            signature = self._signatures[key] = (
+                workload.namespace,
+                workload.priority_class,
+                self.priority_of(key),
+                self.resolutions[key].value,
+                tuple(
+                    (
+                        ps.name,
+                        ps.count,
+                        ps.min_count,
+                        tuple(sorted(ps.requests.items())),
+                        tuple(sorted(ps.node_selector.items())),
+                        ps.affinity_terms,
+                        ps.tolerations,
+                    )
+                    for ps in workload.pod_sets
+                ),
+            )
+        return signature
 
     def priority_of(self, key: str) -> int:
         return -self._order[key][0]
@@ -288,7 +325,11 @@ class ClusterState:
         self.workloads[key] = replace(self.workloads[key], admission=admit.admission, evicted=False)
         self._reserve(key, admit.admission, evicting=False)
 
+    def _touch(self, cluster_queue: str) -> None:
+        self.admitted_versions[cluster_queue] = self.admitted_versions.get(cluster_queue, 0) + 1
+
     def _reserve(self, key: str, admission: Admission, evicting: bool) -> None:
+        self._touch(admission.cluster_queue)
         usage = admission.usage()
         self.admitted[key] = AdmittedWorkload(self.workloads[key], admission, usage, evicting)
         self._admitted_by_cq.setdefault(admission.cluster_queue, set()).add(key)
@@ -301,6 +342,7 @@ class ClusterState:
 
     def _unreserve(self, key: str) -> AdmittedWorkload:
         held = self.admitted.pop(key)
+        self._touch(held.cluster_queue)
         self.quota.remove_usage(held.cluster_queue, held.usage)
         members = self._admitted_by_cq[held.cluster_queue]
         members.discard(key)
@@ -361,6 +403,7 @@ class ClusterState:
             held = self.admitted.get(victim.workload_key)
             if held is not None and victim.whole:
                 held.evicting = True
+                self._touch(held.cluster_queue)
 
     def drop_nomination(self, key: str, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""
@@ -400,6 +443,7 @@ class ClusterState:
         for key, (reason, message) in sorted(self._to_evict.items()):
             held = self.admitted[key]
             held.evicting = True
+            self._touch(held.cluster_queue)
             self.workloads[key] = replace(self.workloads[key], evicted=True)
             out.append(Evict(key, held.cluster_queue, reason, message))
         self._to_evict.clear()

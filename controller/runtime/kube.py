@@ -69,10 +69,15 @@ WATCHED = (
 )
 
 
-async def make_api_client(kubeconfig: str | None = None) -> aio_client.ApiClient:
+async def make_api_client(
+    kubeconfig: str | None = None, pool_size: int | None = None
+) -> aio_client.ApiClient:
     """An asyncio API client from `kubeconfig` (or $KUBECONFIG / ~/.kube/config), or the
-    in-cluster ServiceAccount when no kubeconfig is found."""
+    in-cluster ServiceAccount when no kubeconfig is found; `pool_size` bounds its
+    concurrent connections (the client's default otherwise)."""
     configuration = aio_client.Configuration()
+    if pool_size is not None:
+        configuration.connection_pool_maxsize = pool_size
     try:
         await aio_config.load_kube_config(
             config_file=kubeconfig, client_configuration=configuration

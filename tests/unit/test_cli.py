@@ -1,4 +1,4 @@
-"""The console scripts exist and say plainly what is not built yet."""
+"""The console scripts exist, list their subcommands and reject bad usage plainly."""
 
 from __future__ import annotations
 
@@ -17,14 +17,11 @@ def test_quotagate_lists_its_subcommands() -> None:
         assert command in help_text
 
 
-@pytest.mark.parametrize("command", ["bench"])
-def test_unbuilt_subcommands_exit_2_without_fake_output(
-    command: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main([command]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert "not implemented yet" in captured.err
+def test_bench_without_a_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "tests/bench/scenarios/smoke.yaml"])
+    assert exit_info.value.code == 2
+    assert "one of the arguments --simulate --live is required" in capsys.readouterr().err
 
 
 def test_kubectl_plugin_entry_point_runs() -> None:

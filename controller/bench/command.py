@@ -1,0 +1,130 @@
+"""`quotagate bench`: run a scenario simulated (the engine on a virtual clock) or live
+(against an API server with a Kueue-compatible controller running) and report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.bench.report import Report, plot, render
+from controller.bench.scenario import ScenarioError, load
+
+__all__ = ["add_bench_command"]
+
+EPILOG = """\
+scenarios shipped with quotagate: tests/bench/scenarios/{smoke,baseline,large-scale}.yaml
+(Kueue's generator shape). Exit status: 0 done, 1 the run failed (or over-used quota),
+2 bad arguments or scenario. See docs/benchmark.md.
+"""
+
+
+def add_bench_command(commands: Any) -> None:
+    sub = commands.add_parser(
+        "bench",
+        help="run an admission benchmark scenario (simulated or live)",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub.add_argument("scenario", metavar="SCENARIO.yaml", help="a scenario file")
+    mode = sub.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--simulate", action="store_true", help="the real engine on a virtual clock, in-process"
+    )
+    mode.add_argument(
+        "--live",
+        action="store_true",
+        help="against the API server of --kubeconfig, where a controller must be running",
+    )
+    sub.add_argument("--json", metavar="FILE", help="also write the report as JSON (- = stdout)")
+    sub.add_argument("--plot", metavar="FILE.png", help="plot pending and usage over time")
+    sub.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    sim = sub.add_argument_group("--simulate")
+    sim.add_argument(
+        "--ack-delay-ms",
+        type=int,
+        default=0,
+        help="how long a preempted Workload takes to release its quota (default 0)",
+    )
+    live = sub.add_argument_group("--live")
+    live.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG)")
+    live.add_argument(
+        "--parallelism", type=int, default=32, help="concurrent API requests (default 32)"
+    )
+    live.add_argument(
+        "--timeout", type=float, default=1800.0, help="give up after this many seconds"
+    )
+    live.add_argument(
+        "--controller-pid", type=int, help="measure this process's CPU (the controller's)"
+    )
+    live.add_argument("--keep", action="store_true", help="leave the run's objects in the cluster")
+    sub.set_defaults(handler=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    try:
+        scenario = load(Path(args.scenario))
+    except ScenarioError as exc:
+        print(f"quotagate bench: {exc}", file=sys.stderr)
+        return 2
+    if args.ack_delay_ms < 0 or args.parallelism < 1 or args.timeout <= 0:
+        print(
+            "quotagate bench: --ack-delay-ms must be ≥ 0, --parallelism ≥ 1, --timeout > 0",
+            file=sys.stderr,
+        )
+        return 2
+    progress = None if args.quiet else sys.stderr
+    if progress is not None:
+        print(
+            f"scenario {scenario.name}: {scenario.total_queues()} ClusterQueues, "
+            f"{scenario.total_workloads()} Workloads, {'simulated' if args.simulate else 'live'}",
+            file=progress,
+        )
+    try:
+        report = _run(args, scenario, progress)
+    except Exception as exc:  # the run failed: one line, not a traceback
+        print(f"quotagate bench: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    _output(report, args)
+    if report.overuse_events:
+        print(f"quotagate bench: {report.overuse_events} quota over-use events", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
+    if args.simulate:
+        from controller.bench.simulate import simulate
+
+        return simulate(scenario, ack_delay_ms=args.ack_delay_ms, progress=progress)
+    from controller.bench.live import run_live
+
+    return asyncio.run(
+        run_live(
+            args.kubeconfig,
+            scenario,
+            progress=progress,
+            parallelism=args.parallelism,
+            timeout=args.timeout,
+            controller_pid=args.controller_pid,
+            keep=args.keep,
+        )
+    )
+
+
+def _output(report: Report, args: argparse.Namespace) -> None:
+    document = json.dumps(report.to_json(), indent=2)
+    if args.json == "-":
+        print(document)
+    else:
+        print(render(report))
+        if args.json:
+            Path(args.json).write_text(document + "\n", encoding="utf-8")
+            print(f"\nJSON report: {args.json}")
+    if args.plot:
+        plot(report, Path(args.plot))
+        print(f"plot: {args.plot}", file=sys.stderr if args.json == "-" else sys.stdout)

@@ -1,0 +1,642 @@
+"""`quotagate bench --live`: the scenario against a running API server and whatever
+Kueue-compatible controller runs there (quotagate, or Kueue itself).
+
+Only the Kueue v1beta2 API is used, as Kueue's own performance runner does:
+
+1. Setup: ResourceFlavor `rf`; per ClusterQueue a Namespace of the same name, the
+   ClusterQueue (cohort, cpu quota, preemption policy, `namespaceSelector: {}`) and a
+   LocalQueue; then wait until the controller reports every ClusterQueue Active.
+2. Creation: bare Workloads (one pod, `spec.priority`, a cpu request) on Kueue's
+   generator schedule, written in parallel.
+3. The job side, as an integration would: `runtimeMs` after a Workload is admitted it is
+   marked `Finished=True`; when it is evicted its quota reservation is cleared (status
+   admission removed, QuotaReserved/Admitted False), so it competes again.
+4. Recording, from one watch: the first event of a Workload, its admissions, evictions
+   and completion, with the time they were observed — time to admission is creation to
+   the last admission, as in Kueue's recorder. Quota over-use is checked by replaying the
+   reservations in the watch's (etcd) order: after every admission, no ClusterQueue above
+   nominal + borrowingLimit and no cohort above its total nominal quota.
+5. Cleanup (unless `keep`): Workloads, LocalQueues, ClusterQueues, the flavor and the
+   namespaces, all found by the run's label.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from kubernetes.aio import client as aio_client
+from kubernetes.aio import watch
+from kubernetes.aio.client.exceptions import ApiException
+
+from controller.bench.report import Job, Progress, Report, Sample, summarize
+from controller.bench.scenario import Scenario
+from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
+from controller.core.quantities import Quantity
+from controller.runtime import workload_status
+from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
+
+__all__ = ["LiveError", "run_live"]
+
+log = logging.getLogger(__name__)
+
+RUN_LABEL = "quotagate.bench/run"
+CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"  # as Kueue's generator
+RUNTIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
+FIELD_MANAGER = "quotagate-bench"
+
+
+class LiveError(RuntimeError):
+    """The run could not be set up or did not finish."""
+
+
+@dataclass
+class _Tracked:
+    job: Job
+    body: dict[str, Any] | None = None
+    seen_at: float | None = None
+    reserved: bool = False
+    evicted: bool = False
+    finished: bool = False
+    acking: bool = False
+    finish_task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Ledger:
+    """Reserved quota per ClusterQueue and cohort, replayed in watch order."""
+
+    limits: dict[str, int | None]
+    capacity: dict[str, int]
+    per_queue: dict[str, int] = field(default_factory=dict)
+    per_cohort: dict[str, int] = field(default_factory=dict)
+    per_class: dict[str, int] = field(default_factory=dict)
+    reserved: int = 0
+    integral: float = 0.0
+    last_t: float = 0.0
+    overuse: int = 0
+
+    def advance(self, t: float) -> None:
+        if t > self.last_t:
+            self.integral += self.reserved * (t - self.last_t)
+            self.last_t = t
+
+    def charge(self, job: Job, sign: int, t: float) -> None:
+        self.advance(t)
+        amount = sign * job.request
+        self.reserved += amount
+        q = self.per_queue[job.cluster_queue] = self.per_queue.get(job.cluster_queue, 0) + amount
+        c = self.per_cohort[job.cohort] = self.per_cohort.get(job.cohort, 0) + amount
+        self.per_class[job.class_name] = self.per_class.get(job.class_name, 0) + amount
+        limit = self.limits[job.cluster_queue]
+        if sign > 0 and (c > self.capacity[job.cohort] or (limit is not None and q > limit)):
+            self.overuse += 1
+            log.error(
+                "quota over-use: %s admitted with %s at %.0fm in its queue, %.0fm in cohort %s",
+                job.key,
+                job.cluster_queue,
+                q,
+                c,
+                job.cohort,
+            )
+
+
+def _condition_true(body: dict[str, Any], type_: str) -> bool:
+    for condition in (body.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def _cpu(milli: int) -> str:
+    return str(Quantity(milli))
+
+
+class LiveRun:
+    def __init__(
+        self,
+        api_client: aio_client.ApiClient,
+        scenario: Scenario,
+        *,
+        progress: TextIO | None = None,
+        parallelism: int = 32,
+        timeout: float = 1800.0,
+        controller_pid: int | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.custom = aio_client.CustomObjectsApi(api_client)
+        self.core = aio_client.CoreV1Api(api_client)
+        self.scenario = scenario
+        self.run_id = run_id or uuid.uuid4().hex[:8]
+        self.progress = progress
+        self.gate = asyncio.Semaphore(parallelism)
+        self.timeout = timeout
+        self.controller_pid = controller_pid
+        _, jobs, capacity = build(scenario)
+        self.jobs = jobs
+        self.schedule = [(job.created, job) for job in jobs]  # arrivals, in order
+        self.capacity = capacity
+        self.bound = lower_bound(jobs, capacity)
+        self.tracked = {job.key: _Tracked(job) for job in jobs}
+        limits = {
+            name: (None if qs.borrowing_limit is None else qs.nominal + qs.borrowing_limit)
+            for name, _, qs in scenario.queues()
+        }
+        self.ledger = _Ledger(limits, capacity)
+        self.nominal_total = sum(capacity.values())
+        self.counters = {"created": 0, "admitted": 0, "finished": 0}
+        self.preemptions = 0
+        self.samples: list[Sample] = []
+        self.pending: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
+        self.t0 = 0.0
+        self.all_finished = asyncio.Event()
+        self.errors: list[str] = []
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def _labels(self) -> dict[str, str]:
+        return {RUN_LABEL: self.run_id}
+
+    # -- setup -----------------------------------------------------------------------------
+
+    async def _guarded(self, call: Any) -> Any:
+        async with self.gate:
+            return await call
+
+    async def setup(self) -> None:
+        labels = self._labels()
+        await self.custom.create_cluster_custom_object(
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            "resourceflavors",
+            {
+                "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": f"{FLAVOR}-{self.run_id}", "labels": labels},
+                "spec": {},
+            },
+        )
+        creations = []
+        for name, cohort, qs in self.scenario.queues():
+            quota: dict[str, Any] = {"name": RESOURCE, "nominalQuota": _cpu(qs.nominal)}
+            if qs.borrowing_limit is not None:
+                quota["borrowingLimit"] = _cpu(qs.borrowing_limit)
+            cq = {
+                "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+                "kind": "ClusterQueue",
+                "metadata": {"name": self._cq(name), "labels": labels},
+                "spec": {
+                    "cohortName": self._cq(cohort),
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": [RESOURCE],
+                            "flavors": [{"name": f"{FLAVOR}-{self.run_id}", "resources": [quota]}],
+                        }
+                    ],
+                    "preemption": {
+                        "reclaimWithinCohort": qs.reclaim_within_cohort,
+                        "withinClusterQueue": qs.within_cluster_queue,
+                    },
+                },
+            }
+            creations.append(self._create_queue(name, cq))
+        await asyncio.gather(*creations)
+        await self._wait_active()
+
+    def _cq(self, name: str) -> str:
+        """Object names carry the run id, so runs never collide."""
+        return f"{name}-{self.run_id}"
+
+    async def _create_queue(self, name: str, cq: dict[str, Any]) -> None:
+        ns = self._cq(name)
+        labels = self._labels()
+        await self._guarded(
+            self.core.create_namespace(
+                {"metadata": {"name": ns, "labels": labels}}  # type: ignore[arg-type]
+            )
+        )
+        await self._guarded(
+            self.custom.create_cluster_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", cq
+            )
+        )
+        await self._guarded(
+            self.custom.create_namespaced_custom_object(
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                ns,
+                "localqueues",
+                {
+                    "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+                    "kind": "LocalQueue",
+                    "metadata": {"name": ns, "namespace": ns, "labels": labels},
+                    "spec": {"clusterQueue": ns},
+                },
+            )
+        )
+
+    async def _wait_active(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        wanted = {self._cq(name) for name, _, _ in self.scenario.queues()}
+        while True:
+            listing: Any = await self.custom.list_cluster_custom_object(
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                "clusterqueues",
+                label_selector=f"{RUN_LABEL}={self.run_id}",
+            )
+            active = {
+                item["metadata"]["name"]
+                for item in listing.get("items") or ()
+                if _condition_true(item, "Active")
+            }
+            if wanted <= active:
+                return
+            if time.monotonic() > deadline:
+                missing = sorted(wanted - active)
+                raise LiveError(
+                    f"{len(missing)} ClusterQueues not Active after {timeout:.0f}s "
+                    f"(e.g. {missing[0]}): is a Kueue-compatible controller running?"
+                )
+            await asyncio.sleep(0.5)
+
+    # -- the run ---------------------------------------------------------------------------
+
+    async def run(self) -> Report:
+        cpu_before = _process_cpu(self.controller_pid)
+        own_before = time.process_time()
+        self.t0 = time.monotonic()
+        meter = Progress(self.progress, len(self.jobs))
+        watcher = asyncio.ensure_future(self._watch())
+        creator = asyncio.ensure_future(self._create_all())
+        try:
+            while not self.all_finished.is_set():
+                if self.errors:
+                    raise LiveError(self.errors[0])
+                if self.now() > self.timeout:
+                    raise LiveError(
+                        f"timed out after {self.timeout:.0f}s: {self.counters['finished']} of "
+                        f"{len(self.jobs)} Workloads finished"
+                    )
+                if watcher.done():
+                    watcher.result()
+                    raise LiveError("the Workload watch ended")
+                self._sample()
+                meter.update(self.now(), self.counters)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.all_finished.wait(), timeout=0.5)
+            await creator
+        finally:
+            for task in (watcher, creator, *self.tasks):
+                task.cancel()
+            await asyncio.gather(watcher, creator, *self.tasks, return_exceptions=True)
+        makespan = max(job.finished_at or 0.0 for job in self.jobs)
+        meter.done(makespan, self.counters)
+        self.ledger.advance(makespan)
+        self._sample(makespan)
+        cpu_after = _process_cpu(self.controller_pid)
+        extra: dict[str, Any] = {
+            "runner_cpu_s": round(time.process_time() - own_before, 3),
+            "run_id": self.run_id,
+        }
+        cpu = 0.0
+        if cpu_before is not None and cpu_after is not None:
+            cpu = cpu_after - cpu_before
+            extra["cpu_of"] = f"controller pid {self.controller_pid}"
+        else:
+            extra["cpu_of"] = "none (pass --controller-pid to measure the controller's CPU)"
+        return summarize(
+            mode="live",
+            scenario=self.scenario,
+            jobs=self.jobs,
+            makespan=makespan,
+            bound=self.bound,
+            cpu=cpu,
+            usage_pct=100 * self.ledger.integral / (self.nominal_total * makespan)
+            if makespan
+            else 0.0,
+            preemptions=self.preemptions,
+            overuse=self.ledger.overuse,
+            samples=self.samples,
+            nominal_total=self.nominal_total,
+            extra=extra,
+        )
+
+    def _sample(self, t: float | None = None) -> None:
+        t = self.now() if t is None else t
+        self.samples.append(Sample(t, dict(self.pending), dict(self.ledger.per_class)))
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.errors.append(f"{type(task.exception()).__name__}: {task.exception()}")
+
+    async def _create_all(self) -> None:
+        for at, job in self.schedule:
+            delay = at - self.now()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await self.gate.acquire()
+            self._spawn(self._create(job))
+
+    async def _create(self, job: Job) -> None:
+        try:
+            cq_name, name = job.key.split("/", 1)
+            ns = self._cq(cq_name)
+            body = {
+                "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+                "kind": "Workload",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "labels": {
+                        **self._labels(),
+                        CLASS_LABEL: job.class_name,
+                        RUNTIME_LABEL: str(int(job.runtime * 1000)),
+                    },
+                },
+                "spec": {
+                    "queueName": ns,
+                    "priority": job.priority,
+                    "podSets": [
+                        {
+                            "name": "main",
+                            "count": 1,
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [
+                                        {
+                                            "name": "c",
+                                            "image": "pause",
+                                            "resources": {
+                                                "requests": {RESOURCE: _cpu(job.request)}
+                                            },
+                                        }
+                                    ],
+                                }
+                            },
+                        }
+                    ],
+                },
+            }
+            await self.custom.create_namespaced_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, ns, "workloads", body
+            )
+            self.counters["created"] += 1
+        finally:
+            self.gate.release()
+
+    # -- the watch -------------------------------------------------------------------------
+
+    def _key_of(self, body: dict[str, Any]) -> str | None:
+        meta = body.get("metadata") or {}
+        ns = str(meta.get("namespace") or "")
+        suffix = f"-{self.run_id}"
+        if not ns.endswith(suffix):
+            return None
+        return f"{ns[: -len(suffix)]}/{meta.get('name')}"
+
+    async def _watch(self) -> None:
+        version = ""
+        while True:
+            stream = watch.Watch()
+            try:
+                async for event in stream.stream(
+                    self.custom.list_cluster_custom_object,
+                    KUEUE_GROUP,
+                    KUEUE_VERSION,
+                    "workloads",
+                    label_selector=f"{RUN_LABEL}={self.run_id}",
+                    resource_version=version or None,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=300,
+                ):
+                    body = event["raw_object"]
+                    version = (body.get("metadata") or {}).get("resourceVersion") or version
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._observe(body)
+            except ApiException as exc:
+                if exc.status != 410:
+                    raise
+                raise LiveError(
+                    "the Workload watch expired (410 Gone); the run cannot be recorded exactly"
+                ) from exc
+            finally:
+                await stream.close()
+
+    def _observe(self, body: dict[str, Any]) -> None:
+        key = self._key_of(body)
+        tracked = self.tracked.get(key) if key else None
+        if tracked is None:
+            return
+        t = self.now()
+        job = tracked.job
+        tracked.body = body
+        if tracked.seen_at is None:
+            tracked.seen_at = t
+            job.created = t  # Kueue's recorder: time to admission counts from the first event
+            self.pending[job.class_name] += 1
+        status = body.get("status") or {}
+        reserved = bool(status.get("admission")) and _condition_true(body, "QuotaReserved")
+        finished = _condition_true(body, "Finished")
+        evicted = _condition_true(body, "Evicted")
+        if finished and not tracked.finished:
+            tracked.finished = True
+            if tracked.reserved:
+                tracked.reserved = False
+                self.ledger.charge(job, -1, t)
+            job.finished_at = t
+            self.counters["finished"] += 1
+            if self.counters["finished"] == len(self.jobs):
+                self.all_finished.set()
+            return
+        if tracked.finished:
+            return
+        if reserved and not tracked.reserved:
+            tracked.reserved = True
+            tracked.evicted = False
+            job.epoch += 1
+            job.admitted_at = t
+            if job.first_admitted_at is None:
+                job.first_admitted_at = t
+                self.counters["admitted"] += 1
+            self.pending[job.class_name] -= 1
+            self.ledger.charge(job, 1, t)
+            self._spawn(self._finish_later(tracked, job.epoch))
+        elif not reserved and tracked.reserved:
+            tracked.reserved = False
+            job.epoch += 1
+            self.pending[job.class_name] += 1
+            self.ledger.charge(job, -1, t)
+        if evicted and tracked.reserved and not tracked.evicted:
+            tracked.evicted = True
+            job.evictions += 1
+            if (_reason(body, "Evicted") or "") == "Preempted":
+                self.preemptions += 1
+            self._spawn(self._acknowledge(tracked))
+
+    # -- the job side ----------------------------------------------------------------------
+
+    async def _finish_later(self, tracked: _Tracked, epoch: int) -> None:
+        await asyncio.sleep(tracked.job.runtime)
+        await self._patch_status(
+            tracked,
+            lambda status: workload_status.finished(
+                status, "Succeeded", "finished by quotagate bench", time.time(), None
+            ),
+            still=lambda: tracked.job.epoch == epoch and tracked.reserved and not tracked.evicted,
+        )
+
+    async def _acknowledge(self, tracked: _Tracked) -> None:
+        await self._patch_status(
+            tracked,
+            lambda status: workload_status.released(status, time.time(), None),
+            still=lambda: tracked.reserved and not tracked.finished,
+        )
+
+    async def _patch_status(self, tracked: _Tracked, make: Any, still: Any) -> None:
+        """A status patch with the last seen resourceVersion as precondition; on a conflict,
+        read the Workload again and retry while the patch still applies."""
+        for _ in range(20):
+            if not still() or tracked.body is None:
+                return
+            body = tracked.body
+            meta = body["metadata"]
+            patch = {
+                "metadata": {"resourceVersion": meta.get("resourceVersion")},
+                "status": make(body.get("status") or {}),
+            }
+            try:
+                async with self.gate:
+                    updated: Any = await self.custom.patch_namespaced_custom_object_status(
+                        KUEUE_GROUP,
+                        KUEUE_VERSION,
+                        meta["namespace"],
+                        "workloads",
+                        meta["name"],
+                        patch,
+                        field_manager=FIELD_MANAGER,
+                        _content_type=MERGE_PATCH,
+                    )
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                async with self.gate:
+                    fresh: Any = await self.custom.get_namespaced_custom_object(
+                        KUEUE_GROUP, KUEUE_VERSION, meta["namespace"], "workloads", meta["name"]
+                    )
+                if _newer(fresh, tracked.body):
+                    tracked.body = fresh
+                continue
+            if _newer(updated, tracked.body):
+                tracked.body = updated
+            return
+        raise LiveError(f"could not update {tracked.job.key}: 20 conflicts in a row")
+
+    # -- cleanup ---------------------------------------------------------------------------
+
+    async def cleanup(self) -> None:
+        selector = f"{RUN_LABEL}={self.run_id}"
+        names = [self._cq(name) for name, _, _ in self.scenario.queues()]
+
+        async def namespace(ns: str) -> None:
+            for plural in ("workloads", "localqueues"):
+                with contextlib.suppress(ApiException):
+                    await self._guarded(
+                        self.custom.delete_collection_namespaced_custom_object(
+                            KUEUE_GROUP, KUEUE_VERSION, ns, plural, label_selector=selector
+                        )
+                    )
+            with contextlib.suppress(ApiException):
+                await self._guarded(self.core.delete_namespace(ns))
+
+        await asyncio.gather(*(namespace(ns) for ns in names))
+        for plural in ("clusterqueues", "resourceflavors"):
+            with contextlib.suppress(ApiException):
+                await self.custom.delete_collection_cluster_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, plural, label_selector=selector
+                )
+
+
+def _reason(body: dict[str, Any], type_: str) -> str | None:
+    for condition in (body.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return str(condition.get("reason") or "")
+    return None
+
+
+def _newer(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    if a is None:
+        return False
+    if b is None:
+        return True
+    try:
+        return int(a["metadata"]["resourceVersion"]) > int(b["metadata"]["resourceVersion"])
+    except (KeyError, ValueError, TypeError):
+        return True
+
+
+def _process_cpu(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process (Linux /proc), or None."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stream:
+            fields = stream.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+async def run_live(
+    kubeconfig: str | None,
+    scenario: Scenario,
+    *,
+    progress: TextIO | None = None,
+    parallelism: int = 32,
+    timeout: float = 1800.0,
+    controller_pid: int | None = None,
+    keep: bool = False,
+) -> Report:
+    """Set up, run and (unless `keep`) clean up one live run; the report."""
+    from controller.runtime.kube import make_api_client
+
+    api_client = await make_api_client(kubeconfig, pool_size=max(parallelism * 2, 16))
+    live = LiveRun(
+        api_client,
+        scenario,
+        progress=progress,
+        parallelism=parallelism,
+        timeout=timeout,
+        controller_pid=controller_pid,
+    )
+    try:
+        if progress is not None:
+            progress.write(
+                f"setting up {scenario.total_queues()} ClusterQueues (run {live.run_id})\n"
+            )
+        await live.setup()
+        return await live.run()
+    finally:
+        if not keep:
+            if progress is not None:
+                progress.write(f"cleaning up run {live.run_id}\n")
+            with contextlib.suppress(Exception):
+                await live.cleanup()
+        await api_client.close()

@@ -1,0 +1,236 @@
+"""`quotagate bench --simulate`: the real `controller/core` engine on a virtual clock.
+
+A discrete-event simulation, in-process, no API server. At every event time (arrivals,
+completions, victims releasing their quota) the events are applied to the state, then
+admission cycles run until nothing changes. A cycle takes no virtual time (its real CPU
+cost is measured separately): the simulated figures say how good the *decisions* are,
+the CPU seconds how fast they are made.
+
+- Arrivals follow Kueue's generator (`Scenario` / `WorkloadSet.arrivals`).
+- Completion: `runtimeMs` after admission the Workload finishes and releases its quota.
+- Preemption: a `Preempt` decision evicts its victims; each releases its quota
+  `ack_delay_ms` later (as a job integration would) and waits in its queue again; the
+  preemptor is admitted by the first cycle that sees them gone.
+- Time to admission, as Kueue's recorder measures it: from creation to the (last)
+  admission of the Workload.
+- ClusterQueue usage, as Kueue's recorder: reserved quota integrated over time, over
+  (total nominal quota × the run's duration).
+- Over-use: after every admission each ClusterQueue must hold at most nominal +
+  borrowingLimit and each cohort at most its total nominal quota; any excess is counted.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import replace
+from typing import TextIO
+
+from controller.bench.report import Job, Progress, Report, Sample, summarize
+from controller.bench.scenario import Scenario
+from controller.core.clusterqueues import (
+    ClusterQueue,
+    FlavorQuotas,
+    LocalQueue,
+    PreemptionPolicy,
+    ResourceGroup,
+    ResourceQuota,
+)
+from controller.core.cycle import run_cycle
+from controller.core.flavors import ResourceFlavor
+from controller.core.selectors import LabelSelector
+from controller.core.state import ClusterState
+from controller.core.workloads import PodSet, Workload
+
+__all__ = ["build", "lower_bound", "simulate"]
+
+RESOURCE = "cpu"
+FLAVOR = "rf"  # the name Kueue's generator gives its flavor
+
+_ARRIVE, _FINISH, _RELEASE = 0, 1, 2
+
+
+def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
+    """The state (flavor, queues), every Workload's plan (arrival order) and the nominal
+    capacity of each cohort (milli-units)."""
+    state = ClusterState()
+    state.set_flavor(ResourceFlavor(FLAVOR))
+    jobs: list[Job] = []
+    capacity: dict[str, int] = {}
+    for name, cohort, qs in scenario.queues():
+        quota = ResourceQuota(qs.nominal, qs.borrowing_limit)
+        state.set_cluster_queue(
+            ClusterQueue(
+                name,
+                (ResourceGroup((RESOURCE,), (FlavorQuotas(FLAVOR, {RESOURCE: quota}),)),),
+                cohort,
+                namespace_selector=LabelSelector(),
+                preemption=PreemptionPolicy(
+                    reclaim_within_cohort=qs.reclaim_within_cohort,
+                    within_cluster_queue=qs.within_cluster_queue,
+                ),
+            )
+        )
+        state.set_local_queue(LocalQueue(name, name, name))
+        capacity[cohort] = capacity.get(cohort, 0) + qs.nominal
+        for s, ws in enumerate(qs.workload_sets):
+            for at, wc, index in ws.arrivals():
+                jobs.append(
+                    Job(
+                        f"{name}/{wc.name}-{s}-{index}-{ws.classes.index(wc)}",
+                        wc.name,
+                        name,
+                        cohort,
+                        wc.request,
+                        wc.runtime_ms / 1000,
+                        wc.priority,
+                        at,
+                    )
+                )
+    jobs.sort(key=lambda job: job.created)
+    return state, jobs, capacity
+
+
+def lower_bound(jobs: list[Job], capacity: dict[str, int]) -> float:
+    """No schedule finishes before the last arrival has run, nor before each cohort has
+    pushed its work (request × runtime) through its total nominal quota — borrowing moves
+    quota inside a cohort, never between cohorts."""
+    bound = 0.0
+    work: dict[str, float] = {}
+    for job in jobs:
+        bound = max(bound, job.created + job.runtime)
+        work[job.cohort] = work.get(job.cohort, 0.0) + job.request * job.runtime
+    for cohort, amount in work.items():
+        if capacity.get(cohort):
+            bound = max(bound, amount / capacity[cohort])
+    return bound
+
+
+def simulate(
+    scenario: Scenario,
+    *,
+    ack_delay_ms: int = 0,
+    progress: TextIO | None = None,
+    sample_every: float = 0.5,
+    park_alike: bool = True,
+) -> Report:
+    """Run the scenario to the end; the report (raises RuntimeError if a Workload never
+    finishes, which would be an engine bug)."""
+    cpu_start = time.process_time()
+    state, jobs, capacity = build(scenario)
+    by_key = {job.key: job for job in jobs}
+    limits = {
+        name: (None if qs.borrowing_limit is None else qs.nominal + qs.borrowing_limit)
+        for name, _, qs in scenario.queues()
+    }
+    nominal_total = sum(capacity.values())
+    seq = itertools.count()
+    events: list[tuple[float, int, int, str, int]] = [
+        (job.created, next(seq), _ARRIVE, job.key, 0) for job in jobs
+    ]
+    heapq.heapify(events)
+    per_queue: dict[str, int] = dict.fromkeys(limits, 0)
+    per_cohort: dict[str, int] = dict.fromkeys(capacity, 0)
+    reserved_by_class: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
+    pending_by_class: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
+    counters = {"created": 0, "admitted": 0, "finished": 0}
+    overuse = preemptions = cycles = 0
+    reserved = 0
+    usage_integral = 0.0
+    last_t = 0.0
+    samples: list[Sample] = []
+    meter = Progress(progress, len(jobs), clock=time.process_time, unit="simulated")
+
+    def charge(job: Job, sign: int) -> None:
+        nonlocal reserved
+        reserved += sign * job.request
+        per_queue[job.cluster_queue] += sign * job.request
+        per_cohort[job.cohort] += sign * job.request
+        reserved_by_class[job.class_name] += sign * job.request
+
+    now = 0.0
+    while events:
+        now = events[0][0]
+        usage_integral += reserved * (now - last_t)
+        last_t = now
+        while events and events[0][0] == now:
+            _, _, kind, key, epoch = heapq.heappop(events)
+            job = by_key[key]
+            if kind == _ARRIVE:
+                namespace, name = key.split("/", 1)
+                state.upsert_workload(
+                    Workload(
+                        namespace,
+                        name,
+                        key,
+                        job.cluster_queue,
+                        (PodSet("main", 1, {RESOURCE: job.request}),),
+                        creation_timestamp=job.created,
+                        priority=job.priority,
+                    )
+                )
+                pending_by_class[job.class_name] += 1
+                counters["created"] += 1
+            elif kind == _FINISH and epoch == job.epoch and key in state.admitted:
+                state.release(key, requeue=False)
+                charge(job, -1)
+                job.finished_at = now
+                counters["finished"] += 1
+            elif kind == _RELEASE and key in state.admitted:
+                # The victim's job has stopped: its quota is released and it waits again.
+                state.upsert_workload(replace(state.workloads[key], admission=None, evicted=False))
+                charge(job, -1)
+                job.epoch += 1
+                job.evictions += 1
+                pending_by_class[job.class_name] += 1
+        while True:
+            result = run_cycle(state, now, park_alike=park_alike)
+            cycles += 1
+            for admit in result.admitted:
+                job = by_key[admit.workload_key]
+                job.epoch += 1
+                job.admitted_at = now
+                if job.first_admitted_at is None:
+                    job.first_admitted_at = now
+                    counters["admitted"] += 1
+                charge(job, 1)
+                limit = limits[job.cluster_queue]
+                if per_cohort[job.cohort] > capacity[job.cohort] or (
+                    limit is not None and per_queue[job.cluster_queue] > limit
+                ):
+                    overuse += 1
+                pending_by_class[job.class_name] -= 1
+                heapq.heappush(events, (now + job.runtime, next(seq), _FINISH, job.key, job.epoch))
+            for preempt in result.preempting:
+                for victim in preempt.victims:
+                    preemptions += 1
+                    heapq.heappush(
+                        events,
+                        (now + ack_delay_ms / 1000, next(seq), _RELEASE, victim.workload_key, 0),
+                    )
+            if not result.changed:
+                break
+        if not samples or now - samples[-1].t >= sample_every:
+            samples.append(Sample(now, dict(pending_by_class), dict(reserved_by_class)))
+        meter.update(now, counters)
+    meter.done(now, counters)
+    unfinished = [job.key for job in jobs if job.finished_at is None]
+    if unfinished:
+        raise RuntimeError(f"{len(unfinished)} Workloads never finished, e.g. {unfinished[:3]}")
+    makespan = max(job.finished_at or 0.0 for job in jobs)
+    samples.append(Sample(makespan, dict(pending_by_class), dict(reserved_by_class)))
+    return summarize(
+        mode="simulate",
+        scenario=scenario,
+        jobs=jobs,
+        makespan=makespan,
+        bound=lower_bound(jobs, capacity),
+        cpu=time.process_time() - cpu_start,
+        usage_pct=100 * usage_integral / (nominal_total * makespan) if makespan else 0.0,
+        preemptions=preemptions,
+        overuse=overuse,
+        samples=samples,
+        nominal_total=nominal_total,
+        extra={"cycles": cycles, "ack_delay_ms": ack_delay_ms},
+    )

@@ -1,0 +1,190 @@
+"""`quotagate bench --simulate`: the real engine on a virtual clock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.bench.report import Job, render
+from controller.bench.scenario import load, parse
+from controller.bench.simulate import build, lower_bound, simulate
+from controller.cli import main
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+SMOKE = SCENARIOS / "smoke.yaml"
+
+
+def _scenario(
+    nominal: int, borrowing: int | None, sets: list[dict[str, Any]], queues: int = 2
+) -> Any:
+    qs: dict[str, Any] = {
+        "className": "cq",
+        "count": queues,
+        "nominalQuota": nominal,
+        "reclaimWithinCohort": "Any",
+        "withinClusterQueue": "LowerPriority",
+        "workloadsSets": sets,
+    }
+    if borrowing is not None:
+        qs["borrowingLimit"] = borrowing
+    return parse({"cohorts": [{"className": "c", "count": 1, "queuesSets": [qs]}]}, "t")
+
+
+def _set(
+    count: int, interval: int, name: str, request: int, runtime: int, priority: int
+) -> dict[str, Any]:
+    return {
+        "count": count,
+        "creationIntervalMs": interval,
+        "workloads": [
+            {"className": name, "runtimeMs": runtime, "priority": priority, "request": request}
+        ],
+    }
+
+
+def test_smoke_runs_to_the_end_without_over_use() -> None:
+    report = simulate(load(SMOKE))
+    assert report.workloads == 58
+    assert report.overuse_events == 0
+    assert all(f.admitted == f.count for f in report.classes.values())
+    assert report.lower_bound_s <= report.makespan_s
+    assert 0 < report.cq_usage_pct <= 100
+    # The large class (priority 200) preempts lower-priority work in the smoke scenario.
+    assert report.preemptions > 0
+    assert report.classes["large"].mean < report.classes["small"].mean
+
+
+def test_lower_bound_is_the_larger_of_arrivals_and_work_over_capacity() -> None:
+    # 2 queues × nominal 2 = 4 units. Work: 2 queues × 10 × 1 unit × 1 s = 20 unit·s → 5 s.
+    scenario = _scenario(2, None, [_set(10, 10, "a", 1, 1000, 1)])
+    _, jobs, capacity = build(scenario)
+    assert capacity == {"c-0": 4000}
+    assert lower_bound(jobs, capacity) == pytest.approx(5.0)
+    # Sparse arrivals: the last one arrives at 10 s and runs 1 s.
+    sparse = _scenario(2, None, [_set(10, 1000, "a", 1, 1000, 1)])
+    _, jobs, capacity = build(sparse)
+    assert lower_bound(jobs, capacity) == pytest.approx(11.0)
+
+
+def test_an_uncontended_scenario_admits_at_arrival_and_meets_the_bound() -> None:
+    scenario = _scenario(4, 0, [_set(5, 1000, "a", 1, 500, 1)])
+    report = simulate(scenario)
+    assert report.classes["a"].mean == 0.0
+    assert report.preemptions == 0
+    assert report.makespan_s == pytest.approx(report.lower_bound_s)
+
+
+def test_a_higher_priority_arrival_preempts_and_victims_come_back() -> None:
+    # One queue of 2 units: two long low-priority Workloads fill it, then a high one needs both.
+    scenario = _scenario(
+        2,
+        0,
+        [_set(2, 10, "low", 1, 5000, 1), _set(1, 100, "high", 2, 1000, 10)],
+        queues=1,
+    )
+    report = simulate(scenario)
+    assert report.preemptions == 2
+    assert report.classes["low"].evictions == 2
+    assert report.classes["high"].mean == 0.0
+    assert report.overuse_events == 0
+
+
+def test_results_are_deterministic() -> None:
+    first, second = simulate(load(SMOKE)).to_json(), simulate(load(SMOKE)).to_json()
+    for document in (first, second):
+        document.pop("cpu_s")
+    assert first == second
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        load(SMOKE),
+        _scenario(
+            20,
+            100,
+            [
+                _set(60, 50, "s", 1, 200, 50),
+                _set(12, 250, "m", 5, 500, 100),
+                _set(4, 600, "l", 20, 1000, 200),
+            ],
+            queues=3,
+        ),
+        _scenario(3, None, [_set(30, 20, "s", 1, 300, 1), _set(30, 20, "t", 2, 300, 1)]),
+    ],
+)
+def test_parking_alike_heads_at_once_changes_no_decision(scenario: Any) -> None:
+    """Step 7 of the cycle (set aside identical heads together) only saves cycles: every
+    Workload is admitted at the same moment as with Kueue's one head per cycle."""
+
+    def times(park_alike: bool) -> tuple[dict[str, Any], int]:
+        report = simulate(scenario, park_alike=park_alike)
+        return {k: v for k, v in report.to_json().items() if k not in ("cpu_s", "cycles")}, int(
+            report.extra["cycles"]
+        )
+
+    batched, batched_cycles = times(True)
+    one_by_one, one_by_one_cycles = times(False)
+    assert batched == one_by_one
+    assert batched_cycles <= one_by_one_cycles
+
+
+def test_report_json_has_the_documented_keys() -> None:
+    document = simulate(load(SMOKE)).to_json()
+    for key in (
+        "makespan_s",
+        "lower_bound_s",
+        "cpu_s",
+        "cq_usage_pct",
+        "preemptions",
+        "overuse_events",
+    ):
+        assert key in document
+    for figures in document["classes"].values():
+        assert {"mean_admission_s", "p95_admission_s", "p50_admission_s"} <= figures.keys()
+
+
+def test_render_compares_with_kueue_for_kueues_scenarios() -> None:
+    report = simulate(load(SMOKE))
+    text = render(report)
+    assert "KUEUE" not in text and "time to admission" in text
+    report.scenario = "baseline"
+    assert "KUEUE MEAN" in render(report) and "215.5 s" in render(report)
+
+
+def test_time_to_admission_counts_to_the_last_admission() -> None:
+    job = Job(
+        "ns/a", "c", "q", "co", 1000, 1.0, 0, created=1.0, first_admitted_at=2.0, admitted_at=5.0
+    )
+    assert job.time_to_admission == 4.0
+
+
+def test_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    assert main(["bench", str(SMOKE), "--simulate", "--json", str(out), "--plot", str(png)]) == 0
+    captured = capsys.readouterr()
+    assert "scenario smoke (simulate)" in captured.out
+    assert "finished" in captured.err  # progress
+    assert json.loads(out.read_text())["workloads"] == 58
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_json_to_stdout_is_pure_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", str(SMOKE), "--simulate", "--json", "-", "-q"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["scenario"] == "smoke"
+    assert captured.err == ""
+
+
+def test_cli_bad_scenario_exits_2_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cohorts:\n  - count: 1\n    queuesSets: []\n")
+    assert main(["bench", str(bad), "--simulate"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.yaml: cohorts[0].queuesSets: expected a non-empty list" in err
+    assert "Traceback" not in err
