@@ -59,6 +59,12 @@ def add_bench_command(commands: Any) -> None:
         "--timeout", type=float, default=1800.0, help="give up after this many seconds"
     )
     live.add_argument(
+        "--setup-timeout",
+        type=float,
+        default=120.0,
+        help="how long to wait for the controller to mark the ClusterQueues Active",
+    )
+    live.add_argument(
         "--controller-pid", type=int, help="measure this process's CPU (the controller's)"
     )
     live.add_argument("--keep", action="store_true", help="leave the run's objects in the cluster")
@@ -112,6 +118,7 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
             timeout=args.timeout,
             controller_pid=args.controller_pid,
             keep=args.keep,
+            setup_timeout=args.setup_timeout,
         )
     )
 

@@ -129,6 +129,7 @@ class LiveRun:
         timeout: float = 1800.0,
         controller_pid: int | None = None,
         run_id: str | None = None,
+        setup_timeout: float = 120.0,
     ) -> None:
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.core = aio_client.CoreV1Api(api_client)
@@ -138,6 +139,7 @@ class LiveRun:
         self.gate = asyncio.Semaphore(parallelism)
         self.timeout = timeout
         self.controller_pid = controller_pid
+        self.setup_timeout = setup_timeout
         _, jobs, capacity = build(scenario)
         self.jobs = jobs
         self.schedule = [(job.created, job) for job in jobs]  # arrivals, in order
@@ -210,7 +212,7 @@ class LiveRun:
             }
             creations.append(self._create_queue(name, cq))
         await asyncio.gather(*creations)
-        await self._wait_active()
+        await self._wait_active(self.setup_timeout)
 
     def _cq(self, name: str) -> str:
         """Object names carry the run id, so runs never collide."""
@@ -244,7 +246,7 @@ class LiveRun:
             )
         )
 
-    async def _wait_active(self, timeout: float = 120.0) -> None:
+    async def _wait_active(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         wanted = {self._cq(name) for name, _, _ in self.scenario.queues()}
         while True:
@@ -613,6 +615,7 @@ async def run_live(
     timeout: float = 1800.0,
     controller_pid: int | None = None,
     keep: bool = False,
+    setup_timeout: float = 120.0,
 ) -> Report:
     """Set up, run and (unless `keep`) clean up one live run; the report."""
     from controller.runtime.kube import make_api_client
@@ -625,6 +628,7 @@ async def run_live(
         parallelism=parallelism,
         timeout=timeout,
         controller_pid=controller_pid,
+        setup_timeout=setup_timeout,
     )
     try:
         if progress is not None:

@@ -33,7 +33,7 @@ from controller.core.state import ClusterState
 from controller.core.workloads import Admission
 from controller.runtime import workload_status
 from controller.runtime.config import ControllerConfig
-from controller.runtime.kube import WORKLOADS, Api, retrying
+from controller.runtime.kube import API_ERRORS, WORKLOADS, Api, retrying
 from controller.runtime.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,10 @@ class Controller:
         self.state.preemptibility_threshold = config.preemptibility.priority_threshold
         self.wake = asyncio.Event()
         self.writes = asyncio.Semaphore(config.write_parallelism)
+        # Pending reasons are informative, admissions and evictions are decisions: reasons
+        # get a quarter of the write slots of their own, so a queue of thousands of
+        # pending Workloads never delays an admission.
+        self.pending_writes = asyncio.Semaphore(max(1, config.write_parallelism // 4))
         self.copies: dict[str, _WorkloadCopy] = {}
         self.in_flight: dict[str, _InFlight] = {}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -130,6 +134,10 @@ class Controller:
         self.written_resolution: dict[str, tuple[str, str, str]] = {}
 
     # -- events --------------------------------------------------------------------------------
+
+    def workload_keys(self) -> set[str]:
+        """Every Workload the controller holds a copy of."""
+        return set(self.copies)
 
     def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
         """Apply one watch event (type None/ADDED/MODIFIED/DELETED) to the state."""
@@ -193,7 +201,7 @@ class Controller:
         async def write() -> None:
             try:
                 await self._patch_workload(key, build, "preemptibility")
-            except (ApiException, OSError) as exc:
+            except API_ERRORS as exc:
                 self.written_resolution.pop(key, None)
                 log.info("resolvedPreemptibility of %s not written: %s", key, exc)
                 return
@@ -324,7 +332,11 @@ class Controller:
         self.wake.set()
 
     async def _patch_workload(
-        self, key: str, build: Callable[[dict[str, Any]], dict[str, Any] | None], write: str
+        self,
+        key: str,
+        build: Callable[[dict[str, Any]], dict[str, Any] | None],
+        write: str,
+        gate: asyncio.Semaphore | None = None,
     ) -> dict[str, Any] | None:
         """Patch a Workload's status computed by `build(current status)`; on a conflict the
         Workload is re-read and the patch recomputed. `build` returning None = nothing to do."""
@@ -348,7 +360,7 @@ class Controller:
                     body = await self.api.get_workload(namespace, name)
                 raise
 
-        async with self.writes:
+        async with gate or self.writes:
             try:
                 result = await retrying(attempt)
             except ApiException as exc:
@@ -370,7 +382,7 @@ class Controller:
         result: dict[str, Any] | None = None
         try:
             result = await self._patch_workload(key, build, "admit")
-        except (ApiException, _Superseded, OSError) as exc:
+        except _ADMISSION_FAILURES as exc:
             log.warning("admission of %s not written (%s); rolled back", key, exc)
             if key in self.state.admitted:
                 self.state.release(key, requeue=False)
@@ -418,22 +430,28 @@ class Controller:
             )
 
     async def _write_pending(self, pending: Inadmissible) -> None:
+        """Write why a Workload waits. By the time a write slot is free the reason may be
+        stale: a newer reason for the same Workload supersedes it, and an admitted or
+        deleted Workload needs none."""
         key = pending.workload_key
-        now = self.clock()
         reason = pending.condition_reason
+        self.written_reason[key] = pending.reason
 
         def build(status: dict[str, Any]) -> dict[str, Any] | None:
-            if status.get("admission") or not workload_status.pending_changed(
-                status, reason, pending.reason
+            if (
+                self.written_reason.get(key) != pending.reason
+                or key in self.state.admitted
+                or status.get("admission")
+                or not workload_status.pending_changed(status, reason, pending.reason)
             ):
                 return None
-            return workload_status.pending(status, reason, pending.reason, now, None)
+            return workload_status.pending(status, reason, pending.reason, self.clock(), None)
 
-        self.written_reason[key] = pending.reason
         try:
-            result = await self._patch_workload(key, build, "pending")
-        except (ApiException, OSError) as exc:
-            self.written_reason.pop(key, None)
+            result = await self._patch_workload(key, build, "pending", self.pending_writes)
+        except API_ERRORS as exc:
+            if self.written_reason.get(key) == pending.reason:
+                self.written_reason.pop(key, None)
             log.info("pending status of %s not written: %s", key, exc)
             return
         if result is not None:
@@ -506,7 +524,7 @@ class Controller:
 
         try:
             result = await self._patch_workload(key, build, "partial-preempt")
-        except (ApiException, OSError) as exc:
+        except API_ERRORS as exc:
             log.warning("partial preemption of %s not written: %s", key, exc)
             return
         if result is not None:
@@ -536,7 +554,7 @@ class Controller:
 
         try:
             result = await self._patch_workload(key, build, "evict")
-        except (ApiException, OSError) as exc:
+        except API_ERRORS as exc:
             log.warning("eviction of %s not written: %s", key, exc)
             return
         if result is not None:
@@ -552,15 +570,17 @@ class Controller:
                 await self.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)
 
 
+class _Superseded(Exception):
+    """The Workload changed under us so that the decision no longer applies."""
+
+
+_ADMISSION_FAILURES: tuple[type[BaseException], ...] = (_Superseded, *API_ERRORS)
+
 _PREEMPTION_TEXT = {
     "InClusterQueue": "prioritization in the ClusterQueue",
     "InCohortReclamation": "reclamation within the cohort",
     "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
 }
-
-
-class _Superseded(Exception):
-    """The Workload changed under us so that the decision no longer applies."""
 
 
 __all__ = ["WORKLOADS", "Controller", "admission_to_api"]

@@ -14,6 +14,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 from kubernetes.aio.client.exceptions import ApiException
 
 from controller.runtime.kube import Api
@@ -82,7 +83,7 @@ class EventRecorder:
             self._recent[key] = (now, name, 1)
             if len(self._recent) > 10_000:
                 self._forget_old(now)
-        except (ApiException, OSError, ValueError) as exc:
+        except (ApiException, OSError, ValueError, aiohttp.ClientError) as exc:
             log.info("event %s/%s on %s not recorded: %s", type_, reason, meta.get("name"), exc)
 
     def _forget_old(self, now: float) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+import aiohttp
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import config as aio_config
 from kubernetes.aio.client.exceptions import ApiException
@@ -89,11 +90,19 @@ async def make_api_client(
     return aio_client.ApiClient(configuration)
 
 
+# What a broken or refused connection raises from the asyncio client (aiohttp's
+# ServerDisconnectedError, for one, is neither an OSError nor an ApiException).
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, aiohttp.ClientError)
+# What a failed API call raises: a refusal from the server or a broken connection.
+API_ERRORS: tuple[type[BaseException], ...] = (ApiException, *CONNECTION_ERRORS)
+
+
 def is_retryable(exc: BaseException) -> bool:
-    """Conflicts, throttling and server-side hiccups are worth another try; 4xx are not."""
+    """Conflicts, throttling, server-side hiccups and dropped connections are worth another
+    try; 4xx are not."""
     if isinstance(exc, ApiException):
         return exc.status in (409, 429, 500, 502, 503, 504) or exc.status == 0
-    return isinstance(exc, (OSError, TimeoutError))
+    return isinstance(exc, CONNECTION_ERRORS)
 
 
 async def retrying(

@@ -32,6 +32,7 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from controller.runtime.config import LeaderElection
+from controller.runtime.kube import CONNECTION_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,7 @@ class LeaseElector:
                     renewed = await asyncio.wait_for(
                         self.try_acquire_or_renew(), s.retry_period_seconds
                     )
-                except (TimeoutError, OSError):
+                except CONNECTION_ERRORS:
                     renewed = False
                 if renewed:
                     last_renewed = self.monotonic()
@@ -205,7 +206,7 @@ async def run_while_leading(
         while True:
             try:
                 acquired = await elector.try_acquire_or_renew()
-            except OSError as exc:
+            except CONNECTION_ERRORS as exc:
                 log.info("lease attempt failed: %s", exc)
                 acquired = False
             if not acquired:

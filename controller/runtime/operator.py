@@ -25,7 +25,8 @@ from controller.integrations.jobs import JobIntegration
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
-from controller.runtime.kube import WATCHED, Api, Resource, make_api_client
+from controller.runtime.informer import WorkloadInformer
+from controller.runtime.kube import WATCHED, WORKLOADS, Api, Resource, make_api_client
 from controller.runtime.leader import run_while_leading
 from controller.runtime.metrics import Metrics
 from controller.runtime.queue_status import QueueStatusWriter
@@ -90,7 +91,8 @@ def build_registry(
         )(on_event)
 
     for resource in WATCHED:
-        register(resource)
+        if resource is not WORKLOADS:  # high volume: controller/runtime/informer.py
+            register(resource)
 
     if jobs is not None:
 
@@ -181,6 +183,17 @@ async def run_operator(
             stop_flag.set()
 
     election.add_done_callback(election_ended)
+    informer = asyncio.create_task(
+        WorkloadInformer(api_client, controller, config.namespaces or None).run()
+    )
+
+    def informer_ended(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("the Workload watch failed; stopping", exc_info=task.exception())
+            assert stop_flag is not None
+            stop_flag.set()
+
+    informer.add_done_callback(informer_ended)
     try:
         await kopf.operator(
             registry=build_registry(controller, kubeconfig, jobs),
@@ -192,7 +205,8 @@ async def run_operator(
         )
     finally:
         election.cancel()
-        await asyncio.gather(election, return_exceptions=True)
+        informer.cancel()
+        await asyncio.gather(election, informer, return_exceptions=True)
         if webhook_runner is not None:
             await webhook_runner.cleanup()
         await api_client.close()

@@ -1,0 +1,145 @@
+"""Workloads straight from a watch: the high-volume resource bypasses kopf.
+
+kopf gives every object its own worker and waits a batching window per event; at
+Kueue-benchmark rates (hundreds of Workload events a second, ten thousand objects) that
+queue fell minutes behind and the state admitted against usage that had long been
+released (docs/benchmark.md, "What the first live run showed"). Workloads are therefore
+watched here: one stream, events applied to the state in the order the API server sent
+them, each in microseconds. The initial LIST comes from `Controller.load`; this watch
+continues from a fresh LIST's resourceVersion, and on 410 Gone or a broken connection it
+re-lists (objects gone from the list are applied as deleted) and watches again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+import aiohttp
+from kubernetes.aio import client as aio_client
+from kubernetes.aio import watch
+from kubernetes.aio.client.exceptions import ApiException
+
+from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, WORKLOADS, retrying
+
+__all__ = ["WorkloadInformer"]
+
+log = logging.getLogger(__name__)
+
+_CONNECTION_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+
+
+class _Sink(Protocol):
+    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None: ...
+
+    def workload_keys(self) -> set[str]: ...
+
+
+class WorkloadInformer:
+    """List + watch Workloads (all namespaces, or the listed ones) into `sink`."""
+
+    def __init__(
+        self,
+        api_client: aio_client.ApiClient,
+        sink: _Sink,
+        namespaces: list[str] | None = None,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.custom = aio_client.CustomObjectsApi(api_client)
+        self.sink = sink
+        self.namespaces = namespaces or []
+        self.watch_timeout = watch_timeout
+        self.events = 0
+
+    async def run(self) -> None:
+        if not self.namespaces:
+            await self._inform(None)
+            return
+        async with asyncio.TaskGroup() as tasks:
+            for namespace in self.namespaces:
+                tasks.create_task(self._inform(namespace))
+
+    async def _inform(self, namespace: str | None) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                version = await self._relist(namespace)
+                backoff = 0.5
+                while True:
+                    version = await self._watch(namespace, version)
+            except ApiException as exc:
+                if exc.status == 410:
+                    log.info("Workload watch expired (410 Gone); re-listing")
+                    continue
+                log.warning("listing/watching Workloads failed: %s %s", exc.status, exc.reason)
+            except _CONNECTION_ERRORS as exc:
+                log.warning("listing/watching Workloads failed: %s", exc or type(exc).__name__)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 30.0)
+
+    def _call(self, namespace: str | None) -> tuple[Any, tuple[Any, ...]]:
+        if namespace is None:
+            return self.custom.list_cluster_custom_object, (
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                WORKLOADS.plural,
+            )
+        return self.custom.list_namespaced_custom_object, (
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            namespace,
+            WORKLOADS.plural,
+        )
+
+    async def _relist(self, namespace: str | None) -> str:
+        call, args = self._call(namespace)
+        listing: Any = await retrying(lambda: call(*args))
+        present: set[str] = set()
+        for item in listing.get("items") or ():
+            item.setdefault("kind", WORKLOADS.kind)
+            item.setdefault("apiVersion", WORKLOADS.api_version)
+            meta = item.get("metadata") or {}
+            present.add(f"{meta.get('namespace')}/{meta.get('name')}")
+            self.sink.apply_event(None, item)
+        for key in self.sink.workload_keys() - present:
+            ns, _, name = key.partition("/")
+            if namespace is None or ns == namespace:
+                self.sink.apply_event(
+                    "DELETED",
+                    {
+                        "kind": WORKLOADS.kind,
+                        "apiVersion": WORKLOADS.api_version,
+                        "metadata": {"namespace": ns, "name": name},
+                    },
+                )
+        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def _watch(self, namespace: str | None, version: str) -> str:
+        """Apply events from `version` until the server ends the watch; the version to go
+        on from (ApiException 410 when it expired)."""
+        call, args = self._call(namespace)
+        stream = watch.Watch()
+        try:
+            async for event in stream.stream(
+                call,
+                *args,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=self.watch_timeout,
+                _request_timeout=self.watch_timeout + 30,
+            ):
+                kind = event["type"]
+                body = event["raw_object"]
+                if kind == "BOOKMARK":
+                    continue
+                if kind == "ERROR":
+                    code = int(body.get("code") or 0)
+                    raise ApiException(status=code, reason=str(body.get("message") or ""))
+                body.setdefault("kind", WORKLOADS.kind)
+                body.setdefault("apiVersion", WORKLOADS.api_version)
+                self.events += 1
+                self.sink.apply_event(kind, body)
+        finally:
+            await stream.close()
+        return str(stream.resource_version or version)

@@ -1,0 +1,83 @@
+"""`quotagate bench --live` against the real API server with `quotagate run` deciding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from controller.bench.live import RUN_LABEL
+from controller.cli import main
+from tests.integration.kueue import ControllerProcess
+
+SMOKE = Path(__file__).resolve().parents[1] / "bench" / "scenarios" / "smoke.yaml"
+
+
+def test_live_without_a_controller_fails_with_one_line(
+    kubeconfig_path: str, crds_installed: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No controller marks the ClusterQueues Active: the run stops, says why, cleans up.
+    (First in the module: the module's controller is not started yet.)"""
+    code = main(
+        ["bench", str(SMOKE), "--live", "--kubeconfig", kubeconfig_path, "--setup-timeout", "2"]
+    )
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "not Active after 2s" in err and "controller running?" in err
+    assert "cleaning up run" in err
+    assert "Traceback" not in err
+
+
+def test_smoke_scenario_runs_live_and_cleans_up(
+    controller: ControllerProcess,
+    kubeconfig_path: str,
+    api_client: client.ApiClient,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert controller.process is not None
+    report_path = tmp_path / "live.json"
+    code = main(
+        [
+            "bench",
+            str(SMOKE),
+            "--live",
+            "--kubeconfig",
+            kubeconfig_path,
+            "--controller-pid",
+            str(controller.process.pid),
+            "--timeout",
+            "120",
+            "--json",
+            str(report_path),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "scenario smoke (live)" in captured.out
+    assert "created" in captured.err and "cleaning up run" in captured.err
+    report = json.loads(report_path.read_text())
+    assert report["mode"] == "live"
+    assert report["workloads"] == 58
+    assert report["overuse_events"] == 0
+    for name, figures in report["classes"].items():
+        assert figures["admitted"] == figures["count"], name
+    # Every Workload ran its runtime after admission, so the run cannot beat the bound.
+    assert report["makespan_s"] >= report["lower_bound_s"]
+    assert 0 < report["cq_usage_pct"] <= 100
+    assert report["cpu_s"] > 0  # the controller's CPU, read from /proc
+    # The large class (priority 200) finds the queues full of lower-priority work.
+    assert report["preemptions"] > 0
+    run = report["run_id"]
+    custom = client.CustomObjectsApi(api_client)
+    for plural in ("clusterqueues", "resourceflavors"):
+        left = custom.list_cluster_custom_object(
+            "kueue.x-k8s.io", "v1beta2", plural, label_selector=f"{RUN_LABEL}={run}"
+        )
+        assert left["items"] == [], plural
+    workloads = custom.list_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "workloads", label_selector=f"{RUN_LABEL}={run}"
+    )
+    assert workloads["items"] == []
