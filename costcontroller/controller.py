@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 
 from controller.core.quantities import Quantity
 from controller.runtime.kube import MERGE_PATCH, retrying
+from controller.runtime.workqueue import KeyQueue
 from costcontroller.policy import Clock, CostPolicy
 from costcontroller.reconcile import decide
 
@@ -109,8 +110,7 @@ class CostController:
         self.sleep = sleep
         self.workloads: dict[Key, dict[str, Any]] = {}
         self.synced = asyncio.Event()
-        self._queue: asyncio.Queue[Key] = asyncio.Queue()
-        self._queued: set[Key] = set()
+        self._queue: KeyQueue[Key] = KeyQueue()
         self._reported: dict[Key, str] = {}  # the last refusal reported per Workload
 
     # --- the informer -------------------------------------------------------------------
@@ -123,9 +123,7 @@ class CostController:
             tasks.create_task(self._work())
 
     def enqueue(self, key: Key) -> None:
-        if key not in self._queued:
-            self._queued.add(key)
-            self._queue.put_nowait(key)
+        self._queue.add(key)
 
     def forget(self, key: Key) -> None:
         self.workloads.pop(key, None)
@@ -210,7 +208,6 @@ class CostController:
     async def _work(self) -> None:
         while True:
             key = await self._queue.get()
-            self._queued.discard(key)
             body = self.workloads.get(key)
             if body is None:
                 continue

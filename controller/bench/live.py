@@ -40,7 +40,15 @@ from controller.bench.scenario import Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
 from controller.core.quantities import Quantity
 from controller.runtime import workload_status
-from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
+from controller.runtime.kube import (
+    API_ERRORS,
+    CONNECTION_ERRORS,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    MERGE_PATCH,
+    is_retryable,
+    retrying,
+)
 
 __all__ = ["LiveError", "run_live"]
 
@@ -396,9 +404,15 @@ class LiveRun:
                     ],
                 },
             }
-            await self.custom.create_namespaced_custom_object(
-                KUEUE_GROUP, KUEUE_VERSION, ns, "workloads", body
-            )
+            try:
+                await retrying(
+                    lambda: self.custom.create_namespaced_custom_object(
+                        KUEUE_GROUP, KUEUE_VERSION, ns, "workloads", body
+                    )
+                )
+            except ApiException as exc:
+                if exc.status != 409:  # 409: an earlier try got through before its reply was lost
+                    raise
             self.counters["created"] += 1
         finally:
             self.gate.release()
@@ -438,6 +452,9 @@ class LiveRun:
                 raise LiveError(
                     "the Workload watch expired (410 Gone); the run cannot be recorded exactly"
                 ) from exc
+            except CONNECTION_ERRORS as exc:  # resume from the last event seen
+                log.info("the Workload watch broke (%s); resuming", exc or type(exc).__name__)
+                await asyncio.sleep(0.2)
             finally:
                 await stream.close()
 
@@ -535,9 +552,12 @@ class LiveRun:
                         field_manager=FIELD_MANAGER,
                         _content_type=MERGE_PATCH,
                     )
-            except ApiException as exc:
-                if exc.status != 409:
+            except API_ERRORS as exc:
+                if not is_retryable(exc):
                     raise
+                if not isinstance(exc, ApiException) or exc.status != 409:
+                    await asyncio.sleep(0.2)  # a dropped connection or a busy server
+                    continue
                 async with self.gate:
                     fresh: Any = await self.custom.get_namespaced_custom_object(
                         KUEUE_GROUP, KUEUE_VERSION, meta["namespace"], "workloads", meta["name"]
@@ -548,7 +568,7 @@ class LiveRun:
             if _newer(updated, tracked.body):
                 tracked.body = updated
             return
-        raise LiveError(f"could not update {tracked.job.key}: 20 conflicts in a row")
+        raise LiveError(f"could not update {tracked.job.key}: 20 failed tries in a row")
 
     # -- cleanup ---------------------------------------------------------------------------
 

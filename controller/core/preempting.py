@@ -17,7 +17,7 @@ from controller.core.assignment import FlavorAssignment, Mode
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
 from controller.core.policy import Preemptor, PriorityClassPreemptionPolicy
-from controller.core.preemption import Contender, find_victims
+from controller.core.preemption import Contender, Victim, find_victims
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSetAssignment, Workload
 
@@ -163,6 +163,13 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
             state.drop_nomination(key)
             dropped.append(key)
             continue
+        if any(_abandoned(state, victim) for victim in nomination.victims):
+            # A victim holds its quota and is no longer being evicted (its eviction was
+            # never recorded, and the state was re-read from the API server): the
+            # preemptor queues again and a later cycle decides afresh.
+            state.drop_nomination(key)
+            dropped.append(key)
+            continue
         if all(
             _released(state, victim.workload_key, victim.total_pods - victim.pods)
             for victim in nomination.victims
@@ -176,6 +183,11 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
                 continue
             admitted.append(admit)
     return admitted, dropped
+
+
+def _abandoned(state: ClusterState, victim: Victim) -> bool:
+    held = state.admitted.get(victim.workload_key)
+    return victim.whole and held is not None and not held.evicting
 
 
 def _released(state: ClusterState, key: str, pods_left: int) -> bool:

@@ -449,6 +449,18 @@ class ClusterState:
         self._to_evict.clear()
         return out
 
+    def cancel_eviction(self, key: str) -> None:
+        """An eviction could not be recorded: the Workload keeps running as admitted, and a
+        preemptor waiting for it plans again in the next cycle."""
+        held = self.admitted.get(key)
+        if held is None or not held.evicting:
+            return
+        held.evicting = False
+        self.workloads[key] = replace(self.workloads[key], evicted=False)
+        held.workload = self.workloads[key]
+        held.contender = None
+        self._touch(held.cluster_queue)
+
     def retry_inadmissible(self, cluster_queue: str) -> None:
         queue = self.queues.get(cluster_queue)
         if queue is not None:

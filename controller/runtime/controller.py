@@ -35,6 +35,7 @@ from controller.runtime import workload_status
 from controller.runtime.config import ControllerConfig
 from controller.runtime.kube import API_ERRORS, WORKLOADS, Api, retrying
 from controller.runtime.metrics import Metrics
+from controller.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
 
@@ -112,17 +113,16 @@ class Controller:
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.events = events
-        backoff = BackoffPolicy(
-            config.requeue_backoff.base_seconds, config.requeue_backoff.max_seconds
-        )
-        self.state = ClusterState(backoff=backoff)
-        self.state.preemptibility_threshold = config.preemptibility.priority_threshold
+        self.state = self._new_state()
         self.wake = asyncio.Event()
         self.writes = asyncio.Semaphore(config.write_parallelism)
-        # Pending reasons are informative, admissions and evictions are decisions: reasons
-        # get a quarter of the write slots of their own, so a queue of thousands of
-        # pending Workloads never delays an admission.
-        self.pending_writes = asyncio.Semaphore(max(1, config.write_parallelism // 4))
+        # Admissions and evictions are decisions: they get `write_parallelism` slots. Pending
+        # reasons and resolvedPreemptibility are information: they wait in a de-duplicating
+        # queue worked by a quarter as many writers (`_status_worker`), so ten thousand
+        # pending Workloads never delay an admission, and a Workload whose reason changes
+        # every cycle is written once per pass through the queue, with its latest reason.
+        self.status_queue: KeyQueue[str] = KeyQueue()
+        self.wanted_reason: dict[str, Inadmissible] = {}
         self.copies: dict[str, _WorkloadCopy] = {}
         self.in_flight: dict[str, _InFlight] = {}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -131,9 +131,24 @@ class Controller:
         self._explained_at = 0.0
         self.leading = False  # set by the leader-election loop; followers never write
         self.workload_listeners: list[Callable[[dict[str, Any]], None]] = []
-        self.written_resolution: dict[str, tuple[str, str, str]] = {}
 
     # -- events --------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget every object: the next LIST rebuilds the state from the API server alone
+        (a new leader must not keep admissions it assumed while an earlier term's writes
+        were cut off)."""
+        self.state = self._new_state()
+        self.copies.clear()
+        self.problems.clear()
+
+    def _new_state(self) -> ClusterState:
+        backoff = BackoffPolicy(
+            self.config.requeue_backoff.base_seconds, self.config.requeue_backoff.max_seconds
+        )
+        state = ClusterState(backoff=backoff)
+        state.preemptibility_threshold = self.config.preemptibility.priority_threshold
+        return state
 
     def workload_keys(self) -> set[str]:
         """Every Workload the controller holds a copy of."""
@@ -160,6 +175,7 @@ class Controller:
             if seen is None or rv >= seen.rv:
                 self.copies.pop(key, None)
                 self.written_reason.pop(key, None)
+                self.wanted_reason.pop(key, None)
                 self.state.remove_workload(key)
             return
         if seen is not None and rv and rv <= seen.rv:
@@ -177,38 +193,24 @@ class Controller:
             listener(body)
 
     def _check_resolution(self, key: str, body: dict[str, Any]) -> None:
-        """Write `status.resolvedPreemptibility` when it differs from what the state resolved;
-        an invalid value that was skipped becomes a Warning Event."""
+        """Queue a `status.resolvedPreemptibility` write when the object's differs from what
+        the state resolved (admissions carry it too, so most never need a write of their
+        own)."""
+        if self.leading and self._resolution_status(key, body.get("status") or {}) is not None:
+            self.status_queue.add(key)
+
+    def _resolution_status(self, key: str, status: dict[str, Any]) -> dict[str, Any] | None:
+        """`resolvedPreemptibility` as the state resolved it, if `status` says otherwise."""
         resolution = self.state.resolutions.get(key)
-        if resolution is None or not self.leading:
-            return
+        if resolution is None:
+            return None
         message = "; ".join(resolution.problems)
         wanted = (str(resolution.value), str(resolution.source), message)
-        current = (body.get("status") or {}).get("resolvedPreemptibility") or {}
+        current = status.get("resolvedPreemptibility") or {}
         have = (current.get("value", ""), current.get("source", ""), current.get("message") or "")
-        if have == wanted or self.written_resolution.get(key) == wanted or key in self.in_flight:
-            return
-        self.written_resolution[key] = wanted
-        resolved: dict[str, Any] = {
-            "value": wanted[0],
-            "source": wanted[1],
-            "message": message or None,
-        }
-
-        def build(status: dict[str, Any]) -> dict[str, Any] | None:
-            return {"resolvedPreemptibility": resolved}
-
-        async def write() -> None:
-            try:
-                await self._patch_workload(key, build, "preemptibility")
-            except API_ERRORS as exc:
-                self.written_resolution.pop(key, None)
-                log.info("resolvedPreemptibility of %s not written: %s", key, exc)
-                return
-            if message and self.events is not None:
-                await self.events(body, "Warning", "InvalidPreemptibility", message)
-
-        self._spawn(write())
+        if have == wanted:
+            return None
+        return {"value": wanted[0], "source": wanted[1], "message": message or None}
 
     def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
         kind = body.get("kind")
@@ -252,6 +254,10 @@ class Controller:
     async def schedule_forever(self) -> None:
         """Run cycles until cancelled (on leadership loss, cancellation stops it at once)."""
         interval = self.config.cycle_interval_seconds
+        for _ in range(max(1, self.config.write_parallelism // 4)):
+            self._spawn(self._status_worker())
+        for key in self.copies:  # resolutions a follower saw but could not write
+            self._check_resolution(key, self.copies[key].body)
         try:
             while True:
                 # Backoff expiries need no event, so look at least once a second.
@@ -283,8 +289,7 @@ class Controller:
             self._begin_write(admit.workload_key)
             self._spawn(self._write_admission(admit))
         for pending in result.inadmissible:
-            if self.written_reason.get(pending.workload_key) != pending.reason:
-                self._spawn(self._write_pending(pending))
+            self._want_pending(pending)
         if result.changed:
             self.wake.set()
         if now - self._explained_at >= 1.0:
@@ -310,8 +315,7 @@ class Controller:
                     code = "Inactive"
             else:
                 continue  # in eviction backoff: explained when it is requeued
-            if self.written_reason.get(key) != reason:
-                self._spawn(self._write_pending(Inadmissible(key, cq, reason, code)))
+            self._want_pending(Inadmissible(key, cq, reason, code))
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -336,7 +340,7 @@ class Controller:
         key: str,
         build: Callable[[dict[str, Any]], dict[str, Any] | None],
         write: str,
-        gate: asyncio.Semaphore | None = None,
+        refetch: bool = True,
     ) -> dict[str, Any] | None:
         """Patch a Workload's status computed by `build(current status)`; on a conflict the
         Workload is re-read and the patch recomputed. `build` returning None = nothing to do."""
@@ -356,13 +360,13 @@ class Controller:
                     namespace, name, status, (body.get("metadata") or {}).get("resourceVersion")
                 )
             except ApiException as exc:
-                if exc.status == 409:
+                if exc.status == 409 and refetch:
                     body = await self.api.get_workload(namespace, name)
                 raise
 
-        async with gate or self.writes:
+        async with self.writes:
             try:
-                result = await retrying(attempt)
+                result = await (retrying(attempt) if refetch else attempt())
             except ApiException as exc:
                 self.metrics.api_writes.labels(write, f"error{exc.status}").inc()
                 raise
@@ -377,33 +381,38 @@ class Controller:
         def build(status: dict[str, Any]) -> dict[str, Any] | None:
             if status.get("admission") or workload_status.is_true(status, workload_status.FINISHED):
                 raise _Superseded(key)
-            return workload_status.admitted(status, admission, now, None)
+            admitted = workload_status.admitted(status, admission, now, None)
+            resolved = self._resolution_status(key, status)
+            if resolved is not None:
+                admitted["resolvedPreemptibility"] = resolved
+            return admitted
 
         result: dict[str, Any] | None = None
         try:
             result = await self._patch_workload(key, build, "admit")
         except _ADMISSION_FAILURES as exc:
-            log.warning("admission of %s not written (%s); rolled back", key, exc)
-            if key in self.state.admitted:
-                self.state.release(key, requeue=False)
-            try:
-                namespace, name = key.split("/", 1)
-                result = await self.api.get_workload(namespace, name)
-            except ApiException as fetch_error:
-                if fetch_error.status == 404:
-                    self.in_flight.pop(key, None)
-                    self.state.remove_workload(key)
-                    self.copies.pop(key, None)
-                    return
-                result = None
-            if result is not None:
-                self.copies.pop(key, None)
-                self.state.remove_workload(key)
+            log.warning("admission of %s not written (%s); re-reading it", key, exc)
+            # Forget the assumed admission and whatever copy it was decided on: the API
+            # server's current object decides (applied by _end_write below).
+            self.copies.pop(key, None)
+            self.state.remove_workload(key)
+            result = await self._reread(key)
         finally:
             self._end_write(key, result)
         if result is not None and result.get("status", {}).get("admission"):
             self.written_reason.pop(key, None)
             await self._record_admitted(result, admit)
+
+    async def _reread(self, key: str) -> dict[str, Any] | None:
+        """The Workload as the API server has it now; None if it is gone or cannot be read
+        (then the informer's next event or re-list brings it back: no copy is held)."""
+        namespace, name = key.split("/", 1)
+        try:
+            return await retrying(lambda: self.api.get_workload(namespace, name), attempts=10)
+        except API_ERRORS as exc:
+            if not (isinstance(exc, ApiException) and exc.status == 404):
+                log.error("cannot re-read Workload %s: %s", key, exc)
+            return None
 
     async def _record_admitted(self, body: dict[str, Any], admit: Admit) -> None:
         priority_class = ((body.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
@@ -429,35 +438,78 @@ class Controller:
                 body, "Normal", "Admitted", f"Admitted by ClusterQueue {admit.cluster_queue}"
             )
 
-    async def _write_pending(self, pending: Inadmissible) -> None:
-        """Write why a Workload waits. By the time a write slot is free the reason may be
-        stale: a newer reason for the same Workload supersedes it, and an admitted or
-        deleted Workload needs none."""
+    def _want_pending(self, pending: Inadmissible) -> None:
         key = pending.workload_key
-        reason = pending.condition_reason
-        self.written_reason[key] = pending.reason
+        if self.written_reason.get(key) == pending.reason:
+            return
+        self.wanted_reason[key] = pending
+        self.status_queue.add(key)
+
+    async def _status_worker(self) -> None:
+        while True:
+            key = await self.status_queue.get()
+            try:
+                await self._write_status(key)
+            except Exception:  # a bug here must not stop the other Workloads' statuses
+                log.exception("writing the status of Workload %s failed", key)
+
+    async def _write_status(self, key: str) -> None:
+        """Write the latest pending reason and resolvedPreemptibility wanted for a Workload,
+        in one patch. Admitted, in-flight or deleted Workloads need no pending reason; on a
+        conflict the key goes to the back of the queue (the watch brings the newer copy)."""
+        pending = self.wanted_reason.pop(key, None)
+        if key not in self.copies or key in self.in_flight:
+            if key in self.in_flight and pending is not None:
+                self.wanted_reason[key] = pending  # decided again after the write ends
+            return
+        before: dict[str, Any] = {}
 
         def build(status: dict[str, Any]) -> dict[str, Any] | None:
+            before.update(status)
+            out: dict[str, Any] = {}
             if (
-                self.written_reason.get(key) != pending.reason
-                or key in self.state.admitted
-                or status.get("admission")
-                or not workload_status.pending_changed(status, reason, pending.reason)
+                pending is not None
+                and key not in self.state.admitted
+                and not status.get("admission")
+                and workload_status.pending_changed(
+                    status, pending.condition_reason, pending.reason
+                )
             ):
-                return None
-            return workload_status.pending(status, reason, pending.reason, self.clock(), None)
+                out.update(
+                    workload_status.pending(
+                        status, pending.condition_reason, pending.reason, self.clock(), None
+                    )
+                )
+            resolved = self._resolution_status(key, status)
+            if resolved is not None:
+                out["resolvedPreemptibility"] = resolved
+            return out or None
 
         try:
-            result = await self._patch_workload(key, build, "pending", self.pending_writes)
+            result = await self._patch_workload(key, build, "status", refetch=False)
         except API_ERRORS as exc:
-            if self.written_reason.get(key) == pending.reason:
-                self.written_reason.pop(key, None)
-            log.info("pending status of %s not written: %s", key, exc)
+            if isinstance(exc, ApiException) and exc.status == 409:
+                if pending is not None:
+                    self.wanted_reason.setdefault(key, pending)
+                self.status_queue.add(key)
+            else:
+                log.info("status of %s not written: %s", key, exc)
             return
-        if result is not None:
-            self.apply_event("MODIFIED", result)
-            if self.events is not None:
-                await self.events(result, "Normal", "Pending", pending.reason)
+        if result is None:
+            return
+        if pending is not None:
+            self.written_reason[key] = pending.reason
+        self.apply_event("MODIFIED", result)
+        if self.events is None:
+            return
+        status = result.get("status") or {}
+        if pending is not None and workload_status.pending_changed(
+            before, pending.condition_reason, pending.reason
+        ):
+            await self.events(result, "Normal", "Pending", pending.reason)
+        message = (status.get("resolvedPreemptibility") or {}).get("message")
+        if message and (before.get("resolvedPreemptibility") or {}).get("message") != message:
+            await self.events(result, "Warning", "InvalidPreemptibility", message)
 
     async def _write_preemption(self, preempt: Preempt) -> None:
         """Evict the victims (or take pods from partial ones) and tell the preemptor why it
@@ -490,7 +542,7 @@ class Controller:
             f"waiting for {count} preempted workload{'s' if count != 1 else ''} to release quota",
             "WaitingForPreemptedWorkloads",
         )
-        writes.append(self._write_pending(waiting))
+        self._want_pending(waiting)
         await asyncio.gather(*writes)
 
     async def _write_partial_preemption(self, key: str, pods: int, message: str) -> None:
@@ -555,7 +607,9 @@ class Controller:
         try:
             result = await self._patch_workload(key, build, "evict")
         except API_ERRORS as exc:
-            log.warning("eviction of %s not written: %s", key, exc)
+            log.warning("eviction of %s not written (%s); it stays admitted", key, exc)
+            self.state.cancel_eviction(key)
+            self.wake.set()
             return
         if result is not None:
             self.apply_event("MODIFIED", result)

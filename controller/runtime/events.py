@@ -22,6 +22,7 @@ from controller.runtime.kube import Api
 log = logging.getLogger(__name__)
 
 COMPONENT = "quotagate-controller"
+_MAX_RECENT = 10_000
 
 
 def _now() -> str:
@@ -81,12 +82,20 @@ class EventRecorder:
             }
             await self.api.core.create_namespaced_event(namespace, body)
             self._recent[key] = (now, name, 1)
-            if len(self._recent) > 10_000:
+            if len(self._recent) > _MAX_RECENT:
                 self._forget_old(now)
         except (ApiException, OSError, ValueError, aiohttp.ClientError) as exc:
             log.info("event %s/%s on %s not recorded: %s", type_, reason, meta.get("name"), exc)
 
     def _forget_old(self, now: float) -> None:
-        for key, (first, _, _) in list(self._recent.items()):
-            if now - first >= self.dedupe_seconds:
-                del self._recent[key]
+        """Drop entries past the dedupe window, oldest first (the dict is in creation order,
+        so this stops at the first recent one); beyond `_MAX_RECENT`, the oldest go too
+        (they are then no longer counted, only recorded anew)."""
+        while self._recent:
+            key = next(iter(self._recent))
+            if (
+                now - self._recent[key][0] < self.dedupe_seconds
+                and len(self._recent) <= _MAX_RECENT
+            ):
+                break
+            del self._recent[key]

@@ -157,6 +157,7 @@ async def run_operator(
 
     async def lead() -> None:
         controller.leading = True
+        controller.reset()
         await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
         status_task = asyncio.create_task(statuses.run_forever())
         jobs.resync()

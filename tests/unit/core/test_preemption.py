@@ -392,3 +392,36 @@ def test_victim_properties(scenario: tuple[list[Workload], Workload]) -> None:
         for key in chosen:
             with state.simulate_removal(chosen - {key}):
                 assert not state.quota.fits("cq", need)
+
+
+def test_nomination_whose_eviction_was_abandoned_is_dropped_and_replanned() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    preempt_once(state, wl("high", cpu=4, priority=10))
+    # The eviction never reached the API server: the victim is re-read, admitted and not
+    # evicting. The preemptor must not wait for it forever.
+    held = state.admitted["ns/low"].admission
+    state.remove_workload("ns/low")
+    add(state, replace(wl("low", cpu=4, priority=1), admission=held))
+    assert not state.admitted["ns/low"].evicting
+    result = run_cycle(state, 2.0)
+    # The stale nomination is dropped and the preemptor plans again: the eviction is
+    # issued anew, and the quota counts the victim and one hold, nothing more.
+    assert not result.admitted
+    assert [(p.preemptor_key, list(victims(p))) for p in result.preempting] == [
+        ("ns/high", ["ns/low"])
+    ]
+    assert state.admitted["ns/low"].evicting
+    assert usage(state, "cq") == m(8)
+
+
+def test_cancelled_eviction_lets_the_preemptor_plan_again() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    preempt_once(state, wl("high", cpu=4, priority=10))
+    state.cancel_eviction("ns/low")  # the eviction write failed
+    assert not state.admitted["ns/low"].evicting
+    assert not state.workloads["ns/low"].evicted
+    result = run_cycle(state, 2.0)
+    assert [p.preemptor_key for p in result.preempting] == ["ns/high"]
+    assert usage(state, "cq") == m(8)
