@@ -100,6 +100,14 @@ class ControllerConfig(_Section):
     write_parallelism: int = Field(
         16, alias="writeParallelism", ge=1, le=256, description="concurrent API writes"
     )
+    event_qps: float = Field(
+        50.0,
+        alias="eventQPS",
+        gt=0,
+        description="Events recorded per second at most, beyond a burst (kubelet's eventRecordQPS); "
+        "Events over the limit are dropped and counted in quotagate_events_dropped_total",
+    )
+    event_burst: int = Field(100, alias="eventBurst", ge=1, description="Events allowed in a burst")
     cycle_interval_seconds: float = Field(
         0.02,
         alias="cycleIntervalSeconds",

@@ -11,6 +11,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,13 +30,45 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class EventRecorder:
-    """Creates core/v1 Events; failures are logged, never raised (events are best effort)."""
+class TokenBucket:
+    """`rate` tokens a second up to `burst`; `take()` spends one if there is one."""
 
-    def __init__(self, api: Api, component: str = COMPONENT, dedupe_seconds: float = 300.0) -> None:
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float]) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens = float(burst)
+        self.at = clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class EventRecorder:
+    """Creates core/v1 Events; failures are logged, never raised (events are best effort).
+    At most `qps` a second beyond a `burst` (as the kubelet limits its Events), so a storm
+    of decisions never turns into a storm of API calls; the excess is dropped and counted."""
+
+    def __init__(
+        self,
+        api: Api,
+        component: str = COMPONENT,
+        dedupe_seconds: float = 300.0,
+        qps: float = 50.0,
+        burst: int = 100,
+        on_drop: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.api = api
         self.component = component
         self.dedupe_seconds = dedupe_seconds
+        self.clock = clock
+        self.limit = TokenBucket(qps, burst, clock)
+        self.on_drop = on_drop
         self.host = os.environ.get("HOSTNAME", "")
         self._recent: dict[tuple[str, str, str, str], tuple[float, str, int]] = {}
 
@@ -45,7 +78,11 @@ class EventRecorder:
         uid = meta.get("uid", "")
         key = (uid, type_, reason, message)
         seen = self._recent.get(key)
-        now = time.monotonic()
+        now = self.clock()
+        if not self.limit.take():
+            if self.on_drop is not None:
+                self.on_drop()
+            return
         try:
             if seen is not None and now - seen[0] < self.dedupe_seconds:
                 name, count = seen[1], seen[2] + 1

@@ -139,6 +139,11 @@ class Metrics:
             buckets=_CYCLE_BUCKETS,
             registry=r,
         )
+        self.events_dropped = Counter(
+            "quotagate_events_dropped",
+            "Events not recorded because the event rate limit (eventQPS/eventBurst) was reached",
+            registry=r,
+        )
         self.api_writes = Counter(
             "quotagate_api_writes",
             "API writes made by the controller, by kind of write and outcome",

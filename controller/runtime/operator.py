@@ -137,7 +137,10 @@ async def run_operator(
     api = Api(api_client)
     metrics = Metrics()
     metrics.serve(config.metrics_port)
-    controller = Controller(api, config, metrics, events=EventRecorder(api))
+    recorder = EventRecorder(
+        api, qps=config.event_qps, burst=config.event_burst, on_drop=metrics.events_dropped.inc
+    )
+    controller = Controller(api, config, metrics, events=recorder)
     await controller.load(WATCHED)
     statuses = QueueStatusWriter(controller)
     jobs = JobIntegration(
