@@ -24,11 +24,11 @@ from typing import Any
 
 import aiohttp
 from kubernetes.aio import client as aio_client
-from kubernetes.aio import watch
 from kubernetes.aio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
 from controller.core.quantities import Quantity
+from controller.runtime.informer import WorkloadInformer
 from controller.runtime.kube import MERGE_PATCH, retrying
 from controller.runtime.workqueue import KeyQueue
 from costcontroller.policy import Clock, CostPolicy
@@ -130,62 +130,18 @@ class CostController:
         self._reported.pop(key, None)
 
     async def _inform(self) -> None:
-        backoff = 0.5
-        while True:
-            try:
-                version = await self.relist()
-                backoff = 0.5
-                while True:
-                    version = await self._watch(version)
-            except ApiException as exc:
-                if exc.status == 410:
-                    log.info("watch expired (410 Gone); re-listing Workloads")
-                    continue
-                log.warning("listing/watching Workloads failed: %s %s", exc.status, exc.reason)
-            except CONNECTION_ERRORS as exc:
-                log.warning("listing/watching Workloads failed: %s", exc or type(exc).__name__)
-            await self.sleep(backoff)
-            backoff = min(backoff * 2, 30.0)
+        """List + watch every Workload (re-listing on 410 or a broken connection)."""
+        await WorkloadInformer(
+            self.custom.api_client,
+            self,
+            watch_timeout=self.watch_timeout,
+            on_listed=self.synced.set,
+        ).run()
 
-    async def relist(self) -> str:
-        """Replace the cache with a fresh list; queue every Workload; the list's version."""
-        listing: Any = await retrying(
-            lambda: self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
-        )
-        fresh: dict[Key, dict[str, Any]] = {}
-        for item in listing.get("items") or []:
-            item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
-            item.setdefault("kind", "Workload")
-            fresh[key_of(item)] = item
-        for gone in self.workloads.keys() - fresh.keys():
-            self.forget(gone)
-        self.workloads = fresh
-        for key in fresh:
-            self.enqueue(key)
-        self.synced.set()
-        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
+    def workload_keys(self) -> set[str]:
+        return {f"{namespace}/{name}" for namespace, name in self.workloads}
 
-    async def _watch(self, version: str) -> str:
-        """Apply watch events from `version` until the server ends the watch; the version
-        to continue from (raises ApiException 410 when it has expired)."""
-        stream = watch.Watch()
-        try:
-            async for event in stream.stream(
-                self.custom.list_cluster_custom_object,
-                GROUP,
-                VERSION,
-                PLURAL,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=self.watch_timeout,
-                _request_timeout=self.watch_timeout + 30,
-            ):
-                self.apply_event(event["type"], event["raw_object"])
-        finally:
-            await stream.close()
-        return str(stream.resource_version or version)
-
-    def apply_event(self, kind: str, body: dict[str, Any]) -> None:
+    def apply_event(self, kind: str | None, body: dict[str, Any]) -> None:
         if kind == "BOOKMARK":
             return
         key = key_of(body)

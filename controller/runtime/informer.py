@@ -14,20 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
-import aiohttp
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import watch
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, WORKLOADS, retrying
+from controller.runtime.kube import (
+    CONNECTION_ERRORS,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    WORKLOADS,
+    retrying,
+)
 
 __all__ = ["WorkloadInformer"]
 
 log = logging.getLogger(__name__)
-
-_CONNECTION_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 
 
 class _Sink(Protocol):
@@ -45,11 +49,13 @@ class WorkloadInformer:
         sink: _Sink,
         namespaces: list[str] | None = None,
         watch_timeout: int = 300,
+        on_listed: Callable[[], None] | None = None,
     ) -> None:
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.sink = sink
         self.namespaces = namespaces or []
         self.watch_timeout = watch_timeout
+        self.on_listed = on_listed  # told after every complete (re-)list
         self.events = 0
 
     async def run(self) -> None:
@@ -73,7 +79,7 @@ class WorkloadInformer:
                     log.info("Workload watch expired (410 Gone); re-listing")
                     continue
                 log.warning("listing/watching Workloads failed: %s %s", exc.status, exc.reason)
-            except _CONNECTION_ERRORS as exc:
+            except CONNECTION_ERRORS as exc:
                 log.warning("listing/watching Workloads failed: %s", exc or type(exc).__name__)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 30.0)
@@ -113,6 +119,8 @@ class WorkloadInformer:
                         "metadata": {"namespace": ns, "name": name},
                     },
                 )
+        if self.on_listed is not None:
+            self.on_listed()
         return str((listing.get("metadata") or {}).get("resourceVersion") or "")
 
     async def _watch(self, namespace: str | None, version: str) -> str:

@@ -20,7 +20,8 @@ from tenacity import (
     AsyncRetrying,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ async def retrying(
     """Run `call` with jittered exponential backoff on retryable errors (bounded)."""
     async for attempt in AsyncRetrying(
         retry=retry_if_exception(is_retryable),
-        wait=wait_exponential_jitter(initial=0.05, max=2.0, jitter=0.1),
+        wait=wait_exponential(multiplier=0.05, max=2.0) + wait_random(0, 0.1),
         stop=stop_after_attempt(attempts),
         reraise=True,
     ):
