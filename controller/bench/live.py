@@ -144,7 +144,10 @@ class LiveRun:
         self.scenario = scenario
         self.run_id = run_id or uuid.uuid4().hex[:8]
         self.progress = progress
+        # Creation and the job side (completions, eviction acknowledgements) are separate
+        # clients in Kueue's runner: a creation backlog must not delay completions.
         self.gate = asyncio.Semaphore(parallelism)
+        self.job_gate = asyncio.Semaphore(parallelism)
         self.timeout = timeout
         self.controller_pid = controller_pid
         self.setup_timeout = setup_timeout
@@ -541,7 +544,7 @@ class LiveRun:
                 "status": make(body.get("status") or {}),
             }
             try:
-                async with self.gate:
+                async with self.job_gate:
                     updated: Any = await self.custom.patch_namespaced_custom_object_status(
                         KUEUE_GROUP,
                         KUEUE_VERSION,
@@ -558,7 +561,7 @@ class LiveRun:
                 if not isinstance(exc, ApiException) or exc.status != 409:
                     await asyncio.sleep(0.2)  # a dropped connection or a busy server
                     continue
-                async with self.gate:
+                async with self.job_gate:
                     fresh: Any = await self.custom.get_namespaced_custom_object(
                         KUEUE_GROUP, KUEUE_VERSION, meta["namespace"], "workloads", meta["name"]
                     )
@@ -640,7 +643,7 @@ async def run_live(
     """Set up, run and (unless `keep`) clean up one live run; the report."""
     from controller.runtime.kube import make_api_client
 
-    api_client = await make_api_client(kubeconfig, pool_size=max(parallelism * 2, 16))
+    api_client = await make_api_client(kubeconfig, pool_size=parallelism * 2 + 4)
     live = LiveRun(
         api_client,
         scenario,
