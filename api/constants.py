@@ -43,6 +43,12 @@ MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
 PREEMPTIBILITY_LABEL: Final = "kai.scheduler/preemptibility"
 """On a pod or its owners: `preemptible` | `non-preemptible` | `semi-preemptible` (KAI)."""
 
+OWNER_PREEMPTIBILITY_ANNOTATION: Final = "quotagate.x-k8s.io/owner-preemptibility"
+"""On a Workload made from pods: JSON list of the owners' preemptibility labels, nearest
+owner first ("" where an owner has none); read by the preemptibility resolver."""
+POD_PREEMPTIBILITY_ANNOTATION: Final = "quotagate.x-k8s.io/pod-preemptibility"
+"""On a Workload made from pods: the pods' preemptibility label."""
+
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 """On pods of a group: how many pods the group expects."""
 

@@ -8,10 +8,12 @@ them all (`quotagate plan`) and the runtime can name the field in an Event.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from api.constants import OWNER_PREEMPTIBILITY_ANNOTATION, POD_PREEMPTIBILITY_ANNOTATION
 from controller.core.api_fields import FieldReader, parse_time
 from controller.core.clusterqueues import (
     ClusterQueue,
@@ -344,6 +346,8 @@ def _workload(
         requeue_at=r.time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
         requeue_count=r.integer(requeue.get("count"), "status.requeueState.count", 0) or 0,
         preemptibility=spec.get("preemptibility"),
+        owner_preemptibility=_owner_preemptibility(meta, r),
+        pod_preemptibility=(meta.get("annotations") or {}).get(POD_PREEMPTIBILITY_ANNOTATION),
         disruption_mode=r.text(spec.get("disruptionMode"), "spec.disruptionMode", "PodGroup"),
         quota_reserved_at=(
             r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
@@ -351,6 +355,23 @@ def _workload(
             else None
         ),
     )
+
+
+def _owner_preemptibility(meta: Mapping[str, Any], r: FieldReader) -> tuple[str, ...]:
+    text = (meta.get("annotations") or {}).get(OWNER_PREEMPTIBILITY_ANNOTATION)
+    if text is None:
+        return ()
+    try:
+        values = json.loads(text)
+    except ValueError:
+        values = None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        r.problem(
+            f"metadata.annotations[{OWNER_PREEMPTIBILITY_ANNOTATION}]",
+            f"must be a JSON list of strings, not {text!r}",
+        )
+        return ()
+    return tuple(values)
 
 
 KINDS = (

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from api.constants import PREEMPTIBILITY_LABEL
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
@@ -188,7 +189,13 @@ class ClusterState:
             priority = -self._order[key][0]
         self.workloads[key] = workload
         self.resolutions[key] = resolve_preemptibility(
-            workload.preemptibility, (), None, priority, self.preemptibility_threshold
+            workload.preemptibility,
+            tuple({PREEMPTIBILITY_LABEL: v} if v else {} for v in workload.owner_preemptibility),
+            None
+            if workload.pod_preemptibility is None
+            else {PREEMPTIBILITY_LABEL: workload.pod_preemptibility},
+            priority,
+            self.preemptibility_threshold,
         )
         self._order[key] = order_key(
             priority, workload.preemption_cost, workload.creation_timestamp, workload.uid, key

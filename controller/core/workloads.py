@@ -129,6 +129,10 @@ class Workload:
     requeue_at: float | None = None  # status.requeueState.requeueAt
     requeue_count: int = 0
     preemptibility: str | None = None  # spec.preemptibility as written (resolved by the state)
+    # The preemptibility labels of the pods' owners (nearest first) and of the pods, for
+    # Workloads made from pods (OWNER_/POD_PREEMPTIBILITY_ANNOTATION).
+    owner_preemptibility: tuple[str, ...] = ()
+    pod_preemptibility: str | None = None
     disruption_mode: str = "PodGroup"  # spec.disruptionMode: PodGroup (whole) or Pod (KEP-5710)
     quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
 

@@ -22,6 +22,7 @@ from kubernetes.aio.client.exceptions import ApiException
 from api.constants import QUEUE_NAME_LABEL
 from controller.integrations import webhook as webhooks
 from controller.integrations.jobs import JobIntegration
+from controller.integrations.pods import PodIntegration
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
@@ -66,8 +67,19 @@ def connection_info(kubeconfig: str | None) -> kopf.ConnectionInfo:
     )
 
 
+def _toleration(toleration: Any) -> dict[str, Any]:
+    """A flavor's toleration as the pod spec writes it."""
+    out = {"key": toleration.key, "operator": toleration.operator, "effect": toleration.effect}
+    if toleration.operator != "Exists":
+        out["value"] = toleration.value
+    return {k: v for k, v in out.items() if v}
+
+
 def build_registry(
-    controller: Controller, kubeconfig: str | None = None, jobs: JobIntegration | None = None
+    controller: Controller,
+    kubeconfig: str | None = None,
+    jobs: JobIntegration | None = None,
+    pods: PodIntegration | None = None,
 ) -> kopf.OperatorRegistry:
     """One `on.event` handler per watched resource: events go straight into the state
     (no per-object handlers, no progress annotations written to the objects)."""
@@ -109,6 +121,22 @@ def build_registry(
             body.setdefault("kind", "Job")
             body.setdefault("apiVersion", "batch/v1")
             jobs.on_job_event(event.get("type"), body)
+
+    if pods is not None:
+
+        @kopf.on.event(
+            "",
+            "v1",
+            "pods",
+            id="track-pods",
+            labels={QUEUE_NAME_LABEL: kopf.PRESENT},
+            registry=registry,
+        )
+        async def on_pod(event: kopf.RawEvent, **_: Any) -> None:
+            body = dict(event["object"])
+            body.setdefault("kind", "Pod")
+            body.setdefault("apiVersion", "v1")
+            pods.on_pod_event(event.get("type"), body)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -156,6 +184,21 @@ async def run_operator(
         events=controller.events,
     )
     controller.workload_listeners.append(jobs.on_workload_event)
+    pods = PodIntegration(
+        api_client,
+        is_leading=lambda: controller.leading,
+        workload_copy=lambda key: copy.body if (copy := controller.copies.get(key)) else None,
+        flavor=lambda name: (
+            (dict(f.node_labels), [_toleration(t) for t in f.tolerations])
+            if (f := controller.state.flavors.get(name))
+            else None
+        ),
+        priority_of_class=lambda name: (
+            c.value if (c := controller.state.priority_classes.workload_class(name)) else None
+        ),
+        events=controller.events,
+    )
+    controller.workload_listeners.append(pods.on_workload_event)
     webhook_runner = await start_webhook(config, api_client) if config.webhook.enabled else None
 
     async def lead() -> None:
@@ -164,6 +207,7 @@ async def run_operator(
         await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
         status_task = asyncio.create_task(statuses.run_forever())
         jobs.resync()
+        pods.resync()
         try:
             await controller.schedule_forever()
         finally:
@@ -200,7 +244,7 @@ async def run_operator(
     informer.add_done_callback(informer_ended)
     try:
         await kopf.operator(
-            registry=build_registry(controller, kubeconfig, jobs),
+            registry=build_registry(controller, kubeconfig, jobs, pods),
             standalone=True,
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,

@@ -1,0 +1,667 @@
+"""Plain pods, pod groups and core `scheduling.k8s.io` PodGroups: one Workload per unit.
+
+The webhook gates every pod labelled `kueue.x-k8s.io/queue-name` (Job pods excepted: the
+Job is queued instead). This integration (leader only) keeps each unit of pods and its
+Workload in step, level-triggered and idempotent:
+
+- a *unit* is a single pod (Workload `pod-<name>`), the pods sharing the label
+  `kueue.x-k8s.io/pod-group-name` (Workload `group-<name>`, created only once
+  `kueue.x-k8s.io/pod-group-total-count` pods exist, all agreeing on that count), or the
+  pods whose `spec.schedulingGroup.podGroupName` names a core PodGroup (Workload
+  `podgroup-<name>`: minCount from its gang policy, priority from it, its
+  `disruptionMode` as the Workload's);
+- Workload admitted → each gated pod gets ONE JSON patch: the flavor's node labels and
+  tolerations added, then our gate removed by index after a `test` of that index (another
+  controller's gates are never touched);
+- Workload evicted → its running pods are deleted (their grace period is respected); once
+  none is running the eviction is acknowledged (quota reservation cleared), and pods
+  their owner recreates are gated again by the webhook and wait for the next admission;
+- an admitted Workload shrunk by a `DisruptionMode: Pod` preemption → the newest pods
+  beyond the admitted count are deleted;
+- every pod of the unit terminated → the Workload is `Finished` and its quota returns.
+
+The Workload is owned by the pods' common controller (a ReplicaSet, say) when they have
+one, so it and its eviction history survive the pods being recreated; otherwise by the
+pods themselves, so garbage collection removes it with the last of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cachetools import TTLCache
+from kubernetes.aio import client as aio_client
+from kubernetes.aio.client.exceptions import ApiException
+
+from api.constants import ADMISSION_GATE as GATE
+from api.constants import (
+    OWNER_PREEMPTIBILITY_ANNOTATION,
+    POD_GROUP_NAME_LABEL,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
+    POD_PREEMPTIBILITY_ANNOTATION,
+    PREEMPTIBILITY_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+)
+from controller.runtime import workload_status
+from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
+
+log = logging.getLogger(__name__)
+
+JSON_PATCH = "application/json-patch+json"
+CORE_GROUP = "scheduling.k8s.io"
+# Where the core PodGroup is served: v1beta1 from Kubernetes 1.37, v1alpha2 before.
+POD_GROUP_VERSIONS = ("v1beta1", "v1alpha2")
+_DISRUPTION_MODES = {"single": "Pod", "all": "PodGroup", "Pod": "Pod", "PodGroup": "PodGroup"}
+
+
+# -- pure helpers ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Which Workload a pod belongs to."""
+
+    kind: str  # "pod" | "group" | "podgroup"
+    namespace: str
+    name: str  # the pod's, the group's or the PodGroup's name
+
+    @property
+    def workload_name(self) -> str:
+        return f"{self.kind}-{self.name}"[:253]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.workload_name}"
+
+
+def managed(pod: Mapping[str, Any]) -> bool:
+    """A queue-labelled pod not run by a Job (the Job integration queues those)."""
+    meta = pod.get("metadata") or {}
+    if QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
+        return False
+    owners = meta.get("ownerReferences") or []
+    return not any(
+        o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith("batch/") for o in owners
+    )
+
+
+def unit_of(pod: Mapping[str, Any]) -> Unit:
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    if group:
+        return Unit("podgroup", namespace, str(group))
+    label = (meta.get("labels") or {}).get(POD_GROUP_NAME_LABEL)
+    if label:
+        return Unit("group", namespace, str(label))
+    return Unit("pod", namespace, str(meta.get("name") or ""))
+
+
+def terminated(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def gated(pod: Mapping[str, Any]) -> bool:
+    return any(g.get("name") == GATE for g in (pod.get("spec") or {}).get("schedulingGates") or ())
+
+
+def running(pod: Mapping[str, Any]) -> bool:
+    """May hold resources on a node: released by us, not terminated, not being deleted."""
+    meta = pod.get("metadata") or {}
+    return not gated(pod) and not terminated(pod) and not meta.get("deletionTimestamp")
+
+
+def group_total(pods: Iterable[Mapping[str, Any]]) -> tuple[int | None, str | None]:
+    """The group's declared total pod count, or (None, problem) when the pods disagree or
+    it is not a positive integer."""
+    values: set[str] = set()
+    for pod in pods:
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        values.add(str(annotations.get(POD_GROUP_TOTAL_COUNT_ANNOTATION, "")))
+    if len(values) != 1:
+        shown = ", ".join(sorted(repr(v) for v in values))
+        return None, f"the pods disagree on {POD_GROUP_TOTAL_COUNT_ANNOTATION}: {shown}"
+    (value,) = values
+    try:
+        total = int(value)
+    except ValueError:
+        return None, f"{POD_GROUP_TOTAL_COUNT_ANNOTATION} must be a positive integer, not {value!r}"
+    if total < 1:
+        return None, f"{POD_GROUP_TOTAL_COUNT_ANNOTATION} must be a positive integer, not {value!r}"
+    return total, None
+
+
+def pod_template(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The podset template of a pod: its spec without what belongs to one pod instance."""
+    spec = json.loads(json.dumps(pod.get("spec") or {}))
+    for field in ("schedulingGates", "nodeName", "hostname", "subdomain"):
+        spec.pop(field, None)
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return {"metadata": {"labels": dict(labels)}, "spec": spec}
+
+
+def owner_references(pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The pods' common controller if they share one, else every pod (not as controller)."""
+    controllers = {
+        (o.get("uid"), o.get("kind"), o.get("name"), o.get("apiVersion"))
+        for pod in pods
+        for o in (pod.get("metadata") or {}).get("ownerReferences") or ()
+        if o.get("controller")
+    }
+    every_pod_has_one = all(
+        any(o.get("controller") for o in (p.get("metadata") or {}).get("ownerReferences") or ())
+        for p in pods
+    )
+    if len(controllers) == 1 and every_pod_has_one:
+        uid, kind, name, api_version = next(iter(controllers))
+        return [{"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": (p.get("metadata") or {}).get("name"),
+            "uid": (p.get("metadata") or {}).get("uid"),
+        }
+        for p in pods
+    ]
+
+
+def workload_for(
+    unit: Unit,
+    pods: Sequence[Mapping[str, Any]],
+    count: int,
+    *,
+    min_count: int | None = None,
+    priority: int | None = None,
+    priority_class: str | None = None,
+    workload_priority_class: str | None = None,
+    disruption_mode: str | None = None,
+    owner_preemptibility: list[str] | None = None,
+) -> dict[str, Any]:
+    """The Workload describing a unit of pods (pure). Pods are sorted by name; the first
+    one's spec is the template."""
+    first = sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name")))[0]
+    meta = first.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    podset: dict[str, Any] = {"name": "main", "count": count, "template": pod_template(first)}
+    if min_count is not None and min_count < count:
+        podset["minCount"] = min_count
+    annotations: dict[str, str] = {}
+    if owner_preemptibility:
+        annotations[OWNER_PREEMPTIBILITY_ANNOTATION] = json.dumps(owner_preemptibility)
+    if labels.get(PREEMPTIBILITY_LABEL) is not None:
+        annotations[POD_PREEMPTIBILITY_ANNOTATION] = str(labels[PREEMPTIBILITY_LABEL])
+    body: dict[str, Any] = {
+        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "kind": "Workload",
+        "metadata": {
+            "name": unit.workload_name,
+            "namespace": unit.namespace,
+            "labels": {"quotagate.x-k8s.io/unit": unit.kind},
+            "ownerReferences": owner_references(pods),
+        },
+        "spec": {"queueName": labels[QUEUE_NAME_LABEL], "podSets": [podset]},
+    }
+    if annotations:
+        body["metadata"]["annotations"] = annotations
+    if workload_priority_class:
+        body["spec"]["priorityClassRef"] = {
+            "group": KUEUE_GROUP,
+            "kind": "WorkloadPriorityClass",
+            "name": workload_priority_class,
+        }
+    elif priority_class:
+        body["spec"]["priorityClassRef"] = {
+            "group": CORE_GROUP,
+            "kind": "PriorityClass",
+            "name": priority_class,
+        }
+    if priority is not None:
+        body["spec"]["priority"] = priority
+    if disruption_mode is not None:
+        body["spec"]["disruptionMode"] = disruption_mode
+    return body
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def ungate_patch(
+    pod: Mapping[str, Any],
+    node_labels: Mapping[str, str],
+    tolerations: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """One JSON patch: node labels and tolerations added (allowed only while the pod is
+    gated), then our gate removed by index, guarded by a `test` of that index. Empty if
+    our gate is not there."""
+    spec = pod.get("spec") or {}
+    gates = spec.get("schedulingGates") or []
+    index = next((i for i, g in enumerate(gates) if g.get("name") == GATE), None)
+    if index is None:
+        return []
+    ops: list[dict[str, Any]] = []
+    selector = spec.get("nodeSelector")
+    missing = {k: v for k, v in node_labels.items() if (selector or {}).get(k) != v}
+    if selector is None and missing:
+        ops.append({"op": "add", "path": "/spec/nodeSelector", "value": dict(missing)})
+    else:
+        for key, value in missing.items():
+            ops.append({"op": "add", "path": f"/spec/nodeSelector/{_escape(key)}", "value": value})
+    present = spec.get("tolerations")
+    new = [dict(t) for t in tolerations if dict(t) not in (present or [])]
+    if present is None and new:
+        ops.append({"op": "add", "path": "/spec/tolerations", "value": new})
+    else:
+        ops.extend({"op": "add", "path": "/spec/tolerations/-", "value": t} for t in new)
+    ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE})
+    ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
+    return ops
+
+
+def newest_first(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted(
+        pods,
+        key=lambda p: (
+            str((p.get("metadata") or {}).get("creationTimestamp") or ""),
+            str((p.get("metadata") or {}).get("name") or ""),
+        ),
+        reverse=True,
+    )
+
+
+def admitted_count(workload: Mapping[str, Any]) -> int:
+    admission = (workload.get("status") or {}).get("admission") or {}
+    return sum(int(a.get("count", 0)) for a in admission.get("podSetAssignments") or ())
+
+
+def pod_group_settings(pod_group: Mapping[str, Any]) -> dict[str, Any]:
+    """minCount, priority, priorityClassName and disruption mode of a core PodGroup (pure)."""
+    spec = pod_group.get("spec") or {}
+    gang = (spec.get("schedulingPolicy") or {}).get("gang") or {}
+    mode = spec.get("disruptionMode")
+    return {
+        "min_count": int(gang["minCount"]) if gang.get("minCount") is not None else None,
+        "priority": int(spec["priority"]) if spec.get("priority") is not None else None,
+        "priority_class": spec.get("priorityClassName") or None,
+        "disruption_mode": _DISRUPTION_MODES.get(str(mode)) if mode else None,
+    }
+
+
+# -- the integration ---------------------------------------------------------------------------
+
+
+class PodIntegration:
+    """Reconciles units of queue-labelled pods against their Workloads."""
+
+    def __init__(
+        self,
+        api_client: aio_client.ApiClient,
+        is_leading: Callable[[], bool],
+        workload_copy: Callable[[str], dict[str, Any] | None],
+        flavor: Callable[[str], tuple[dict[str, str], list[dict[str, Any]]] | None],
+        priority_of_class: Callable[[str], int | None],
+        events: Callable[[dict[str, Any], str, str, str], Awaitable[None]] | None = None,
+        owner_cache_seconds: float = 60.0,
+        settle_seconds: float = 1.0,
+    ) -> None:
+        self.core = aio_client.CoreV1Api(api_client)
+        self.custom = aio_client.CustomObjectsApi(api_client)
+        self.is_leading = is_leading
+        self.workload_copy = workload_copy
+        self.flavor = flavor
+        self.priority_of_class = priority_of_class
+        self.events = events
+        self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
+        self.members: dict[Unit, set[str]] = {}  # unit → pod keys
+        self.owner_labels: TTLCache[tuple[str, str, str], dict[str, Any] | None] = TTLCache(
+            maxsize=4096, ttl=owner_cache_seconds
+        )
+        self.reported: dict[Unit, str] = {}
+        self.settle_seconds = settle_seconds
+        self._counts: dict[Unit, tuple[int, float]] = {}
+        self._locks: dict[Unit, asyncio.Lock] = {}
+        self._dirty: set[Unit] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on_pod_event(self, event_type: str | None, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        unit = unit_of(pod)
+        if event_type == "DELETED" or not managed(pod):
+            self.pods.pop(key, None)
+            self.members.get(unit, set()).discard(key)
+            if not self.members.get(unit):
+                self.members.pop(unit, None)
+            self.kick(unit)
+            return
+        self.pods[key] = pod
+        self.members.setdefault(unit, set()).add(key)
+        self.kick(unit)
+
+    def on_workload_event(self, workload: dict[str, Any]) -> None:
+        meta = workload.get("metadata") or {}
+        kind = (meta.get("labels") or {}).get("quotagate.x-k8s.io/unit")
+        if kind in ("pod", "group", "podgroup"):
+            name = str(meta.get("name", ""))[len(kind) + 1 :]
+            self.kick(Unit(kind, str(meta.get("namespace", "")), name))
+
+    def resync(self) -> None:
+        for unit in list(self.members):
+            self.kick(unit)
+
+    def kick(self, unit: Unit) -> None:
+        if not self.is_leading():
+            return
+        task = asyncio.ensure_future(self._reconcile_serialized(unit))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reconcile_serialized(self, unit: Unit) -> None:
+        lock = self._locks.setdefault(unit, asyncio.Lock())
+        if lock.locked():
+            self._dirty.add(unit)
+            return
+        async with lock:
+            while True:
+                self._dirty.discard(unit)
+                try:
+                    await self.reconcile(unit)
+                except ApiException as exc:
+                    if exc.status not in (404, 409):
+                        log.warning(
+                            "reconciling %s failed: %s %s", unit.key, exc.status, exc.reason
+                        )
+                except Exception:
+                    log.exception("reconciling %s failed", unit.key)
+                if unit not in self._dirty:
+                    break
+            if unit not in self.members:
+                self._locks.pop(unit, None)
+
+    # -- the reconcile -------------------------------------------------------------------------
+
+    async def reconcile(self, unit: Unit) -> None:
+        if not self.is_leading():
+            return
+        pods = [self.pods[k] for k in sorted(self.members.get(unit, ())) if k in self.pods]
+        workload = self.workload_copy(unit.key)
+        if workload is None:
+            if pods and not any(terminated(p) for p in pods):
+                await self._maybe_create(unit, pods)
+            return
+        if not pods:
+            return
+        status = workload.get("status") or {}
+        if workload_status.is_true(status, workload_status.FINISHED):
+            return
+        admitted = bool(status.get("admission"))
+        if admitted and all(terminated(p) for p in pods):
+            failed = any((p.get("status") or {}).get("phase") == "Failed" for p in pods)
+            reason = "Failed" if failed else "Succeeded"
+            await self._patch_workload_status(
+                workload,
+                workload_status.finished(
+                    status, reason, f"Pods finished: {reason}", time.time(), None
+                ),
+            )
+            return
+        if admitted and workload_status.is_true(status, workload_status.EVICTED):
+            live = [p for p in pods if running(p)]
+            for pod in live:
+                await self._delete(pod)
+            if not live:
+                await self._patch_workload_status(
+                    workload, workload_status.released(status, time.time(), None)
+                )
+            return
+        if not admitted:
+            pending = workload_status.condition(status, workload_status.QUOTA_RESERVED)
+            if pending is not None and pending.get("reason") in ("Misconfigured", "Inactive"):
+                # e.g. the LocalQueue does not exist: the pods stay gated, and say why.
+                await self._report(unit, pods, str(pending["reason"]), str(pending.get("message")))
+            return
+        if workload_status.is_true(status, workload_status.ADMITTED):
+            allowed = admitted_count(workload)
+            live = [p for p in pods if running(p)]
+            for extra in newest_first(live)[: max(0, len(live) - allowed)]:
+                await self._delete(extra)  # DisruptionMode Pod: the admission shrank
+            labels, tolerations = self._assigned(status)
+            waiting = [p for p in pods if gated(p) and not terminated(p)]
+            for pod in waiting[: max(0, allowed - len(live))]:
+                patch = ungate_patch(pod, labels, tolerations)
+                if patch:
+                    await self._patch_pod(pod, patch)
+
+    def _assigned(self, status: Mapping[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        labels: dict[str, str] = {}
+        tolerations: list[dict[str, Any]] = []
+        for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
+            for name in (assignment.get("flavors") or {}).values():
+                found = self.flavor(name)
+                if found is not None:
+                    labels.update(found[0])
+                    tolerations.extend(t for t in found[1] if t not in tolerations)
+        return labels, tolerations
+
+    async def _maybe_create(self, unit: Unit, pods: list[dict[str, Any]]) -> None:
+        settings: dict[str, Any] = {}
+        if unit.kind == "group":
+            total, problem = group_total(pods)
+            if problem is not None:
+                await self._report(unit, pods, "InvalidPodGroup", problem)
+                return
+            assert total is not None
+            if len(pods) < total:
+                return  # wait for the rest of the group
+            count = total
+        elif unit.kind == "podgroup":
+            pod_group = await self._read_pod_group(unit)
+            if pod_group is None:
+                await self._report(
+                    unit, pods, "PodGroupNotFound", f"PodGroup {unit.name} does not exist (yet)"
+                )
+                return
+            settings = pod_group_settings(pod_group)
+            needed = settings["min_count"] or 1
+            if len(pods) < needed or not self._settled(unit, len(pods)):
+                return
+            count = len(pods)
+        else:
+            count = 1
+        first = pods[0]
+        labels = (first.get("metadata") or {}).get("labels") or {}
+        wpc = labels.get(PRIORITY_CLASS_LABEL)
+        priority_class = settings.get("priority_class") or (first.get("spec") or {}).get(
+            "priorityClassName"
+        )
+        priority = settings.get("priority")
+        if wpc:
+            priority = self.priority_of_class(wpc)
+        elif priority is None:
+            priority = (first.get("spec") or {}).get("priority")
+        body = workload_for(
+            unit,
+            pods,
+            count,
+            min_count=settings.get("min_count"),
+            priority=priority,
+            priority_class=None if wpc else priority_class,
+            workload_priority_class=wpc,
+            disruption_mode=settings.get("disruption_mode"),
+            owner_preemptibility=await self._owner_preemptibility(first),
+        )
+        try:
+            await self.custom.create_namespaced_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, unit.namespace, "workloads", body
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            return
+        self.reported.pop(unit, None)
+        if self.events:
+            for pod in pods:
+                await self.events(
+                    pod, "Normal", "CreatedWorkload", f"Created Workload {unit.workload_name}"
+                )
+
+    def _settled(self, unit: Unit, count: int) -> bool:
+        """A PodGroup declares no total: its Workload counts the pods present once their
+        number has not changed for `settle_seconds` (pods arriving later stay gated)."""
+        now = time.monotonic()
+        seen = self._counts.get(unit)
+        if seen is None or seen[0] != count:
+            self._counts[unit] = (count, now)
+            self._later(unit, self.settle_seconds)
+            return False
+        if now - seen[1] < self.settle_seconds:
+            self._later(unit, self.settle_seconds - (now - seen[1]))
+            return False
+        self._counts.pop(unit, None)
+        return True
+
+    def _later(self, unit: Unit, delay: float) -> None:
+        async def kick() -> None:
+            await asyncio.sleep(delay)
+            self.kick(unit)
+
+        task = asyncio.ensure_future(kick())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _report(self, unit: Unit, pods: list[dict[str, Any]], reason: str, text: str) -> None:
+        if self.reported.get(unit) == text:
+            return
+        self.reported[unit] = text
+        log.warning("%s: %s", unit.key, text)
+        if self.events:
+            for pod in pods:
+                await self.events(pod, "Warning", reason, text)
+
+    async def _read_pod_group(self, unit: Unit) -> dict[str, Any] | None:
+        for version in POD_GROUP_VERSIONS:
+            try:
+                found: Any = await self.custom.get_namespaced_custom_object(
+                    CORE_GROUP, version, unit.namespace, "podgroups", unit.name
+                )
+                return dict(found)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        return None
+
+    async def _owner_preemptibility(self, pod: Mapping[str, Any]) -> list[str]:
+        """The preemptibility label of each owner, nearest first, walking controller
+        references up to the top owner ("" where an owner has none). Owners are read
+        through a bounded TTL cache."""
+        chain: list[str] = []
+        meta: Mapping[str, Any] = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        for _ in range(8):  # owner chains are short; never loop on a cycle
+            owner = next(
+                (o for o in meta.get("ownerReferences") or () if o.get("controller")), None
+            )
+            if owner is None:
+                break
+            found = await self._owner(namespace, owner)
+            if found is None:
+                break
+            chain.append(
+                str(
+                    ((found.get("metadata") or {}).get("labels") or {}).get(
+                        PREEMPTIBILITY_LABEL, ""
+                    )
+                )
+            )
+            meta = found.get("metadata") or {}
+        return chain if any(chain) else []
+
+    async def _owner(self, namespace: str, owner: Mapping[str, Any]) -> dict[str, Any] | None:
+        api_version, kind, name = (
+            str(owner.get("apiVersion")),
+            str(owner.get("kind")),
+            str(owner.get("name")),
+        )
+        cache_key = (namespace, f"{api_version}/{kind}", name)
+        if cache_key in self.owner_labels:
+            return self.owner_labels[cache_key]
+        group, _, version = api_version.rpartition("/")
+        plural = kind.lower() + ("es" if kind.lower().endswith("s") else "s")
+        try:
+            if group:
+                found: Any = await self.custom.get_namespaced_custom_object(
+                    group, version, namespace, plural, name
+                )
+                value: dict[str, Any] | None = dict(found)
+            else:
+                value = None  # core kinds (e.g. a Pod) do not own pods in practice
+        except ApiException as exc:
+            if exc.status not in (403, 404):
+                raise
+            value = None
+        self.owner_labels[cache_key] = value
+        return value
+
+    async def _delete(self, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return
+        try:
+            await self.core.delete_namespaced_pod(
+                meta["name"],
+                meta["namespace"],
+                body=aio_client.V1DeleteOptions(
+                    preconditions=aio_client.V1Preconditions(uid=meta.get("uid"))
+                ),
+            )
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+            return
+        if self.events:
+            await self.events(
+                dict(pod), "Normal", "Stopped", "Deleted: its Workload was evicted or shrunk"
+            )
+
+    async def _patch_pod(self, pod: Mapping[str, Any], patch: list[dict[str, Any]]) -> None:
+        meta = pod.get("metadata") or {}
+        try:
+            await self.core.patch_namespaced_pod(
+                meta["name"],
+                meta["namespace"],
+                patch,
+                field_manager="quotagate",
+                _content_type=JSON_PATCH,
+            )
+        except ApiException as exc:
+            # 422 from the `test` op: the gate list changed since this copy (most often:
+            # the pod is already ungated and its event is on its way); the next event
+            # decides again.
+            if exc.status != 422:
+                raise
+            log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)
+
+    async def _patch_workload_status(
+        self, workload: Mapping[str, Any], status: dict[str, Any]
+    ) -> None:
+        meta = workload["metadata"]
+        await self.custom.patch_namespaced_custom_object_status(
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            meta["namespace"],
+            "workloads",
+            meta["name"],
+            {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status},
+            field_manager="quotagate",
+            _content_type=MERGE_PATCH,
+        )
