@@ -596,8 +596,12 @@ class Controller:
         now = self.clock()
 
         def build(status: dict[str, Any]) -> dict[str, Any] | None:
-            if workload_status.is_true(status, workload_status.EVICTED) or not status.get(
-                "admission"
+            # Already evicted, never admitted, or finished while the write waited for a slot:
+            # a finished Workload releases its quota by itself, evicting it only costs a write.
+            if (
+                workload_status.is_true(status, workload_status.EVICTED)
+                or workload_status.is_true(status, workload_status.FINISHED)
+                or not status.get("admission")
             ):
                 return None
             return workload_status.evicted(

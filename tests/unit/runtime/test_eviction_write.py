@@ -1,0 +1,91 @@
+"""The eviction write reads the Workload as it is when the write gets its slot: one that
+finished meanwhile is left alone (no request), one still running is evicted."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from controller.core.decisions import Evict
+from controller.runtime import workload_status
+from controller.runtime.config import ControllerConfig
+from controller.runtime.controller import Controller
+
+
+class RecordingApi:
+    """Stands in for `Api` in a unit test: records status patches, answers them with the
+    patched object."""
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, str, dict[str, Any]]] = []
+
+    async def patch_workload_status(
+        self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None
+    ) -> dict[str, Any]:
+        self.patches.append((namespace, name, status))
+        return _workload(name, status)
+
+
+def _workload(name: str, status: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": "1", "uid": name},
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]
+                        }
+                    },
+                }
+            ],
+        },
+        "status": status,
+    }
+
+
+def _admitted_status(finished: bool) -> dict[str, Any]:
+    admission = {
+        "clusterQueue": "cq",
+        "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "rf"}, "resourceUsage": {"cpu": "1"}, "count": 1}
+        ],
+    }
+    status = workload_status.admitted({}, admission, 1000.0, None)
+    if finished:
+        conditions = [
+            *status["conditions"],
+            {
+                "type": workload_status.FINISHED,
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "done",
+                "lastTransitionTime": "2026-11-23T00:00:00Z",
+            },
+        ]
+        status = {**status, "conditions": conditions}
+    return status
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_eviction_skips_a_workload_that_finished_before_the_write(finished: bool) -> None:
+    api = RecordingApi()
+    controller = Controller(api, ControllerConfig())  # type: ignore[arg-type]
+    controller.apply_event("ADDED", _workload("w", _admitted_status(finished)))
+    evict = Evict("ns/w", "cq", "Preempted", "preempted to make room")
+
+    asyncio.run(controller._write_eviction(evict))
+
+    if finished:
+        assert api.patches == []
+    else:
+        [(namespace, name, status)] = api.patches
+        assert (namespace, name) == ("ns", "w")
+        assert workload_status.is_true(status, workload_status.EVICTED)
