@@ -221,13 +221,14 @@ def _refuse_alike(
     compare_age = cq.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
     if compare_age:
         return changed
+    # The Workloads parked with the head get its reason in `state.reasons` but no decision
+    # of their own: the engine did not try them, and (as in Kueue, which writes a message
+    # only on a Workload it tried) nothing is written for them.
     signature, signature_of, reasons = state.signature(entry.key), state.signature, state.reasons
-    for item in state.queues[cq.name].park_run(lambda key: signature_of(key) == signature):
-        key = item[4]
-        reasons[key] = reason
-        out.append(Inadmissible(key, cq.name, reason, condition_reason, assignment))
-        changed = True
-    return changed
+    parked = state.queues[cq.name].park_run(lambda key: signature_of(key) == signature)
+    for item in parked:
+        reasons[item[4]] = reason
+    return changed or bool(parked)
 
 
 def _entitlement(

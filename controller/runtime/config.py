@@ -108,6 +108,13 @@ class ControllerConfig(_Section):
         "Events over the limit are dropped and counted in quotagate_events_dropped_total",
     )
     event_burst: int = Field(100, alias="eventBurst", ge=1, description="Events allowed in a burst")
+    pending_reason_delay_seconds: float = Field(
+        1.0,
+        alias="pendingReasonDelaySeconds",
+        ge=0,
+        description="how long a refused Workload waits before its pending reason is written; "
+        "one admitted meanwhile gets none, and the reasons of that time coalesce into the latest",
+    )
     cycle_interval_seconds: float = Field(
         0.02,
         alias="cycleIntervalSeconds",

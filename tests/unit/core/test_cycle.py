@@ -343,3 +343,24 @@ def test_capacity_held_back_for_a_queue_waiting_to_preempt() -> None:
     result = run_cycle(state, 0)
     assert not result.admitted
     assert usage(state, "borrower") == 0
+
+
+def test_workloads_alike_to_a_refused_head_are_parked_with_its_reason_but_no_decision() -> None:
+    state = add(
+        cluster(cq("cq", {"default": {"cpu": "2"}})),
+        wl("big", cpu="2", created=0),
+        *(wl(f"w{i}", cpu="1", created=1 + i) for i in range(4)),
+        wl("other", cpu="3", created=9),
+    )
+    assert [x.workload_key for x in run_cycle(state, 0).admitted] == ["ns/big"]
+    first = run_cycle(state, 0)
+    # The head w0 is tried; w1..w3 are the same but for their age: parked behind it with
+    # its reason, without a decision each (nothing to write for them).
+    [refused] = first.inadmissible
+    assert refused.workload_key == "ns/w0"
+    assert first.changed
+    for i in range(1, 4):
+        assert state.reasons[f"ns/w{i}"] == refused.reason
+        assert state.queues["cq"].is_inadmissible(f"ns/w{i}")
+    # `other` differs, so it is tried on its own in the next cycle.
+    assert [x.workload_key for x in run_cycle(state, 0).inadmissible] == ["ns/other"]

@@ -1,5 +1,6 @@
-"""The eviction write reads the Workload as it is when the write gets its slot: one that
-finished meanwhile is left alone (no request), one still running is evicted."""
+"""Writes decided against the controller's copy of the Workload: an eviction leaves one that
+finished while the write waited alone (no request); pending reasons wait out a short delay
+and coalesce."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from controller.core.decisions import Evict
+from controller.core.decisions import Evict, Inadmissible
 from controller.runtime import workload_status
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
@@ -89,3 +90,18 @@ def test_eviction_skips_a_workload_that_finished_before_the_write(finished: bool
         [(namespace, name, status)] = api.patches
         assert (namespace, name) == ("ns", "w")
         assert workload_status.is_true(status, workload_status.EVICTED)
+
+
+def test_pending_reasons_wait_out_the_delay_and_coalesce() -> None:
+    config = ControllerConfig.model_validate({"pendingReasonDelaySeconds": 0.05})
+    controller = Controller(RecordingApi(), config)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        controller._want_pending(Inadmissible("ns/w", "cq", "available 0"))
+        controller._want_pending(Inadmissible("ns/w", "cq", "available 1"))
+        assert len(controller.status_queue) == 0  # not yet: it may be admitted meanwhile
+        await asyncio.sleep(0.1)
+        assert len(controller.status_queue) == 1
+        assert controller.wanted_reason["ns/w"].reason == "available 1"
+
+    asyncio.run(scenario())
