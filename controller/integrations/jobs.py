@@ -15,7 +15,6 @@ and its Workload in step, level-triggered and idempotent:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -26,6 +25,7 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import PREEMPTIBILITY_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from controller.integrations.serial import SerialReconciler
 from controller.runtime import workload_status
 from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
 
@@ -150,9 +150,9 @@ class JobIntegration:
         self.priority_of_class = priority_of_class
         self.events = events
         self.jobs: dict[str, dict[str, Any]] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._dirty: set[str] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._serial: SerialReconciler[str] = SerialReconciler(
+            self.reconcile, is_leading, lambda key: f"Job {key}", log
+        )
 
     # -- events --------------------------------------------------------------------------------
 
@@ -178,29 +178,7 @@ class JobIntegration:
             self.kick(key)
 
     def kick(self, key: str) -> None:
-        if not self.is_leading():
-            return
-        task = asyncio.ensure_future(self._reconcile_serialized(key))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _reconcile_serialized(self, key: str) -> None:
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        if lock.locked():
-            self._dirty.add(key)  # the running reconcile goes round once more
-            return
-        async with lock:
-            while True:
-                self._dirty.discard(key)
-                try:
-                    await self.reconcile(key)
-                except ApiException as exc:
-                    if exc.status not in (404, 409):
-                        log.warning("reconciling Job %s failed: %s %s", key, exc.status, exc.reason)
-                except Exception:
-                    log.exception("reconciling Job %s failed", key)
-                if key not in self._dirty:
-                    break
+        self._serial.kick(key)
 
     # -- the reconcile -------------------------------------------------------------------------
 

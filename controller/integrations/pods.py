@@ -49,6 +49,7 @@ from api.constants import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
 )
+from controller.integrations.serial import SerialReconciler
 from controller.runtime import workload_status
 from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
 
@@ -327,9 +328,9 @@ class PodIntegration:
         self.reported: dict[Unit, str] = {}
         self.settle_seconds = settle_seconds
         self._counts: dict[Unit, tuple[int, float]] = {}
-        self._locks: dict[Unit, asyncio.Lock] = {}
-        self._dirty: set[Unit] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._serial: SerialReconciler[Unit] = SerialReconciler(
+            self.reconcile, is_leading, lambda unit: unit.key, log, keep=self.members.__contains__
+        )
 
     # -- events --------------------------------------------------------------------------------
 
@@ -360,33 +361,7 @@ class PodIntegration:
             self.kick(unit)
 
     def kick(self, unit: Unit) -> None:
-        if not self.is_leading():
-            return
-        task = asyncio.ensure_future(self._reconcile_serialized(unit))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _reconcile_serialized(self, unit: Unit) -> None:
-        lock = self._locks.setdefault(unit, asyncio.Lock())
-        if lock.locked():
-            self._dirty.add(unit)
-            return
-        async with lock:
-            while True:
-                self._dirty.discard(unit)
-                try:
-                    await self.reconcile(unit)
-                except ApiException as exc:
-                    if exc.status not in (404, 409):
-                        log.warning(
-                            "reconciling %s failed: %s %s", unit.key, exc.status, exc.reason
-                        )
-                except Exception:
-                    log.exception("reconciling %s failed", unit.key)
-                if unit not in self._dirty:
-                    break
-            if unit not in self.members:
-                self._locks.pop(unit, None)
+        self._serial.kick(unit)
 
     # -- the reconcile -------------------------------------------------------------------------
 
@@ -535,9 +510,7 @@ class PodIntegration:
             await asyncio.sleep(delay)
             self.kick(unit)
 
-        task = asyncio.ensure_future(kick())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._serial.spawn(kick())
 
     async def _report(self, unit: Unit, pods: list[dict[str, Any]], reason: str, text: str) -> None:
         if self.reported.get(unit) == text:
