@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from kubernetes.aio import client as aio_client
-from kubernetes.aio import watch
 from kubernetes.aio.client.exceptions import ApiException
 
 from controller.bench.report import Job, Progress, Report, Sample, summarize
@@ -46,6 +45,8 @@ from controller.runtime.kube import (
     KUEUE_GROUP,
     KUEUE_VERSION,
     MERGE_PATCH,
+    WORKLOADS,
+    Api,
     is_retryable,
     retrying,
 )
@@ -73,6 +74,7 @@ class _Tracked:
     evicted: bool = False
     finished: bool = False
     acking: bool = False
+    finish_answered: float | None = None  # when the API server answered our Finished patch
     finish_task: asyncio.Task[None] | None = None
 
 
@@ -122,6 +124,10 @@ def _condition_true(body: dict[str, Any], type_: str) -> bool:
     return False
 
 
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
 def _cpu(milli: int) -> str:
     return str(Quantity(milli))
 
@@ -140,6 +146,7 @@ class LiveRun:
         setup_timeout: float = 120.0,
     ) -> None:
         self.custom = aio_client.CustomObjectsApi(api_client)
+        self.api = Api(api_client)  # the hot calls: no generated-client overhead
         self.core = aio_client.CoreV1Api(api_client)
         self.scenario = scenario
         self.run_id = run_id or uuid.uuid4().hex[:8]
@@ -165,6 +172,9 @@ class LiveRun:
         self.nominal_total = sum(capacity.values())
         self.counters = {"created": 0, "admitted": 0, "finished": 0}
         self.preemptions = 0
+        # The job side's round trip: Finished patch sent → answered → seen on the watch.
+        self.finish_write: list[float] = []
+        self.finish_seen: list[float] = []
         self.samples: list[Sample] = []
         self.pending: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
         self.t0 = 0.0
@@ -319,6 +329,8 @@ class LiveRun:
         cpu_after = _process_cpu(self.controller_pid)
         extra: dict[str, Any] = {
             "runner_cpu_s": round(time.process_time() - own_before, 3),
+            "finish_write_mean_s": _mean(self.finish_write),
+            "finish_seen_mean_s": _mean(self.finish_seen),
             "run_id": self.run_id,
         }
         cpu = 0.0
@@ -409,9 +421,7 @@ class LiveRun:
             }
             try:
                 await retrying(
-                    lambda: self.custom.create_namespaced_custom_object(
-                        KUEUE_GROUP, KUEUE_VERSION, ns, "workloads", body
-                    )
+                    lambda: self.api.request("POST", Api.path(WORKLOADS, None, ns), body)
                 )
             except ApiException as exc:
                 if exc.status != 409:  # 409: an earlier try got through before its reply was lost
@@ -433,21 +443,18 @@ class LiveRun:
     async def _watch(self) -> None:
         version = ""
         while True:
-            stream = watch.Watch()
             try:
-                async for event in stream.stream(
-                    self.custom.list_cluster_custom_object,
-                    KUEUE_GROUP,
-                    KUEUE_VERSION,
-                    "workloads",
+                async for kind, body in self.api.watch(
+                    WORKLOADS,
                     label_selector=f"{RUN_LABEL}={self.run_id}",
                     resource_version=version or None,
-                    allow_watch_bookmarks=True,
-                    timeout_seconds=300,
                 ):
-                    body = event["raw_object"]
+                    if kind == "ERROR":
+                        raise ApiException(
+                            status=int(body.get("code") or 0), reason=str(body.get("message"))
+                        )
                     version = (body.get("metadata") or {}).get("resourceVersion") or version
-                    if event["type"] in ("ADDED", "MODIFIED"):
+                    if kind in ("ADDED", "MODIFIED"):
                         self._observe(body)
             except ApiException as exc:
                 if exc.status != 410:
@@ -458,8 +465,6 @@ class LiveRun:
             except CONNECTION_ERRORS as exc:  # resume from the last event seen
                 log.info("the Workload watch broke (%s); resuming", exc or type(exc).__name__)
                 await asyncio.sleep(0.2)
-            finally:
-                await stream.close()
 
     def _observe(self, body: dict[str, Any]) -> None:
         key = self._key_of(body)
@@ -479,6 +484,8 @@ class LiveRun:
         evicted = _condition_true(body, "Evicted")
         if finished and not tracked.finished:
             tracked.finished = True
+            if tracked.finish_answered is not None:
+                self.finish_seen.append(max(0.0, t - tracked.finish_answered))
             if tracked.reserved:
                 tracked.reserved = False
                 self.ledger.charge(job, -1, t)
@@ -516,6 +523,7 @@ class LiveRun:
 
     async def _finish_later(self, tracked: _Tracked, epoch: int) -> None:
         await asyncio.sleep(tracked.job.runtime)
+        sent = self.now()
         await self._patch_status(
             tracked,
             lambda status: workload_status.finished(
@@ -523,6 +531,9 @@ class LiveRun:
             ),
             still=lambda: tracked.job.epoch == epoch and tracked.reserved and not tracked.evicted,
         )
+        if not tracked.finished:
+            tracked.finish_answered = self.now()
+            self.finish_write.append(tracked.finish_answered - sent)
 
     async def _acknowledge(self, tracked: _Tracked) -> None:
         await self._patch_status(
@@ -545,15 +556,12 @@ class LiveRun:
             }
             try:
                 async with self.job_gate:
-                    updated: Any = await self.custom.patch_namespaced_custom_object_status(
-                        KUEUE_GROUP,
-                        KUEUE_VERSION,
-                        meta["namespace"],
-                        "workloads",
-                        meta["name"],
+                    updated: Any = await self.api.request(
+                        "PATCH",
+                        Api.path(WORKLOADS, meta["name"], meta["namespace"]) + "/status",
                         patch,
-                        field_manager=FIELD_MANAGER,
-                        _content_type=MERGE_PATCH,
+                        content_type=MERGE_PATCH,
+                        params={"fieldManager": FIELD_MANAGER},
                     )
             except API_ERRORS as exc:
                 if not is_retryable(exc):
@@ -562,9 +570,7 @@ class LiveRun:
                     await asyncio.sleep(0.2)  # a dropped connection or a busy server
                     continue
                 async with self.job_gate:
-                    fresh: Any = await self.custom.get_namespaced_custom_object(
-                        KUEUE_GROUP, KUEUE_VERSION, meta["namespace"], "workloads", meta["name"]
-                    )
+                    fresh: Any = await self.api.get_workload(meta["namespace"], meta["name"])
                 if _newer(fresh, tracked.body):
                     tracked.body = fresh
                 continue

@@ -221,14 +221,12 @@ def _refuse_alike(
     compare_age = cq.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
     if compare_age:
         return changed
-    # The Workloads parked with the head get its reason in `state.reasons` but no decision
-    # of their own: the engine did not try them, and (as in Kueue, which writes a message
-    # only on a Workload it tried) nothing is written for them.
-    signature, signature_of, reasons = state.signature(entry.key), state.signature, state.reasons
-    parked = state.queues[cq.name].park_run(lambda key: signature_of(key) == signature)
-    for item in parked:
-        reasons[item[4]] = reason
-    return changed or bool(parked)
+    # The Workloads parked with the head get no decision of their own: the engine did not
+    # try them, and (as in Kueue, which writes a message only on a Workload it tried)
+    # nothing is written for them. Their reason is the tag of the run they are parked in
+    # (`ClusterState.why_pending` reads it), so parking thousands is one step.
+    parked = state.queues[cq.name].park_run(state.signature, state.signature(entry.key), reason)
+    return changed or parked > 0
 
 
 def _entitlement(

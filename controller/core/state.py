@@ -86,7 +86,13 @@ class ClusterState:
 
     # -- flavors, queues, namespaces, priority classes ---------------------------------------
 
+    # A setter given the object it already holds returns at once: the controller writes
+    # queue status, and the watch echoes each write back; a status-only change must not
+    # send every parked Workload of the queue back for another assessment.
+
     def set_flavor(self, flavor: ResourceFlavor) -> None:
+        if self.flavors.get(flavor.name) == flavor:
+            return
         self.flavors[flavor.name] = flavor
         self._retry_using_flavor(flavor.name)
 
@@ -101,6 +107,8 @@ class ClusterState:
 
     def set_cluster_queue(self, cq: ClusterQueue) -> None:
         old = self.cluster_queues.get(cq.name)
+        if old == cq:
+            return
         self.cluster_queues[cq.name] = cq
         self.quota.set_cluster_queue(cq.name, cq.cohort, dict(cq.quotas()))
         queue = self.queues.get(cq.name)
@@ -134,6 +142,8 @@ class ClusterState:
 
     def set_local_queue(self, lq: LocalQueue) -> None:
         old = self.local_queues.get(lq.key)
+        if old == lq:
+            return
         self.local_queues[lq.key] = lq
         if old is not None and old.cluster_queue != lq.cluster_queue:
             self._requeue_local_queue(old)
@@ -158,7 +168,10 @@ class ClusterState:
             self._place(key)
 
     def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
-        self.namespaces[name] = {**labels, _NAME_LABEL: name}
+        new = {**labels, _NAME_LABEL: name}
+        if self.namespaces.get(name) == new:
+            return
+        self.namespaces[name] = new
         for cq in self.cluster_queues:
             self.retry_inadmissible(cq)
 
@@ -498,6 +511,9 @@ class ClusterState:
             inactive = self.inactive_reason(cq)
             if inactive is not None:
                 return inactive
+            tag = self.queues[cq].tag_of(key)  # parked with a refused head like it
+            if tag is not None:
+                return str(tag)
         if key in self.reasons:
             return self.reasons[key]
         at = self.backoff_queue.requeue_at(key)

@@ -305,14 +305,19 @@ class Controller:
         """Pending Workloads the cycle never looks at still get a reason: no such LocalQueue
         or ClusterQueue, an inactive ClusterQueue (missing flavor, stopped), deactivated."""
         state = self.state
+        inactive_cqs = {
+            name: reason
+            for name in state.cluster_queues
+            if (reason := state.inactive_reason(name)) is not None
+        }
         for key in list(state.pending()):
+            cq = state.queued_in(key)
+            if cq is not None and cq not in inactive_cqs:
+                continue  # the cycle explains it
             if key in self.in_flight or key in state.nominated:
                 continue  # a nominated preemptor's reason is the one `_write_preemption` gave
-            cq = state.queued_in(key)
             if cq is not None:
-                inactive = state.inactive_reason(cq)
-                if inactive is None:
-                    continue  # the cycle explains it
+                inactive = inactive_cqs[cq]
                 reason, code = inactive, "OnHold" if "stopped" in inactive else "Misconfigured"
             elif key in state.reasons:
                 reason, code = state.reasons[key], "Misconfigured"
@@ -371,7 +376,9 @@ class Controller:
                     body = await self.api.get_workload(namespace, name)
                 raise
 
+        asked = time.perf_counter()
         async with self.writes:
+            started = time.perf_counter()
             try:
                 result = await (retrying(attempt) if refetch else attempt())
             except ApiException as exc:
@@ -379,6 +386,10 @@ class Controller:
                 raise
             if sent:  # `build` may have found nothing to write: no request, not counted
                 self.metrics.api_writes.labels(write, "ok").inc()
+                self.metrics.api_write_seconds.labels(write, "wait").observe(started - asked)
+                self.metrics.api_write_seconds.labels(write, "request").observe(
+                    time.perf_counter() - started
+                )
             return result
 
     async def _write_admission(self, admit: Admit) -> None:

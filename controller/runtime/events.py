@@ -86,11 +86,8 @@ class EventRecorder:
         try:
             if seen is not None and now - seen[0] < self.dedupe_seconds:
                 name, count = seen[1], seen[2] + 1
-                await self.api.core.patch_namespaced_event(
-                    name,
-                    namespace,
-                    {"count": count, "lastTimestamp": _now()},
-                    _content_type="application/merge-patch+json",
+                await self.api.patch_event(
+                    namespace, name, {"count": count, "lastTimestamp": _now()}
                 )
                 self._recent[key] = (seen[0], name, count)
                 return
@@ -117,7 +114,7 @@ class EventRecorder:
                 "reportingComponent": self.component,
                 "reportingInstance": self.host or self.component,
             }
-            await self.api.core.create_namespaced_event(namespace, body)
+            await self.api.create_event(namespace, body)
             self._recent[key] = (now, name, 1)
             if len(self._recent) > _MAX_RECENT:
                 self._forget_old(now)

@@ -18,16 +18,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kubernetes.aio import client as aio_client
-from kubernetes.aio import watch
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.runtime.kube import (
-    CONNECTION_ERRORS,
-    KUEUE_GROUP,
-    KUEUE_VERSION,
-    WORKLOADS,
-    retrying,
-)
+from controller.runtime.kube import CONNECTION_ERRORS, WORKLOADS, Api, retrying
 
 __all__ = ["WorkloadInformer"]
 
@@ -51,7 +44,7 @@ class WorkloadInformer:
         watch_timeout: int = 300,
         on_listed: Callable[[], None] | None = None,
     ) -> None:
-        self.custom = aio_client.CustomObjectsApi(api_client)
+        self.api = Api(api_client)
         self.sink = sink
         self.namespaces = namespaces or []
         self.watch_timeout = watch_timeout
@@ -84,23 +77,9 @@ class WorkloadInformer:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 30.0)
 
-    def _call(self, namespace: str | None) -> tuple[Any, tuple[Any, ...]]:
-        if namespace is None:
-            return self.custom.list_cluster_custom_object, (
-                KUEUE_GROUP,
-                KUEUE_VERSION,
-                WORKLOADS.plural,
-            )
-        return self.custom.list_namespaced_custom_object, (
-            KUEUE_GROUP,
-            KUEUE_VERSION,
-            namespace,
-            WORKLOADS.plural,
-        )
-
     async def _relist(self, namespace: str | None) -> str:
-        call, args = self._call(namespace)
-        listing: Any = await retrying(lambda: call(*args))
+        collection = Api.path(WORKLOADS, None, namespace)
+        listing: Any = await retrying(lambda: self.api.request("GET", collection))
         present: set[str] = set()
         for item in listing.get("items") or ():
             item.setdefault("kind", WORKLOADS.kind)
@@ -126,28 +105,20 @@ class WorkloadInformer:
     async def _watch(self, namespace: str | None, version: str) -> str:
         """Apply events from `version` until the server ends the watch; the version to go
         on from (ApiException 410 when it expired)."""
-        call, args = self._call(namespace)
-        stream = watch.Watch()
-        try:
-            async for event in stream.stream(
-                call,
-                *args,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=self.watch_timeout,
-                _request_timeout=self.watch_timeout + 30,
-            ):
-                kind = event["type"]
-                body = event["raw_object"]
-                if kind == "BOOKMARK":
-                    continue
-                if kind == "ERROR":
-                    code = int(body.get("code") or 0)
-                    raise ApiException(status=code, reason=str(body.get("message") or ""))
-                body.setdefault("kind", WORKLOADS.kind)
-                body.setdefault("apiVersion", WORKLOADS.api_version)
-                self.events += 1
-                self.sink.apply_event(kind, body)
-        finally:
-            await stream.close()
-        return str(stream.resource_version or version)
+        async for kind, body in self.api.watch(
+            WORKLOADS,
+            namespace=namespace,
+            resource_version=version,
+            timeout_seconds=self.watch_timeout,
+        ):
+            if kind == "ERROR":
+                code = int(body.get("code") or 0)
+                raise ApiException(status=code, reason=str(body.get("message") or ""))
+            version = str((body.get("metadata") or {}).get("resourceVersion") or version)
+            if kind == "BOOKMARK":
+                continue
+            body.setdefault("kind", WORKLOADS.kind)
+            body.setdefault("apiVersion", WORKLOADS.api_version)
+            self.events += 1
+            self.sink.apply_event(kind, body)
+        return version

@@ -6,11 +6,13 @@ so a write never blocks the event loop or needs a thread.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
+from urllib.parse import quote, urlencode
 
 import aiohttp
 from kubernetes.aio import client as aio_client
@@ -59,6 +61,7 @@ WORKLOAD_PRIORITY_CLASSES = Resource(
 WORKLOADS = Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True)
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)
 NAMESPACES = Resource("Namespace", "", "v1", "namespaces", False)
+EVENTS = Resource("Event", "", "v1", "events", True)  # written, never watched
 
 # Order matters for the initial load: definitions before the Workloads that use them.
 WATCHED = (
@@ -171,10 +174,101 @@ class Api:
             item.setdefault("apiVersion", resource.api_version)
         return items
 
-    async def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
-        result = await self.custom.get_namespaced_custom_object(
-            KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOADS.plural, name
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        params: dict[str, str] | None = None,
+    ) -> Any:
+        """One API call, JSON in and JSON out, on the client's connection pool and
+        credentials but without the generated methods' argument validation and model
+        (de)serialization, which cost more CPU than the request on the hot write paths.
+        A non-2xx answer raises ApiException, as the generated methods do."""
+        response = await self._send(method, path, body, content_type, params, None)
+        data = await response.read()
+        return json.loads(data) if data else None
+
+    async def watch(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Watch events as (type, object), each line decoded once (the generated client's
+        watch decodes, re-encodes and decodes every event again). Ends when the server
+        closes the watch; an ERROR event is yielded as is for the caller to raise."""
+        params = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        if label_selector:
+            params["labelSelector"] = label_selector
+        collection = self.path(resource, None, namespace)
+        response = await self._send("GET", collection, None, "application/json", params, 30)
+        stream = response.response
+        try:
+            while line := await stream.content.readline():
+                event = json.loads(line)
+                yield str(event.get("type") or ""), event.get("object") or {}
+        finally:
+            stream.release()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        content_type: str,
+        params: dict[str, str] | None,
+        timeout_margin: int | None,
+    ) -> Any:
+        """The request; a non-2xx answer is read and raised as ApiException."""
+        configuration = self.api_client.configuration
+        headers = {
+            **self.api_client.default_headers,
+            "Content-Type": content_type,
+            "Accept": "application/json",
+        }
+        for auth in (await configuration.auth_settings()).values():
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        url = configuration.host + path
+        if params:
+            url += "?" + urlencode(params)
+        timeout = None
+        if timeout_margin is not None and params and "timeoutSeconds" in params:
+            timeout = float(params["timeoutSeconds"]) + timeout_margin
+        response = await self.api_client.rest_client.request(
+            method, url, headers=headers, body=body, _request_timeout=timeout
         )
+        if not 200 <= response.status < 300:
+            data = await response.read()
+            raise ApiException(
+                status=response.status,
+                reason=response.reason,
+                body=data.decode("utf-8", "replace"),
+            )
+        return response
+
+    @staticmethod
+    def path(resource: Resource, name: str | None, namespace: str | None = None) -> str:
+        """The URL path of an object (`name`), or of its collection (`name` None)."""
+        base = f"/apis/{resource.group}/{resource.version}" if resource.group else "/api/v1"
+        scope = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
+        tail = f"/{quote(name, safe='')}" if name is not None else ""
+        return f"{base}{scope}/{resource.plural}{tail}"
+
+    async def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
+        result = await self.request("GET", self.path(WORKLOADS, name, namespace))
         return cast(dict[str, Any], result)
 
     async def patch_workload_status(
@@ -185,41 +279,34 @@ class Api:
         body: dict[str, Any] = {"status": status}
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
-        result = await self.custom.patch_namespaced_custom_object_status(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
-            namespace,
-            WORKLOADS.plural,
-            name,
-            body,
-            field_manager=FIELD_MANAGER,
-            _content_type=MERGE_PATCH,
-        )
+        result = await self._patch_status(WORKLOADS, name, namespace, body)
         return cast(dict[str, Any], result)
 
     async def patch_cluster_status(
         self, resource: Resource, name: str, status: dict[str, Any]
     ) -> None:
-        await self.custom.patch_cluster_custom_object_status(
-            resource.group,
-            resource.version,
-            resource.plural,
-            name,
-            {"status": status},
-            field_manager=FIELD_MANAGER,
-            _content_type=MERGE_PATCH,
-        )
+        await self._patch_status(resource, name, None, {"status": status})
 
     async def patch_namespaced_status(
         self, resource: Resource, namespace: str, name: str, status: dict[str, Any]
     ) -> None:
-        await self.custom.patch_namespaced_custom_object_status(
-            resource.group,
-            resource.version,
-            namespace,
-            resource.plural,
-            name,
-            {"status": status},
-            field_manager=FIELD_MANAGER,
-            _content_type=MERGE_PATCH,
+        await self._patch_status(resource, name, namespace, {"status": status})
+
+    async def _patch_status(
+        self, resource: Resource, name: str, namespace: str | None, body: dict[str, Any]
+    ) -> Any:
+        return await self.request(
+            "PATCH",
+            self.path(resource, name, namespace) + "/status",
+            body,
+            content_type=MERGE_PATCH,
+            params={"fieldManager": FIELD_MANAGER},
+        )
+
+    async def create_event(self, namespace: str, body: dict[str, Any]) -> None:
+        await self.request("POST", self.path(EVENTS, None, namespace), body)
+
+    async def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        await self.request(
+            "PATCH", self.path(EVENTS, name, namespace), patch, content_type=MERGE_PATCH
         )

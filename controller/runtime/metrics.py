@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 # Kueue's admission wait buckets (seconds): 1 s … ~4.5 h, doubling.
 _WAIT_BUCKETS = tuple(float(2**i) for i in range(15))
 _CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+_WRITE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class Metrics:
@@ -148,6 +149,14 @@ class Metrics:
             "quotagate_api_writes",
             "API writes made by the controller, by kind of write and outcome",
             ["write", "outcome"],
+            registry=r,
+        )
+        self.api_write_seconds = Histogram(
+            "quotagate_api_write_duration_seconds",
+            "Time of the controller's Workload writes: waiting for one of the writeParallelism "
+            "slots (phase=wait) and the request itself, retries included (phase=request)",
+            ["write", "phase"],
+            buckets=_WRITE_BUCKETS,
             registry=r,
         )
         self.is_leader = Gauge(

@@ -126,9 +126,7 @@ class QueueStatusWriter:
         metrics = self.controller.metrics
         cq = state.cluster_queues[name]
         queue = state.queues.get(name)
-        inadmissible = (
-            sum(1 for key in queue.workload_keys() if queue.is_inadmissible(key)) if queue else 0
-        )
+        inadmissible = queue.inadmissible_count() if queue else 0
         metrics.pending_workloads.labels(name, "active").set(
             status["pendingWorkloads"] - inadmissible
         )

@@ -360,7 +360,7 @@ def test_workloads_alike_to_a_refused_head_are_parked_with_its_reason_but_no_dec
     assert refused.workload_key == "ns/w0"
     assert first.changed
     for i in range(1, 4):
-        assert state.reasons[f"ns/w{i}"] == refused.reason
+        assert state.why_pending(f"ns/w{i}") == refused.reason
         assert state.queues["cq"].is_inadmissible(f"ns/w{i}")
     # `other` differs, so it is tried on its own in the next cycle.
     assert [x.workload_key for x in run_cycle(state, 0).inadmissible] == ["ns/other"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from controller.core.queues import BackoffPolicy, BackoffQueue, PendingQueue, order_key
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
 
 
 def test_order_priority_then_cost_then_age_then_uid() -> None:
@@ -59,3 +62,83 @@ def test_backoff_queue_releases_due_keys_once() -> None:
     assert queue.due(19.0) == []
     assert queue.due(20.0) == ["a"]
     assert len(queue) == 0
+
+
+class _Model:
+    """The queue's contract, naively: offered items in order, parked ones aside."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, tuple[OrderKey, bool]] = {}
+
+    def offered(self) -> list[OrderKey]:
+        return sorted(item for item, parked in self.items.values() if not parked)
+
+    def pop(self) -> OrderKey | None:
+        heads = self.offered()
+        if not heads:
+            return None
+        del self.items[heads[0][4]]
+        return heads[0]
+
+
+_KEYS = [f"w{i}" for i in range(12)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["push", "park", "pop", "park_run", "remove", "retry"]),
+            st.sampled_from(_KEYS),
+            st.integers(0, 2),  # priority
+            st.integers(0, 5),  # creation time
+        ),
+        max_size=60,
+    ),
+    st.dictionaries(st.sampled_from(_KEYS), st.integers(0, 1)),
+)
+def test_runs_behave_like_one_sorted_queue(
+    operations: list[tuple[str, str, int, int]], signatures: dict[str, int]
+) -> None:
+    """Parking alike in runs (and setting runs aside whole) offers the same heads in the
+    same order as a plain sorted queue would."""
+    queue, model = PendingQueue(), _Model()
+
+    def signature_of(key: str) -> int:
+        return signatures.get(key, 0)
+
+    for op, key, priority, created in operations:
+        item = order_key(priority, 0, float(created), key, key)
+        if op == "push":
+            queue.push(item)
+            model.items[key] = (item, False)
+        elif op == "park":
+            queue.park(item)
+            model.items[key] = (item, True)
+        elif op == "pop":
+            assert queue.pop() == model.pop()
+        elif op == "park_run":
+            wanted = signatures.get(key, 0)
+            expected = []
+            for head in model.offered():
+                if signature_of(head[4]) != wanted:
+                    break
+                expected.append(head)
+                model.items[head[4]] = (head, True)
+            assert queue.park_run(signature_of, wanted, tag=key) == len(expected)
+            for head in expected:
+                assert queue.tag_of(head[4]) == key
+        elif op == "remove":
+            assert queue.remove(key) == (model.items.pop(key, (None,))[0])
+        else:
+            parked = [k for k, (_, p) in model.items.items() if p]
+            assert queue.retry_inadmissible() == len(parked)
+            for k in parked:
+                model.items[k] = (model.items[k][0], False)
+        assert len(queue) == len(model.items)
+        assert queue.has_heads() == bool(model.offered())
+        assert queue.peek() == (model.offered() or [None])[0]
+        assert queue.inadmissible_count() == sum(p for _, p in model.items.values())
+        for k, (_, parked_) in model.items.items():
+            assert queue.is_inadmissible(k) == parked_
+    assert queue.ordered() == sorted(item for item, _ in model.items.values())

@@ -103,3 +103,22 @@ def test_backoff_reason_names_the_time() -> None:
     settle(state)
     state.release("ns/w", now=0.0, backoff=True)
     assert state.why_pending("ns/w") == "waiting for eviction backoff until 1970-01-01T00:01:00Z"
+
+
+def test_unchanged_queue_objects_leave_parked_workloads_parked() -> None:
+    """The watch echoes every queue status write: an identical ClusterQueue, LocalQueue,
+    flavor or namespace must not send the parked Workloads back for assessment."""
+    state = add(cluster(CQ), wl("a", cpu="8"), wl("b", cpu="4", created=1))
+    state.set_namespace("ns", {"team": "a"})
+    settle(state)
+    assert state.queues["cq"].is_inadmissible("ns/b")
+    state.set_cluster_queue(replace(CQ))
+    state.set_local_queue(LocalQueue("ns", "cq", "cq"))
+    state.set_flavor(state.flavors["default"])
+    state.set_namespace("ns", {"team": "a"})
+    assert state.queues["cq"].is_inadmissible("ns/b")
+    state.set_namespace("ns", {"team": "b"})
+    assert not state.queues["cq"].is_inadmissible("ns/b")
+    settle(state)
+    state.set_cluster_queue(cq("cq", {"default": {"cpu": "12"}}, cohort="co"))
+    assert not state.queues["cq"].is_inadmissible("ns/b")

@@ -84,12 +84,20 @@ def test_eviction_skips_a_workload_that_finished_before_the_write(finished: bool
 
     asyncio.run(controller._write_eviction(evict))
 
+    registry = controller.metrics.registry
+
+    def timed(phase: str) -> float | None:
+        labels = {"write": "evict", "phase": phase}
+        return registry.get_sample_value("quotagate_api_write_duration_seconds_count", labels)
+
     if finished:
         assert api.patches == []
+        assert timed("request") is None  # nothing sent, nothing timed
     else:
         [(namespace, name, status)] = api.patches
         assert (namespace, name) == ("ns", "w")
         assert workload_status.is_true(status, workload_status.EVICTED)
+        assert timed("wait") == 1 and timed("request") == 1
 
 
 def test_pending_reasons_wait_out_the_delay_and_coalesce() -> None:
