@@ -44,7 +44,6 @@ from controller.runtime.kube import (
     CONNECTION_ERRORS,
     KUEUE_GROUP,
     KUEUE_VERSION,
-    MERGE_PATCH,
     WORKLOADS,
     Api,
     is_retryable,
@@ -449,10 +448,6 @@ class LiveRun:
                     label_selector=f"{RUN_LABEL}={self.run_id}",
                     resource_version=version or None,
                 ):
-                    if kind == "ERROR":
-                        raise ApiException(
-                            status=int(body.get("code") or 0), reason=str(body.get("message"))
-                        )
                     version = (body.get("metadata") or {}).get("resourceVersion") or version
                     if kind in ("ADDED", "MODIFIED"):
                         self._observe(body)
@@ -550,18 +545,15 @@ class LiveRun:
                 return
             body = tracked.body
             meta = body["metadata"]
-            patch = {
-                "metadata": {"resourceVersion": meta.get("resourceVersion")},
-                "status": make(body.get("status") or {}),
-            }
+            status = make(body.get("status") or {})
             try:
                 async with self.job_gate:
-                    updated: Any = await self.api.request(
-                        "PATCH",
-                        Api.path(WORKLOADS, meta["name"], meta["namespace"]) + "/status",
-                        patch,
-                        content_type=MERGE_PATCH,
-                        params={"fieldManager": FIELD_MANAGER},
+                    updated: Any = await self.api.patch_workload_status(
+                        meta["namespace"],
+                        meta["name"],
+                        status,
+                        meta.get("resourceVersion"),
+                        field_manager=FIELD_MANAGER,
                     )
             except API_ERRORS as exc:
                 if not is_retryable(exc):

@@ -111,9 +111,6 @@ class WorkloadInformer:
             resource_version=version,
             timeout_seconds=self.watch_timeout,
         ):
-            if kind == "ERROR":
-                code = int(body.get("code") or 0)
-                raise ApiException(status=code, reason=str(body.get("message") or ""))
             version = str((body.get("metadata") or {}).get("resourceVersion") or version)
             if kind == "BOOKMARK":
                 continue

@@ -202,7 +202,7 @@ class Api:
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Watch events as (type, object), each line decoded once (the generated client's
         watch decodes, re-encodes and decodes every event again). Ends when the server
-        closes the watch; an ERROR event is yielded as is for the caller to raise."""
+        closes the watch; an ERROR event (410 Gone, say) is raised as ApiException."""
         params = {
             "watch": "true",
             "allowWatchBookmarks": "true",
@@ -213,12 +213,18 @@ class Api:
         if label_selector:
             params["labelSelector"] = label_selector
         collection = self.path(resource, None, namespace)
-        response = await self._send("GET", collection, None, "application/json", params, 30)
+        response = await self._send(
+            "GET", collection, None, "application/json", params, timeout_seconds + 30
+        )
         stream = response.response
         try:
             while line := await stream.content.readline():
                 event = json.loads(line)
-                yield str(event.get("type") or ""), event.get("object") or {}
+                kind, body = str(event.get("type") or ""), event.get("object") or {}
+                if kind == "ERROR":
+                    code = int(body.get("code") or 0)
+                    raise ApiException(status=code, reason=str(body.get("message") or ""))
+                yield kind, body
         finally:
             stream.release()
 
@@ -229,9 +235,10 @@ class Api:
         body: Any,
         content_type: str,
         params: dict[str, str] | None,
-        timeout_margin: int | None,
+        timeout: float | None,
     ) -> Any:
-        """The request; a non-2xx answer is read and raised as ApiException."""
+        """The request (`timeout` None: the client's default); a non-2xx answer is read and
+        raised as ApiException."""
         configuration = self.api_client.configuration
         headers = {
             **self.api_client.default_headers,
@@ -244,9 +251,6 @@ class Api:
         url = configuration.host + path
         if params:
             url += "?" + urlencode(params)
-        timeout = None
-        if timeout_margin is not None and params and "timeoutSeconds" in params:
-            timeout = float(params["timeoutSeconds"]) + timeout_margin
         response = await self.api_client.rest_client.request(
             method, url, headers=headers, body=body, _request_timeout=timeout
         )
@@ -272,14 +276,19 @@ class Api:
         return cast(dict[str, Any], result)
 
     async def patch_workload_status(
-        self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None
+        self,
+        namespace: str,
+        name: str,
+        status: dict[str, Any],
+        resource_version: str | None,
+        field_manager: str = FIELD_MANAGER,
     ) -> dict[str, Any]:
         """Merge-patch `status`; with `resource_version` the server refuses (409) a patch
         computed from a stale read, so status never goes backwards."""
         body: dict[str, Any] = {"status": status}
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
-        result = await self._patch_status(WORKLOADS, name, namespace, body)
+        result = await self._patch_status(WORKLOADS, name, namespace, body, field_manager)
         return cast(dict[str, Any], result)
 
     async def patch_cluster_status(
@@ -293,14 +302,19 @@ class Api:
         await self._patch_status(resource, name, namespace, {"status": status})
 
     async def _patch_status(
-        self, resource: Resource, name: str, namespace: str | None, body: dict[str, Any]
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None,
+        body: dict[str, Any],
+        field_manager: str = FIELD_MANAGER,
     ) -> Any:
         return await self.request(
             "PATCH",
             self.path(resource, name, namespace) + "/status",
             body,
             content_type=MERGE_PATCH,
-            params={"fieldManager": FIELD_MANAGER},
+            params={"fieldManager": field_manager},
         )
 
     async def create_event(self, namespace: str, body: dict[str, Any]) -> None:
