@@ -1,5 +1,6 @@
 """`quotagate bench`: run a scenario simulated (the engine on a virtual clock) or live
-(against an API server with a Kueue-compatible controller running) and report."""
+(against an API server with a Kueue-compatible controller running) and report; or measure
+the API server's floor for the scenario (its irreducible Workload writes, no controller)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ def add_bench_command(commands: Any) -> None:
         action="store_true",
         help="against the API server of --kubeconfig, where a controller must be running",
     )
+    mode.add_argument(
+        "--api-floor",
+        action="store_true",
+        help="the scenario's irreducible Workload writes (create, admit, finish) as fast as "
+        "the API server of --kubeconfig serves them, with no controller running",
+    )
     sub.add_argument("--json", metavar="FILE", help="also write the report as JSON (- = stdout)")
     sub.add_argument("--plot", metavar="FILE.png", help="plot pending and usage over time")
     sub.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -50,7 +57,7 @@ def add_bench_command(commands: Any) -> None:
         default=0,
         help="how long a preempted Workload takes to release its quota (default 0)",
     )
-    live = sub.add_argument_group("--live")
+    live = sub.add_argument_group("--live and --api-floor")
     live.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG)")
     live.add_argument(
         "--parallelism", type=int, default=32, help="concurrent API requests (default 32)"
@@ -68,6 +75,10 @@ def add_bench_command(commands: Any) -> None:
         "--controller-pid", type=int, help="measure this process's CPU (the controller's)"
     )
     live.add_argument("--keep", action="store_true", help="leave the run's objects in the cluster")
+    floor = sub.add_argument_group("--api-floor")
+    floor.add_argument(
+        "--apiserver-pid", type=int, help="measure this process's CPU (kube-apiserver's)"
+    )
     sub.set_defaults(handler=_bench)
 
 
@@ -83,18 +94,30 @@ def _bench(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.api_floor and args.plot:
+        print("quotagate bench: --plot has nothing to draw with --api-floor", file=sys.stderr)
+        return 2
     progress = None if args.quiet else sys.stderr
+    mode = "simulated" if args.simulate else "live" if args.live else "API server floor"
     if progress is not None:
         print(
             f"scenario {scenario.name}: {scenario.total_queues()} ClusterQueues, "
-            f"{scenario.total_workloads()} Workloads, {'simulated' if args.simulate else 'live'}",
+            f"{scenario.total_workloads()} Workloads, {mode}",
             file=progress,
         )
     try:
-        report = _run(args, scenario, progress)
+        if args.api_floor:
+            floor = _floor(args, scenario, progress)
+        else:
+            report = _run(args, scenario, progress)
     except Exception as exc:  # the run failed: one line, not a traceback
         print(f"quotagate bench: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    if args.api_floor:
+        from controller.bench.floor import render_floor
+
+        _write(render_floor(floor), floor.to_json(), args)
+        return 0
     _output(report, args)
     if report.overuse_events:
         print(f"quotagate bench: {report.overuse_events} quota over-use events", file=sys.stderr)
@@ -123,15 +146,37 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
     )
 
 
-def _output(report: Report, args: argparse.Namespace) -> None:
-    document = json.dumps(report.to_json(), indent=2)
+def _floor(args: argparse.Namespace, scenario: Any, progress: Any) -> Any:
+    from controller.bench.floor import run_floor
+
+    return asyncio.run(
+        run_floor(
+            args.kubeconfig,
+            scenario,
+            progress=progress,
+            parallelism=args.parallelism,
+            timeout=args.timeout,
+            apiserver_pid=args.apiserver_pid,
+            keep=args.keep,
+        )
+    )
+
+
+def _write(text: str, document: dict[str, Any], args: argparse.Namespace) -> None:
+    """The human report on stdout, or the JSON document with `--json -`; `--json FILE`
+    writes both."""
+    encoded = json.dumps(document, indent=2)
     if args.json == "-":
-        print(document)
-    else:
-        print(render(report))
-        if args.json:
-            Path(args.json).write_text(document + "\n", encoding="utf-8")
-            print(f"\nJSON report: {args.json}")
+        print(encoded)
+        return
+    print(text)
+    if args.json:
+        Path(args.json).write_text(encoded + "\n", encoding="utf-8")
+        print(f"\nJSON report: {args.json}")
+
+
+def _output(report: Report, args: argparse.Namespace) -> None:
+    _write(render(report), report.to_json(), args)
     if args.plot:
         plot(report, Path(args.plot))
         print(f"plot: {args.plot}", file=sys.stderr if args.json == "-" else sys.stdout)

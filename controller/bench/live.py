@@ -29,7 +29,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO, TypeVar
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
@@ -50,9 +50,19 @@ from controller.runtime.kube import (
     retrying,
 )
 
-__all__ = ["LiveError", "run_live"]
+__all__ = [
+    "LiveError",
+    "Staged",
+    "cpu_quantity",
+    "process_cpu",
+    "run_live",
+    "staged",
+    "workload_body",
+]
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R", covariant=True)
 
 RUN_LABEL = "quotagate.bench/run"
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"  # as Kueue's generator
@@ -127,7 +137,7 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def _cpu(milli: int) -> str:
+def cpu_quantity(milli: int) -> str:
     return str(Quantity(milli))
 
 
@@ -208,9 +218,9 @@ class LiveRun:
         )
         creations = []
         for name, cohort, qs in self.scenario.queues():
-            quota: dict[str, Any] = {"name": RESOURCE, "nominalQuota": _cpu(qs.nominal)}
+            quota: dict[str, Any] = {"name": RESOURCE, "nominalQuota": cpu_quantity(qs.nominal)}
             if qs.borrowing_limit is not None:
-                quota["borrowingLimit"] = _cpu(qs.borrowing_limit)
+                quota["borrowingLimit"] = cpu_quantity(qs.borrowing_limit)
             cq = {
                 "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
                 "kind": "ClusterQueue",
@@ -294,7 +304,7 @@ class LiveRun:
     # -- the run ---------------------------------------------------------------------------
 
     async def run(self) -> Report:
-        cpu_before = _process_cpu(self.controller_pid)
+        cpu_before = process_cpu(self.controller_pid)
         own_before = time.process_time()
         self.t0 = time.monotonic()
         meter = Progress(self.progress, len(self.jobs))
@@ -325,7 +335,7 @@ class LiveRun:
         meter.done(makespan, self.counters)
         self.ledger.advance(makespan)
         self._sample(makespan)
-        cpu_after = _process_cpu(self.controller_pid)
+        cpu_after = process_cpu(self.controller_pid)
         extra: dict[str, Any] = {
             "runner_cpu_s": round(time.process_time() - own_before, 3),
             "finish_write_mean_s": _mean(self.finish_write),
@@ -379,45 +389,8 @@ class LiveRun:
 
     async def _create(self, job: Job) -> None:
         try:
-            cq_name, name = job.key.split("/", 1)
-            ns = self._cq(cq_name)
-            body = {
-                "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
-                "kind": "Workload",
-                "metadata": {
-                    "name": name,
-                    "namespace": ns,
-                    "labels": {
-                        **self._labels(),
-                        CLASS_LABEL: job.class_name,
-                        RUNTIME_LABEL: str(int(job.runtime * 1000)),
-                    },
-                },
-                "spec": {
-                    "queueName": ns,
-                    "priority": job.priority,
-                    "podSets": [
-                        {
-                            "name": "main",
-                            "count": 1,
-                            "template": {
-                                "spec": {
-                                    "restartPolicy": "Never",
-                                    "containers": [
-                                        {
-                                            "name": "c",
-                                            "image": "pause",
-                                            "resources": {
-                                                "requests": {RESOURCE: _cpu(job.request)}
-                                            },
-                                        }
-                                    ],
-                                }
-                            },
-                        }
-                    ],
-                },
-            }
+            ns = self._cq(job.key.split("/", 1)[0])
+            body = workload_body(job, ns, self._labels())
             try:
                 await retrying(
                     lambda: self.api.request("POST", Api.path(WORKLOADS, None, ns), body)
@@ -614,7 +587,49 @@ def _newer(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
         return True
 
 
-def _process_cpu(pid: int | None) -> float | None:
+def workload_body(job: Job, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The bare Workload of a scenario job, as Kueue's generator writes it: one pod with
+    the job's cpu request, `spec.priority`, and its class and runtime as labels."""
+    return {
+        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "kind": "Workload",
+        "metadata": {
+            "name": job.key.split("/", 1)[1],
+            "namespace": namespace,
+            "labels": {
+                **labels,
+                CLASS_LABEL: job.class_name,
+                RUNTIME_LABEL: str(int(job.runtime * 1000)),
+            },
+        },
+        "spec": {
+            "queueName": namespace,
+            "priority": job.priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "pause",
+                                    "resources": {
+                                        "requests": {RESOURCE: cpu_quantity(job.request)}
+                                    },
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def process_cpu(pid: int | None) -> float | None:
     """User + system CPU seconds of a process (Linux /proc), or None."""
     if pid is None:
         return None
@@ -651,17 +666,37 @@ async def run_live(
         controller_pid=controller_pid,
         setup_timeout=setup_timeout,
     )
+    announce = f"setting up {scenario.total_queues()} ClusterQueues (run {live.run_id})"
+    return await staged(live, api_client, progress=progress, keep=keep, announce=announce)
+
+
+class Staged(Protocol[R]):
+    run_id: str
+
+    async def setup(self) -> None: ...
+    async def run(self) -> R: ...
+    async def cleanup(self) -> None: ...
+
+
+async def staged(
+    runner: Staged[R],
+    api_client: aio_client.ApiClient,
+    *,
+    progress: TextIO | None,
+    keep: bool,
+    announce: str,
+) -> R:
+    """Set up, run and (unless `keep`) clean up a run, then close its client; the run's
+    report. Cleanup is best effort: the run's own error, if any, is the one raised."""
     try:
         if progress is not None:
-            progress.write(
-                f"setting up {scenario.total_queues()} ClusterQueues (run {live.run_id})\n"
-            )
-        await live.setup()
-        return await live.run()
+            progress.write(announce + "\n")
+        await runner.setup()
+        return await runner.run()
     finally:
         if not keep:
             if progress is not None:
-                progress.write(f"cleaning up run {live.run_id}\n")
+                progress.write(f"cleaning up run {runner.run_id}\n")
             with contextlib.suppress(Exception):
-                await live.cleanup()
+                await runner.cleanup()
         await api_client.close()
