@@ -266,14 +266,19 @@ def _conditions(r: FieldReader, status: Mapping[str, Any]) -> dict[str, Mapping[
 
 
 def _workload(
-    r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]
+    r: FieldReader,
+    meta: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    pod_sets: tuple[PodSet, ...] | None = None,
 ) -> Workload:
     namespace = r.text(meta.get("namespace"), "metadata.namespace", "default")
     name = r.text(meta.get("name"), "metadata.name")
-    pod_sets = tuple(
-        _pod_set(r, ps, f"spec.podSets[{i}]")
-        for i, ps in enumerate(r.seq(spec.get("podSets"), "spec.podSets"))
-    )
+    if pod_sets is None:
+        pod_sets = tuple(
+            _pod_set(r, ps, f"spec.podSets[{i}]")
+            for i, ps in enumerate(r.seq(spec.get("podSets"), "spec.podSets"))
+        )
     if not pod_sets:
         r.problem("spec.podSets", "at least one podset is required")
     ref = None
@@ -385,8 +390,10 @@ KINDS = (
 )
 
 
-def convert(obj: Any) -> CoreObject:
-    """One API object (dict or pydantic model) → the engine's object; raises InvalidObject."""
+def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObject:
+    """One API object (dict or pydantic model) → the engine's object; raises InvalidObject.
+    `pod_sets`, for a Workload: its pod sets as converted from an earlier copy of the same
+    spec (same uid and metadata.generation), used instead of reading `spec.podSets` again."""
     data = _as_dict(obj)
     kind = str(data.get("kind") or "")
     r = FieldReader()
@@ -428,7 +435,7 @@ def convert(obj: Any) -> CoreObject:
             r.labels(meta.get("labels"), "metadata.labels"),
         )
     elif kind == "Workload":
-        result = _workload(r, meta, spec, r.obj(data.get("status"), "status"))
+        result = _workload(r, meta, spec, r.obj(data.get("status"), "status"), pod_sets)
     else:
         raise InvalidObject(
             kind or "?",

@@ -6,7 +6,6 @@ so a write never blocks the event loop or needs a thread.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,6 +14,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlencode
 
 import aiohttp
+import orjson
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import config as aio_config
 from kubernetes.aio.client.exceptions import ApiException
@@ -189,7 +189,7 @@ class Api:
         A non-2xx answer raises ApiException, as the generated methods do."""
         response = await self._send(method, path, body, content_type, params, None)
         data = await response.read()
-        return json.loads(data) if data else None
+        return orjson.loads(data) if data else None
 
     async def watch(
         self,
@@ -219,7 +219,7 @@ class Api:
         stream = response.response
         try:
             while line := await stream.content.readline():
-                event = json.loads(line)
+                event = orjson.loads(line)
                 kind, body = str(event.get("type") or ""), event.get("object") or {}
                 if kind == "ERROR":
                     code = int(body.get("code") or 0)

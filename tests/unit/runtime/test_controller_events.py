@@ -1,0 +1,90 @@
+"""Watch events applied to the controller's state: a status-only change of a Workload keeps
+the pod sets converted from the same spec; a new spec, a new object or an invalid copy
+never do."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controller.runtime.config import ControllerConfig
+from controller.runtime.controller import Controller
+
+
+def _body(rv: str, generation: int | None, cpu: str = "1", uid: str = "u1") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "w", "namespace": "ns", "resourceVersion": rv, "uid": uid}
+    if generation is not None:
+        meta["generation"] = generation
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 2,
+                    "template": {
+                        "spec": {
+                            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]
+                        }
+                    },
+                }
+            ],
+        },
+        "status": {},
+    }
+
+
+def _status_change(body: dict[str, Any], rv: str) -> dict[str, Any]:
+    changed = copy.deepcopy(body)
+    changed["metadata"]["resourceVersion"] = rv
+    changed["status"] = {"conditions": [{"type": "Finished", "status": "False"}]}
+    return changed
+
+
+def _controller() -> Controller:
+    return Controller(None, ControllerConfig())  # type: ignore[arg-type]
+
+
+def test_a_status_change_keeps_the_pod_sets_of_the_same_spec() -> None:
+    controller = _controller()
+    controller.apply_event("ADDED", _body("1", 1))
+    before = controller.state.workloads["ns/w"].pod_sets
+    controller.apply_event("MODIFIED", _status_change(_body("1", 1), "2"))
+    after = controller.state.workloads["ns/w"]
+    assert after.pod_sets is before  # not converted again
+    assert after.pod_sets[0].requests["cpu"] == 1000 and after.pod_sets[0].count == 2
+
+
+def test_a_new_generation_uid_or_missing_generation_converts_again() -> None:
+    controller = _controller()
+    controller.apply_event("ADDED", _body("1", 1))
+    first = controller.state.workloads["ns/w"].pod_sets
+
+    controller.apply_event("MODIFIED", _body("2", 2, cpu="3"))  # the spec changed
+    second = controller.state.workloads["ns/w"].pod_sets
+    assert second is not first and second[0].requests["cpu"] == 3000
+
+    controller.apply_event("MODIFIED", _body("3", 2, cpu="3", uid="u2"))  # recreated
+    assert controller.state.workloads["ns/w"].pod_sets is not second
+
+    no_generation = _controller()
+    no_generation.apply_event("ADDED", _body("1", None))
+    kept = no_generation.state.workloads["ns/w"].pod_sets
+    no_generation.apply_event("MODIFIED", _status_change(_body("1", None), "2"))
+    assert no_generation.state.workloads["ns/w"].pod_sets is not kept
+
+
+def test_an_invalid_copy_is_never_the_source_of_reused_pod_sets() -> None:
+    """A spec the controller refused stays refused through later status-only changes:
+    the state's pod sets come from an older spec and must not stand in for it."""
+    controller = _controller()
+    controller.apply_event("ADDED", _body("1", 1))
+    invalid = _body("2", 2, cpu="lots")
+    controller.apply_event("MODIFIED", invalid)
+    assert "ns/w" in controller.problems
+    controller.apply_event("MODIFIED", _status_change(invalid, "3"))
+    assert "cpu" in controller.problems["ns/w"] and "lots" in controller.problems["ns/w"]
+    assert controller.state.workloads["ns/w"].pod_sets[0].requests["cpu"] == 1000
