@@ -9,10 +9,13 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.bench.report import Report, plot, render
 from controller.bench.scenario import ScenarioError, load
+
+if TYPE_CHECKING:
+    from controller.bench.floor import FloorReport
 
 __all__ = ["add_bench_command"]
 
@@ -57,14 +60,18 @@ def add_bench_command(commands: Any) -> None:
         default=0,
         help="how long a preempted Workload takes to release its quota (default 0)",
     )
-    live = sub.add_argument_group("--live and --api-floor")
-    live.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG)")
-    live.add_argument(
+    cluster = sub.add_argument_group("--live and --api-floor")
+    cluster.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG)")
+    cluster.add_argument(
         "--parallelism", type=int, default=32, help="concurrent API requests (default 32)"
     )
-    live.add_argument(
+    cluster.add_argument(
         "--timeout", type=float, default=1800.0, help="give up after this many seconds"
     )
+    cluster.add_argument(
+        "--keep", action="store_true", help="leave the run's objects in the cluster"
+    )
+    live = sub.add_argument_group("--live")
     live.add_argument(
         "--setup-timeout",
         type=float,
@@ -74,7 +81,6 @@ def add_bench_command(commands: Any) -> None:
     live.add_argument(
         "--controller-pid", type=int, help="measure this process's CPU (the controller's)"
     )
-    live.add_argument("--keep", action="store_true", help="leave the run's objects in the cluster")
     floor = sub.add_argument_group("--api-floor")
     floor.add_argument(
         "--apiserver-pid", type=int, help="measure this process's CPU (kube-apiserver's)"
@@ -94,8 +100,9 @@ def _bench(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.api_floor and args.plot:
-        print("quotagate bench: --plot has nothing to draw with --api-floor", file=sys.stderr)
+    misplaced = _misplaced(args)
+    if misplaced:
+        print(f"quotagate bench: {misplaced}", file=sys.stderr)
         return 2
     progress = None if args.quiet else sys.stderr
     mode = "simulated" if args.simulate else "live" if args.live else "API server floor"
@@ -125,6 +132,17 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _misplaced(args: argparse.Namespace) -> str | None:
+    """An option given with a mode that would ignore it, said instead of ignored."""
+    if args.api_floor and args.plot:
+        return "--plot has nothing to draw with --api-floor"
+    if args.api_floor and args.controller_pid is not None:
+        return "--controller-pid is for --live (--api-floor runs with no controller)"
+    if not args.api_floor and args.apiserver_pid is not None:
+        return "--apiserver-pid is for --api-floor"
+    return None
+
+
 def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
     if args.simulate:
         from controller.bench.simulate import simulate
@@ -146,7 +164,7 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
     )
 
 
-def _floor(args: argparse.Namespace, scenario: Any, progress: Any) -> Any:
+def _floor(args: argparse.Namespace, scenario: Any, progress: Any) -> FloorReport:
     from controller.bench.floor import run_floor
 
     return asyncio.run(

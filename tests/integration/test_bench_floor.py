@@ -127,6 +127,16 @@ def test_floor_refuses_an_apiserver_pid_that_is_not_a_process(
     assert "cleaning up run" in err
 
 
-def test_floor_takes_no_plot(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", str(SMOKE), "--api-floor", "--plot", "x.png"]) == 2
-    assert "--plot has nothing to draw with --api-floor" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--api-floor", "--plot", "x.png"], "--plot has nothing to draw with --api-floor"),
+        (["--api-floor", "--controller-pid", "1"], "--controller-pid is for --live"),
+        (["--live", "--apiserver-pid", "1"], "--apiserver-pid is for --api-floor"),
+    ],
+)
+def test_options_of_another_mode_are_refused(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", str(SMOKE), *extra]) == 2
+    assert message in capsys.readouterr().err
