@@ -31,7 +31,7 @@ from controller.bench.live import (
     FIELD_MANAGER,
     RUN_LABEL,
     LiveError,
-    cpu_quantity,
+    follow_workloads,
     process_cpu,
     staged,
     workload_body,
@@ -39,9 +39,10 @@ from controller.bench.live import (
 from controller.bench.report import KUEUE_REFERENCE, Job, Progress
 from controller.bench.scenario import Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
+from controller.core.workloads import Admission, PodSetAssignment
 from controller.runtime import workload_status
+from controller.runtime.controller import admission_to_api
 from controller.runtime.kube import (
-    CONNECTION_ERRORS,
     NAMESPACES,
     WORKLOADS,
     Api,
@@ -265,17 +266,8 @@ class FloorRun:
         )
         self.writes += 1
         self.counters["created"] += 1
-        admission = {
-            "clusterQueue": ns,
-            "podSetAssignments": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "flavors": {RESOURCE: FLAVOR},
-                    "resourceUsage": {RESOURCE: cpu_quantity(job.request)},
-                }
-            ],
-        }
+        assignment = PodSetAssignment("main", 1, {RESOURCE: FLAVOR}, {RESOURCE: job.request})
+        admission = admission_to_api(Admission(ns, (assignment,)))  # as the controller writes it
         status = workload_status.admitted({}, admission, time.time(), None)
         admitted = await self._patch(
             ns, name, status, created["metadata"]["resourceVersion"], ADMITTING_MANAGER
@@ -319,21 +311,11 @@ class FloorRun:
                 )
 
     async def _watch(self, index: int, version: str) -> None:
-        """Count events, resuming after a broken connection; note any Workload status
-        written by a field manager that is not this run's."""
-        while True:
-            try:
-                async for kind, body in self.api.watch(
-                    WORKLOADS, label_selector=self.selector, resource_version=version
-                ):
-                    meta = body.get("metadata") or {}
-                    version = meta.get("resourceVersion") or version
-                    if kind == "BOOKMARK":
-                        continue
-                    self.watch_events[index] += 1
-                    self._note_foreign(body)
-            except CONNECTION_ERRORS:
-                await asyncio.sleep(0.2)
+        """Count events; note any Workload written by a field manager not this run's."""
+        async for kind, body in follow_workloads(self.api, self.selector, version):
+            if kind != "BOOKMARK":
+                self.watch_events[index] += 1
+                self._note_foreign(body)
 
     async def _drain_watches(self, quiet_for: float = 1.0, limit: float = 30.0) -> None:
         """Wait until the watches stop receiving events (each got every write), so the

@@ -28,6 +28,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO, TypeVar
 
@@ -53,7 +54,7 @@ from controller.runtime.kube import (
 __all__ = [
     "LiveError",
     "Staged",
-    "cpu_quantity",
+    "follow_workloads",
     "process_cpu",
     "run_live",
     "staged",
@@ -137,7 +138,7 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def cpu_quantity(milli: int) -> str:
+def _cpu(milli: int) -> str:
     return str(Quantity(milli))
 
 
@@ -218,9 +219,9 @@ class LiveRun:
         )
         creations = []
         for name, cohort, qs in self.scenario.queues():
-            quota: dict[str, Any] = {"name": RESOURCE, "nominalQuota": cpu_quantity(qs.nominal)}
+            quota: dict[str, Any] = {"name": RESOURCE, "nominalQuota": _cpu(qs.nominal)}
             if qs.borrowing_limit is not None:
-                quota["borrowingLimit"] = cpu_quantity(qs.borrowing_limit)
+                quota["borrowingLimit"] = _cpu(qs.borrowing_limit)
             cq = {
                 "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
                 "kind": "ClusterQueue",
@@ -413,26 +414,9 @@ class LiveRun:
         return f"{ns[: -len(suffix)]}/{meta.get('name')}"
 
     async def _watch(self) -> None:
-        version = ""
-        while True:
-            try:
-                async for kind, body in self.api.watch(
-                    WORKLOADS,
-                    label_selector=f"{RUN_LABEL}={self.run_id}",
-                    resource_version=version or None,
-                ):
-                    version = (body.get("metadata") or {}).get("resourceVersion") or version
-                    if kind in ("ADDED", "MODIFIED"):
-                        self._observe(body)
-            except ApiException as exc:
-                if exc.status != 410:
-                    raise
-                raise LiveError(
-                    "the Workload watch expired (410 Gone); the run cannot be recorded exactly"
-                ) from exc
-            except CONNECTION_ERRORS as exc:  # resume from the last event seen
-                log.info("the Workload watch broke (%s); resuming", exc or type(exc).__name__)
-                await asyncio.sleep(0.2)
+        async for kind, body in follow_workloads(self.api, f"{RUN_LABEL}={self.run_id}"):
+            if kind in ("ADDED", "MODIFIED"):
+                self._observe(body)
 
     def _observe(self, body: dict[str, Any]) -> None:
         key = self._key_of(body)
@@ -587,6 +571,30 @@ def _newer(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
         return True
 
 
+async def follow_workloads(
+    api: Api, selector: str, version: str = ""
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """A run's Workload events, from `version` on (empty: from now), resumed from the last
+    event seen after a broken connection. An expired watch (410 Gone) would lose events:
+    it ends the run."""
+    while True:
+        try:
+            async for kind, body in api.watch(
+                WORKLOADS, label_selector=selector, resource_version=version or None
+            ):
+                version = (body.get("metadata") or {}).get("resourceVersion") or version
+                yield kind, body
+        except ApiException as exc:
+            if exc.status != 410:
+                raise
+            raise LiveError(
+                "the Workload watch expired (410 Gone); the run cannot be recorded exactly"
+            ) from exc
+        except CONNECTION_ERRORS as exc:  # resume from the last event seen
+            log.info("the Workload watch broke (%s); resuming", exc or type(exc).__name__)
+            await asyncio.sleep(0.2)
+
+
 def workload_body(job: Job, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
     """The bare Workload of a scenario job, as Kueue's generator writes it: one pod with
     the job's cpu request, `spec.priority`, and its class and runtime as labels."""
@@ -616,9 +624,7 @@ def workload_body(job: Job, namespace: str, labels: dict[str, str]) -> dict[str,
                                 {
                                     "name": "c",
                                     "image": "pause",
-                                    "resources": {
-                                        "requests": {RESOURCE: cpu_quantity(job.request)}
-                                    },
+                                    "resources": {"requests": {RESOURCE: _cpu(job.request)}},
                                 }
                             ],
                         }
