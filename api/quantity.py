@@ -1,4 +1,4 @@
-"""Pydantic field types for Kubernetes quantities, validated by `controller.core.quantities`.
+"""Pydantic field types for Kubernetes quantities, validated by `api.quantities`.
 
 A field typed `QuantityValue` holds an exact `Quantity`; it accepts a string or a JSON
 number (as `resource.Quantity` does) and serializes to the canonical string. Its JSON
@@ -13,7 +13,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from controller.core.quantities import (
+from api.quantities import (
     NON_NEGATIVE_QUANTITY_PATTERN,
     QUANTITY_PATTERN,
     InvalidQuantity,

@@ -5,7 +5,9 @@ scheduling.k8s.io PriorityClass, Namespace, Workload), runs cycles until nothing
 (evictions are treated as completed: the evicted Workload releases its quota and waits
 again), and prints the Workloads admitted by the plan, the ones that would preempt and the
 ones left pending with the reason. Bad input prints one line per problem and exits 2;
-there is never a partial plan.
+there is never a partial plan. Kueue fields quotagate does not implement yet are named in
+a warning on stderr (and under `unsupported` in JSON/YAML); the plan is computed without
+them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from controller.core.cycle import run_cycle
 from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.from_api import CoreObject, InvalidObject, apply, convert
 from controller.core.state import ClusterState
+from controller.core.unsupported import unsupported_fields
 from controller.core.workloads import Workload
 
 __all__ = ["add_plan_command", "plan", "render"]
@@ -84,6 +87,27 @@ def _load(paths: Iterable[str]) -> list[tuple[str, int, Any]]:
     if problems:
         raise PlanInputError(problems)
     return docs
+
+
+def _unsupported(docs: list[tuple[str, int, Any]]) -> list[dict[str, str]]:
+    """Kueue fields in the input that quotagate does not implement yet (reported, and the
+    plan is computed without them: controller/core/unsupported.py)."""
+    found = []
+    for path, index, doc in docs:
+        if not isinstance(doc, dict):
+            continue
+        meta = doc.get("metadata") or {}
+        name = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+        for field, message in unsupported_fields(doc):
+            found.append(
+                {
+                    "where": f"{path}: document {index}",
+                    "object": f"{doc.get('kind')} {name}",
+                    "field": field,
+                    "message": message,
+                }
+            )
+    return found
 
 
 def _convert(docs: list[tuple[str, int, Any]]) -> list[CoreObject]:
@@ -234,10 +258,20 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"--now: not an RFC 3339 time: {args.now!r}", file=sys.stderr)
         return 2
     try:
-        objects = _convert(_load(args.filename))
+        docs = _load(args.filename)
+        objects = _convert(docs)
     except PlanInputError as exc:
         for line in exc.problems:
             print(line, file=sys.stderr)
         return 2
-    print(render(plan(objects, now), args.output))
+    result = plan(objects, now)
+    unsupported = _unsupported(docs)
+    for item in unsupported:
+        print(
+            f"warning: {item['where']}: {item['object']}: {item['field']}: {item['message']}",
+            file=sys.stderr,
+        )
+    if unsupported:
+        result["unsupported"] = unsupported
+    print(render(result, args.output))
     return 0

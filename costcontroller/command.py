@@ -10,7 +10,7 @@ import signal
 import sys
 from typing import Any
 
-from controller.core.quantities import InvalidQuantity, Quantity
+from api.quantities import InvalidQuantity, Quantity
 from costcontroller.policy import CostPolicy, PolicyLoadError, load_policy
 
 log = logging.getLogger(__name__)

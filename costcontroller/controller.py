@@ -27,7 +27,8 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
-from controller.core.quantities import Quantity
+from api.constants import GROUP, VERSION
+from api.quantities import Quantity
 from controller.runtime.informer import WorkloadInformer
 from controller.runtime.kube import MERGE_PATCH, retrying
 from controller.runtime.workqueue import KeyQueue
@@ -36,7 +37,7 @@ from costcontroller.reconcile import decide
 
 log = logging.getLogger(__name__)
 
-GROUP, VERSION, PLURAL = "kueue.x-k8s.io", "v1beta2", "workloads"
+PLURAL = "workloads"
 FIELD_MANAGER = "quotagate-cost-controller"
 EVENT_REASON = "PreemptionCostRejected"
 

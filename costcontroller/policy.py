@@ -5,7 +5,7 @@ preempt), or None to leave `status.preemptionCost` unset. It gets the Workload a
 pydantic model from `api` and a clock (a callable returning epoch seconds), and must not
 do I/O. Write your own as a small class:
 
-    from controller.core.quantities import Quantity
+    from api.quantities import Quantity
 
     class GpuHoursPolicy:
         def __init__(self, per_gpu: str = "1") -> None:
@@ -26,8 +26,8 @@ from datetime import datetime
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from api.quantities import Quantity
 from api.workload import Workload
-from controller.core.quantities import Quantity
 
 Clock = Callable[[], float]
 
@@ -75,8 +75,10 @@ class TimeSinceReservedPolicy:
 
     def cost(self, workload: Workload, clock: Clock) -> Quantity | None:
         status = workload.status
-        if status is None or status.admission is None:
+        if status is None:
             return None
+        # Reserved since the QuotaReserved condition's transition (Kueue's rule: the
+        # condition, not `status.admission`, says whether the Workload holds quota).
         reserved = next(
             (
                 c

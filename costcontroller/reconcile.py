@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from api import load_object
+from api.quantities import InvalidQuantity, Quantity
 from api.workload import Workload
-from controller.core.quantities import InvalidQuantity, Quantity
 from costcontroller.policy import Clock, CostPolicy
 
 

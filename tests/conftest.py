@@ -14,7 +14,7 @@ _HERE = Path(__file__).resolve().parent
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(_HERE).parts
-        if parts and parts[0] == "integration":
+        if parts and parts[0] in ("integration", "compat"):
             item.add_marker(pytest.mark.integration)
         elif parts and parts[0] == "e2e":
             item.add_marker(pytest.mark.e2e)

@@ -2,9 +2,10 @@
 irreducible Workload traffic, with no controller deciding anything.
 
 Every live run of a scenario, whatever controller admits it, makes the API server do at
-least this per Workload: its creation, the status patch that admits it (QuotaReserved and
-Admitted, `status.admission`) and the status patch that marks it Finished, each sent to a
-controller's watch and the job side's watch. This mode sends exactly that, as fast as
+least this per Workload: its creation, the status write that admits it (QuotaReserved and
+Admitted, `status.admission`: a server-side apply as `kueue-admission`, as Kueue's
+scheduler and quotagate send it) and the one that marks it Finished (the apply Kueue's
+scheduler-perf runner sends), each sent to a controller's watch and the job side's watch. This mode sends exactly that, as fast as
 `parallelism` concurrent Workloads allow (the arrival schedule is ignored: the figure is
 throughput), with two watchers, and reports the wall time, the writes per second and,
 given the API server's process id, its CPU seconds per write. A live run against the same
@@ -27,6 +28,15 @@ from typing import Any, TextIO
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
+from api import workload_status
+from api.workload_status import (
+    ADMISSION_FIELD_MANAGER,
+    Admission,
+    PodSetAssignment,
+    admission_to_api,
+    apply_body,
+)
+from controller.bench import kueue_clients
 from controller.bench.live import (
     FIELD_MANAGER,
     RUN_LABEL,
@@ -39,9 +49,6 @@ from controller.bench.live import (
 from controller.bench.report import KUEUE_REFERENCE, Job, Progress
 from controller.bench.scenario import Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
-from controller.core.workloads import Admission, PodSetAssignment
-from controller.runtime import workload_status
-from controller.runtime.controller import admission_to_api
 from controller.runtime.kube import (
     NAMESPACES,
     WORKLOADS,
@@ -52,9 +59,10 @@ from controller.runtime.kube import (
 
 __all__ = ["FloorReport", "render_floor", "run_floor"]
 
-# The two writers of a live run: the controller admits, the job side finishes.
-ADMITTING_MANAGER = "quotagate-bench-floor"
-FINISHING_MANAGER = FIELD_MANAGER
+# The writers of a live run: the job side creates and finishes, the controller admits.
+CREATING_MANAGER = FIELD_MANAGER
+ADMITTING_MANAGER = ADMISSION_FIELD_MANAGER
+FINISHING_MANAGER = kueue_clients.RUNNER_FINISH_MANAGER
 WATCHERS = 2  # the controller's Workload watch and the job side's
 
 
@@ -261,35 +269,33 @@ class FloorRun:
                 "POST",
                 Api.path(WORKLOADS, None, ns),
                 workload_body(job, ns, {RUN_LABEL: self.run_id}),
-                params={"fieldManager": FINISHING_MANAGER},
+                params={"fieldManager": CREATING_MANAGER},
             )
         )
         self.writes += 1
         self.counters["created"] += 1
         assignment = PodSetAssignment("main", 1, {RESOURCE: FLAVOR}, {RESOURCE: job.request})
         admission = admission_to_api(Admission(ns, (assignment,)))  # as the controller writes it
-        status = workload_status.admitted({}, admission, time.time(), None)
-        admitted = await self._patch(
-            ns, name, status, created["metadata"]["resourceVersion"], ADMITTING_MANAGER
+        admitted = await self._write(
+            ns, name, apply_body(created, workload_status.admit(created, admission, time.time()))
         )
         self.writes += 1
         self.counters["admitted"] += 1
-        status = workload_status.finished(
-            admitted.get("status") or {}, "Succeeded", "api floor", time.time(), None
-        )
-        await self._patch(
-            ns, name, status, admitted["metadata"]["resourceVersion"], FINISHING_MANAGER
-        )
+        await self._write(ns, name, kueue_clients.runner_finish(admitted, time.time()))
         self.writes += 1
         self.counters["finished"] += 1
 
-    async def _patch(
-        self, ns: str, name: str, status: dict[str, Any], version: str, manager: str
+    async def _write(
+        self, ns: str, name: str, write: dict[str, Any] | kueue_clients.Write
     ) -> dict[str, Any]:
-        """A status patch preconditioned on `version`; a conflict can only mean that
-        someone else wrote the Workload, which this mode cannot measure around."""
+        """A status write preconditioned on the resourceVersion it was computed from (an
+        admission apply as the controller sends it, or the job side's `Write`); a conflict
+        can only mean that someone else wrote the Workload, which this mode cannot
+        measure around."""
         try:
-            return await self.api.patch_workload_status(ns, name, status, version, manager)
+            if isinstance(write, kueue_clients.Write):
+                return await kueue_clients.send(self.api, WORKLOADS, ns, name, write)
+            return await self.api.apply_workload_status(write)
         except ApiException as exc:
             if exc.status != 409:
                 raise
@@ -303,7 +309,9 @@ class FloorRun:
         meta = body.get("metadata") or {}
         for entry in meta.get("managedFields") or ():
             manager = entry.get("manager")
-            if manager not in (ADMITTING_MANAGER, FINISHING_MANAGER) and self.foreign is None:
+            if manager not in (CREATING_MANAGER, ADMITTING_MANAGER, FINISHING_MANAGER) and (
+                self.foreign is None
+            ):
                 self.foreign = (
                     f"Workload {meta.get('namespace')}/{meta.get('name')} was also written by "
                     f"field manager {manager!r}: --api-floor needs an API server where no "

@@ -8,9 +8,12 @@ Only the Kueue v1beta2 API is used, as Kueue's own performance runner does:
    LocalQueue; then wait until the controller reports every ClusterQueue Active.
 2. Creation: bare Workloads (one pod, `spec.priority`, a cpu request) on Kueue's
    generator schedule, written in parallel.
-3. The job side, as an integration would: `runtimeMs` after a Workload is admitted it is
-   marked `Finished=True`; when it is evicted its quota reservation is cleared (status
-   admission removed, QuotaReserved/Admitted False), so it competes again.
+3. The job side, as Kueue's scheduler-perf runner writes it (controller/bench/kueue_clients.py,
+   reproduced from the runner's code): `runtimeMs` after a Workload is admitted it is
+   marked `Finished=True` (server-side apply of that condition as
+   `kueue-job-controller-Finished`); when it is evicted its quota reservation is cleared
+   (server-side apply as `kueue-admission` with force: QuotaReserved=False, no
+   `status.admission`), so it competes again.
 4. Recording, from one watch: the first event of a Workload, its admissions, evictions
    and completion, with the time they were observed — time to admission is creation to
    the last admission, as in Kueue's recorder. Quota over-use is checked by replaying the
@@ -35,11 +38,12 @@ from typing import Any, Protocol, TextIO, TypeVar
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
+from api.quantities import Quantity
+from api.workload_status import has_quota_reservation, is_evicted, is_finished
+from controller.bench import kueue_clients
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
-from controller.core.quantities import Quantity
-from controller.runtime import workload_status
 from controller.runtime.kube import (
     API_ERRORS,
     CONNECTION_ERRORS,
@@ -430,10 +434,9 @@ class LiveRun:
             tracked.seen_at = t
             job.created = t  # Kueue's recorder: time to admission counts from the first event
             self.pending[job.class_name] += 1
-        status = body.get("status") or {}
-        reserved = bool(status.get("admission")) and _condition_true(body, "QuotaReserved")
-        finished = _condition_true(body, "Finished")
-        evicted = _condition_true(body, "Evicted")
+        reserved = has_quota_reservation(body)
+        finished = is_finished(body)
+        evicted = is_evicted(body)
         if finished and not tracked.finished:
             tracked.finished = True
             if tracked.finish_answered is not None:
@@ -478,9 +481,7 @@ class LiveRun:
         sent = self.now()
         await self._patch_status(
             tracked,
-            lambda status: workload_status.finished(
-                status, "Succeeded", "finished by quotagate bench", time.time(), None
-            ),
+            lambda wl: kueue_clients.runner_finish(wl, time.time()),
             still=lambda: tracked.job.epoch == epoch and tracked.reserved and not tracked.evicted,
         )
         if not tracked.finished:
@@ -490,27 +491,24 @@ class LiveRun:
     async def _acknowledge(self, tracked: _Tracked) -> None:
         await self._patch_status(
             tracked,
-            lambda status: workload_status.released(status, time.time(), None),
+            lambda wl: kueue_clients.runner_release(wl, time.time()),
             still=lambda: tracked.reserved and not tracked.finished,
         )
 
     async def _patch_status(self, tracked: _Tracked, make: Any, still: Any) -> None:
-        """A status patch with the last seen resourceVersion as precondition; on a conflict,
-        read the Workload again and retry while the patch still applies."""
+        """The job side's status write `make(Workload)`, strict (the last seen
+        resourceVersion); on a conflict, read the Workload again and retry while the write
+        still applies."""
         for _ in range(20):
             if not still() or tracked.body is None:
                 return
             body = tracked.body
             meta = body["metadata"]
-            status = make(body.get("status") or {})
+            write = make(body)
             try:
                 async with self.job_gate:
-                    updated: Any = await self.api.patch_workload_status(
-                        meta["namespace"],
-                        meta["name"],
-                        status,
-                        meta.get("resourceVersion"),
-                        field_manager=FIELD_MANAGER,
+                    updated: Any = await kueue_clients.send(
+                        self.api, WORKLOADS, meta["namespace"], meta["name"], write
                     )
             except API_ERRORS as exc:
                 if not is_retryable(exc):

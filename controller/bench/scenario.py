@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from controller.core.quantities import InvalidQuantity, Quantity
+from api.quantities import InvalidQuantity, Quantity
 
 __all__ = [
     "CohortSet",

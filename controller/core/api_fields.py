@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-from controller.core.quantities import InvalidQuantity, Quantity
+from api.quantities import InvalidQuantity, Quantity
 from controller.core.selectors import InvalidSelector, LabelSelector, Requirement
 from controller.core.workloads import Toleration
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from api.quantities import Format, Quantity
 from controller.core.clusterqueues import (
     ClusterQueue,
     FlavorResource,
@@ -25,7 +26,6 @@ from controller.core.clusterqueues import (
 )
 from controller.core.cohorts import QuotaTree
 from controller.core.flavors import ResourceFlavor, mismatch_reason
-from controller.core.quantities import Format, Quantity
 from controller.core.workloads import PodSet, Workload
 
 __all__ = [

@@ -107,6 +107,9 @@ class ClusterQueue:
     flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     stop_policy: StopPolicy = StopPolicy.NONE
+    # Admission checks the queue names: quotagate runs none, so such a queue is inactive
+    # (controller/core/unsupported.py).
+    admission_checks: tuple[str, ...] = ()
 
     def group_for(self, resource: str) -> ResourceGroup | None:
         """The resource group covering `resource`, or None when the queue does not cover it."""

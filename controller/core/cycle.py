@@ -34,13 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.constants import Preemptibility
+from api.workload_status import PodSetAssignment
 from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
 from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
 from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
 from controller.core.preempting import may_preempt, plan_preemption, settle_nominations
 from controller.core.queues import OrderKey
 from controller.core.state import ClusterState, namespace_matches
-from controller.core.workloads import PodSetAssignment, Workload
+from controller.core.workloads import Workload
 
 __all__ = ["run_cycle"]
 

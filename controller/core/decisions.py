@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from api.workload_status import Admission, PodSetAssignment
 from controller.core.assignment import FlavorAssignment, Mode
 from controller.core.clusterqueues import FlavorResource
 from controller.core.preemption import Victim
-from controller.core.workloads import Admission, PodSetAssignment, Usage
+from controller.core.workloads import Usage
 
 __all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nomination", "Preempt"]
 

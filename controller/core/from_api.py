@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from api.constants import OWNER_PREEMPTIBILITY_ANNOTATION, POD_PREEMPTIBILITY_ANNOTATION
+from api.workload_status import PodSetShape, admission_from_api
 from controller.core.api_fields import FieldReader, parse_time
 from controller.core.clusterqueues import (
     ClusterQueue,
@@ -38,13 +39,8 @@ from controller.core.priorities import (
 )
 from controller.core.requests import Container, pod_requests
 from controller.core.state import ClusterState
-from controller.core.workloads import (
-    Admission,
-    PodSet,
-    PodSetAssignment,
-    PriorityClassRef,
-    Workload,
-)
+from controller.core.unsupported import admission_check_names
+from controller.core.workloads import PodSet, PriorityClassRef, Workload
 
 __all__ = [
     "KINDS",
@@ -201,6 +197,7 @@ def _cluster_queue(
             ),
         ),
         stop_policy=r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
+        admission_checks=admission_check_names(spec),
     )
 
 
@@ -302,35 +299,17 @@ def _workload(
     def true(kind: str) -> bool:
         return str(conditions.get(kind, {}).get("status")) == "True"
 
+    # Kueue's rule: the Workload holds quota iff QuotaReserved is True; `status.admission`
+    # left behind by a job side that cleared only the condition is not a reservation.
     admission = None
-    raw_admission = status.get("admission")
-    if (
-        raw_admission is not None
-        and str(conditions.get("QuotaReserved", {}).get("status", "True")) == "True"
-    ):
-        adm = r.obj(raw_admission, "status.admission")
-        by_name = {ps.name: ps for ps in pod_sets}
-        assignments = []
-        for i, a in enumerate(
-            r.seq(adm.get("podSetAssignments"), "status.admission.podSetAssignments")
-        ):
-            apath = f"status.admission.podSetAssignments[{i}]"
-            a = r.obj(a, apath)
-            ps_name = r.text(a.get("name"), f"{apath}.name", "main")
-            flavors = r.labels(a.get("flavors"), f"{apath}.flavors")
-            pod_set = by_name.get(ps_name)
-            count = (
-                r.integer(a.get("count"), f"{apath}.count", pod_set.count if pod_set else 0) or 0
-            )
-            usage = r.quantities(a.get("resourceUsage"), f"{apath}.resourceUsage")
-            if not usage and pod_set is not None:
-                usage = {res: v * count for res, v in pod_set.requests.items() if res in flavors}
-                if "pods" in flavors:
-                    usage["pods"] = 1000 * count
-            assignments.append(PodSetAssignment(ps_name, count, flavors, usage))
-        admission = Admission(
-            r.text(adm.get("clusterQueue"), "status.admission.clusterQueue"), tuple(assignments)
-        )
+    if true("QuotaReserved"):
+        if status.get("admission") is None:
+            r.problem("status.admission", "required while the QuotaReserved condition is True")
+        else:
+            shapes = {ps.name: PodSetShape(ps.count, ps.requests) for ps in pod_sets}
+            admission, problems = admission_from_api(status["admission"], shapes)
+            for path, message in problems:
+                r.problem(path, message)
     requeue = r.obj(status.get("requeueState"), "status.requeueState")
     cost = status.get("preemptionCost")
     return Workload(
@@ -356,7 +335,7 @@ def _workload(
         disruption_mode=r.text(spec.get("disruptionMode"), "spec.disruptionMode", "PodGroup"),
         quota_reserved_at=(
             r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
-            if admission is not None and "QuotaReserved" in conditions
+            if admission is not None
             else None
         ),
     )

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from api.quantities import Quantity
 from controller.core.preemptibility import Preemptibility
-from controller.core.quantities import Quantity
 
 __all__ = ["Candidate", "CandidateSortKey", "candidate_sort_key", "order_candidates"]
 

@@ -13,13 +13,14 @@ cycle has not decided to admit once they are gone.
 from __future__ import annotations
 
 from api.constants import Preemptibility
+from api.workload_status import PodSetAssignment
 from controller.core.assignment import FlavorAssignment, Mode
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
 from controller.core.policy import Preemptor, PriorityClassPreemptionPolicy
 from controller.core.preemption import Contender, Victim, find_victims
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSetAssignment, Workload
+from controller.core.workloads import Workload
 
 __all__ = ["contenders", "may_preempt", "plan_preemption", "settle_nominations"]
 

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from api.constants import Preemptibility
+from api.quantities import Quantity
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
 from controller.core.ordering import Candidate, CandidateSortKey, candidate_sort_key
@@ -38,7 +39,6 @@ from controller.core.policy import (
     eligibility,
 )
 from controller.core.preemptibility import protected_pods
-from controller.core.quantities import Quantity
 
 __all__ = ["Contender", "Victim", "find_victims"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from api.constants import GROUP, SCHEDULING_GROUP
 from controller.core.workloads import Workload
 
 __all__ = [
@@ -21,8 +22,7 @@ __all__ = [
     "WorkloadPriorityClass",
 ]
 
-KUEUE_GROUP: Final = "kueue.x-k8s.io"
-SCHEDULING_GROUP: Final = "scheduling.k8s.io"
+KUEUE_GROUP: Final = GROUP
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL
+from api.workload_status import Admission
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
@@ -24,11 +25,30 @@ from controller.core.preemptibility import Resolution, resolve_preemptibility
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
 from controller.core.selectors import EMPTY_LABELS
-from controller.core.workloads import Admission, Usage, Workload
+from controller.core.workloads import Usage, Workload
 
-__all__ = ["AdmittedWorkload", "ClusterState", "UnknownWorkload"]
+__all__ = ["AdmittedWorkload", "ClusterState", "Inactive", "UnknownWorkload", "Unqueued"]
 
 _NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass(frozen=True, slots=True)
+class Inactive:
+    """Why a ClusterQueue or LocalQueue admits nothing now: its `Active=False` reason, as
+    Kueue names it (Stopped, FlavorNotFound, ClusterQueueDoesNotExist,
+    ClusterQueueIsInactive), and a message."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unqueued:
+    """Why a pending Workload is in no active queue: Kueue's `QuotaReserved=False` reason
+    (Deactivated, Misconfigured, Suspended) and message (Kueue's text, with detail)."""
+
+    reason: str
+    message: str
 
 
 class UnknownWorkload(KeyError):
@@ -121,9 +141,7 @@ class ClusterState:
             queue.strategy = cq.queueing_strategy
         if cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
             for key in self._admitted_by_cq.get(cq.name, ()):
-                self._request_eviction(
-                    key, "ClusterQueueStopped", f"The ClusterQueue {cq.name} is stopped"
-                )
+                self._request_eviction(key, "ClusterQueueStopped", "The ClusterQueue is stopped")
         if old is not None and old.cohort and old.cohort != cq.cohort:
             self._retry_cohort(old.cohort)
         self.retry_inadmissible(cq.name)
@@ -145,8 +163,13 @@ class ClusterState:
         if old == lq:
             return
         self.local_queues[lq.key] = lq
-        if old is not None and old.cluster_queue != lq.cluster_queue:
-            self._requeue_local_queue(old)
+        if old is not None and (
+            old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy
+        ):
+            self._requeue_local_queue(old)  # a stopped LocalQueue's Workloads wait outside
+        if lq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
+            for key in [k for k in self.admitted if self._local_queue_key(k) == lq.key]:
+                self._request_eviction(key, "LocalQueueStopped", "The LocalQueue is stopped")
         self._adopt_orphans(lq.key)
         self.retry_inadmissible(lq.cluster_queue)
 
@@ -288,12 +311,12 @@ class ClusterState:
 
     def _place(self, key: str) -> None:
         """Queue a pending Workload: behind its backoff, under its LocalQueue's ClusterQueue,
-        or as an orphan of a LocalQueue that does not exist yet."""
+        or, while its LocalQueue is missing or stopped or its ClusterQueue missing, aside
+        with that LocalQueue until it changes (`unqueued_reason` says why)."""
         workload = self.workloads[key]
         if key in self.nominated:
             return  # waits for its victims, outside the queue
         if not workload.active:
-            self.reasons[key] = "The workload is deactivated (spec.active: false)"
             return
         if workload.requeue_at is not None and key not in self.backoff_queue:
             self.backoff_queue.add(key, workload.requeue_at)
@@ -303,13 +326,8 @@ class ClusterState:
         lq_key = self._local_queue_key(key)
         lq = self.local_queues.get(lq_key)
         queue = self.queues.get(lq.cluster_queue) if lq else None
-        if lq is None or queue is None:
+        if lq is None or queue is None or lq.stop_policy is not StopPolicy.NONE:
             self._orphans.setdefault(lq_key, set()).add(key)
-            self.reasons[key] = (
-                f"LocalQueue {lq_key} doesn't exist"
-                if lq is None
-                else f"ClusterQueue {lq.cluster_queue} doesn't exist"
-            )
             return
         self._queued_in[key] = lq.cluster_queue
         queue.push(self._order[key])
@@ -354,11 +372,14 @@ class ClusterState:
         self.admitted[key] = AdmittedWorkload(self.workloads[key], admission, usage, evicting)
         self._admitted_by_cq.setdefault(admission.cluster_queue, set()).add(key)
         self.quota.add_usage(admission.cluster_queue, usage)
+        if evicting:
+            return
         cq = self.cluster_queues.get(admission.cluster_queue)
-        if not evicting and cq is not None and cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
-            self._request_eviction(
-                key, "ClusterQueueStopped", f"The ClusterQueue {cq.name} is stopped"
-            )
+        lq = self.local_queues.get(self._local_queue_key(key))
+        if cq is not None and cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
+            self._request_eviction(key, "ClusterQueueStopped", "The ClusterQueue is stopped")
+        elif lq is not None and lq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
+            self._request_eviction(key, "LocalQueueStopped", "The LocalQueue is stopped")
 
     def _unreserve(self, key: str) -> AdmittedWorkload:
         held = self.admitted.pop(key)
@@ -492,25 +513,75 @@ class ClusterState:
 
     # -- status --------------------------------------------------------------------------------
 
-    def inactive_reason(self, cluster_queue: str) -> str | None:
+    def inactive_reason(self, cluster_queue: str) -> Inactive | None:
         """Why a ClusterQueue admits nothing now (stopped, or a flavor is missing)."""
         cq = self.cluster_queues.get(cluster_queue)
         if cq is None:
-            return f"ClusterQueue {cluster_queue} doesn't exist"
+            message = f"ClusterQueue {cluster_queue} doesn't exist"
+            return Inactive("ClusterQueueDoesNotExist", message)
         if cq.stopped:
-            return f"ClusterQueue {cq.name} is stopped ({cq.stop_policy.value})"
+            message = f"ClusterQueue {cq.name} is inactive: stopped ({cq.stop_policy.value})"
+            return Inactive("Stopped", message)
         missing = sorted({name for name in cq.flavor_names() if name not in self.flavors})
         if missing:
-            return f"ClusterQueue {cq.name} is inactive: flavor {', '.join(missing)} not found"
+            message = f"ClusterQueue {cq.name} is inactive: flavor {', '.join(missing)} not found"
+            return Inactive("FlavorNotFound", message)
+        if cq.admission_checks:
+            message = (
+                f"ClusterQueue {cq.name} is inactive: admission check "
+                f"{', '.join(cq.admission_checks)} not found (quotagate runs no admission "
+                "checks and admits nothing without them)"
+            )
+            return Inactive("AdmissionCheckNotFound", message)
+        return None
+
+    def local_queue_inactive(self, lq_key: str) -> Inactive | None:
+        """Why a LocalQueue admits nothing now: stopped, or its ClusterQueue is missing or
+        inactive (Kueue's LocalQueue `Active` condition)."""
+        lq = self.local_queues.get(lq_key)
+        if lq is None:
+            return Inactive("NotFound", f"LocalQueue {lq_key} doesn't exist")
+        if lq.stop_policy is not StopPolicy.NONE:
+            message = f"LocalQueue {lq.name} is inactive: stopped ({lq.stop_policy.value})"
+            return Inactive("Stopped", message)
+        inactive = self.inactive_reason(lq.cluster_queue)
+        if inactive is None:
+            return None
+        if lq.cluster_queue not in self.cluster_queues:
+            return Inactive("ClusterQueueDoesNotExist", inactive.message)
+        return Inactive("ClusterQueueIsInactive", inactive.message)
+
+    def unqueued_reason(self, key: str) -> Unqueued | None:
+        """Why a pending Workload is in no active queue, as Kueue's workload controller says
+        it (`getQueueBlocker`): deactivated, its LocalQueue or ClusterQueue missing, or one
+        of them stopped or inactive. None when it waits in an active queue, in eviction
+        backoff or for its victims (the cycle, the backoff or the preemption explain it)."""
+        workload = self.workloads[key]
+        if not workload.active:
+            return Unqueued("Deactivated", "The workload is deactivated")
+        if key in self.nominated or key in self.backoff_queue:
+            return None
+        lq = self.local_queues.get(self._local_queue_key(key))
+        queue = workload.queue_name
+        if lq is None:
+            return Unqueued("Misconfigured", f"LocalQueue {queue} doesn't exist")
+        if lq.stop_policy is not StopPolicy.NONE:
+            detail = f"stopped ({lq.stop_policy.value})"
+            return Unqueued("Suspended", f"LocalQueue {queue} is inactive: {detail}")
+        if lq.cluster_queue not in self.cluster_queues:
+            return Unqueued("Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist")
+        inactive = self.inactive_reason(lq.cluster_queue)
+        if inactive is not None:
+            return Unqueued("Suspended", inactive.message)
         return None
 
     def why_pending(self, key: str) -> str:
         """The best available explanation of why a pending Workload is not admitted."""
+        unqueued = self.unqueued_reason(key) if key in self.workloads else None
+        if unqueued is not None:
+            return unqueued.message
         cq = self._queued_in.get(key)
         if cq is not None:
-            inactive = self.inactive_reason(cq)
-            if inactive is not None:
-                return inactive
             tag = self.queues[cq].tag_of(key)  # parked with a refused head like it
             if tag is not None:
                 return str(tag)

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from api.workload_status import Admission
 from controller.core.clusterqueues import FlavorResource
 from controller.core.requests import EMPTY_INT
 from controller.core.selectors import EMPTY_LABELS, Requirement
 
 __all__ = [
-    "Admission",
     "PodSet",
-    "PodSetAssignment",
     "PriorityClassRef",
     "Toleration",
     "Usage",
@@ -69,35 +68,6 @@ class PodSet:
     affinity_terms: tuple[tuple[Requirement, ...], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     min_count: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PodSetAssignment:
-    """`status.admission.podSetAssignments[]`: flavor per resource and total usage of `count` pods."""
-
-    name: str
-    count: int
-    flavors: Mapping[str, str]
-    resource_usage: Mapping[str, int]
-
-    def usage(self) -> dict[FlavorResource, int]:
-        return {
-            (self.flavors[resource], resource): value
-            for resource, value in self.resource_usage.items()
-            if resource in self.flavors
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    cluster_queue: str
-    pod_set_assignments: tuple[PodSetAssignment, ...]
-
-    def usage(self) -> dict[FlavorResource, int]:
-        total: dict[FlavorResource, int] = {}
-        for assignment in self.pod_set_assignments:
-            add_usage(total, assignment.usage())
-        return total
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,14 +24,23 @@ from typing import Any
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
-from api.constants import PREEMPTIBILITY_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from api import workload_status
+from api.constants import (
+    GROUP,
+    PREEMPTIBILITY_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    VERSION,
+)
+from api.workload_status import has_quota_reservation
 from controller.integrations.serial import SerialReconciler
-from controller.runtime import workload_status
-from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
+from controller.integrations.workload_writes import apply_workload_status
 
 log = logging.getLogger(__name__)
 
+MERGE_PATCH = "application/merge-patch+json"
 ORIGINAL_SELECTOR = "quotagate.x-k8s.io/original-node-selector"
+ORIGINAL_TOLERATIONS = "quotagate.x-k8s.io/original-tolerations"
 PREEMPTIBILITY_VALUES = ("preemptible", "non-preemptible", "semi-preemptible")
 
 
@@ -40,6 +49,7 @@ def workload_name(job_name: str) -> str:
 
 
 def condition_true(obj: dict[str, Any], type_: str) -> bool:
+    """A Job's condition (`Complete`, `Failed`) is True."""
     return any(
         c.get("type") == type_ and c.get("status") == "True"
         for c in (obj.get("status") or {}).get("conditions") or []
@@ -66,7 +76,7 @@ def workload_for(job: dict[str, Any], priority: int | None) -> dict[str, Any]:
     template = json.loads(json.dumps(spec.get("template") or {}))
     template.get("metadata", {}).pop("creationTimestamp", None)
     body: dict[str, Any] = {
-        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "Workload",
         "metadata": {
             "name": workload_name(meta["name"]),
@@ -90,7 +100,7 @@ def workload_for(job: dict[str, Any], priority: int | None) -> dict[str, Any]:
     }
     if labels.get(PRIORITY_CLASS_LABEL):
         body["spec"]["priorityClassRef"] = {
-            "group": KUEUE_GROUP,
+            "group": GROUP,
             "kind": "WorkloadPriorityClass",
             "name": labels[PRIORITY_CLASS_LABEL],
         }
@@ -101,32 +111,52 @@ def workload_for(job: dict[str, Any], priority: int | None) -> dict[str, Any]:
     return body
 
 
-def admitted_template_patch(job: dict[str, Any], node_labels: dict[str, str]) -> dict[str, Any]:
-    """Merge patch that injects the flavors' node labels and unsuspends (pure)."""
+def admitted_template_patch(
+    job: dict[str, Any], node_labels: dict[str, str], tolerations: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Merge patch that injects the flavors' node labels and tolerations into the pod
+    template (remembering the originals in annotations) and unsuspends (pure). A toleration
+    the template already has is not added twice."""
     template_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
     original = template_spec.get("nodeSelector") or {}
+    original_tolerations = list(template_spec.get("tolerations") or [])
+    merged = original_tolerations + [t for t in tolerations if t not in original_tolerations]
     return {
-        "metadata": {"annotations": {ORIGINAL_SELECTOR: json.dumps(original, sort_keys=True)}},
+        "metadata": {
+            "annotations": {
+                ORIGINAL_SELECTOR: json.dumps(original, sort_keys=True),
+                ORIGINAL_TOLERATIONS: json.dumps(original_tolerations, sort_keys=True),
+            }
+        },
         "spec": {
             "suspend": False,
-            "template": {"spec": {"nodeSelector": {**original, **node_labels}}},
+            "template": {
+                "spec": {"nodeSelector": {**original, **node_labels}, "tolerations": merged}
+            },
         },
     }
 
 
 def suspend_patch(job: dict[str, Any]) -> dict[str, Any]:
-    """Merge patch that suspends and restores the original nodeSelector (pure)."""
+    """Merge patch that suspends and restores the original nodeSelector and tolerations (pure)."""
     annotations = (job.get("metadata") or {}).get("annotations") or {}
     patch: dict[str, Any] = {"spec": {"suspend": True}}
+    template: dict[str, Any] = {}
+    restored: dict[str, Any] = {}
     if ORIGINAL_SELECTOR in annotations:
         original = json.loads(annotations[ORIGINAL_SELECTOR])
         current = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get(
             "nodeSelector"
         ) or {}
         # A merge patch removes keys with null.
-        selector = {key: original.get(key) for key in {*current, *original}}
-        patch["spec"]["template"] = {"spec": {"nodeSelector": selector}}
-        patch["metadata"] = {"annotations": {ORIGINAL_SELECTOR: None}}
+        template["nodeSelector"] = {key: original.get(key) for key in {*current, *original}}
+        restored[ORIGINAL_SELECTOR] = None
+    if ORIGINAL_TOLERATIONS in annotations:
+        template["tolerations"] = json.loads(annotations[ORIGINAL_TOLERATIONS]) or None
+        restored[ORIGINAL_TOLERATIONS] = None
+    if template:
+        patch["spec"]["template"] = {"spec": template}
+        patch["metadata"] = {"annotations": restored}
     return patch
 
 
@@ -138,7 +168,7 @@ class JobIntegration:
         api_client: aio_client.ApiClient,
         is_leading: Callable[[], bool],
         workload_copy: Callable[[str], dict[str, Any] | None],
-        flavor_labels: Callable[[str], dict[str, str] | None],
+        flavor: Callable[[str], tuple[dict[str, str], list[dict[str, Any]]] | None],
         priority_of_class: Callable[[str], int | None],
         events: Callable[[dict[str, Any], str, str, str], Awaitable[None]] | None = None,
     ) -> None:
@@ -146,7 +176,7 @@ class JobIntegration:
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.is_leading = is_leading
         self.workload_copy = workload_copy
-        self.flavor_labels = flavor_labels
+        self.flavor = flavor
         self.priority_of_class = priority_of_class
         self.events = events
         self.jobs: dict[str, dict[str, Any]] = {}
@@ -194,19 +224,19 @@ class JobIntegration:
             if finished is None:
                 await self._create_workload(job)
             return
-        status = workload.get("status") or {}
         if finished is not None:
-            if not condition_true(workload, "Finished"):
-                await self._patch_workload_status(
+            if not workload_status.is_finished(workload):
+                await apply_workload_status(
+                    self.custom,
                     workload,
-                    workload_status.finished(
-                        status, finished, f"Job finished: {finished}", time.time(), None
+                    workload_status.finish(
+                        workload, finished, f"Job finished: {finished}", time.time()
                     ),
                 )
             return
         suspended = (job.get("spec") or {}).get("suspend") is True
-        evicted = condition_true(workload, "Evicted") and bool(status.get("admission"))
-        if evicted:
+        reserved = has_quota_reservation(workload)
+        if reserved and workload_status.is_evicted(workload):
             if not suspended:
                 await self._patch_job(job, suspend_patch(job))
                 if self.events:
@@ -214,22 +244,27 @@ class JobIntegration:
                         job, "Normal", "Stopped", "Suspended: the Workload was evicted"
                     )
             elif not (job.get("status") or {}).get("active"):
-                await self._patch_workload_status(
-                    workload, workload_status.released(status, time.time(), None)
+                await apply_workload_status(
+                    self.custom,
+                    workload, workload_status.release(workload, time.time())
                 )
             return
-        if condition_true(workload, "Admitted") and status.get("admission") and suspended:
+        if reserved and workload_status.is_admitted(workload) and suspended:
+            admission = (workload.get("status") or {}).get("admission") or {}
             labels: dict[str, str] = {}
-            for assignment in status["admission"].get("podSetAssignments") or []:
-                for flavor in (assignment.get("flavors") or {}).values():
-                    labels.update(self.flavor_labels(flavor) or {})
-            await self._patch_job(job, admitted_template_patch(job, labels))
+            tolerations: list[dict[str, Any]] = []
+            for assignment in admission.get("podSetAssignments") or []:
+                for name in (assignment.get("flavors") or {}).values():
+                    flavor_labels, flavor_tolerations = self.flavor(name) or ({}, [])
+                    labels.update(flavor_labels)
+                    tolerations += [t for t in flavor_tolerations if t not in tolerations]
+            await self._patch_job(job, admitted_template_patch(job, labels, tolerations))
             if self.events:
                 await self.events(
                     job,
                     "Normal",
                     "Started",
-                    f"Admitted by ClusterQueue {status['admission']['clusterQueue']}",
+                    f"Admitted by ClusterQueue {admission.get('clusterQueue')}",
                 )
 
     async def _create_workload(self, job: dict[str, Any]) -> None:
@@ -238,7 +273,7 @@ class JobIntegration:
         body = workload_for(job, self.priority_of_class(cls) if cls else None)
         try:
             await self.custom.create_namespaced_custom_object(
-                KUEUE_GROUP, KUEUE_VERSION, job["metadata"]["namespace"], "workloads", body
+                GROUP, VERSION, job["metadata"]["namespace"], "workloads", body
             )
         except ApiException as exc:
             if exc.status != 409:
@@ -255,21 +290,6 @@ class JobIntegration:
             meta["name"],
             meta["namespace"],
             patch,
-            field_manager="quotagate",
-            _content_type=MERGE_PATCH,
-        )
-
-    async def _patch_workload_status(
-        self, workload: dict[str, Any], status: dict[str, Any]
-    ) -> None:
-        meta = workload["metadata"]
-        await self.custom.patch_namespaced_custom_object_status(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
-            meta["namespace"],
-            "workloads",
-            meta["name"],
-            {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status},
             field_manager="quotagate",
             _content_type=MERGE_PATCH,
         )

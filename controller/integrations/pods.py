@@ -39,8 +39,10 @@ from cachetools import TTLCache
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
+from api import workload_status
 from api.constants import ADMISSION_GATE as GATE
 from api.constants import (
+    GROUP,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_GROUP_NAME_LABEL,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
@@ -48,10 +50,11 @@ from api.constants import (
     PREEMPTIBILITY_LABEL,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
+    VERSION,
 )
+from api.workload_status import Condition, has_quota_reservation
 from controller.integrations.serial import SerialReconciler
-from controller.runtime import workload_status
-from controller.runtime.kube import KUEUE_GROUP, KUEUE_VERSION, MERGE_PATCH
+from controller.integrations.workload_writes import apply_workload_status
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +203,7 @@ def workload_for(
     if labels.get(PREEMPTIBILITY_LABEL) is not None:
         annotations[POD_PREEMPTIBILITY_ANNOTATION] = str(labels[PREEMPTIBILITY_LABEL])
     body: dict[str, Any] = {
-        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "Workload",
         "metadata": {
             "name": unit.workload_name,
@@ -214,7 +217,7 @@ def workload_for(
         body["metadata"]["annotations"] = annotations
     if workload_priority_class:
         body["spec"]["priorityClassRef"] = {
-            "group": KUEUE_GROUP,
+            "group": GROUP,
             "kind": "WorkloadPriorityClass",
             "name": workload_priority_class,
         }
@@ -376,41 +379,39 @@ class PodIntegration:
             return
         if not pods:
             return
-        status = workload.get("status") or {}
-        if workload_status.is_true(status, workload_status.FINISHED):
+        if workload_status.is_finished(workload):
             return
-        admitted = bool(status.get("admission"))
-        if admitted and all(terminated(p) for p in pods):
+        reserved = has_quota_reservation(workload)
+        if reserved and all(terminated(p) for p in pods):
             failed = any((p.get("status") or {}).get("phase") == "Failed" for p in pods)
             reason = "Failed" if failed else "Succeeded"
-            await self._patch_workload_status(
+            await apply_workload_status(
+                self.custom,
                 workload,
-                workload_status.finished(
-                    status, reason, f"Pods finished: {reason}", time.time(), None
-                ),
+                workload_status.finish(workload, reason, f"Pods finished: {reason}", time.time()),
             )
             return
-        if admitted and workload_status.is_true(status, workload_status.EVICTED):
+        if reserved and workload_status.is_evicted(workload):
             live = [p for p in pods if running(p)]
             for pod in live:
                 await self._delete(pod)
             if not live:
-                await self._patch_workload_status(
-                    workload, workload_status.released(status, time.time(), None)
+                await apply_workload_status(
+                    self.custom, workload, workload_status.release(workload, time.time())
                 )
             return
-        if not admitted:
-            pending = workload_status.condition(status, workload_status.QUOTA_RESERVED)
-            if pending is not None and pending.get("reason") in ("Misconfigured", "Inactive"):
+        if not reserved:
+            pending = workload_status.condition(workload, Condition.QUOTA_RESERVED)
+            if pending is not None and pending.get("reason") in ("Misconfigured", "Suspended", "Deactivated"):
                 # e.g. the LocalQueue does not exist: the pods stay gated, and say why.
                 await self._report(unit, pods, str(pending["reason"]), str(pending.get("message")))
             return
-        if workload_status.is_true(status, workload_status.ADMITTED):
+        if workload_status.is_admitted(workload):
             allowed = admitted_count(workload)
             live = [p for p in pods if running(p)]
             for extra in newest_first(live)[: max(0, len(live) - allowed)]:
                 await self._delete(extra)  # DisruptionMode Pod: the admission shrank
-            labels, tolerations = self._assigned(status)
+            labels, tolerations = self._assigned(workload.get("status") or {})
             waiting = [p for p in pods if gated(p) and not terminated(p)]
             for pod in waiting[: max(0, allowed - len(live))]:
                 patch = ungate_patch(pod, labels, tolerations)
@@ -477,7 +478,7 @@ class PodIntegration:
         )
         try:
             await self.custom.create_namespaced_custom_object(
-                KUEUE_GROUP, KUEUE_VERSION, unit.namespace, "workloads", body
+                GROUP, VERSION, unit.namespace, "workloads", body
             )
         except ApiException as exc:
             if exc.status != 409:
@@ -623,18 +624,3 @@ class PodIntegration:
             if exc.status != 422:
                 raise
             log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)
-
-    async def _patch_workload_status(
-        self, workload: Mapping[str, Any], status: dict[str, Any]
-    ) -> None:
-        meta = workload["metadata"]
-        await self.custom.patch_namespaced_custom_object_status(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
-            meta["namespace"],
-            "workloads",
-            meta["name"],
-            {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status},
-            field_manager="quotagate",
-            _content_type=MERGE_PATCH,
-        )

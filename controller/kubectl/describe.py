@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.core.quantities import Format, Quantity
+from api.quantities import Format, Quantity
 from controller.core.state import ClusterState
 from controller.kubectl.printing import age, format_table, one_line
 from controller.kubectl.snapshot import Snapshot
 from controller.kubectl.workload_view import (
+    admission_of,
     condition,
     describe_preemptibility_source,
     describe_priority,
@@ -46,7 +47,7 @@ def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) ->
     key = f"{meta.get('namespace')}/{meta.get('name')}"
     state = snapshot.state()
     lq = state.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName')}")
-    admission = status.get("admission") or None
+    admission = admission_of(obj)
     return {
         "name": meta.get("name"),
         "namespace": meta.get("namespace"),

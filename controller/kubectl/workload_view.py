@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.constants import PreemptibilitySource, WorkloadConditionType
+from api.constants import PreemptibilitySource
+from api.workload_status import (
+    condition,
+    has_quota_reservation,
+    is_admitted,
+    is_evicted,
+    is_finished,
+)
 from controller.core.from_api import InvalidObject, convert
 from controller.core.priorities import PriorityClasses, ResolvedPriority
 from controller.core.workloads import Workload
 
 __all__ = [
     "PENDING",
+    "admission_of",
     "cluster_queue_of",
     "condition",
     "describe_preemptibility_source",
@@ -37,44 +45,37 @@ _PREEMPTIBILITY_SOURCES = {
 }
 
 
-def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for found in (obj.get("status") or {}).get("conditions") or ():
-        if isinstance(found, Mapping) and found.get("type") == type_:
-            return found
-    return None
-
-
-def _true(obj: Mapping[str, Any], type_: str) -> bool:
-    found = condition(obj, type_)
-    return found is not None and found.get("status") == "True"
-
-
 def status_of(obj: Mapping[str, Any]) -> str:
     """Finished, Evicted, Admitted, QuotaReserved or Pending, from the conditions.
 
     Evicted stays until the Workload is admitted again (the controller resets it then), so
     a preempted Workload waiting in its queue reads Evicted, not Pending."""
-    if _true(obj, WorkloadConditionType.FINISHED):
+    if is_finished(obj):
         return FINISHED
-    if _true(obj, WorkloadConditionType.EVICTED):
+    if is_evicted(obj):
         return EVICTED
-    if _true(obj, WorkloadConditionType.ADMITTED):
+    if is_admitted(obj):
         return ADMITTED
-    if _true(obj, WorkloadConditionType.QUOTA_RESERVED):
+    if has_quota_reservation(obj):
         return QUOTA_RESERVED
     return PENDING
 
 
 def is_pending(obj: Mapping[str, Any]) -> bool:
     """Waiting for quota: neither holding a reservation nor finished."""
-    return not _true(obj, WorkloadConditionType.FINISHED) and not _true(
-        obj, WorkloadConditionType.QUOTA_RESERVED
-    )
+    return not is_finished(obj) and not has_quota_reservation(obj)
+
+
+def admission_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """`status.admission` while the Workload holds quota; a stale one left by a writer that
+    cleared only QuotaReserved is not an admission (Kueue's rule)."""
+    admission = (obj.get("status") or {}).get("admission")
+    return admission if admission and has_quota_reservation(obj) else None
 
 
 def cluster_queue_of(obj: Mapping[str, Any], local_queues: Mapping[str, str]) -> str | None:
     """The admitting ClusterQueue, else the one its LocalQueue (`namespace/name` → CQ) names."""
-    admission = (obj.get("status") or {}).get("admission") or {}
+    admission = admission_of(obj) or {}
     if admission.get("clusterQueue"):
         return str(admission["clusterQueue"])
     meta = obj.get("metadata") or {}

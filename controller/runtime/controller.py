@@ -25,15 +25,17 @@ from typing import Any
 
 from kubernetes.aio.client.exceptions import ApiException
 
+from api import workload_status
+from api.workload_status import admission_to_api, apply_body, has_quota_reservation
 from controller.core import from_api
 from controller.core.cycle import run_cycle
 from controller.core.decisions import Admit, Evict, Inadmissible, Preempt
 from controller.core.queues import BackoffPolicy
 from controller.core.state import ClusterState
-from controller.core.workloads import Admission, PodSet
-from controller.runtime import workload_status
+from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
+from controller.core.workloads import PodSet
 from controller.runtime.config import ControllerConfig
-from controller.runtime.kube import API_ERRORS, WORKLOADS, Api, retrying
+from controller.runtime.kube import API_ERRORS, FIELD_MANAGER, WORKLOADS, Api, retrying
 from controller.runtime.metrics import Metrics
 from controller.runtime.workqueue import KeyQueue
 
@@ -77,26 +79,6 @@ class _InFlight:
     held_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
-def admission_to_api(admission: Admission) -> dict[str, Any]:
-    """`status.admission` as Kueue writes it (quantities in canonical text)."""
-    from controller.core.quantities import Quantity
-
-    return {
-        "clusterQueue": admission.cluster_queue,
-        "podSetAssignments": [
-            {
-                "name": psa.name,
-                "count": psa.count,
-                "flavors": dict(psa.flavors),
-                "resourceUsage": {
-                    resource: str(Quantity(value)) for resource, value in psa.resource_usage.items()
-                },
-            }
-            for psa in admission.pod_set_assignments
-        ],
-    }
-
-
 class Controller:
     """Keeps `core` state current and acts on the cycle's decisions."""
 
@@ -128,6 +110,8 @@ class Controller:
         self.in_flight: dict[str, _InFlight] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
+        # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
+        self.unsupported: dict[str, str] = {}
         self.written_reason: dict[str, str] = {}  # Workload → last pending message written
         self._explained_at = 0.0
         self.leading = False  # set by the leader-election loop; followers never write
@@ -142,6 +126,7 @@ class Controller:
         self.state = self._new_state()
         self.copies.clear()
         self.problems.clear()
+        self.unsupported.clear()
 
     def _new_state(self) -> ClusterState:
         backoff = BackoffPolicy(
@@ -157,6 +142,7 @@ class Controller:
 
     def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
         """Apply one watch event (type None/ADDED/MODIFIED/DELETED) to the state."""
+        self._check_unsupported(event_type, body)
         if body.get("kind") == "Workload":
             key = _key(body)
             flight = self.in_flight.get(key)
@@ -212,28 +198,30 @@ class Controller:
         return previous.pod_sets if previous is not None else None
 
     def _check_resolution(self, key: str, body: dict[str, Any]) -> None:
-        """Queue a `status.resolvedPreemptibility` write of its own when the object's differs
-        from what the state resolved and the Workload is admitted, or the resolution found a
-        problem. A pending Workload's goes out with its pending reason or its admission:
-        fifteen thousand Workloads arriving need no fifteen thousand extra patches."""
-        if not self.leading or self._resolution_status(key, body.get("status") or {}) is None:
+        """Queue a write of its own when the object's `status.resolvedPreemptibility`
+        differs from what the state resolved and the Workload is admitted, or the
+        resolution found a problem. A pending Workload's goes out with its pending reason or
+        its admission: fifteen thousand Workloads arriving need no fifteen thousand extra
+        writes."""
+        if not self.leading:
+            return
+        wanted = self._resolution(key)
+        current = (body.get("status") or {}).get("resolvedPreemptibility")
+        if wanted is None or _same_resolution(current, wanted):
             return
         resolution = self.state.resolutions.get(key)
         if key in self.state.admitted or (resolution is not None and resolution.problems):
             self.status_queue.add(key)
 
-    def _resolution_status(self, key: str, status: dict[str, Any]) -> dict[str, Any] | None:
-        """`resolvedPreemptibility` as the state resolved it, if `status` says otherwise."""
+    def _resolution(self, key: str) -> dict[str, Any] | None:
+        """`status.resolvedPreemptibility` as the state resolved it (None: not resolved)."""
         resolution = self.state.resolutions.get(key)
         if resolution is None:
             return None
-        message = "; ".join(resolution.problems)
-        wanted = (str(resolution.value), str(resolution.source), message)
-        current = status.get("resolvedPreemptibility") or {}
-        have = (current.get("value", ""), current.get("source", ""), current.get("message") or "")
-        if have == wanted:
-            return None
-        return {"value": wanted[0], "source": wanted[1], "message": message or None}
+        out = {"value": str(resolution.value), "source": str(resolution.source)}
+        if resolution.problems:
+            out["message"] = "; ".join(resolution.problems)
+        return out
 
     def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
         kind = body.get("kind")
@@ -255,6 +243,50 @@ class Controller:
             self._report_problem(f"{kind}/{name}", body, str(exc))
             return
         from_api.apply(self.state, obj)
+
+    def _check_unsupported(self, event_type: str | None, body: dict[str, Any]) -> None:
+        """Report the Kueue fields of an object that quotagate does not implement yet: a
+        Warning Event when they change and, on a Workload, the `UnsupportedFields`
+        condition (queues get theirs from the queue status writer). Leader only: a new
+        leader starts from an empty record and reports again what it finds."""
+        if not self.leading:
+            return
+        meta = body.get("metadata") or {}
+        key = f"{body.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
+        if event_type == "DELETED":
+            self.unsupported.pop(key, None)
+            return
+        message = findings_message(unsupported_fields(body))
+        if self.unsupported.get(key, "") == message:
+            return
+        if message:
+            self.unsupported[key] = message
+            if self.events is not None:
+                self._spawn(self.events(body, "Warning", UNSUPPORTED_CONDITION, message))
+        else:
+            self.unsupported.pop(key, None)
+        if body.get("kind") == "Workload":
+            self._spawn(self._write_unsupported_condition(body, message))
+
+    async def _write_unsupported_condition(self, body: dict[str, Any], message: str) -> None:
+        """The Workload's `UnsupportedFields` condition, applied under quotagate's own field
+        manager (no other writer owns it; an empty list removes it)."""
+        current = workload_status.condition(body, UNSUPPORTED_CONDITION)
+        if (current or {}).get("message", "") == message:
+            return
+        conditions = (
+            workload_status.set_condition(
+                [], UNSUPPORTED_CONDITION, True, "NotImplemented", message, self.clock()
+            )
+            if message
+            else []
+        )
+        apply = apply_body(body, {"conditions": conditions}, strict=False)
+        try:
+            async with self.writes:
+                await self.api.apply_workload_status(apply, field_manager=FIELD_MANAGER)
+        except API_ERRORS as exc:
+            log.info("UnsupportedFields condition of %s not written: %s", _key(body), exc)
 
     def _report_problem(self, key: str, body: dict[str, Any], message: str) -> None:
         if self.problems.get(key) == message:
@@ -320,30 +352,17 @@ class Controller:
             self._explain_unqueued()
 
     def _explain_unqueued(self) -> None:
-        """Pending Workloads the cycle never looks at still get a reason: no such LocalQueue
-        or ClusterQueue, an inactive ClusterQueue (missing flavor, stopped), deactivated."""
+        """Pending Workloads the cycle never looks at still get a reason: deactivated, no
+        such LocalQueue or ClusterQueue, or one of them stopped or inactive (core decides
+        it: `ClusterState.unqueued_reason`)."""
         state = self.state
-        inactive_cqs = {
-            name: reason
-            for name in state.cluster_queues
-            if (reason := state.inactive_reason(name)) is not None
-        }
         for key in list(state.pending()):
-            cq = state.queued_in(key)
-            if cq is not None and cq not in inactive_cqs:
-                continue  # the cycle explains it
             if key in self.in_flight or key in state.nominated:
                 continue  # a nominated preemptor's reason is the one `_write_preemption` gave
-            if cq is not None:
-                inactive = inactive_cqs[cq]
-                reason, code = inactive, "OnHold" if "stopped" in inactive else "Misconfigured"
-            elif key in state.reasons:
-                reason, code = state.reasons[key], "Misconfigured"
-                if not state.workloads[key].active:
-                    code = "Inactive"
-            else:
-                continue  # in eviction backoff: explained when it is requeued
-            self._want_pending(Inadmissible(key, cq, reason, code))
+            unqueued = state.unqueued_reason(key)
+            if unqueued is not None:
+                cq = state.queued_in(key)
+                self._want_pending(Inadmissible(key, cq, unqueued.message, unqueued.reason))
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -363,15 +382,17 @@ class Controller:
             self._apply_workload(event_type, body)
         self.wake.set()
 
-    async def _patch_workload(
+    async def _write_workload(
         self,
         key: str,
         build: Callable[[dict[str, Any]], dict[str, Any] | None],
         write: str,
         refetch: bool = True,
     ) -> dict[str, Any] | None:
-        """Patch a Workload's status computed by `build(current status)`; on a conflict the
-        Workload is re-read and the patch recomputed. `build` returning None = nothing to do."""
+        """Apply the Kueue-managed status `build(current Workload)` returns, as the field
+        manager `kueue-admission` (api/workload_status.py says why), with the state's
+        resolvedPreemptibility riding along. On a conflict the Workload is re-read and the
+        status recomputed. `build` returning None = nothing to write."""
         namespace, name = key.split("/", 1)
         copy = self.copies.get(key)
         if copy is None:
@@ -381,14 +402,15 @@ class Controller:
 
         async def attempt() -> dict[str, Any] | None:
             nonlocal body, sent
-            status = build(body.get("status") or {})
+            status = build(body)
             if status is None:
                 return None
+            resolved = self._resolution(key)
+            if resolved is not None:
+                status["resolvedPreemptibility"] = resolved
             sent = True
             try:
-                return await self.api.patch_workload_status(
-                    namespace, name, status, (body.get("metadata") or {}).get("resourceVersion")
-                )
+                return await self.api.apply_workload_status(apply_body(body, status))
             except ApiException as exc:
                 if exc.status == 409 and refetch:
                     body = await self.api.get_workload(namespace, name)
@@ -415,18 +437,15 @@ class Controller:
         admission = admission_to_api(admit.admission)
         now = self.clock()
 
-        def build(status: dict[str, Any]) -> dict[str, Any] | None:
-            if status.get("admission") or workload_status.is_true(status, workload_status.FINISHED):
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            if has_quota_reservation(wl) or workload_status.is_finished(wl):
                 raise _Superseded(key)
-            admitted = workload_status.admitted(status, admission, now, None)
-            resolved = self._resolution_status(key, status)
-            if resolved is not None:
-                admitted["resolvedPreemptibility"] = resolved
-            return admitted
+            return workload_status.admit(wl, admission, now)
 
         result: dict[str, Any] | None = None
         try:
-            result = await self._patch_workload(key, build, "admit")
+            await self._clear_stale_admission(key)
+            result = await self._write_workload(key, build, "admit")
         except _ADMISSION_FAILURES as exc:
             log.warning("admission of %s not written (%s); re-reading it", key, exc)
             # Forget the assumed admission and whatever copy it was decided on: the API
@@ -436,9 +455,32 @@ class Controller:
             result = await self._reread(key)
         finally:
             self._end_write(key, result)
-        if result is not None and result.get("status", {}).get("admission"):
+        if result is not None and has_quota_reservation(result):
             self.written_reason.pop(key, None)
             await self._record_admitted(result, admit)
+
+    async def _clear_stale_admission(self, key: str) -> None:
+        """Remove a `status.admission` left behind without a reservation before admitting.
+        Server-side apply merges into what other field managers own, so a new admission
+        applied over an old one that another writer put there could keep some of the old
+        one's pod sets or flavors. Kueue-style job sides remove the admission they release
+        (it is ours, as `kueue-admission`); this costs a request only after a writer that
+        clears QuotaReserved and leaves the admission (a merge patch without it, say)."""
+        copy = self.copies.get(key)
+        if copy is None:
+            return
+        if not (copy.body.get("status") or {}).get("admission") or has_quota_reservation(
+            copy.body
+        ):
+            return
+        namespace, name = key.split("/", 1)
+        meta = copy.body.get("metadata") or {}
+        async with self.writes:
+            cleared = await self.api.patch_workload_status(
+                namespace, name, {"admission": None}, meta.get("resourceVersion")
+            )
+        self.metrics.api_writes.labels("clear-stale-admission", "ok").inc()
+        self.copies[key] = _WorkloadCopy(cleared, _rv(cleared))
 
     async def _reread(self, key: str) -> dict[str, Any] | None:
         """The Workload as the API server has it now; None if it is gone or cannot be read
@@ -516,29 +558,30 @@ class Controller:
             return
         before: dict[str, Any] = {}
 
-        def build(status: dict[str, Any]) -> dict[str, Any] | None:
-            before.update(status)
-            out: dict[str, Any] = {}
-            if (
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            before.clear()
+            before.update(wl)
+            reason_due = (
                 pending is not None
                 and key not in self.state.admitted
-                and not status.get("admission")
+                and not has_quota_reservation(wl)
                 and workload_status.pending_changed(
-                    status, pending.condition_reason, pending.reason
+                    wl, pending.condition_reason, pending.reason
                 )
-            ):
-                out.update(
-                    workload_status.pending(
-                        status, pending.condition_reason, pending.reason, self.clock(), None
-                    )
+            )
+            if reason_due:
+                assert pending is not None
+                return workload_status.unset_quota_reservation(
+                    wl, pending.condition_reason, pending.reason, self.clock()
                 )
-            resolved = self._resolution_status(key, status)
-            if resolved is not None:
-                out["resolvedPreemptibility"] = resolved
-            return out or None
+            wanted = self._resolution(key)
+            current = (wl.get("status") or {}).get("resolvedPreemptibility")
+            if wanted is not None and not _same_resolution(current, wanted):
+                return workload_status.kueue_status(wl)
+            return None
 
         try:
-            result = await self._patch_workload(key, build, "status", refetch=False)
+            result = await self._write_workload(key, build, "status", refetch=False)
         except API_ERRORS as exc:
             if isinstance(exc, ApiException) and exc.status == 409:
                 if pending is not None:
@@ -560,7 +603,8 @@ class Controller:
         ):
             await self.events(result, "Normal", "Pending", pending.reason)
         message = (status.get("resolvedPreemptibility") or {}).get("message")
-        if message and (before.get("resolvedPreemptibility") or {}).get("message") != message:
+        earlier = (before.get("status") or {}).get("resolvedPreemptibility") or {}
+        if message and earlier.get("message") != message:
             await self.events(result, "Warning", "InvalidPreemptibility", message)
 
     async def _write_preemption(self, preempt: Preempt) -> None:
@@ -600,34 +644,10 @@ class Controller:
     async def _write_partial_preemption(self, key: str, pods: int, message: str) -> None:
         """DisruptionMode Pod: the victim stays admitted with `pods` fewer pods; its owner
         removes that many pods. The admission shrinks, so quota is released at once."""
-
-        def build(status: dict[str, Any]) -> dict[str, Any] | None:
-            admission = status.get("admission")
-            if not admission:
-                return None
-            assignments = [dict(a) for a in admission.get("podSetAssignments") or []]
-            if len(assignments) != 1:
-                return None
-            first = assignments[0]
-            count = int(first.get("count", 0))
-            left = count - pods
-            if left <= 0:
-                return None
-            from controller.core.quantities import Quantity
-
-            first["count"] = left
-            first["resourceUsage"] = {
-                resource: str(Quantity(Quantity.parse(value).milli * left // count))
-                for resource, value in (first.get("resourceUsage") or {}).items()
-            }
-            shrunk = {**admission, "podSetAssignments": [first]}
-            return {
-                "admission": shrunk,
-                "schedulingStats": workload_status.count_eviction(status, "Preempted"),
-            }
-
         try:
-            result = await self._patch_workload(key, build, "partial-preempt")
+            result = await self._write_workload(
+                key, lambda wl: workload_status.shrink(wl, pods), "partial-preempt"
+            )
         except API_ERRORS as exc:
             log.warning("partial preemption of %s not written: %s", key, exc)
             return
@@ -647,21 +667,20 @@ class Controller:
         key = evict.workload_key
         now = self.clock()
 
-        def build(status: dict[str, Any]) -> dict[str, Any] | None:
-            # Already evicted, never admitted, or finished while the write waited for a slot:
-            # a finished Workload releases its quota by itself, evicting it only costs a write.
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            # Already evicted, not holding quota, or finished while the write waited for a
+            # slot: a finished Workload releases its quota by itself, evicting it only
+            # costs a write.
             if (
-                workload_status.is_true(status, workload_status.EVICTED)
-                or workload_status.is_true(status, workload_status.FINISHED)
-                or not status.get("admission")
+                workload_status.is_evicted(wl)
+                or workload_status.is_finished(wl)
+                or not has_quota_reservation(wl)
             ):
                 return None
-            return workload_status.evicted(
-                status, evict.reason, evict.message, now, None, preemption_reason
-            )
+            return workload_status.evict(wl, evict.reason, evict.message, now, preemption_reason)
 
         try:
-            result = await self._patch_workload(key, build, "evict")
+            result = await self._write_workload(key, build, "evict")
         except API_ERRORS as exc:
             log.warning("eviction of %s not written (%s); it stays admitted", key, exc)
             self.state.cancel_eviction(key)
@@ -680,6 +699,13 @@ class Controller:
                 await self.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)
 
 
+def _same_resolution(current: Any, wanted: dict[str, Any]) -> bool:
+    current = current or {}
+    return all(current.get(k) == wanted.get(k) for k in ("value", "source")) and (
+        current.get("message") or None
+    ) == wanted.get("message")
+
+
 class _Superseded(Exception):
     """The Workload changed under us so that the decision no longer applies."""
 
@@ -693,4 +719,4 @@ _PREEMPTION_TEXT = {
 }
 
 
-__all__ = ["WORKLOADS", "Controller", "admission_to_api"]
+__all__ = ["WORKLOADS", "Controller"]

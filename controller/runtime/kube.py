@@ -26,12 +26,16 @@ from tenacity import (
     wait_random,
 )
 
+from api.constants import GROUP, VERSION
+from api.workload_status import ADMISSION_FIELD_MANAGER
+
 log = logging.getLogger(__name__)
 
-KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_VERSION = "v1beta2"
+KUEUE_GROUP = GROUP
+KUEUE_VERSION = VERSION
 FIELD_MANAGER = "quotagate"
 MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
 
 T = TypeVar("T")
@@ -289,6 +293,22 @@ class Api:
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
         result = await self._patch_status(WORKLOADS, name, namespace, body, field_manager)
+        return cast(dict[str, Any], result)
+
+    async def apply_workload_status(
+        self, body: dict[str, Any], field_manager: str = ADMISSION_FIELD_MANAGER
+    ) -> dict[str, Any]:
+        """Server-side apply of a Workload's status (`api.workload_status.apply_body`) with
+        force, as Kueue's writers do; a resourceVersion in the body makes a stale
+        computation fail with 409."""
+        meta = body["metadata"]
+        result = await self.request(
+            "PATCH",
+            self.path(WORKLOADS, meta["name"], meta["namespace"]) + "/status",
+            body,
+            content_type=APPLY_PATCH,
+            params={"fieldManager": field_manager, "force": "true"},
+        )
         return cast(dict[str, Any], result)
 
     async def patch_cluster_status(

@@ -171,13 +171,17 @@ async def run_operator(
     controller = Controller(api, config, metrics, events=recorder)
     await controller.load(WATCHED)
     statuses = QueueStatusWriter(controller)
+    def flavor(name: str) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
+        found = controller.state.flavors.get(name)
+        if found is None:
+            return None
+        return dict(found.node_labels), [_toleration(t) for t in found.tolerations]
+
     jobs = JobIntegration(
         api_client,
         is_leading=lambda: controller.leading,
         workload_copy=lambda key: copy.body if (copy := controller.copies.get(key)) else None,
-        flavor_labels=lambda name: (
-            dict(f.node_labels) if (f := controller.state.flavors.get(name)) else None
-        ),
+        flavor=flavor,
         priority_of_class=lambda name: (
             c.value if (c := controller.state.priority_classes.workload_class(name)) else None
         ),
@@ -188,11 +192,7 @@ async def run_operator(
         api_client,
         is_leading=lambda: controller.leading,
         workload_copy=lambda key: copy.body if (copy := controller.copies.get(key)) else None,
-        flavor=lambda name: (
-            (dict(f.node_labels), [_toleration(t) for t in f.tolerations])
-            if (f := controller.state.flavors.get(name))
-            else None
-        ),
+        flavor=flavor,
         priority_of_class=lambda name: (
             c.value if (c := controller.state.priority_classes.workload_class(name)) else None
         ),

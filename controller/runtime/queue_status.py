@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.core.quantities import Quantity
-from controller.core.state import ClusterState
-from controller.runtime import workload_status
+from api import workload_status
+from api.quantities import Quantity
+from controller.core.state import ClusterState, Inactive
+from controller.core.unsupported import UNSUPPORTED_CONDITION
 from controller.runtime.kube import CLUSTER_QUEUES, LOCAL_QUEUES
 
 if TYPE_CHECKING:
@@ -92,14 +93,11 @@ def local_queue_counts(state: ClusterState) -> dict[str, dict[str, int]]:
     return counts
 
 
-def active_condition(reason_text: str | None) -> tuple[bool, str, str]:
-    if reason_text is None:
+def active_condition(inactive: Inactive | None) -> tuple[bool, str, str]:
+    """A queue's `Active` condition: True (Ready) or False with the inactive reason."""
+    if inactive is None:
         return True, "Ready", "Can admit new workloads"
-    if "stopped" in reason_text:
-        return False, "Stopped", reason_text
-    if "flavor" in reason_text:
-        return False, "FlavorNotFound", reason_text
-    return False, "Inactive", reason_text
+    return False, inactive.reason, inactive.message
 
 
 class QueueStatusWriter:
@@ -166,23 +164,28 @@ class QueueStatusWriter:
             self.update_metrics(name, status)
             active, reason, message = active_condition(state.inactive_reason(name))
             status["conditions"] = [("Active", active, reason, message)]
+            status["conditions"] += self._unsupported(f"ClusterQueue//{name}")
             if self.written.get(f"cq/{name}") != status:
                 writes.append(self._write_cq(name, status, now))
         counts = local_queue_counts(state)
-        for key, lq in list(state.local_queues.items()):
+        for key in list(state.local_queues):
             status = dict(
                 counts.get(key)
                 or {"pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0}
             )
-            inactive = state.inactive_reason(lq.cluster_queue)
-            active, reason, message = active_condition(inactive)
-            if inactive is not None and lq.cluster_queue not in state.cluster_queues:
-                reason = "ClusterQueueDoesNotExist"
+            active, reason, message = active_condition(state.local_queue_inactive(key))
             status["conditions"] = [("Active", active, reason, message)]
+            status["conditions"] += self._unsupported(f"LocalQueue/{key}")
             if self.written.get(f"lq/{key}") != status:
                 writes.append(self._write_lq(key, status, now))
         if writes:
             await asyncio.gather(*writes)
+
+    def _unsupported(self, key: str) -> list[tuple[str, bool, str, str]]:
+        """The `UnsupportedFields` condition of a queue with Kueue fields quotagate does not
+        implement yet (controller/core/unsupported.py), else none."""
+        message = self.controller.unsupported.get(key)
+        return [(UNSUPPORTED_CONDITION, True, "NotImplemented", message)] if message else []
 
     def _conditions(
         self, spec: list[tuple[str, bool, str, str]], now: float

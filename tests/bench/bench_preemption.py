@@ -15,6 +15,7 @@ import random
 import statistics
 import time
 
+from api.workload_status import PodSetAssignment
 from controller.core.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
@@ -28,7 +29,7 @@ from controller.core.decisions import Admit
 from controller.core.flavors import ResourceFlavor
 from controller.core.selectors import LabelSelector
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, PodSetAssignment, Workload
+from controller.core.workloads import PodSet, Workload
 
 QUEUES = 10
 POLICY = PreemptionPolicy(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")

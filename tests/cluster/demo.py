@@ -356,23 +356,22 @@ def main() -> int:
     )
     print(f"  Evicted: {evicted['reason']}: {evicted['message']}")
     print(f"  urgent: {condition(workload('team-b', 'urgent'), 'QuotaReserved').get('message')}")
-    print("the owner of a bare Workload acknowledges the eviction by clearing its reservation:")
-    status = workload("team-b", victim)["status"]
-    from controller.runtime import workload_status
+    print(
+        "the owner of a bare Workload acknowledges the eviction by clearing its reservation,"
+        " as Kueue's job side does (server-side apply as kueue-admission):"
+    )
+    from controller.bench.kueue_clients import runner_release
 
-    patch = {"status": workload_status.released(status, time.time(), None)}
+    release = STATE_DIR / "release.json"
+    release.write_text(json.dumps(runner_release(workload("team-b", victim), time.time()).body))
     kubectl(
-        "patch",
-        "workloads.kueue.x-k8s.io",
-        victim,
-        "-n",
-        "team-b",
-        "--subresource",
-        "status",
-        "--type",
-        "merge",
-        "-p",
-        json.dumps(patch),
+        "apply",
+        "--server-side",
+        "--subresource=status",
+        "--field-manager=kueue-admission",
+        "--force-conflicts",
+        "-f",
+        str(release),
         show=False,
     )
     wait(

@@ -38,6 +38,9 @@ def _job(
     }
 
 
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
+
+
 def test_job_waits_suspended_until_quota_then_runs_to_completion(
     webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
 ) -> None:
@@ -45,7 +48,7 @@ def test_job_waits_suspended_until_quota_then_runs_to_completion(
     batch = client.BatchV1Api(api_client)
     cq = f"{namespace}-cq"
     kueue.apply(
-        flavor(f"{namespace}-rf", {"topology.kubernetes.io/zone": "node-b"}),
+        flavor(f"{namespace}-rf", {"topology.kubernetes.io/zone": "node-b"}, [TOLERATION]),
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
         local_queue(namespace, "lq", cq),
     )
@@ -87,6 +90,13 @@ def test_job_waits_suspended_until_quota_then_runs_to_completion(
         what="the Job to complete",
     )
     assert job.spec.template.spec.node_selector == {"topology.kubernetes.io/zone": "node-b"}
+    # The flavor's tolerations reach the Job's pods too, as Kueue's PodSetInfo merge does.
+    [toleration] = job.spec.template.spec.tolerations
+    assert (toleration.key, toleration.value, toleration.effect) == (
+        "dedicated",
+        "batch",
+        "NoSchedule",
+    )
     wait_for(
         lambda: condition(kueue.get_workload(namespace, "job-three"), "Finished"),
         timeout=30,

@@ -340,7 +340,8 @@ def test_pod_naming_a_missing_local_queue_stays_gated_and_says_why(
         timeout=30,
         what="the pending Workload",
     )
-    assert f"LocalQueue {namespace}/nope doesn't exist" in pending["message"]
+    assert pending["message"] == "LocalQueue nope doesn't exist"  # Kueue's text
+    assert pending["reason"] == "Misconfigured"
 
     def warning() -> Any:
         events = core.list_namespaced_event(

@@ -24,10 +24,16 @@ REPO = Path(__file__).resolve().parents[2]
 SYSTEM_NAMESPACE = "quotagate-system"
 
 
-def flavor(name: str, node_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def flavor(
+    name: str,
+    node_labels: dict[str, str] | None = None,
+    tolerations: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if node_labels:
         spec["nodeLabels"] = node_labels
+    if tolerations:
+        spec["tolerations"] = tolerations
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "ResourceFlavor",
@@ -180,17 +186,22 @@ class Kueue:
         self.patch_workload_status(namespace, name, {"conditions": conditions})
 
     def acknowledge_eviction(self, namespace: str, name: str) -> dict[str, Any]:
-        """What a bare Workload's owner does after Evicted=True: clear the reservation."""
-        from controller.runtime import workload_status
+        """What a bare Workload's owner does after Evicted=True, as Kueue's job side writes
+        it: the reservation cleared by a server-side apply as `kueue-admission`."""
+        from controller.bench.kueue_clients import runner_release
 
         wl = self.get_workload(namespace, name)
-        status = workload_status.released(wl.get("status") or {}, time.time(), None)
-        body = {
-            "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
-            "status": status,
-        }
+        write = runner_release(wl, time.time())
         result: dict[str, Any] = self.custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, "workloads", name, body
+            GROUP,
+            VERSION,
+            namespace,
+            "workloads",
+            name,
+            write.body,
+            field_manager=write.field_manager,
+            force=write.force,
+            _content_type="application/apply-patch+yaml",
         )
         return result
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.core.quantities import parse_quantity
+from api.quantities import parse_quantity
 from tests.cluster.fixtures import wait_for
 from tests.integration.kueue import (
     ControllerProcess,

@@ -144,7 +144,7 @@ def test_hold_and_drain_evicts(tmp_path: Path, capsys: pytest.CaptureFixture[str
         {"workload": "team-a/running", "clusterQueue": "team-a", "reason": "ClusterQueueStopped"}
     ]
     assert {p["reason"] for p in result["pending"]} == {
-        "ClusterQueue team-a is stopped (HoldAndDrain)"
+        "ClusterQueue team-a is inactive: stopped (HoldAndDrain)"
     }
 
 

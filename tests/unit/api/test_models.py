@@ -29,8 +29,8 @@ from api.constants import (
     WorkloadConditionType,
 )
 from api.podtemplate import PodTemplateSpec
+from api.quantities import Quantity
 from api.workload import PodSet, ResolvedPreemptibility, WorkloadSpec, WorkloadStatus
-from controller.core.quantities import Quantity
 from tests.unit.api.manifests import ALL, sample
 
 MODEL_BY_KIND = {

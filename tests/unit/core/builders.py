@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from api.quantities import Quantity
 from controller.core.clusterqueues import (
     ClusterQueue,
     FlavorFungibility,
@@ -24,7 +25,6 @@ from controller.core.clusterqueues import (
 from controller.core.cycle import run_cycle
 from controller.core.decisions import CycleResult
 from controller.core.flavors import ResourceFlavor
-from controller.core.quantities import Quantity
 from controller.core.selectors import LabelSelector
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, PriorityClassRef, Workload

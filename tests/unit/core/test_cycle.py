@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from controller.core.clusterqueues import (
     FlavorFungibility,
+    LocalQueue,
     QueueingStrategy,
     StopPolicy,
     WhenCanBorrow,
@@ -287,7 +288,7 @@ def test_stop_policy_hold_admits_nothing_new() -> None:
     )
     result = run_cycle(state, 0)
     assert not result.admitted and not result.inadmissible
-    assert state.why_pending("ns/w") == "ClusterQueue cq is stopped (Hold)"
+    assert state.why_pending("ns/w") == "ClusterQueue cq is inactive: stopped (Hold)"
 
 
 def test_stop_policy_hold_and_drain_evicts_admitted_once() -> None:
@@ -301,6 +302,37 @@ def test_stop_policy_hold_and_drain_evicts_admitted_once() -> None:
     state.release("ns/w")
     assert usage(state, "cq") == 0
     assert not run_cycle(state, 0).admitted
+
+
+def test_stopped_local_queue_holds_its_workloads_until_resumed() -> None:
+    """Kueue's LocalQueue stopPolicy: Hold admits nothing new from that LocalQueue (pending
+    reason Suspended); HoldAndDrain also evicts its admitted Workloads (LocalQueueStopped);
+    resuming queues the held Workloads again. Other LocalQueues are unaffected."""
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("running", cpu="1"))
+    settle(state)
+    state.set_local_queue(LocalQueue("ns", "other", "cq"))
+    state.set_local_queue(LocalQueue("ns", "cq", "cq", StopPolicy.HOLD))
+    add(state, wl("held", cpu="1"), wl("elsewhere", "other", cpu="1"))
+    result = run_cycle(state, 0)
+    assert [a.workload_key for a in result.admitted] == ["ns/elsewhere"]
+    assert not result.evicted  # Hold keeps what runs
+    unqueued = state.unqueued_reason("ns/held")
+    assert unqueued is not None
+    assert (unqueued.reason, unqueued.message) == (
+        "Suspended",
+        "LocalQueue cq is inactive: stopped (Hold)",
+    )
+
+    state.set_local_queue(LocalQueue("ns", "cq", "cq", StopPolicy.HOLD_AND_DRAIN))
+    [evict] = run_cycle(state, 0).evicted
+    assert (evict.workload_key, evict.reason) == ("ns/running", "LocalQueueStopped")
+    state.release("ns/running")
+    assert not run_cycle(state, 0).admitted  # both wait while the LocalQueue is stopped
+
+    state.set_local_queue(LocalQueue("ns", "cq", "cq"))
+    settle(state)
+    assert {"ns/running", "ns/held", "ns/elsewhere"} <= set(state.admitted)
+    assert state.local_queue_inactive("ns/cq") is None
 
 
 def test_inactive_workload_never_admitted() -> None:

@@ -9,8 +9,8 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
+from api.quantities import Quantity
 from controller.core.ordering import Candidate, candidate_sort_key, order_candidates
-from controller.core.quantities import Quantity
 
 OWN = "team-a"
 OTHER = "team-b"

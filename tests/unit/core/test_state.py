@@ -6,11 +6,12 @@ from dataclasses import replace
 
 import pytest
 
+from api.workload_status import Admission, PodSetAssignment
 from controller.core.clusterqueues import LocalQueue
 from controller.core.cycle import run_cycle
 from controller.core.priorities import KUEUE_GROUP, WorkloadPriorityClass
 from controller.core.state import UnknownWorkload
-from controller.core.workloads import Admission, PodSetAssignment, PriorityClassRef
+from controller.core.workloads import PriorityClassRef
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
 CQ = cq("cq", {"default": {"cpu": "10"}}, cohort="co")
@@ -19,7 +20,7 @@ CQ = cq("cq", {"default": {"cpu": "10"}}, cohort="co")
 def test_workload_before_its_local_queue_waits_then_is_queued() -> None:
     state = cluster(CQ)
     add(state, wl("w", "later", cpu="1"))
-    assert state.why_pending("ns/w") == "LocalQueue ns/later doesn't exist"
+    assert state.why_pending("ns/w") == "LocalQueue later doesn't exist"
     state.set_local_queue(LocalQueue("ns", "later", "cq"))
     assert state.queued_in("ns/w") == "cq"
     assert run_cycle(state, 0).admitted

@@ -6,7 +6,7 @@ import datetime
 import sys
 from pathlib import Path
 
-from controller.core.quantities import Quantity
+from api.quantities import Quantity
 from costcontroller.policy import load_policy
 from costcontroller.reconcile import decide
 

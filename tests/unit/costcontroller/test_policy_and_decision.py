@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller.core.quantities import Quantity
+from api.quantities import Quantity
 from costcontroller.policy import (
     EvictionCountPolicy,
     PolicyLoadError,

@@ -9,24 +9,23 @@ from typing import Any
 
 import pytest
 
+from api import workload_status
 from controller.core.decisions import Evict, Inadmissible
-from controller.runtime import workload_status
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 
 
 class RecordingApi:
-    """Stands in for `Api` in a unit test: records status patches, answers them with the
-    patched object."""
+    """Stands in for `Api` in a unit test: records status applies, answers them with the
+    applied object."""
 
     def __init__(self) -> None:
         self.patches: list[tuple[str, str, dict[str, Any]]] = []
 
-    async def patch_workload_status(
-        self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None
-    ) -> dict[str, Any]:
-        self.patches.append((namespace, name, status))
-        return _workload(name, status)
+    async def apply_workload_status(self, body: dict[str, Any]) -> dict[str, Any]:
+        meta = body["metadata"]
+        self.patches.append((meta["namespace"], meta["name"], body["status"]))
+        return _workload(meta["name"], body["status"])
 
 
 def _workload(name: str, status: dict[str, Any]) -> dict[str, Any]:
@@ -59,12 +58,12 @@ def _admitted_status(finished: bool) -> dict[str, Any]:
             {"name": "main", "flavors": {"cpu": "rf"}, "resourceUsage": {"cpu": "1"}, "count": 1}
         ],
     }
-    status = workload_status.admitted({}, admission, 1000.0, None)
+    status = workload_status.admit({}, admission, 1000.0)
     if finished:
         conditions = [
             *status["conditions"],
             {
-                "type": workload_status.FINISHED,
+                "type": "Finished",
                 "status": "True",
                 "reason": "Succeeded",
                 "message": "done",
@@ -96,7 +95,7 @@ def test_eviction_skips_a_workload_that_finished_before_the_write(finished: bool
     else:
         [(namespace, name, status)] = api.patches
         assert (namespace, name) == ("ns", "w")
-        assert workload_status.is_true(status, workload_status.EVICTED)
+        assert workload_status.is_evicted({"status": status})
         assert timed("wait") == 1 and timed("request") == 1
 
 

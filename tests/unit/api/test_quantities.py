@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.core.quantities import Format, InvalidQuantity, Quantity, canonical, parse_quantity
+from api.quantities import Format, InvalidQuantity, Quantity, canonical, parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,178 @@
+"""Kueue fields quotagate accepts but does not implement yet, found in an API object.
+
+quotagate serves Kueue's schema, so a Kueue manifest applies unchanged; a field whose
+behaviour is missing must then be *reported*, never admitted as if it were absent. Each
+finding is (field path, what quotagate does instead). The controller turns them into a
+Warning Event and an `UnsupportedFields` condition on the object, `quotagate plan` prints
+them, and the README's compatibility table lists them. Admission checks are the one field
+that changes a decision: a ClusterQueue that names any is inactive (`AdmissionCheckNotFound`,
+as Kueue does for a check that does not exist), so nothing is admitted without its checks.
+
+Pure: dicts in, findings out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = [
+    "UNSUPPORTED_CONDITION",
+    "Finding",
+    "admission_check_names",
+    "findings_message",
+    "unsupported_fields",
+]
+
+Finding = tuple[str, str]
+
+UNSUPPORTED_CONDITION: Final = "UnsupportedFields"
+"""The condition type that lists an object's findings (status True while there are any)."""
+
+_NOT_IMPLEMENTED: Final = "not implemented by quotagate yet"
+
+
+def admission_check_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The admission checks a ClusterQueue spec names (v1beta2 `admissionChecksStrategy`,
+    v1beta1 `admissionChecks`)."""
+    names: list[str] = []
+    strategy = spec.get("admissionChecksStrategy")
+    if isinstance(strategy, Mapping):
+        for rule in strategy.get("admissionChecks") or ():
+            if isinstance(rule, Mapping) and rule.get("name"):
+                names.append(str(rule["name"]))
+    for legacy in spec.get("admissionChecks") or ():
+        if isinstance(legacy, str):
+            names.append(legacy)
+    return tuple(dict.fromkeys(names))
+
+
+def _cluster_queue(spec: Mapping[str, Any]) -> list[Finding]:
+    found: list[Finding] = []
+    if admission_check_names(spec):
+        path = (
+            "spec.admissionChecksStrategy"
+            if spec.get("admissionChecksStrategy")
+            else "spec.admissionChecks"
+        )
+        found.append(
+            (
+                path,
+                f"admission checks are {_NOT_IMPLEMENTED}: the ClusterQueue stays inactive "
+                "(AdmissionCheckNotFound) and admits nothing, rather than admit without them",
+            )
+        )
+    if spec.get("fairSharing") is not None:
+        found.append(
+            (
+                "spec.fairSharing",
+                f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored, heads are "
+                "ordered by borrowing, priority and creation time",
+            )
+        )
+    if spec.get("admissionScope") is not None:
+        found.append(
+            (
+                "spec.admissionScope",
+                f"admission fair sharing is {_NOT_IMPLEMENTED}: Workloads of all LocalQueues "
+                "are ordered together by priority and creation time",
+            )
+        )
+    if spec.get("concurrentAdmissionPolicy") is not None:
+        found.append(
+            (
+                "spec.concurrentAdmissionPolicy",
+                f"concurrent admission is {_NOT_IMPLEMENTED}: one admission per Workload",
+            )
+        )
+    return found
+
+
+def _local_queue(spec: Mapping[str, Any]) -> list[Finding]:
+    if spec.get("fairSharing") is None:
+        return []
+    return [("spec.fairSharing", f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored")]
+
+
+def _workload(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[Finding]:
+    found: list[Finding] = []
+    if spec.get("maximumExecutionTimeSeconds") is not None:
+        found.append(
+            (
+                "spec.maximumExecutionTimeSeconds",
+                f"the execution time limit is {_NOT_IMPLEMENTED}: the Workload is not "
+                "evicted when it runs longer",
+            )
+        )
+    for i, pod_set in enumerate(spec.get("podSets") or ()):
+        if not isinstance(pod_set, Mapping):
+            continue
+        if pod_set.get("minCount") is not None:
+            found.append(
+                (
+                    f"spec.podSets[{i}].minCount",
+                    f"partial admission is {_NOT_IMPLEMENTED}: the pod set is admitted only "
+                    "with all its pods (with spec.disruptionMode Pod, minCount is still the "
+                    "floor for preempting single pods)",
+                )
+            )
+        if pod_set.get("topologyRequest") is not None:
+            found.append(
+                (
+                    f"spec.podSets[{i}].topologyRequest",
+                    f"topology-aware scheduling is {_NOT_IMPLEMENTED}: no topology is assigned",
+                )
+            )
+    if spec.get("preemptionGates"):
+        found.append(
+            (
+                "spec.preemptionGates",
+                f"preemption gates are {_NOT_IMPLEMENTED}: the Workload may preempt while "
+                "its gates are closed",
+            )
+        )
+    if status.get("reclaimablePods"):
+        found.append(
+            (
+                "status.reclaimablePods",
+                f"reclaimable pods are {_NOT_IMPLEMENTED}: the quota of finished pods is "
+                "held until the whole Workload finishes",
+            )
+        )
+    return found
+
+
+def _flavor(spec: Mapping[str, Any]) -> list[Finding]:
+    if not spec.get("topologyName"):
+        return []
+    return [
+        (
+            "spec.topologyName",
+            f"topology-aware scheduling is {_NOT_IMPLEMENTED}: the flavor is used without "
+            "its topology",
+        )
+    ]
+
+
+def unsupported_fields(obj: Mapping[str, Any]) -> list[Finding]:
+    """The Kueue fields of `obj` quotagate does not implement yet, with what it does."""
+    kind = obj.get("kind")
+    spec = obj.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        return []
+    if kind == "ClusterQueue":
+        return _cluster_queue(spec)
+    if kind == "LocalQueue":
+        return _local_queue(spec)
+    if kind == "Workload":
+        status = obj.get("status") or {}
+        return _workload(spec, status if isinstance(status, Mapping) else {})
+    if kind == "ResourceFlavor":
+        return _flavor(spec)
+    return []
+
+
+def findings_message(findings: list[Finding]) -> str:
+    """One line listing the findings, for an Event or a condition message."""
+    return "; ".join(f"{path}: {message}" for path, message in findings)
+
