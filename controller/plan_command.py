@@ -26,6 +26,7 @@ from controller.core.clusterqueues import LocalQueue
 from controller.core.cycle import run_cycle
 from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.from_api import CoreObject, InvalidObject, apply, convert
+from controller.core.pending import why_pending
 from controller.core.state import ClusterState
 from controller.core.unsupported import unsupported_fields
 from controller.core.workloads import Workload
@@ -168,7 +169,7 @@ def plan(objects: Iterable[CoreObject], now: float, max_cycles: int = 100_000) -
             {
                 "workload": key,
                 "clusterQueue": state.queued_in(key) or (lq.cluster_queue if lq else None),
-                "reason": state.why_pending(key),
+                "reason": why_pending(state, key),
             }
         )
     return {

@@ -41,7 +41,7 @@ from controller.core.cycle import run_cycle
 from controller.core.flavors import ResourceFlavor
 from controller.core.selectors import LabelSelector
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
+from controller.core.workloads import PodSet, Workload, WorkloadKey
 
 __all__ = ["build", "lower_bound", "simulate"]
 
@@ -155,8 +155,9 @@ def simulate(
         usage_integral += reserved * (now - last_t)
         last_t = now
         while events and events[0][0] == now:
-            _, _, kind, key, epoch = heapq.heappop(events)
-            job = by_key[key]
+            _, _, kind, name_key, epoch = heapq.heappop(events)
+            key = WorkloadKey(name_key)
+            job = by_key[name_key]
             if kind == _ARRIVE:
                 namespace, name = key.split("/", 1)
                 state.upsert_workload(

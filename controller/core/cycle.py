@@ -38,10 +38,11 @@ from api.workload_status import PodSetAssignment
 from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
 from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
 from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
+from controller.core.pending import cluster_queue_inactive
 from controller.core.preempting import may_preempt, plan_preemption, settle_nominations
 from controller.core.queues import OrderKey
 from controller.core.state import ClusterState, namespace_matches
-from controller.core.workloads import Workload
+from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = ["run_cycle"]
 
@@ -56,7 +57,7 @@ class _Entry:
     version: int  # the cohort's quota version the assignment was made against
 
     @property
-    def key(self) -> str:
+    def key(self) -> WorkloadKey:
         return self.item[4]
 
     def sort_key(self) -> tuple[bool, int, float, str]:
@@ -90,13 +91,13 @@ def run_cycle(
 
     entries: list[_Entry] = []
     for name, queue in state.queues.items():
-        if not queue.has_heads() or state.inactive_reason(name) is not None:
+        if not queue.has_heads() or cluster_queue_inactive(state, name) is not None:
             continue
         item = queue.pop()
         if item is None:
             continue
         cq = state.cluster_queues[name]
-        workload = state.workloads[item[4]]
+        workload = state.records[item[4]].workload
         if not namespace_matches(state, cq, workload.namespace):
             reason = (
                 f"namespace {workload.namespace} doesn't match the namespaceSelector "
@@ -112,12 +113,12 @@ def run_cycle(
     held_back: list[tuple[str, dict[FlavorResource, int]]] = []
     for entry in entries:
         assignment, cq = entry.assignment, entry.cq
-        workload = state.workloads[entry.key]
+        workload = state.records[entry.key].workload
         if assignment.mode is Mode.PREEMPT:
             preempt = plan_preemption(state, cq, workload, assignment)
             if preempt is not None:
                 preempting.append(preempt)
-                state.reasons[entry.key] = _waiting(preempt)
+                state.records[entry.key].reason = _waiting(preempt)
                 changed = True
                 continue
         if (
@@ -150,8 +151,9 @@ def run_cycle(
             continue
         if not state.quota.fits(cq.name, assignment.usage):
             state.queues[cq.name].push(entry.item)
-            changed |= state.reasons.get(entry.key) != NO_LONGER_FITS
-            state.reasons[entry.key] = NO_LONGER_FITS
+            record = state.records[entry.key]
+            changed |= record.reason != NO_LONGER_FITS
+            record.reason = NO_LONGER_FITS
             requeued.append(entry.key)
             continue
         admit = Admit(
@@ -198,8 +200,8 @@ def _refuse(
     key = item[4]
     queue = state.queues[cq.name]
     queue.requeue(item, inadmissible=park)
-    previous = state.reasons.get(key)
-    state.reasons[key] = reason
+    record = state.records[key]
+    previous, record.reason = record.reason, reason
     out.append(Inadmissible(key, cq.name, reason, condition_reason, assignment))
     return park or previous != reason
 
@@ -225,7 +227,7 @@ def _refuse_alike(
     # The Workloads parked with the head get no decision of their own: the engine did not
     # try them, and (as in Kueue, which writes a message only on a Workload it tried)
     # nothing is written for them. Their reason is the tag of the run they are parked in
-    # (`ClusterState.why_pending` reads it), so parking thousands is one step.
+    # (`pending.why_pending` reads it), so parking thousands is one step.
     parked = state.queues[cq.name].park_run(state.signature, state.signature(entry.key), reason)
     return changed or parked > 0
 

@@ -8,7 +8,7 @@ from api.workload_status import Admission, PodSetAssignment
 from controller.core.assignment import FlavorAssignment, Mode
 from controller.core.clusterqueues import FlavorResource
 from controller.core.preemption import Victim
-from controller.core.workloads import Usage
+from controller.core.workloads import Usage, WorkloadKey
 
 __all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nomination", "Preempt"]
 
@@ -17,7 +17,7 @@ __all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nominat
 class Admit:
     """Reserve quota for `workload_key` in `cluster_queue` (QuotaReserved=True)."""
 
-    workload_key: str
+    workload_key: WorkloadKey
     cluster_queue: str
     pod_sets: tuple[PodSetAssignment, ...]
     borrowing: bool
@@ -38,7 +38,7 @@ class Inadmissible:
     Misconfigured, …); `assignment` is the flavor assignment tried, if any, so a
     preemption engine can see the per-(flavor, resource) mode and what is missing."""
 
-    workload_key: str
+    workload_key: WorkloadKey
     cluster_queue: str | None
     reason: str
     condition_reason: str = "Pending"
@@ -53,7 +53,7 @@ class Inadmissible:
 class Evict:
     """Evict an admitted Workload (Evicted=True); its quota stays reserved until released."""
 
-    workload_key: str
+    workload_key: WorkloadKey
     cluster_queue: str
     reason: str  # Kueue eviction reason, e.g. ClusterQueueStopped, Deactivated
     message: str
@@ -64,7 +64,7 @@ class Preempt:
     """Evict `victims` so that `preemptor_key` can be admitted in `cluster_queue` once they
     have released their quota (delayed preemption: the preemptor's capacity is held)."""
 
-    preemptor_key: str
+    preemptor_key: WorkloadKey
     cluster_queue: str
     victims: tuple[Victim, ...]
     admit: Admit

@@ -20,7 +20,7 @@ from controller.core.decisions import Admit, Nomination, Preempt
 from controller.core.policy import Preemptor, PriorityClassPreemptionPolicy
 from controller.core.preemption import Contender, Victim, find_victims
 from controller.core.state import ClusterState
-from controller.core.workloads import Workload
+from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = ["contenders", "may_preempt", "plan_preemption", "settle_nominations"]
 
@@ -51,14 +51,15 @@ def contenders(
     return by_queue
 
 
-def _contender(state: ClusterState, key: str, queue: str) -> Contender | None:
-    held = state.admitted[key]
+def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender | None:
+    held = state.records[key]  # holds quota: it is in `admitted_in` of its queue
     if held.evicting:
         return None  # already being evicted: its capacity is spoken for
     if held.contender is not None:
         cached: Contender = held.contender
         return cached
     workload = held.workload
+    assert held.admission is not None and held.usage is not None  # it holds quota
     assignments = held.admission.pod_set_assignments
     pods = assignments[0].count if len(assignments) == 1 else sum(a.count for a in assignments)
     contender = held.contender = Contender(
@@ -191,11 +192,11 @@ def _abandoned(state: ClusterState, victim: Victim) -> bool:
     return victim.whole and held is not None and not held.evicting
 
 
-def _released(state: ClusterState, key: str, pods_left: int) -> bool:
+def _released(state: ClusterState, key: WorkloadKey, pods_left: int) -> bool:
     """A victim is done when it holds no quota, or (partial) at most `pods_left` pods."""
     held = state.admitted.get(key)
     if held is None:
         return True
-    if pods_left <= 0:
+    if pods_left <= 0 or held.admission is None:
         return False
     return sum(a.count for a in held.admission.pod_set_assignments) <= pods_left

@@ -39,6 +39,7 @@ from controller.core.policy import (
     eligibility,
 )
 from controller.core.preemptibility import protected_pods
+from controller.core.workloads import WorkloadKey
 
 __all__ = ["Contender", "Victim", "find_victims"]
 
@@ -49,7 +50,7 @@ class Contender:
     only because frozen dataclasses are several times slower to build, and the state
     builds one per admitted Workload (then caches it)."""
 
-    key: str
+    key: WorkloadKey
     uid: str
     cluster_queue: str
     priority: int
@@ -103,7 +104,7 @@ class Contender:
 class Victim:
     """A Workload to evict for a preemptor: all its pods, or (`pods` < total) some of them."""
 
-    workload_key: str
+    workload_key: WorkloadKey
     cluster_queue: str
     reason: str  # InClusterQueue, InCohortReclamation or InCohortReclaimWhileBorrowing
     pods: int

@@ -17,14 +17,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from controller.core.clusterqueues import QueueingStrategy
+from controller.core.workloads import WorkloadKey
 
 __all__ = ["BackoffPolicy", "BackoffQueue", "OrderKey", "PendingQueue", "order_key"]
 
-OrderKey = tuple[int, int, float, str, str]
+OrderKey = tuple[int, int, float, str, WorkloadKey]
 """(−priority, −preemption cost, creation time, UID, workload key): smaller is first."""
 
 
-def order_key(priority: int, cost: int, created: float, uid: str, key: str) -> OrderKey:
+def order_key(priority: int, cost: int, created: float, uid: str, key: WorkloadKey) -> OrderKey:
     return (-priority, -cost, created, uid, key)
 
 
@@ -60,7 +61,7 @@ class PendingQueue:
         # (key of the run's first item when pushed, tie-breaker, run); a run's first item
         # only moves forward, so a stored key is never after the run's real first item.
         self._heap: list[tuple[OrderKey, int, _Run]] = []
-        self._members: dict[str, tuple[OrderKey, _Run]] = {}
+        self._members: dict[WorkloadKey, tuple[OrderKey, _Run]] = {}
         self._parked: list[_Run] = []
         self._active = 0  # live items in offered runs
         self._seq = 0
@@ -68,12 +69,12 @@ class PendingQueue:
     def __len__(self) -> int:
         return len(self._members)
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: WorkloadKey) -> bool:
         return key in self._members
 
     # -- membership --------------------------------------------------------------------------
 
-    def _leave(self, key: str) -> tuple[OrderKey, _Run] | None:
+    def _leave(self, key: WorkloadKey) -> tuple[OrderKey, _Run] | None:
         member = self._members.pop(key, None)
         if member is not None:
             run = member[1]
@@ -118,7 +119,7 @@ class PendingQueue:
         self._parked.append(run)
 
     def park_run(
-        self, signature_of: Callable[[str], object], signature: object, tag: object = None
+        self, signature_of: Callable[[WorkloadKey], object], signature: object, tag: object = None
     ) -> int:
         """Set aside the heads, in order, for as long as `signature_of(key) == signature`,
         as one run carrying `tag` (`tag_of`); returns how many. A run parked this way
@@ -173,7 +174,7 @@ class PendingQueue:
         staying.live += len(items)
         return staying
 
-    def tag_of(self, key: str) -> object:
+    def tag_of(self, key: WorkloadKey) -> object:
         """The tag its run was parked with, if the Workload is still in such a run."""
         member = self._members.get(key)
         return member[1].tag if member is not None else None
@@ -217,7 +218,7 @@ class PendingQueue:
         else:
             self.push(item)
 
-    def remove(self, key: str) -> OrderKey | None:
+    def remove(self, key: WorkloadKey) -> OrderKey | None:
         member = self._leave(key)
         return member[0] if member is not None else None
 
@@ -259,14 +260,14 @@ class PendingQueue:
         self._parked.clear()
         return moved
 
-    def is_inadmissible(self, key: str) -> bool:
+    def is_inadmissible(self, key: WorkloadKey) -> bool:
         member = self._members.get(key)
         return member is not None and member[1].parked
 
     def inadmissible_count(self) -> int:
         return len(self._members) - self._active
 
-    def workload_keys(self) -> Iterator[str]:
+    def workload_keys(self) -> Iterator[WorkloadKey]:
         yield from self._members
 
     def ordered(self) -> list[OrderKey]:
@@ -304,27 +305,27 @@ class BackoffQueue:
     __slots__ = ("_heap", "_live")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, str]] = []
-        self._live: dict[str, float] = {}
+        self._heap: list[tuple[float, WorkloadKey]] = []
+        self._live: dict[WorkloadKey, float] = {}
 
     def __len__(self) -> int:
         return len(self._live)
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: WorkloadKey) -> bool:
         return key in self._live
 
-    def add(self, key: str, requeue_at: float) -> None:
+    def add(self, key: WorkloadKey, requeue_at: float) -> None:
         self._live[key] = requeue_at
         heapq.heappush(self._heap, (requeue_at, key))
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: WorkloadKey) -> None:
         self._live.pop(key, None)
 
-    def requeue_at(self, key: str) -> float | None:
+    def requeue_at(self, key: WorkloadKey) -> float | None:
         return self._live.get(key)
 
-    def due(self, now: float) -> list[str]:
-        out: list[str] = []
+    def due(self, now: float) -> list[WorkloadKey]:
+        out: list[WorkloadKey] = []
         heap = self._heap
         while heap and heap[0][0] <= now:
             at, key = heapq.heappop(heap)

@@ -2,17 +2,18 @@
 
 Every `set_*`/`remove_*` touches only what the object affects: quota totals of the
 (flavor, resource) pairs of one ClusterQueue and its cohort, one pending queue, or the
-inadmissible Workloads that a change may unblock. Reserved usage lives in `quota`
-(a `QuotaTree`): it is added once when quota is reserved (`apply_admit`, or a Workload
-that arrives already admitted) and removed once when it is released (`release`).
+inadmissible Workloads that a change may unblock. Each Workload has one record
+(`controller/core/records.py`): its phase says whether it is queued, nominated, admitted,
+being evicted or finished. Reserved usage lives in `quota` (a `QuotaTree`): it is added
+once when quota is reserved (`apply_admit`, or a Workload that arrives already admitted)
+and removed once when it is released (`release`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL
@@ -24,50 +25,23 @@ from controller.core.flavors import ResourceFlavor
 from controller.core.preemptibility import Resolution, resolve_preemptibility
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
+from controller.core.records import (
+    AdmittedView,
+    NominatedView,
+    Phase,
+    WorkloadRecord,
+    WorkloadsView,
+)
 from controller.core.selectors import EMPTY_LABELS
-from controller.core.workloads import Usage, Workload
+from controller.core.workloads import Usage, Workload, WorkloadKey
 
-__all__ = ["AdmittedWorkload", "ClusterState", "Inactive", "UnknownWorkload", "Unqueued"]
+__all__ = ["ClusterState", "UnknownWorkload", "namespace_matches"]
 
 _NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-@dataclass(frozen=True, slots=True)
-class Inactive:
-    """Why a ClusterQueue or LocalQueue admits nothing now: its `Active=False` reason, as
-    Kueue names it (Stopped, FlavorNotFound, ClusterQueueDoesNotExist,
-    ClusterQueueIsInactive), and a message."""
-
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Unqueued:
-    """Why a pending Workload is in no active queue: Kueue's `QuotaReserved=False` reason
-    (Deactivated, Misconfigured, Suspended) and message (Kueue's text, with detail)."""
-
-    reason: str
-    message: str
-
-
 class UnknownWorkload(KeyError):
     """A Workload key the state does not hold (or not in the expected phase)."""
-
-
-@dataclass(slots=True)
-class AdmittedWorkload:
-    """A Workload holding quota: its admission and the usage charged for it."""
-
-    workload: Workload
-    admission: Admission
-    usage: Usage
-    evicting: bool = False
-    contender: Any = None  # the preemption engine's cached view; cleared on every change
-
-    @property
-    def cluster_queue(self) -> str:
-        return self.admission.cluster_queue
 
 
 class ClusterState:
@@ -81,28 +55,35 @@ class ClusterState:
         self.local_queues: dict[str, LocalQueue] = {}
         self.priority_classes = PriorityClasses()
         self.namespaces: dict[str, Mapping[str, str]] = {}
-        self.workloads: dict[str, Workload] = {}
-        self.admitted: dict[str, AdmittedWorkload] = {}
+        self.records: dict[WorkloadKey, WorkloadRecord] = {}
+        # Indexes over the records, kept with them: the Workloads holding quota, the
+        # nominated preemptors, the Workloads holding quota per ClusterQueue, and the
+        # pending ones set aside per LocalQueue (`namespace/name`) while that LocalQueue
+        # is missing or stopped or its ClusterQueue is missing.
+        self._holding: set[WorkloadKey] = set()
+        self._nominated: set[WorkloadKey] = set()
+        self._admitted_by_cq: dict[str, set[WorkloadKey]] = {}
+        self._aside: dict[str, set[WorkloadKey]] = {}
+        self._evictions: set[WorkloadKey] = set()  # records with an eviction to issue
+        self.workloads = WorkloadsView(self.records)
+        self.admitted = AdmittedView(self.records, self._holding)
+        self.nominated = NominatedView(self.records, self._nominated)
         self.queues: dict[str, PendingQueue] = {}
         self.backoff_queue = BackoffQueue()
-        self.reasons: dict[str, str] = {}  # last QuotaReserved=False message per Workload
-        self._order: dict[str, OrderKey] = {}
-        self._queued_in: dict[str, str] = {}  # pending Workload → ClusterQueue
-        self._admitted_by_cq: dict[str, set[str]] = {}
-        self._orphans: dict[str, set[str]] = {}  # LocalQueue key → pending Workloads
-        self._to_evict: dict[str, tuple[str, str]] = {}
-        # Preemptors whose capacity is held while their victims release quota (§ delayed
-        # preemption): key → the nomination (see controller/core/preempting.py).
-        self.nominated: dict[str, Nomination] = {}
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
-        self.resolutions: dict[str, Resolution] = {}
-        self._signatures: dict[str, tuple[object, ...]] = {}
         # Per ClusterQueue, moves on whenever its admitted Workloads change (one admitted,
         # released, updated, or claimed by a preemptor); keys the preemption engine's
         # per-queue contender lists.
         self.admitted_versions: dict[str, int] = {}
         self.contender_cache: dict[str, tuple[int, Any]] = {}
+
+    def record(self, key: WorkloadKey) -> WorkloadRecord:
+        """The Workload's record; `UnknownWorkload` if the state does not hold it."""
+        record = self.records.get(key)
+        if record is None:
+            raise UnknownWorkload(key)
+        return record
 
     # -- flavors, queues, namespaces, priority classes ---------------------------------------
 
@@ -136,7 +117,7 @@ class ClusterState:
             self.queues[cq.name] = PendingQueue(cq.queueing_strategy)
             for lq in self.local_queues.values():
                 if lq.cluster_queue == cq.name:
-                    self._adopt_orphans(lq.key)
+                    self._place_aside(lq.key)
         else:
             queue.strategy = cq.queueing_strategy
         if cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
@@ -166,11 +147,11 @@ class ClusterState:
         if old is not None and (
             old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy
         ):
-            self._requeue_local_queue(old)  # a stopped LocalQueue's Workloads wait outside
+            self._requeue_local_queue(old)  # a stopped LocalQueue's Workloads wait aside
         if lq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
-            for key in [k for k in self.admitted if self._local_queue_key(k) == lq.key]:
+            for key in [k for k in self.admitted if self.local_queue_key(k) == lq.key]:
                 self._request_eviction(key, "LocalQueueStopped", "The LocalQueue is stopped")
-        self._adopt_orphans(lq.key)
+        self._place_aside(lq.key)
         self.retry_inadmissible(lq.cluster_queue)
 
     def remove_local_queue(self, namespace: str, name: str) -> None:
@@ -182,12 +163,13 @@ class ClusterState:
         queue = self.queues.get(lq.cluster_queue)
         if queue is None:
             return
-        for key in [k for k in queue.workload_keys() if self._local_queue_key(k) == lq.key]:
+        for key in [k for k in queue.workload_keys() if self.local_queue_key(k) == lq.key]:
             self._unqueue(key)
             self._place(key)
 
-    def _adopt_orphans(self, lq_key: str) -> None:
-        for key in self._orphans.pop(lq_key, set()):
+    def _place_aside(self, lq_key: str) -> None:
+        """Offer the Workloads set aside for a LocalQueue its (possibly new) queue again."""
+        for key in self._aside.pop(lq_key, set()):
             self._place(key)
 
     def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
@@ -217,14 +199,12 @@ class ClusterState:
         """Add or update a Workload. Its priority is resolved once, when first seen (a class
         whose value changes later does not reorder existing Workloads, as in Kueue)."""
         key = workload.key
-        previous = self.workloads.get(key)
-        self._signatures.pop(key, None)
-        if previous is None or workload.priority != previous.priority:
+        record = self.records.get(key)
+        if record is None or workload.priority != record.workload.priority:
             priority = self.priority_classes.resolve(workload).value
         else:
-            priority = -self._order[key][0]
-        self.workloads[key] = workload
-        self.resolutions[key] = resolve_preemptibility(
+            priority = -record.order[0]
+        resolution = resolve_preemptibility(
             workload.preemptibility,
             tuple({PREEMPTIBILITY_LABEL: v} if v else {} for v in workload.owner_preemptibility),
             None
@@ -233,53 +213,58 @@ class ClusterState:
             priority,
             self.preemptibility_threshold,
         )
-        self._order[key] = order_key(
+        order = order_key(
             priority, workload.preemption_cost, workload.creation_timestamp, workload.uid, key
         )
-        held = self.admitted.get(key)
-        if held is not None and (workload.admission != held.admission or workload.finished):
-            self._unreserve(key)
-            held = None
-        if held is not None:
-            held.workload = workload
-            held.evicting = held.evicting or workload.evicted
-            held.contender = None
-            self._touch(held.cluster_queue)
+        if record is None:
+            record = self.records[key] = WorkloadRecord(workload, order, resolution)
+        else:
+            record.workload, record.order, record.resolution = workload, order, resolution
+            record.signature = None
+        if record.holds_quota and (workload.admission != record.admission or workload.finished):
+            self._unreserve(record)
+        if record.holds_quota:
+            if workload.evicted:
+                record.phase = Phase.EVICTING
+            record.contender = None
+            self._touch(record.cluster_queue)
         self._unqueue(key)
         if workload.finished:
+            record.phase = Phase.FINISHED
             return
-        if workload.admission is not None and held is None:
-            self._reserve(key, workload.admission, evicting=workload.evicted)
+        if record.phase is Phase.FINISHED:
+            record.phase = Phase.QUEUED  # Finished was taken back
+        if workload.admission is not None and not record.holds_quota:
+            self._reserve(record, workload.admission, evicting=workload.evicted)
         elif workload.admission is None:
             self._place(key)
-        if key in self.admitted and not workload.active:
+        if record.holds_quota and not workload.active:
             self._request_eviction(key, "Deactivated", "The workload is deactivated")
 
-    def remove_workload(self, key: str) -> None:
-        if key not in self.workloads:
+    def remove_workload(self, key: WorkloadKey) -> None:
+        """Forget a Workload: its quota, its nomination's hold and its place in a queue."""
+        record = self.records.get(key)
+        if record is None:
             return
-        if key in self.admitted:
-            self._unreserve(key)
+        if record.holds_quota:
+            self._unreserve(record)
         self.drop_nomination(key, requeue=False)
         self._unqueue(key)
-        del self.workloads[key], self._order[key]
-        self.reasons.pop(key, None)
-        self.resolutions.pop(key, None)
-        self._signatures.pop(key, None)
+        del self.records[key]
 
-    def signature(self, key: str) -> tuple[object, ...]:
+    def signature(self, key: WorkloadKey) -> tuple[object, ...]:
         """Everything about a pending Workload that admission and the victim search read,
         except its creation time and identity: two Workloads with equal signatures, offered
         to the same ClusterQueue in the same state, get the same answer (unless the queue's
         policy compares creation times, LowerOrNewerEqualPriority)."""
-        signature = self._signatures.get(key)
-        if signature is None:
-            workload = self.workloads[key]
-            signature = self._signatures[key] = (
+        record = self.records[key]
+        if record.signature is None:
+            workload = record.workload
+            record.signature = (
                 workload.namespace,
                 workload.priority_class,
-                self.priority_of(key),
-                self.resolutions[key].value,
+                -record.order[0],
+                record.resolution.value,
                 tuple(
                     (
                         ps.name,
@@ -293,119 +278,137 @@ class ClusterState:
                     for ps in workload.pod_sets
                 ),
             )
-        return signature
+        return record.signature
 
-    def priority_of(self, key: str) -> int:
-        return -self._order[key][0]
+    def priority_of(self, key: WorkloadKey) -> int:
+        return -self.records[key].order[0]
 
-    def order_of(self, key: str) -> OrderKey:
-        return self._order[key]
+    def order_of(self, key: WorkloadKey) -> OrderKey:
+        return self.records[key].order
 
-    def queued_in(self, key: str) -> str | None:
+    def resolution(self, key: WorkloadKey) -> Resolution:
+        return self.records[key].resolution
+
+    def queued_in(self, key: WorkloadKey) -> str | None:
         """The ClusterQueue whose pending queue holds the Workload, if any."""
-        return self._queued_in.get(key)
+        record = self.records.get(key)
+        return record.queued_in if record is not None else None
 
-    def _local_queue_key(self, key: str) -> str:
-        workload = self.workloads[key]
+    def local_queue_key(self, key: WorkloadKey) -> str:
+        """`namespace/name` of the Workload's LocalQueue."""
+        workload = self.records[key].workload
         return f"{workload.namespace}/{workload.queue_name}"
 
-    def _place(self, key: str) -> None:
+    def _place(self, key: WorkloadKey) -> None:
         """Queue a pending Workload: behind its backoff, under its LocalQueue's ClusterQueue,
         or, while its LocalQueue is missing or stopped or its ClusterQueue missing, aside
-        with that LocalQueue until it changes (`unqueued_reason` says why)."""
-        workload = self.workloads[key]
-        if key in self.nominated:
-            return  # waits for its victims, outside the queue
-        if not workload.active:
-            return
+        with that LocalQueue until it changes (`pending.unqueued_reason` says why)."""
+        record = self.records[key]
+        if record.phase is Phase.NOMINATED or not record.workload.active:
+            return  # waits for its victims, or for `active: true`, outside the queue
+        workload = record.workload
         if workload.requeue_at is not None and key not in self.backoff_queue:
             self.backoff_queue.add(key, workload.requeue_at)
             return
         if key in self.backoff_queue:
             return
-        lq_key = self._local_queue_key(key)
+        lq_key = self.local_queue_key(key)
         lq = self.local_queues.get(lq_key)
         queue = self.queues.get(lq.cluster_queue) if lq else None
         if lq is None or queue is None or lq.stop_policy is not StopPolicy.NONE:
-            self._orphans.setdefault(lq_key, set()).add(key)
+            self._aside.setdefault(lq_key, set()).add(key)
             return
-        self._queued_in[key] = lq.cluster_queue
-        queue.push(self._order[key])
+        record.queued_in = lq.cluster_queue
+        queue.push(record.order)
 
-    def _unqueue(self, key: str) -> None:
-        cq = self._queued_in.pop(key, None)
+    def _unqueue(self, key: WorkloadKey) -> None:
+        record = self.records.get(key)
+        if record is None:
+            return
+        cq, record.queued_in = record.queued_in, None
         if cq is not None and cq in self.queues:
             self.queues[cq].remove(key)
         self.backoff_queue.remove(key)
-        if key in self.workloads:
-            orphans = self._orphans.get(self._local_queue_key(key))
-            if orphans is not None:
-                orphans.discard(key)
+        aside = self._aside.get(self.local_queue_key(key))
+        if aside is not None:
+            aside.discard(key)
 
     def release_backoff(self, now: float) -> None:
         """Queue every Workload whose requeueAt has passed."""
         for key in self.backoff_queue.due(now):
-            if key in self.workloads:
-                self.workloads[key] = replace(self.workloads[key], requeue_at=None)
+            record = self.records.get(key)
+            if record is not None:
+                record.workload = replace(record.workload, requeue_at=None)
                 self._place(key)
 
     # -- reserved quota ----------------------------------------------------------------------
 
     def apply_admit(self, admit: Admit) -> None:
         """Reserve quota for an admission decided by the cycle (Kueue "assume")."""
-        key = admit.workload_key
-        if key not in self.workloads:
-            raise UnknownWorkload(key)
-        if key in self.admitted:
-            raise UnknownWorkload(f"{key} already holds quota")
-        self._unqueue(key)
-        self.reasons.pop(key, None)
-        self.workloads[key] = replace(self.workloads[key], admission=admit.admission, evicted=False)
-        self._reserve(key, admit.admission, evicting=False)
+        record = self.record(admit.workload_key)
+        if record.holds_quota:
+            raise UnknownWorkload(f"{admit.workload_key} already holds quota")
+        self._unqueue(record.key)
+        record.reason = None
+        record.workload = replace(record.workload, admission=admit.admission, evicted=False)
+        self._reserve(record, admit.admission, evicting=False)
 
     def _touch(self, cluster_queue: str) -> None:
         self.admitted_versions[cluster_queue] = self.admitted_versions.get(cluster_queue, 0) + 1
 
-    def _reserve(self, key: str, admission: Admission, evicting: bool) -> None:
+    def _reserve(self, record: WorkloadRecord, admission: Admission, evicting: bool) -> None:
         self._touch(admission.cluster_queue)
         usage = admission.usage()
-        self.admitted[key] = AdmittedWorkload(self.workloads[key], admission, usage, evicting)
-        self._admitted_by_cq.setdefault(admission.cluster_queue, set()).add(key)
+        record.admission, record.usage, record.contender = admission, usage, None
+        record.phase = Phase.EVICTING if evicting else Phase.ADMITTED
+        self._admitted_by_cq.setdefault(admission.cluster_queue, set()).add(record.key)
+        self._holding.add(record.key)
         self.quota.add_usage(admission.cluster_queue, usage)
         if evicting:
             return
         cq = self.cluster_queues.get(admission.cluster_queue)
-        lq = self.local_queues.get(self._local_queue_key(key))
+        lq = self.local_queues.get(self.local_queue_key(record.key))
         if cq is not None and cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
-            self._request_eviction(key, "ClusterQueueStopped", "The ClusterQueue is stopped")
+            self._request_eviction(record.key, "ClusterQueueStopped", "The ClusterQueue is stopped")
         elif lq is not None and lq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
-            self._request_eviction(key, "LocalQueueStopped", "The LocalQueue is stopped")
+            self._request_eviction(record.key, "LocalQueueStopped", "The LocalQueue is stopped")
 
-    def _unreserve(self, key: str) -> AdmittedWorkload:
-        held = self.admitted.pop(key)
-        self._touch(held.cluster_queue)
-        self.quota.remove_usage(held.cluster_queue, held.usage)
-        members = self._admitted_by_cq[held.cluster_queue]
-        members.discard(key)
+    def _unreserve(self, record: WorkloadRecord) -> Usage:
+        """Return the record's quota; it is QUEUED afterwards (the caller places it)."""
+        cluster_queue = record.cluster_queue
+        usage = record.usage or {}
+        self._touch(cluster_queue)
+        self.quota.remove_usage(cluster_queue, usage)
+        members = self._admitted_by_cq[cluster_queue]
+        members.discard(record.key)
         if not members:
-            del self._admitted_by_cq[held.cluster_queue]
-        self._to_evict.pop(key, None)
-        self.retry_inadmissible(held.cluster_queue)
-        cohort = self.quota.cohort_of(held.cluster_queue)
+            del self._admitted_by_cq[cluster_queue]
+        self._holding.discard(record.key)
+        record.admission = record.usage = record.eviction = record.contender = None
+        self._evictions.discard(record.key)
+        record.phase = Phase.QUEUED
+        self.retry_inadmissible(cluster_queue)
+        cohort = self.quota.cohort_of(cluster_queue)
         if cohort:
             self._retry_cohort(cohort)
-        return held
+        return usage
 
     def release(
-        self, key: str, *, requeue: bool = True, now: float | None = None, backoff: bool = False
+        self,
+        key: WorkloadKey,
+        *,
+        requeue: bool = True,
+        now: float | None = None,
+        backoff: bool = False,
     ) -> Usage:
         """Return a Workload's reserved usage (finished, evicted or deleted). With `requeue`
         it becomes pending again at its original place; with `backoff` (needs `now`) it
         waits until ``now + base·2^(count−1)`` (capped) first."""
-        if key not in self.admitted:
+        record = self.records.get(key)
+        if record is None or not record.holds_quota:
             raise UnknownWorkload(f"{key} holds no quota")
-        held = self._unreserve(key)
-        workload = replace(held.workload, admission=None, evicted=requeue)
+        usage = self._unreserve(record)
+        workload = replace(record.workload, admission=None, evicted=requeue)
         if backoff:
             if now is None:
                 raise ValueError("release with backoff needs the current time")
@@ -413,23 +416,24 @@ class ClusterState:
             workload = replace(
                 workload, requeue_count=count, requeue_at=self.backoff.requeue_at(count, now)
             )
-        self.workloads[key] = workload
         if requeue:
+            record.workload = workload
             self._place(key)
         else:
-            self.workloads[key] = replace(workload, finished=True)
-        return held.usage
+            record.workload = replace(workload, finished=True)
+            record.phase = Phase.FINISHED
+        return usage
 
     @contextmanager
-    def simulate_removal(self, keys: Iterator[str] | list[str] | set[str]) -> Iterator[None]:
+    def simulate_removal(self, keys: Iterable[WorkloadKey]) -> Iterator[None]:
         """Within the block, the listed admitted Workloads' usage is removed from the quota
         (cohort totals included); it is restored exactly on exit. For preemption: use
         `quota.fits(cq, usage)` / `assign_flavors` inside the block."""
         per_cq: dict[str, dict[tuple[str, str], int]] = {}
         for key in keys:
-            held = self.admitted[key]
-            bucket = per_cq.setdefault(held.cluster_queue, {})
-            for fr, value in held.usage.items():
+            record = self.admitted[key]
+            bucket = per_cq.setdefault(record.cluster_queue, {})
+            for fr, value in (record.usage or {}).items():
                 bucket[fr] = bucket.get(fr, 0) + value
         with self.quota.simulate(per_cq, sign=-1):
             yield
@@ -438,69 +442,79 @@ class ClusterState:
         """Hold a preemptor's capacity while its victims release theirs."""
         key = nomination.admit.workload_key
         self._unqueue(key)
-        self.nominated[key] = nomination
+        record = self.record(key)
+        record.nomination, record.phase = nomination, Phase.NOMINATED
+        self._nominated.add(key)
         self.quota.add_usage(nomination.admit.cluster_queue, nomination.usage)
         for victim in nomination.victims:
-            held = self.admitted.get(victim.workload_key)
-            if held is not None and victim.whole:
-                held.evicting = True
+            held = self.records.get(victim.workload_key)
+            if held is not None and held.holds_quota and victim.whole:
+                held.phase = Phase.EVICTING
                 self._touch(held.cluster_queue)
 
-    def drop_nomination(self, key: str, requeue: bool = True) -> Nomination | None:
+    def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""
-        nomination = self.nominated.pop(key, None)
-        if nomination is None:
+        record = self.records.get(key)
+        if record is None or record.nomination is None:
             return None
+        nomination, record.nomination = record.nomination, None
+        self._nominated.discard(key)
+        record.phase = Phase.QUEUED
         self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
         self.retry_inadmissible(nomination.admit.cluster_queue)
-        if requeue and key in self.workloads:
+        if requeue:
             self._place(key)
         return nomination
 
-    def admit_nominated(self, key: str) -> Admit:
+    def admit_nominated(self, key: WorkloadKey) -> Admit:
         """The victims are gone: the held capacity becomes the preemptor's reservation."""
-        nomination = self.nominated.pop(key)
+        record = self.record(key)
+        nomination, record.nomination = record.nomination, None
+        if nomination is None:
+            raise UnknownWorkload(f"{key} is not nominated")
+        self._nominated.discard(key)
+        record.phase = Phase.QUEUED
         self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
         self.apply_admit(nomination.admit)
         return nomination.admit
 
-    def resolution(self, key: str) -> Resolution:
-        return self.resolutions[key]
-
-    def admitted_in(self, cluster_queue: str) -> frozenset[str]:
+    def admitted_in(self, cluster_queue: str) -> frozenset[WorkloadKey]:
         return frozenset(self._admitted_by_cq.get(cluster_queue, ()))
 
     # -- evictions and retries ---------------------------------------------------------------
 
-    def _request_eviction(self, key: str, reason: str, message: str) -> None:
-        held = self.admitted.get(key)
-        if held is not None and not held.evicting:
-            self._to_evict[key] = (reason, message)
+    def _request_eviction(self, key: WorkloadKey, reason: str, message: str) -> None:
+        record = self.records.get(key)
+        if record is not None and record.phase is Phase.ADMITTED:
+            record.eviction = (reason, message)
+            self._evictions.add(key)
 
     def take_evictions(self) -> list[Evict]:
         """Evictions to issue now; each is issued once (the Workload keeps its quota until
         `release`)."""
         out: list[Evict] = []
-        for key, (reason, message) in sorted(self._to_evict.items()):
-            held = self.admitted[key]
-            held.evicting = True
-            self._touch(held.cluster_queue)
-            self.workloads[key] = replace(self.workloads[key], evicted=True)
-            out.append(Evict(key, held.cluster_queue, reason, message))
-        self._to_evict.clear()
+        for key in sorted(self._evictions):
+            record = self.records[key]
+            if record.eviction is None or record.phase is not Phase.ADMITTED:
+                continue
+            (reason, message), record.eviction = record.eviction, None
+            record.phase = Phase.EVICTING
+            self._touch(record.cluster_queue)
+            record.workload = replace(record.workload, evicted=True)
+            out.append(Evict(key, record.cluster_queue, reason, message))
+        self._evictions.clear()
         return out
 
-    def cancel_eviction(self, key: str) -> None:
+    def cancel_eviction(self, key: WorkloadKey) -> None:
         """An eviction could not be recorded: the Workload keeps running as admitted, and a
         preemptor waiting for it plans again in the next cycle."""
-        held = self.admitted.get(key)
-        if held is None or not held.evicting:
+        record = self.records.get(key)
+        if record is None or record.phase is not Phase.EVICTING:
             return
-        held.evicting = False
-        self.workloads[key] = replace(self.workloads[key], evicted=False)
-        held.workload = self.workloads[key]
-        held.contender = None
-        self._touch(held.cluster_queue)
+        record.phase = Phase.ADMITTED
+        record.workload = replace(record.workload, evicted=False)
+        record.contender = None
+        self._touch(record.cluster_queue)
 
     def retry_inadmissible(self, cluster_queue: str) -> None:
         queue = self.queues.get(cluster_queue)
@@ -511,92 +525,10 @@ class ClusterState:
         for member in self.quota.members(cohort):
             self.retry_inadmissible(member)
 
-    # -- status --------------------------------------------------------------------------------
-
-    def inactive_reason(self, cluster_queue: str) -> Inactive | None:
-        """Why a ClusterQueue admits nothing now (stopped, or a flavor is missing)."""
-        cq = self.cluster_queues.get(cluster_queue)
-        if cq is None:
-            message = f"ClusterQueue {cluster_queue} doesn't exist"
-            return Inactive("ClusterQueueDoesNotExist", message)
-        if cq.stopped:
-            message = f"ClusterQueue {cq.name} is inactive: stopped ({cq.stop_policy.value})"
-            return Inactive("Stopped", message)
-        missing = sorted({name for name in cq.flavor_names() if name not in self.flavors})
-        if missing:
-            message = f"ClusterQueue {cq.name} is inactive: flavor {', '.join(missing)} not found"
-            return Inactive("FlavorNotFound", message)
-        if cq.admission_checks:
-            message = (
-                f"ClusterQueue {cq.name} is inactive: admission check "
-                f"{', '.join(cq.admission_checks)} not found (quotagate runs no admission "
-                "checks and admits nothing without them)"
-            )
-            return Inactive("AdmissionCheckNotFound", message)
-        return None
-
-    def local_queue_inactive(self, lq_key: str) -> Inactive | None:
-        """Why a LocalQueue admits nothing now: stopped, or its ClusterQueue is missing or
-        inactive (Kueue's LocalQueue `Active` condition)."""
-        lq = self.local_queues.get(lq_key)
-        if lq is None:
-            return Inactive("NotFound", f"LocalQueue {lq_key} doesn't exist")
-        if lq.stop_policy is not StopPolicy.NONE:
-            message = f"LocalQueue {lq.name} is inactive: stopped ({lq.stop_policy.value})"
-            return Inactive("Stopped", message)
-        inactive = self.inactive_reason(lq.cluster_queue)
-        if inactive is None:
-            return None
-        if lq.cluster_queue not in self.cluster_queues:
-            return Inactive("ClusterQueueDoesNotExist", inactive.message)
-        return Inactive("ClusterQueueIsInactive", inactive.message)
-
-    def unqueued_reason(self, key: str) -> Unqueued | None:
-        """Why a pending Workload is in no active queue, as Kueue's workload controller says
-        it (`getQueueBlocker`): deactivated, its LocalQueue or ClusterQueue missing, or one
-        of them stopped or inactive. None when it waits in an active queue, in eviction
-        backoff or for its victims (the cycle, the backoff or the preemption explain it)."""
-        workload = self.workloads[key]
-        if not workload.active:
-            return Unqueued("Deactivated", "The workload is deactivated")
-        if key in self.nominated or key in self.backoff_queue:
-            return None
-        lq = self.local_queues.get(self._local_queue_key(key))
-        queue = workload.queue_name
-        if lq is None:
-            return Unqueued("Misconfigured", f"LocalQueue {queue} doesn't exist")
-        if lq.stop_policy is not StopPolicy.NONE:
-            detail = f"stopped ({lq.stop_policy.value})"
-            return Unqueued("Suspended", f"LocalQueue {queue} is inactive: {detail}")
-        if lq.cluster_queue not in self.cluster_queues:
-            return Unqueued("Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist")
-        inactive = self.inactive_reason(lq.cluster_queue)
-        if inactive is not None:
-            return Unqueued("Suspended", inactive.message)
-        return None
-
-    def why_pending(self, key: str) -> str:
-        """The best available explanation of why a pending Workload is not admitted."""
-        unqueued = self.unqueued_reason(key) if key in self.workloads else None
-        if unqueued is not None:
-            return unqueued.message
-        cq = self._queued_in.get(key)
-        if cq is not None:
-            tag = self.queues[cq].tag_of(key)  # parked with a refused head like it
-            if tag is not None:
-                return str(tag)
-        if key in self.reasons:
-            return self.reasons[key]
-        at = self.backoff_queue.requeue_at(key)
-        if at is not None:
-            until = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-            return f"waiting for eviction backoff until {until}"
-        return "waiting in queue behind higher-ordered Workloads"
-
-    def pending(self) -> Iterator[str]:
-        """Keys of every Workload that is neither admitted nor finished."""
-        for key, workload in self.workloads.items():
-            if key not in self.admitted and not workload.finished:
+    def pending(self) -> Iterator[WorkloadKey]:
+        """Keys of every Workload that neither holds quota nor is finished."""
+        for key, record in self.records.items():
+            if record.phase is Phase.QUEUED or record.phase is Phase.NOMINATED:
                 yield key
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NewType
 
 from api.workload_status import Admission
 from controller.core.clusterqueues import FlavorResource
@@ -21,16 +22,20 @@ __all__ = [
     "Toleration",
     "Usage",
     "Workload",
+    "WorkloadKey",
     "add_usage",
     "workload_key",
 ]
+
+WorkloadKey = NewType("WorkloadKey", str)
+"""`namespace/name` of a Workload: how the engine names it everywhere."""
 
 Usage = Mapping[FlavorResource, int]
 """Quota a Workload holds or asks for: milli-units per (flavor, resource)."""
 
 
-def workload_key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}"
+def workload_key(namespace: str, name: str) -> WorkloadKey:
+    return WorkloadKey(f"{namespace}/{name}")
 
 
 def add_usage(into: dict[FlavorResource, int], usage: Usage) -> None:
@@ -111,5 +116,5 @@ class Workload:
         return sum(ps.count for ps in self.pod_sets)
 
     @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def key(self) -> WorkloadKey:
+        return WorkloadKey(f"{self.namespace}/{self.name}")

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.quantities import Format, Quantity
+from controller.core.pending import why_pending
 from controller.core.state import ClusterState
+from controller.core.workloads import WorkloadKey, workload_key
 from controller.kubectl.printing import age, format_table, one_line
 from controller.kubectl.snapshot import Snapshot
 from controller.kubectl.workload_view import (
@@ -44,7 +46,7 @@ def format_quantity(milli: int) -> str:
 def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) -> dict[str, Any]:
     """Everything `describe` prints, as plain data (also the `-o json|yaml` output)."""
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    key = workload_key(str(meta.get('namespace')), str(meta.get('name')))
     state = snapshot.state()
     lq = state.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName')}")
     admission = admission_of(obj)
@@ -78,7 +80,7 @@ def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) ->
     }
 
 
-def _position(state: ClusterState, key: str) -> dict[str, Any] | None:
+def _position(state: ClusterState, key: WorkloadKey) -> dict[str, Any] | None:
     """1-based place among the pending Workloads of the ClusterQueue and of the LocalQueue."""
     cluster_queue = state.queued_in(key)
     queue = state.queues.get(cluster_queue) if cluster_queue else None
@@ -114,7 +116,7 @@ def _priority(obj: Mapping[str, Any], snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
-def _preemptibility(status: Mapping[str, Any], state: ClusterState, key: str) -> dict[str, Any]:
+def _preemptibility(status: Mapping[str, Any], state: ClusterState, key: WorkloadKey) -> dict[str, Any]:
     written = status.get("resolvedPreemptibility") or {}
     if written.get("value"):
         value, source, message = (
@@ -123,7 +125,7 @@ def _preemptibility(status: Mapping[str, Any], state: ClusterState, key: str) ->
             written.get("message"),
         )
         origin = "from status.resolvedPreemptibility"
-    elif key in state.resolutions:
+    elif key in state.records:
         resolution = state.resolution(key)
         value, source = str(resolution.value), str(resolution.source)
         message = "; ".join(resolution.problems) or None
@@ -168,7 +170,7 @@ def _admission(admission: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _pending_reason(
-    obj: Mapping[str, Any], key: str, snapshot: Snapshot, state: ClusterState, now: float
+    obj: Mapping[str, Any], key: WorkloadKey, snapshot: Snapshot, state: ClusterState, now: float
 ) -> dict[str, Any] | None:
     if not is_pending(obj):
         return None
@@ -188,7 +190,7 @@ def _pending_reason(
     }
 
 
-def _engine_reason(key: str, snapshot: Snapshot, state: ClusterState, now: float) -> str:
+def _engine_reason(key: WorkloadKey, snapshot: Snapshot, state: ClusterState, now: float) -> str:
     result = plan(snapshot.objects, now)
     for admitted in result["admitted"]:
         if admitted["workload"] == key:
@@ -203,7 +205,7 @@ def _engine_reason(key: str, snapshot: Snapshot, state: ClusterState, now: float
     for pending in result["pending"]:
         if pending["workload"] == key:
             return str(pending["reason"])
-    return state.why_pending(key)
+    return why_pending(state, key)
 
 
 # -- text ---------------------------------------------------------------------------------

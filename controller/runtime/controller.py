@@ -30,10 +30,11 @@ from api.workload_status import admission_to_api, apply_body, has_quota_reservat
 from controller.core import from_api
 from controller.core.cycle import run_cycle
 from controller.core.decisions import Admit, Evict, Inadmissible, Preempt
+from controller.core.pending import unqueued_reason
 from controller.core.queues import BackoffPolicy
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
-from controller.core.workloads import PodSet
+from controller.core.workloads import PodSet, WorkloadKey, workload_key
 from controller.runtime.config import ControllerConfig
 from controller.runtime.kube import API_ERRORS, FIELD_MANAGER, WORKLOADS, Api, retrying
 from controller.runtime.metrics import Metrics
@@ -61,9 +62,9 @@ def _parse_time(text: Any) -> float | None:
         return None
 
 
-def _key(obj: dict[str, Any]) -> str:
+def _key(obj: dict[str, Any]) -> WorkloadKey:
     meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    return workload_key(meta.get("namespace", ""), meta.get("name", ""))
 
 
 @dataclass(slots=True)
@@ -103,16 +104,16 @@ class Controller:
         # queue worked by a quarter as many writers (`_status_worker`), so ten thousand
         # pending Workloads never delay an admission, and a Workload whose reason changes
         # every cycle is written once per pass through the queue, with its latest reason.
-        self.status_queue: KeyQueue[str] = KeyQueue()
-        self.wanted_reason: dict[str, Inadmissible] = {}
-        self.reason_delayed: set[str] = set()  # wanted reasons waiting out the delay
-        self.copies: dict[str, _WorkloadCopy] = {}
-        self.in_flight: dict[str, _InFlight] = {}
+        self.status_queue: KeyQueue[WorkloadKey] = KeyQueue()
+        self.wanted_reason: dict[WorkloadKey, Inadmissible] = {}
+        self.reason_delayed: set[WorkloadKey] = set()  # wanted reasons waiting out the delay
+        self.copies: dict[WorkloadKey, _WorkloadCopy] = {}
+        self.in_flight: dict[WorkloadKey, _InFlight] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
         # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
         self.unsupported: dict[str, str] = {}
-        self.written_reason: dict[str, str] = {}  # Workload → last pending message written
+        self.written_reason: dict[WorkloadKey, str] = {}  # Workload → last pending message written
         self._explained_at = 0.0
         self.leading = False  # set by the leader-election loop; followers never write
         self.workload_listeners: list[Callable[[dict[str, Any]], None]] = []
@@ -180,7 +181,7 @@ class Controller:
             listener(body)
 
     def _unchanged_pod_sets(
-        self, key: str, seen: _WorkloadCopy | None, body: dict[str, Any]
+        self, key: WorkloadKey, seen: _WorkloadCopy | None, body: dict[str, Any]
     ) -> tuple[PodSet, ...] | None:
         """The state's pod sets of this Workload when its spec cannot have changed since
         the copy they came from: same uid and same metadata.generation (the API server bumps
@@ -197,7 +198,7 @@ class Controller:
         previous = self.state.workloads.get(key)
         return previous.pod_sets if previous is not None else None
 
-    def _check_resolution(self, key: str, body: dict[str, Any]) -> None:
+    def _check_resolution(self, key: WorkloadKey, body: dict[str, Any]) -> None:
         """Queue a write of its own when the object's `status.resolvedPreemptibility`
         differs from what the state resolved and the Workload is admitted, or the
         resolution found a problem. A pending Workload's goes out with its pending reason or
@@ -209,15 +210,16 @@ class Controller:
         current = (body.get("status") or {}).get("resolvedPreemptibility")
         if wanted is None or _same_resolution(current, wanted):
             return
-        resolution = self.state.resolutions.get(key)
-        if key in self.state.admitted or (resolution is not None and resolution.problems):
+        record = self.state.records.get(key)
+        if record is not None and (record.holds_quota or record.resolution.problems):
             self.status_queue.add(key)
 
-    def _resolution(self, key: str) -> dict[str, Any] | None:
+    def _resolution(self, key: WorkloadKey) -> dict[str, Any] | None:
         """`status.resolvedPreemptibility` as the state resolved it (None: not resolved)."""
-        resolution = self.state.resolutions.get(key)
-        if resolution is None:
+        record = self.state.records.get(key)
+        if record is None:
             return None
+        resolution = record.resolution
         out = {"value": str(resolution.value), "source": str(resolution.source)}
         if resolution.problems:
             out["message"] = "; ".join(resolution.problems)
@@ -359,7 +361,7 @@ class Controller:
         for key in list(state.pending()):
             if key in self.in_flight or key in state.nominated:
                 continue  # a nominated preemptor's reason is the one `_write_preemption` gave
-            unqueued = state.unqueued_reason(key)
+            unqueued = unqueued_reason(state, key)
             if unqueued is not None:
                 cq = state.queued_in(key)
                 self._want_pending(Inadmissible(key, cq, unqueued.message, unqueued.reason))
@@ -371,10 +373,10 @@ class Controller:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    def _begin_write(self, key: str) -> None:
+    def _begin_write(self, key: WorkloadKey) -> None:
         self.in_flight.setdefault(key, _InFlight())
 
-    def _end_write(self, key: str, result: dict[str, Any] | None) -> None:
+    def _end_write(self, key: WorkloadKey, result: dict[str, Any] | None) -> None:
         flight = self.in_flight.pop(key, None)
         if result is not None:
             self._apply_workload("MODIFIED", result)
@@ -384,7 +386,7 @@ class Controller:
 
     async def _write_workload(
         self,
-        key: str,
+        key: WorkloadKey,
         build: Callable[[dict[str, Any]], dict[str, Any] | None],
         write: str,
         refetch: bool = True,
@@ -459,7 +461,7 @@ class Controller:
             self.written_reason.pop(key, None)
             await self._record_admitted(result, admit)
 
-    async def _clear_stale_admission(self, key: str) -> None:
+    async def _clear_stale_admission(self, key: WorkloadKey) -> None:
         """Remove a `status.admission` left behind without a reservation before admitting.
         Server-side apply merges into what other field managers own, so a new admission
         applied over an old one that another writer put there could keep some of the old
@@ -482,7 +484,7 @@ class Controller:
         self.metrics.api_writes.labels("clear-stale-admission", "ok").inc()
         self.copies[key] = _WorkloadCopy(cleared, _rv(cleared))
 
-    async def _reread(self, key: str) -> dict[str, Any] | None:
+    async def _reread(self, key: WorkloadKey) -> dict[str, Any] | None:
         """The Workload as the API server has it now; None if it is gone or cannot be read
         (then the informer's next event or re-list brings it back: no copy is held)."""
         namespace, name = key.split("/", 1)
@@ -534,7 +536,7 @@ class Controller:
             self.reason_delayed.add(key)
             asyncio.get_running_loop().call_later(delay, self._reason_due, key)
 
-    def _reason_due(self, key: str) -> None:
+    def _reason_due(self, key: WorkloadKey) -> None:
         self.reason_delayed.discard(key)
         if key in self.wanted_reason:
             self.status_queue.add(key)
@@ -547,7 +549,7 @@ class Controller:
             except Exception:  # a bug here must not stop the other Workloads' statuses
                 log.exception("writing the status of Workload %s failed", key)
 
-    async def _write_status(self, key: str) -> None:
+    async def _write_status(self, key: WorkloadKey) -> None:
         """Write the latest pending reason and resolvedPreemptibility wanted for a Workload,
         in one patch. Admitted, in-flight or deleted Workloads need no pending reason; on a
         conflict the key goes to the back of the queue (the watch brings the newer copy)."""
@@ -641,7 +643,7 @@ class Controller:
         self._want_pending(waiting)
         await asyncio.gather(*writes)
 
-    async def _write_partial_preemption(self, key: str, pods: int, message: str) -> None:
+    async def _write_partial_preemption(self, key: WorkloadKey, pods: int, message: str) -> None:
         """DisruptionMode Pod: the victim stays admitted with `pods` fewer pods; its owner
         removes that many pods. The admission shrinks, so quota is released at once."""
         try:

@@ -20,6 +20,7 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import QUEUE_NAME_LABEL
+from controller.core.workloads import WorkloadKey
 from controller.integrations import webhook as webhooks
 from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
@@ -180,7 +181,9 @@ async def run_operator(
     jobs = JobIntegration(
         api_client,
         is_leading=lambda: controller.leading,
-        workload_copy=lambda key: copy.body if (copy := controller.copies.get(key)) else None,
+        workload_copy=lambda key: (
+            copy.body if (copy := controller.copies.get(WorkloadKey(key))) else None
+        ),
         flavor=flavor,
         priority_of_class=lambda name: (
             c.value if (c := controller.state.priority_classes.workload_class(name)) else None
@@ -191,7 +194,9 @@ async def run_operator(
     pods = PodIntegration(
         api_client,
         is_leading=lambda: controller.leading,
-        workload_copy=lambda key: copy.body if (copy := controller.copies.get(key)) else None,
+        workload_copy=lambda key: (
+            copy.body if (copy := controller.copies.get(WorkloadKey(key))) else None
+        ),
         flavor=flavor,
         priority_of_class=lambda name: (
             c.value if (c := controller.state.priority_classes.workload_class(name)) else None

@@ -16,7 +16,8 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.quantities import Quantity
-from controller.core.state import ClusterState, Inactive
+from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
+from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
 from controller.runtime.kube import CLUSTER_QUEUES, LOCAL_QUEUES
 
@@ -63,7 +64,7 @@ def cluster_queue_status(state: ClusterState, name: str) -> dict[str, Any]:
         held = state.admitted[key]
         if held.evicting:
             continue
-        for (flavor, resource), value in held.usage.items():
+        for (flavor, resource), value in (held.usage or {}).items():
             used[flavor][resource] = used[flavor].get(resource, 0) + value
     return {
         "pendingWorkloads": len(queue) if queue is not None else 0,
@@ -131,7 +132,7 @@ class QueueStatusWriter:
         metrics.pending_workloads.labels(name, "inadmissible").set(inadmissible)
         metrics.reserving_active_workloads.labels(name).set(status["reservingWorkloads"])
         metrics.admitted_active_workloads.labels(name).set(status["admittedWorkloads"])
-        active = state.inactive_reason(name) is None
+        active = cluster_queue_inactive(state, name) is None
         for value in ("active", "pending"):
             metrics.cluster_queue_status.labels(name, value).set(
                 1 if (value == "active") == active else 0
@@ -162,7 +163,7 @@ class QueueStatusWriter:
         for name in list(state.cluster_queues):
             status = cluster_queue_status(state, name)
             self.update_metrics(name, status)
-            active, reason, message = active_condition(state.inactive_reason(name))
+            active, reason, message = active_condition(cluster_queue_inactive(state, name))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(f"ClusterQueue//{name}")
             if self.written.get(f"cq/{name}") != status:
@@ -173,7 +174,7 @@ class QueueStatusWriter:
                 counts.get(key)
                 or {"pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0}
             )
-            active, reason, message = active_condition(state.local_queue_inactive(key))
+            active, reason, message = active_condition(local_queue_inactive(state, key))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(f"LocalQueue/{key}")
             if self.written.get(f"lq/{key}") != status:

@@ -12,6 +12,7 @@ from controller.core.clusterqueues import (
 )
 from controller.core.cycle import run_cycle
 from controller.core.flavors import ResourceFlavor, Taint
+from controller.core.pending import local_queue_inactive, unqueued_reason, why_pending
 from controller.core.selectors import LabelSelector, Requirement
 from controller.core.workloads import PodSet, Toleration
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
@@ -79,7 +80,7 @@ def test_borrowing_limit_caps_borrowing() -> None:
     add(state, wl("big", "a", cpu="4"), wl("ok", "a", cpu="3", created=1))
     settle(state)
     assert set(state.admitted) == {"ns/ok"}
-    assert "at most 3 can ever be available" in state.why_pending("ns/big")
+    assert "at most 3 can ever be available" in why_pending(state, "ns/big")
 
 
 def test_lending_limit_keeps_part_of_nominal_private() -> None:
@@ -214,7 +215,7 @@ def test_strict_fifo_blocks_behind_its_head() -> None:
     add(state, wl("big", cpu="5"), wl("small", cpu="1", created=1))
     settle(state)
     assert not state.admitted
-    assert "waiting in queue" in state.why_pending("ns/small")
+    assert "waiting in queue" in why_pending(state, "ns/small")
 
 
 def test_best_effort_fifo_moves_on_and_retries_when_quota_frees() -> None:
@@ -288,7 +289,7 @@ def test_stop_policy_hold_admits_nothing_new() -> None:
     )
     result = run_cycle(state, 0)
     assert not result.admitted and not result.inadmissible
-    assert state.why_pending("ns/w") == "ClusterQueue cq is inactive: stopped (Hold)"
+    assert why_pending(state, "ns/w") == "ClusterQueue cq is inactive: stopped (Hold)"
 
 
 def test_stop_policy_hold_and_drain_evicts_admitted_once() -> None:
@@ -316,7 +317,7 @@ def test_stopped_local_queue_holds_its_workloads_until_resumed() -> None:
     result = run_cycle(state, 0)
     assert [a.workload_key for a in result.admitted] == ["ns/elsewhere"]
     assert not result.evicted  # Hold keeps what runs
-    unqueued = state.unqueued_reason("ns/held")
+    unqueued = unqueued_reason(state, "ns/held")
     assert unqueued is not None
     assert (unqueued.reason, unqueued.message) == (
         "Suspended",
@@ -332,20 +333,20 @@ def test_stopped_local_queue_holds_its_workloads_until_resumed() -> None:
     state.set_local_queue(LocalQueue("ns", "cq", "cq"))
     settle(state)
     assert {"ns/running", "ns/held", "ns/elsewhere"} <= set(state.admitted)
-    assert state.local_queue_inactive("ns/cq") is None
+    assert local_queue_inactive(state, "ns/cq") is None
 
 
 def test_inactive_workload_never_admitted() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", cpu="1", active=False))
     settle(state)
     assert not state.admitted
-    assert "deactivated" in state.why_pending("ns/w")
+    assert "deactivated" in why_pending(state, "ns/w")
 
 
 def test_missing_flavor_makes_queue_inactive() -> None:
     state = add(cluster(cq("cq", {"gone": {"cpu": "10"}}), flavors=[]), wl("w", cpu="1"))
     settle(state)
-    assert "flavor gone not found" in state.why_pending("ns/w")
+    assert "flavor gone not found" in why_pending(state, "ns/w")
     state.set_flavor(ResourceFlavor("gone"))
     settle(state)
     assert "ns/w" in state.admitted
@@ -392,7 +393,7 @@ def test_workloads_alike_to_a_refused_head_are_parked_with_its_reason_but_no_dec
     assert refused.workload_key == "ns/w0"
     assert first.changed
     for i in range(1, 4):
-        assert state.why_pending(f"ns/w{i}") == refused.reason
+        assert why_pending(state, f"ns/w{i}") == refused.reason
         assert state.queues["cq"].is_inadmissible(f"ns/w{i}")
     # `other` differs, so it is tried on its own in the next cycle.
     assert [x.workload_key for x in run_cycle(state, 0).inadmissible] == ["ns/other"]

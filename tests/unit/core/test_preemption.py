@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.cycle import run_cycle
 from controller.core.decisions import CycleResult, Preempt
+from controller.core.pending import why_pending
 from controller.core.priorities import PriorityClass
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, PriorityClassRef, Workload
@@ -26,13 +27,13 @@ def admit(state: ClusterState, *workloads: Workload, now: float = 0.0) -> None:
     for workload in workloads:
         add(state, workload)
         settle(state, now)
-        assert workload.key in state.admitted, state.why_pending(workload.key)
+        assert workload.key in state.admitted, why_pending(state, workload.key)
 
 
 def preempt_once(state: ClusterState, workload: Workload) -> Preempt:
     add(state, workload)
     result = run_cycle(state, 1.0)
-    assert len(result.preempting) == 1, (result, state.why_pending(workload.key))
+    assert len(result.preempting) == 1, (result, why_pending(state, workload.key))
     return result.preempting[0]
 
 
@@ -253,7 +254,7 @@ def test_non_preemptible_is_never_a_victim_and_never_borrows() -> None:
     add(fresh, wl("may-borrow", "b", cpu=6, priority=10, created=5.0))
     settle(fresh)
     assert "ns/no-borrow" not in fresh.admitted  # b's idle quota is there, but it may not borrow
-    assert "non-preemptible Workloads may not borrow" in fresh.why_pending("ns/no-borrow")
+    assert "non-preemptible Workloads may not borrow" in why_pending(fresh, "ns/no-borrow")
     assert "ns/may-borrow" in fresh.admitted
 
 

@@ -9,6 +9,7 @@ import pytest
 from api.workload_status import Admission, PodSetAssignment
 from controller.core.clusterqueues import LocalQueue
 from controller.core.cycle import run_cycle
+from controller.core.pending import why_pending
 from controller.core.priorities import KUEUE_GROUP, WorkloadPriorityClass
 from controller.core.state import UnknownWorkload
 from controller.core.workloads import PriorityClassRef
@@ -20,7 +21,7 @@ CQ = cq("cq", {"default": {"cpu": "10"}}, cohort="co")
 def test_workload_before_its_local_queue_waits_then_is_queued() -> None:
     state = cluster(CQ)
     add(state, wl("w", "later", cpu="1"))
-    assert state.why_pending("ns/w") == "LocalQueue later doesn't exist"
+    assert why_pending(state, "ns/w") == "LocalQueue later doesn't exist"
     state.set_local_queue(LocalQueue("ns", "later", "cq"))
     assert state.queued_in("ns/w") == "cq"
     assert run_cycle(state, 0).admitted
@@ -32,7 +33,7 @@ def test_removing_local_queue_or_cluster_queue_unqueues() -> None:
     assert state.queued_in("ns/w") is None
     state.set_local_queue(LocalQueue("ns", "cq", "cq"))
     state.remove_cluster_queue("cq")
-    assert state.why_pending("ns/w") == "ClusterQueue cq doesn't exist"
+    assert why_pending(state, "ns/w") == "ClusterQueue cq doesn't exist"
     state.set_cluster_queue(CQ)
     assert state.queued_in("ns/w") == "cq"
 
@@ -103,7 +104,7 @@ def test_backoff_reason_names_the_time() -> None:
     state = add(cluster(CQ), wl("w", cpu="1"))
     settle(state)
     state.release("ns/w", now=0.0, backoff=True)
-    assert state.why_pending("ns/w") == "waiting for eviction backoff until 1970-01-01T00:01:00Z"
+    assert why_pending(state, "ns/w") == "waiting for eviction backoff until 1970-01-01T00:01:00Z"
 
 
 def test_unchanged_queue_objects_leave_parked_workloads_parked() -> None:

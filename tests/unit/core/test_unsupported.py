@@ -10,6 +10,7 @@ import pytest
 from controller.core.clusterqueues import LocalQueue
 from controller.core.cycle import run_cycle
 from controller.core.from_api import apply, convert
+from controller.core.pending import cluster_queue_inactive, why_pending
 from controller.core.unsupported import admission_check_names, unsupported_fields
 from tests.unit.core.builders import add, cluster, wl
 
@@ -89,6 +90,6 @@ def test_a_cluster_queue_with_admission_checks_admits_nothing() -> None:
     state.set_local_queue(LocalQueue("ns", "cq", "cq"))
     add(state, wl("w", cpu="1"))
     assert not run_cycle(state, 0).admitted
-    inactive = state.inactive_reason("cq")
+    inactive = cluster_queue_inactive(state, "cq")
     assert inactive is not None and inactive.reason == "AdmissionCheckNotFound"
-    assert "prov, multikueue" in state.why_pending("ns/w")
+    assert "prov, multikueue" in why_pending(state, "ns/w")

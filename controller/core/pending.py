@@ -1,0 +1,135 @@
+"""Why a Workload is pending, and why a queue admits nothing: one owner for each answer.
+
+- `cluster_queue_inactive` / `local_queue_inactive`: a queue's `Active=False` reason, as
+  Kueue names it (the queue status writer shows it);
+- `unqueued_reason`: why a pending Workload is in no active queue, with Kueue's
+  `QuotaReserved=False` reason (the controller writes it; the cycle explains the others);
+- `why_pending`: the best explanation available for any pending Workload (`plan`,
+  `kubectl quotagate describe`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from controller.core.clusterqueues import StopPolicy
+from controller.core.records import Phase
+from controller.core.state import ClusterState
+from controller.core.workloads import WorkloadKey
+
+__all__ = [
+    "Inactive",
+    "Unqueued",
+    "cluster_queue_inactive",
+    "local_queue_inactive",
+    "unqueued_reason",
+    "why_pending",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Inactive:
+    """Why a ClusterQueue or LocalQueue admits nothing now: its `Active=False` reason, as
+    Kueue names it (Stopped, FlavorNotFound, AdmissionCheckNotFound,
+    ClusterQueueDoesNotExist, ClusterQueueIsInactive), and a message."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unqueued:
+    """Why a pending Workload is in no active queue: Kueue's `QuotaReserved=False` reason
+    (Deactivated, Misconfigured, Suspended) and message (Kueue's text, with detail)."""
+
+    reason: str
+    message: str
+
+
+def cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
+    """Why a ClusterQueue admits nothing now: missing, stopped, a flavor or an admission
+    check missing (quotagate runs no admission checks: controller/core/unsupported.py)."""
+    cq = state.cluster_queues.get(name)
+    if cq is None:
+        return Inactive("ClusterQueueDoesNotExist", f"ClusterQueue {name} doesn't exist")
+    if cq.stopped:
+        message = f"ClusterQueue {cq.name} is inactive: stopped ({cq.stop_policy.value})"
+        return Inactive("Stopped", message)
+    missing = sorted({flavor for flavor in cq.flavor_names() if flavor not in state.flavors})
+    if missing:
+        message = f"ClusterQueue {cq.name} is inactive: flavor {', '.join(missing)} not found"
+        return Inactive("FlavorNotFound", message)
+    if cq.admission_checks:
+        message = (
+            f"ClusterQueue {cq.name} is inactive: admission check "
+            f"{', '.join(cq.admission_checks)} not found (quotagate runs no admission "
+            "checks and admits nothing without them)"
+        )
+        return Inactive("AdmissionCheckNotFound", message)
+    return None
+
+
+def local_queue_inactive(state: ClusterState, lq_key: str) -> Inactive | None:
+    """Why a LocalQueue (`namespace/name`) admits nothing now: stopped, or its ClusterQueue
+    is missing or inactive (Kueue's LocalQueue `Active` condition)."""
+    lq = state.local_queues.get(lq_key)
+    if lq is None:
+        return Inactive("NotFound", f"LocalQueue {lq_key} doesn't exist")
+    if lq.stop_policy is not StopPolicy.NONE:
+        message = f"LocalQueue {lq.name} is inactive: stopped ({lq.stop_policy.value})"
+        return Inactive("Stopped", message)
+    inactive = cluster_queue_inactive(state, lq.cluster_queue)
+    if inactive is None:
+        return None
+    if lq.cluster_queue not in state.cluster_queues:
+        return Inactive("ClusterQueueDoesNotExist", inactive.message)
+    return Inactive("ClusterQueueIsInactive", inactive.message)
+
+
+def unqueued_reason(state: ClusterState, key: WorkloadKey) -> Unqueued | None:
+    """Why a pending Workload is in no active queue, as Kueue's workload controller says
+    it (`getQueueBlocker`): deactivated, its LocalQueue or ClusterQueue missing, or one of
+    them stopped or inactive. None when it waits in an active queue, in eviction backoff
+    or for its victims (the cycle, the backoff or the preemption explain it)."""
+    record = state.records[key]
+    workload = record.workload
+    if not workload.active:
+        return Unqueued("Deactivated", "The workload is deactivated")
+    if record.phase is Phase.NOMINATED or key in state.backoff_queue:
+        return None
+    lq = state.local_queues.get(state.local_queue_key(key))
+    queue = workload.queue_name
+    if lq is None:
+        return Unqueued("Misconfigured", f"LocalQueue {queue} doesn't exist")
+    if lq.stop_policy is not StopPolicy.NONE:
+        detail = f"stopped ({lq.stop_policy.value})"
+        return Unqueued("Suspended", f"LocalQueue {queue} is inactive: {detail}")
+    if lq.cluster_queue not in state.cluster_queues:
+        return Unqueued("Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist")
+    inactive = cluster_queue_inactive(state, lq.cluster_queue)
+    if inactive is not None:
+        return Unqueued("Suspended", inactive.message)
+    return None
+
+
+def why_pending(state: ClusterState, key: WorkloadKey) -> str:
+    """The best available explanation of why a pending Workload is not admitted."""
+    record = state.records.get(key)
+    if record is None:
+        return "the engine does not hold this Workload"
+    unqueued = unqueued_reason(state, key)
+    if unqueued is not None:
+        return unqueued.message
+    cq = record.queued_in
+    if cq is not None:
+        tag = state.queues[cq].tag_of(key)  # parked with a refused head like it
+        if tag is not None:
+            return str(tag)
+    if record.reason is not None:
+        return record.reason
+    at = state.backoff_queue.requeue_at(key)
+    if at is not None:
+        until = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+        return f"waiting for eviction backoff until {until}"
+    return "waiting in queue behind higher-ordered Workloads"
