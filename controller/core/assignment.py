@@ -5,8 +5,12 @@ Per podset and resource group, the group's flavors are tried in list order; ever
 resource of the group the podset requests gets the same flavor. A flavor's mode is the
 worst over its resources. FlavorFungibility decides whether a flavor that fits only by
 borrowing or by preempting stops the scan. The result records, per (flavor, resource),
-the mode and what is missing, so the preemption engine can plug in: it is asked (through
-`PreemptionOracle`) whether removing admitted Workloads could free enough.
+the mode and what is missing, so the preemption engine can plug in: for a pair that
+needs preemption it is asked (through `PreemptionOracle`) what a real victim search for that
+pair alone finds — no candidates, victims in the queue itself (preempt) or only in other
+queues of the cohort (reclaim) — and whether the queue would still borrow once they are
+gone (Kueue's `preemption_oracle.go`). Flavors are ranked from worst to best: no fit, no
+candidates, preempt, reclaim, fit (Kueue's `flavorassigner.go`).
 """
 
 from __future__ import annotations
@@ -32,15 +36,25 @@ __all__ = [
     "FlavorAssignment",
     "Mode",
     "PodSetFlavors",
+    "Preemptible",
     "PreemptionOracle",
     "ResourceCheck",
     "assign_flavors",
     "show",
 ]
 
-PreemptionOracle = Callable[[str, Workload, FlavorResource, int], bool]
-"""(cluster_queue, preemptor, (flavor, resource), requested) → could preempting admitted
-Workloads free enough of that pair? None (no engine) means never."""
+class Preemptible(StrEnum):
+    """What preempting could do for one (flavor, resource) a Workload lacks."""
+
+    NO_CANDIDATES = "NoCandidates"  # no set of eligible victims frees enough
+    PREEMPT = "Preempt"  # victims include Workloads of the queue itself
+    RECLAIM = "Reclaim"  # every victim is in another queue of the cohort
+
+
+PreemptionOracle = Callable[[str, Workload, FlavorResource, int], tuple[Preemptible, bool]]
+"""(cluster_queue, preemptor, (flavor, resource), requested) → what preempting for that
+pair alone could do, and whether the queue would borrow once the victims are gone. None (no
+engine) means no candidates."""
 
 
 class Mode(StrEnum):
@@ -70,7 +84,8 @@ class ResourceCheck:
     reserved: int
     borrowable: int
     potential: int
-    preemption_possible: bool = False
+    preemptible: Preemptible | None = None  # for mode PREEMPT: the oracle's answer
+    borrows: bool = False  # FIT/BORROW: now; PREEMPT: once the victims are gone
 
     @property
     def missing(self) -> int:
@@ -128,13 +143,18 @@ class FlavorAssignment:
         return out
 
 
-# Kueue's ranking: noFit < noPreemptionCandidates < preempt < fit (borrowing is fit + level).
-def _rank(mode: Mode, preemption_possible: bool) -> int:
-    if mode is Mode.NO_FIT:
+# Kueue's ranking: noFit < noPreemptionCandidates < preempt < reclaim < fit (borrowing is a
+# level beside it).
+_NO_CANDIDATES, _FIT = 1, 4
+_PREEMPTIBLE_RANK = {Preemptible.NO_CANDIDATES: 1, Preemptible.PREEMPT: 2, Preemptible.RECLAIM: 3}
+
+
+def _rank(check: ResourceCheck) -> int:
+    if check.mode is Mode.NO_FIT:
         return 0
-    if mode is Mode.PREEMPT:
-        return 2 if preemption_possible else 1
-    return 3
+    if check.mode is Mode.PREEMPT:
+        return _PREEMPTIBLE_RANK[check.preemptible or Preemptible.NO_CANDIDATES]
+    return _FIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +166,13 @@ class _Option:
 
 
 def _preferred(a: _Option, b: _Option, preference: FungibilityPreference) -> bool:
+    """Kueue's `isPreferred`: is `a` better than the best so far, `b`? Ties are not."""
     if a.rank == 0:
         return False
     if b.rank == 0:
         return True
-    if (a.rank == 1) != (b.rank == 1):
-        return b.rank == 1
+    if (a.rank == _NO_CANDIDATES) != (b.rank == _NO_CANDIDATES):
+        return b.rank == _NO_CANDIDATES
     if preference is FungibilityPreference.PREEMPTION_OVER_BORROWING:
         if a.borrowing != b.borrowing:
             return not a.borrowing
@@ -178,14 +199,21 @@ def _check(
     numbers = (requested, available, quota.nominal, reserved, borrowable, potential)
     if requested > potential:
         return ResourceCheck(*args, Mode.NO_FIT, *numbers)
+    borrows = tree.borrowing(cq.name, fr, requested)
     if requested <= available:
-        mode = Mode.BORROW if tree.borrowing(cq.name, fr, requested) else Mode.FIT
-        return ResourceCheck(*args, mode, *numbers)
+        mode = Mode.BORROW if borrows else Mode.FIT
+        return ResourceCheck(*args, mode, *numbers, borrows=borrows)
     # Kueue compares the request (not usage + request) with nominal quota (digest §8.1).
     if quota.nominal >= requested or cq.preemption.borrow_within_cohort != "Never":
-        possible = oracle is not None and oracle(cq.name, workload, fr, requested)
-        return ResourceCheck(*args, Mode.PREEMPT, *numbers, preemption_possible=possible)
-    return ResourceCheck(*args, Mode.NO_FIT, *numbers)
+        preemptible, borrows_after = Preemptible.NO_CANDIDATES, borrows
+        if oracle is not None:
+            preemptible, borrows_after = oracle(cq.name, workload, fr, requested)
+        if preemptible is Preemptible.NO_CANDIDATES:
+            borrows_after = borrows  # nothing is removed: Kueue measures the level now
+        return ResourceCheck(
+            *args, Mode.PREEMPT, *numbers, preemptible=preemptible, borrows=borrows_after
+        )
+    return ResourceCheck(*args, Mode.NO_FIT, *numbers, borrows=borrows)
 
 
 def _scan_group(
@@ -220,11 +248,8 @@ def _scan_group(
         )
         option = _Option(
             flavor.name,
-            min(_rank(c.mode, c.preemption_possible) for c in checks),
-            any(
-                c.mode is Mode.BORROW or (c.mode is Mode.PREEMPT and c.requested > c.nominal)
-                for c in checks
-            ),
+            min(_rank(c) for c in checks),
+            any(c.borrows for c in checks if c.mode is not Mode.NO_FIT),
             checks,
         )
         reasons.extend(c.reason() for c in checks if c.mode in (Mode.NO_FIT, Mode.PREEMPT))
@@ -233,8 +258,11 @@ def _scan_group(
         if option.rank == 0:
             continue
         try_next = (
-            option.rank == 1
-            or (option.rank == 2 and fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR)
+            option.rank == _NO_CANDIDATES
+            or (
+                option.rank < _FIT
+                and fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR
+            )
             or (option.borrowing and fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR)
         )
         if not try_next:
@@ -297,7 +325,7 @@ def assign_flavors(
                 chosen[resource] = option.flavor
             checks.extend(option.checks)
             borrowing = borrowing or option.borrowing
-            if option.rank < 3:
+            if option.rank < _FIT:
                 mode = Mode.PREEMPT
                 reasons.extend(why)
         if mode is Mode.FIT and borrowing:

@@ -39,10 +39,10 @@ from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle,
 from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
 from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
 from controller.core.pending import cluster_queue_inactive
-from controller.core.preempting import may_preempt, plan_preemption, settle_nominations
+from controller.core.preempting import plan_preemption, preemption_oracle, settle_nominations
 from controller.core.queues import OrderKey
 from controller.core.state import ClusterState, namespace_matches
-from controller.core.workloads import Workload, WorkloadKey
+from controller.core.workloads import WorkloadKey
 
 __all__ = ["run_cycle"]
 
@@ -85,9 +85,7 @@ def run_cycle(
     settled, dropped = settle_nominations(state)
     changed = bool(evicted or settled or dropped)
     if oracle is None:
-
-        def oracle(cq_name: str, workload: Workload, fr: FlavorResource, requested: int) -> bool:
-            return may_preempt(state, state.cluster_queues[cq_name])
+        oracle = preemption_oracle(state)
 
     entries: list[_Entry] = []
     for name, queue in state.queues.items():

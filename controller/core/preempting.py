@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from api.constants import Preemptibility
 from api.workload_status import PodSetAssignment
-from controller.core.assignment import FlavorAssignment, Mode
+from controller.core.assignment import FlavorAssignment, Mode, Preemptible, PreemptionOracle
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
 from controller.core.policy import Preemptor, PriorityClassPreemptionPolicy
@@ -22,7 +22,13 @@ from controller.core.preemption import Contender, Victim, find_victims
 from controller.core.state import ClusterState
 from controller.core.workloads import Workload, WorkloadKey
 
-__all__ = ["contenders", "may_preempt", "plan_preemption", "settle_nominations"]
+__all__ = [
+    "contenders",
+    "may_preempt",
+    "plan_preemption",
+    "preemption_oracle",
+    "settle_nominations",
+]
 
 
 def contenders(
@@ -94,27 +100,23 @@ def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
     return any(state.admitted_in(name) for name in queues)
 
 
-def plan_preemption(
-    state: ClusterState, cq: ClusterQueue, workload: Workload, assignment: FlavorAssignment
-) -> Preempt | None:
-    """Victims for a head whose flavor assignment needs preemption, nominated at once; or
-    None when no set of eligible victims makes it fit."""
+def _may_preempt_anyone(cq: ClusterQueue) -> bool:
     policy = cq.preemption
-    if policy.within_cluster_queue in ("", "Never") and policy.reclaim_within_cohort in (
+    return policy.within_cluster_queue not in ("", "Never") or policy.reclaim_within_cohort not in (
         "",
         "Never",
-    ):
-        return None  # the queue may preempt nobody: skip building the candidates
-    key = workload.key
-    usage = dict(assignment.usage)
-    short = frozenset(
-        (check.flavor, check.resource)
-        for pod_set in assignment.pod_sets
-        for check in pod_set.checks
-        if check.mode is Mode.PREEMPT
     )
-    if not short:
-        return None
+
+
+def _victims(
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    usage: dict[FlavorResource, int],
+    short: frozenset[FlavorResource],
+) -> tuple[Victim, ...] | None:
+    """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`."""
+    key = workload.key
     resolved = state.priority_classes.resolve(workload)
     preemptor = Preemptor(
         cluster_queue=cq.name,
@@ -129,7 +131,7 @@ def plan_preemption(
             for fr in short
         ),
     )
-    victims = find_victims(
+    return find_victims(
         state.quota,
         cq,
         usage,
@@ -138,6 +140,56 @@ def plan_preemption(
         state.resolution(key).value,
         contenders(state, cq.name, short),
     )
+
+
+def preemption_oracle(state: ClusterState) -> PreemptionOracle:
+    """Kueue's preemption oracle for flavor assignment: for one (flavor, resource) a head
+    lacks, run the real victim search for that pair alone and say what it found — no
+    candidates, victims in the queue itself (preempt) or only in other queues (reclaim) —
+    and whether the queue would still borrow once they are gone."""
+
+    def oracle(
+        cq_name: str, workload: Workload, fr: FlavorResource, requested: int
+    ) -> tuple[Preemptible, bool]:
+        cq = state.cluster_queues[cq_name]
+        borrows = state.quota.borrowing(cq_name, fr, requested)
+        if not _may_preempt_anyone(cq):
+            return Preemptible.NO_CANDIDATES, borrows
+        victims = _victims(state, cq, workload, {fr: requested}, frozenset({fr}))
+        if not victims:
+            return Preemptible.NO_CANDIDATES, borrows
+        own = [v for v in victims if v.cluster_queue == cq_name]
+        if not own:
+            return Preemptible.RECLAIM, borrows
+        freed = 0
+        for victim in own:
+            record = state.records[victim.workload_key]
+            used = (record.usage or {}).get(fr, 0)
+            freed += used * victim.pods // max(1, victim.total_pods)
+        usage = state.quota.usage(cq_name, fr) - freed
+        return Preemptible.PREEMPT, usage + requested > state.quota.quota(cq_name, fr).nominal
+
+    return oracle
+
+
+def plan_preemption(
+    state: ClusterState, cq: ClusterQueue, workload: Workload, assignment: FlavorAssignment
+) -> Preempt | None:
+    """Victims for a head whose flavor assignment needs preemption, nominated at once; or
+    None when no set of eligible victims makes it fit."""
+    if not _may_preempt_anyone(cq):
+        return None  # the queue may preempt nobody: skip building the candidates
+    key = workload.key
+    usage = dict(assignment.usage)
+    short = frozenset(
+        (check.flavor, check.resource)
+        for pod_set in assignment.pod_sets
+        for check in pod_set.checks
+        if check.mode is Mode.PREEMPT
+    )
+    if not short:
+        return None
+    victims = _victims(state, cq, workload, usage, short)
     if not victims:
         return None
     admit = Admit(

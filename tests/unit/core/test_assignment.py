@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.core.assignment import Mode, assign_flavors, show
+from controller.core.assignment import Mode, Preemptible, assign_flavors, show
 from controller.core.clusterqueues import (
     FlavorFungibility,
     FungibilityPreference,
@@ -68,7 +68,7 @@ def test_when_can_preempt_may_stop_search_stops_at_first_flavor() -> None:
         state.flavors,
         state.cluster_queues["x"],
         wl("w", "x", cpu="2"),
-        lambda *_: True,
+        lambda *_: (Preemptible.PREEMPT, False),
     )
     assert oracle_says_yes.mode is Mode.PREEMPT and oracle_says_yes.pod_sets[0].flavors == {
         "cpu": "a"
@@ -89,7 +89,7 @@ def test_preference_preemption_over_borrowing() -> None:
     )
     add(state, wl("r", "x", cpu="3"))
     settle(state)
-    yes = lambda *_: True  # noqa: E731
+    yes = lambda *_: (Preemptible.PREEMPT, False)  # noqa: E731
     w = wl("w", "x", cpu="2")
     result = assign_flavors(state.quota, state.flavors, state.cluster_queues["x"], w, yes)
     assert result.pod_sets[0].flavors == {"cpu": "a"} and result.mode is Mode.PREEMPT

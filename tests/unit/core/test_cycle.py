@@ -364,8 +364,26 @@ def test_backoff_delays_requeue_until_requeue_at() -> None:
 
 
 def test_capacity_held_back_for_a_queue_waiting_to_preempt() -> None:
-    # "owner" needs 6 of its nominal 10 but 8 are used by its own Workload: it needs
-    # preemption and holds back its 2 free cpu so a borrower cannot take them this cycle.
+    # "owner" needs 6 of its nominal 10: 4 are used by its own Workload and 4 lent to the
+    # borrower, so it would fit within nominal but has no candidates (it may preempt
+    # nobody). It is processed before the borrowers (no borrowing) and holds back what it
+    # is entitled to, so a borrower cannot take the 2 free cpu this cycle (Kueue §5.6.3).
+    state = cluster(
+        cq("owner", {"default": {"cpu": "10"}}, cohort="co"),
+        cq("borrower", {"default": {"cpu": "0"}}, cohort="co"),
+    )
+    add(state, wl("running", "owner", cpu="4"), wl("lent", "borrower", cpu="4"))
+    settle(state)
+    add(state, wl("needs", "owner", cpu="6"), wl("b", "borrower", cpu="2", created=-5))
+    result = run_cycle(state, 0)
+    assert not result.admitted
+    assert usage(state, "borrower") == m(4)
+
+
+def test_a_borrowing_head_without_candidates_comes_after_an_older_borrower() -> None:
+    # As in Kueue, a head that needs preemption but has no candidates keeps the borrowing
+    # level it has now: "needs" (8 used + 6 > 10) borrows, like "b", which is older, so "b"
+    # is processed first and admitted with the 2 free cpu.
     state = cluster(
         cq("owner", {"default": {"cpu": "10"}}, cohort="co"),
         cq("borrower", {"default": {"cpu": "0"}}, cohort="co"),
@@ -374,8 +392,7 @@ def test_capacity_held_back_for_a_queue_waiting_to_preempt() -> None:
     settle(state)
     add(state, wl("needs", "owner", cpu="6"), wl("b", "borrower", cpu="2", created=-5))
     result = run_cycle(state, 0)
-    assert not result.admitted
-    assert usage(state, "borrower") == 0
+    assert [a.workload_key for a in result.admitted] == ["ns/b"]
 
 
 def test_workloads_alike_to_a_refused_head_are_parked_with_its_reason_but_no_decision() -> None:
