@@ -36,8 +36,45 @@ _VERSION_VARS = [
 ]
 
 
+def _module_version(module_dir: str, module: str) -> str:
+    """The version the build module resolves `module` to (`go list -m`)."""
+    result = subprocess.run(
+        [_go(), "list", "-m", "-f", "{{.Version}}", module],
+        cwd=GO_DIR / module_dir,
+        env={**os.environ, "GOFLAGS": "-mod=mod"},
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise BuildError(f"go list -m {module} failed in {module_dir}:\n{result.stderr.strip()}")
+    return result.stdout.strip()
+
+
+def _helm_stamps() -> list[str]:
+    """The variables helm's own release build sets (helm's Makefile): its version, and the
+    Kubernetes version `helm template` assumes without a cluster, derived from client-go
+    (v0.N ⇒ 1.N). Without them helm believes it talks to Kubernetes v1.20.0 and refuses
+    charts with a kubeVersion constraint."""
+    version = _module_version("helm", "helm.sh/helm/v3")
+    client_go = _module_version("helm", "k8s.io/client-go").lstrip("v").split(".")
+    major, minor = str(int(client_go[0]) + 1), client_go[1]
+    stamps = [
+        f"-X helm.sh/helm/v3/internal/version.version={version}",
+        "-X helm.sh/helm/v3/internal/version.metadata=",
+        "-X helm.sh/helm/v3/internal/version.gitTreeState=clean",
+    ]
+    for package in ("helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"):
+        stamps += [f"-X {package}.k8sVersionMajor={major}", f"-X {package}.k8sVersionMinor={minor}"]
+    return stamps
+
+
 def _ldflags(binary: Binary) -> str:
-    stamps = _VERSION_VARS if binary.module_dir == "kube" else []
+    if binary.module_dir == "kube":
+        stamps = _VERSION_VARS
+    elif binary.module_dir == "helm":
+        stamps = _helm_stamps()
+    else:
+        stamps = []
     return " ".join(["-s", "-w", *stamps])
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS
@@ -247,6 +248,16 @@ def _grouped_pod(name: str, group: str, priority_class: str | None = None) -> di
     }
 
 
+def _created_unless_class_unknown(create: Any) -> bool:
+    try:
+        create()
+    except ApiException as exc:
+        if exc.status == 403 and "no PriorityClass" in str(exc.body):
+            return False
+        raise
+    return True
+
+
 def test_core_pod_group_is_one_workload_admitted_together_and_preempted_pod_by_pod(
     webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
 ) -> None:
@@ -261,12 +272,20 @@ def test_core_pod_group_is_one_workload_admitted_together_and_preempted_pod_by_p
     client.SchedulingV1Api(api_client).create_priority_class(
         {"metadata": {"name": f"{namespace}-batch"}, "value": 10}
     )
-    kueue.custom.create_namespaced_custom_object(
-        "scheduling.k8s.io",
-        "v1alpha2",
-        namespace,
-        "podgroups",
-        _core_pod_group(namespace, "batch", 1, "Pod", f"{namespace}-batch"),
+    # The API server's Priority admission plugin reads PriorityClasses from its informer:
+    # right after the create it may refuse (403 "no PriorityClass") until the cache has it.
+    wait_for(
+        lambda: _created_unless_class_unknown(
+            lambda: kueue.custom.create_namespaced_custom_object(
+                "scheduling.k8s.io",
+                "v1alpha2",
+                namespace,
+                "podgroups",
+                _core_pod_group(namespace, "batch", 1, "Pod", f"{namespace}-batch"),
+            )
+        ),
+        timeout=10,
+        what="the PodGroup created once its PriorityClass is known",
     )
     for i in range(3):
         created = core.create_namespaced_pod(namespace, _grouped_pod(f"batch-{i}", "batch"))

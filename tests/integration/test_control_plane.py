@@ -150,3 +150,16 @@ def test_server_rejects_a_preemption_cost_that_is_not_a_quantity(
     )
     assert ok["status"]["preemptionCost"] == "3"
     time.sleep(0)  # keep the namespace fixture order explicit
+
+
+def test_helm_is_built_as_helms_release_build_is() -> None:
+    """helm's release build stamps its version and the Kubernetes version `helm template`
+    assumes without a cluster; without them it believes it renders for v1.20.0 and refuses
+    the chart's kubeVersion constraint (issue 17)."""
+    from tests.cluster.chart import CHART, helm
+
+    version = helm("version", "--template", "{{.Version}}")
+    assert version.returncode == 0 and version.stdout.startswith("v3."), version
+    rendered = helm("template", "qg", str(CHART))
+    assert rendered.returncode == 0, rendered.stderr
+    assert "kind: Deployment" in rendered.stdout
