@@ -9,11 +9,23 @@ from collections.abc import Callable, Sequence
 Handler = Callable[[argparse.Namespace], int]
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("quotagate")
+    except PackageNotFoundError:  # running from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quotagate",
         description="Kueue-compatible admission and queueing controller for Kubernetes.",
     )
+    parser.add_argument("--version", action="version", version=f"quotagate {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from controller.runtime.command import add_run_command
 

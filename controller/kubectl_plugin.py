@@ -133,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect quotagate's queues and Workloads, and ask what-if questions.",
         parents=[flags],
     )
+    from controller.cli import version
+
+    parser.add_argument(
+        "--version", action="version", version=f"kubectl-quotagate {version()}"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     listing = commands.add_parser(

@@ -6,11 +6,11 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 from typing import Any
 
 from api.quantities import InvalidQuantity, Quantity
+from controller.runtime.fatal import FatalError
 from costcontroller.policy import CostPolicy, PolicyLoadError, load_policy
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--metrics-port", type=int, default=0, help="port for /metrics (0 = off)")
     parser.add_argument(
+        "--health-port", type=int, default=0, help="port for /healthz and /readyz (0 = off)"
+    )
+    parser.add_argument(
         "--leader-elect",
         action="store_true",
         help="write only while holding a Lease (for more than one replica; off by default)",
@@ -77,7 +80,7 @@ def parse_policy_args(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from controller.runtime.command import setup_logging
+    from controller.runtime.command import run_until_done, setup_logging
 
     try:
         policy = load_policy(args.policy, parse_policy_args(args.policy_arg))
@@ -86,27 +89,37 @@ def run(args: argparse.Namespace) -> int:
         print(f"quotagate cost-controller: {exc}", file=sys.stderr)
         return 2
     setup_logging(args.log_level)
-    try:
-        return asyncio.run(serve(args, policy, max_cost))
-    except KeyboardInterrupt:
-        return 0
+    return run_until_done(
+        lambda stop: serve(args, policy, max_cost, stop), "quotagate cost-controller"
+    )
 
 
-async def serve(args: argparse.Namespace, policy: CostPolicy, max_cost: Quantity) -> int:
-    """Run the controller until SIGTERM/SIGINT; the exit status."""
+async def serve(
+    args: argparse.Namespace, policy: CostPolicy, max_cost: Quantity, stop: asyncio.Event
+) -> None:
+    """Run the controller until `stop` is set (SIGTERM/SIGINT); a FatalError when it cannot
+    go on (no credentials, metrics port taken, no Lease namespace)."""
     from controller.runtime.config import LeaderElection
+    from controller.runtime.health import Readiness, serve_health
     from controller.runtime.kube import make_api_client
     from controller.runtime.leader import run_while_leading
     from costcontroller.controller import CostController, CostMetrics
 
-    try:
-        api_client = await make_api_client(args.kubeconfig)
-    except Exception as exc:  # no kubeconfig and not in a cluster
-        print(f"quotagate cost-controller: error: {exc}", file=sys.stderr)
-        return 1
+    api_client = await make_api_client(args.kubeconfig)
     metrics = CostMetrics()
     metrics.serve(args.metrics_port)
+    # Ready: leading with every Workload listed, or standing by (nothing to wait for).
+    readiness = Readiness("the Workload informer has listed")
+    health = await serve_health("0.0.0.0", args.health_port, readiness)
     controller = CostController(api_client, policy, max_cost, resync=args.resync, metrics=metrics)
+    controller.on_synced = lambda: readiness.mark("the Workload informer has listed")
+
+    def on_change(leading: bool) -> None:
+        if leading and not controller.synced.is_set():
+            readiness.require("the Workload informer has listed")
+        else:
+            readiness.mark("the Workload informer has listed")
+
     election = LeaderElection.model_validate(
         {
             "enabled": args.leader_elect,
@@ -121,18 +134,25 @@ async def serve(args: argparse.Namespace, policy: CostPolicy, max_cost: Quantity
         max_cost,
         args.resync,
     )
-    main = asyncio.ensure_future(run_while_leading(api_client, election, controller.run))
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, main.cancel)
+    main = asyncio.ensure_future(
+        run_while_leading(api_client, election, controller.run, on_change)
+    )
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await main
-    except asyncio.CancelledError:
+        await asyncio.wait({main, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if main.done():
+            main.result()  # the election ended by itself: its error is fatal
+            raise FatalError("leader election ended unexpectedly")
         log.info("cost controller stopping")
     finally:
+        main.cancel()
+        stopping.cancel()
+        with contextlib.suppress(BaseException):
+            await main
+        if health is not None:
+            await health.cleanup()
         with contextlib.suppress(Exception):
             await api_client.close()
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 
 from api.constants import GROUP, VERSION
 from api.quantities import Quantity
+from controller.runtime.fatal import FatalError
 from controller.runtime.informer import WorkloadInformer
 from controller.runtime.kube import MERGE_PATCH, retrying
 from controller.runtime.workqueue import KeyQueue
@@ -77,7 +78,13 @@ class CostMetrics:
     def serve(self, port: int) -> None:
         """Serve /metrics on `port` (0 = off)."""
         if port:
-            start_http_server(port, registry=self.registry)
+            try:
+                start_http_server(port, registry=self.registry)
+            except OSError as exc:
+                raise FatalError(
+                    f"cannot serve metrics on port {port}: {exc.strerror or exc} "
+                    "(--metrics-port; 0 turns metrics off)"
+                ) from None
 
 
 def key_of(body: dict[str, Any]) -> Key:
@@ -111,6 +118,7 @@ class CostController:
         self.sleep = sleep
         self.workloads: dict[Key, dict[str, Any]] = {}
         self.synced = asyncio.Event()
+        self.on_synced: Callable[[], None] | None = None  # told after every complete list
         self._queue: KeyQueue[Key] = KeyQueue()
         self._reported: dict[Key, str] = {}  # the last refusal reported per Workload
 
@@ -136,10 +144,15 @@ class CostController:
             self.custom.api_client,
             self,
             watch_timeout=self.watch_timeout,
-            on_listed=self.synced.set,
+            on_listed=self._listed,
         ).run()
 
-    def workload_keys(self) -> set[str]:
+    def _listed(self) -> None:
+        self.synced.set()
+        if self.on_synced is not None:
+            self.on_synced()
+
+    def known_keys(self) -> set[str]:
         return {f"{namespace}/{name}" for namespace, name in self.workloads}
 
     def apply_event(self, kind: str | None, body: dict[str, Any]) -> None:

@@ -332,7 +332,11 @@ class PodIntegration:
         self.settle_seconds = settle_seconds
         self._counts: dict[Unit, tuple[int, float]] = {}
         self._serial: SerialReconciler[Unit] = SerialReconciler(
-            self.reconcile, is_leading, lambda unit: unit.key, log, keep=self.members.__contains__
+            self.reconcile,
+            is_leading,
+            lambda unit: f"{unit.kind} {unit.namespace}/{unit.name}",
+            log,
+            keep=self.members.__contains__,
         )
 
     # -- events --------------------------------------------------------------------------------
@@ -618,9 +622,9 @@ class PodIntegration:
                 _content_type=JSON_PATCH,
             )
         except ApiException as exc:
-            # 422 from the `test` op: the gate list changed since this copy (most often:
-            # the pod is already ungated and its event is on its way); the next event
-            # decides again.
-            if exc.status != 422:
+            # 422 from the `test` op ("test failed"): the gate list changed since this copy
+            # (most often: the pod is already ungated and its event is on its way); the next
+            # event decides again. Any other refusal (an admission policy, say) is retried.
+            if exc.status != 422 or "test failed" not in str(exc.body):
                 raise
             log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)

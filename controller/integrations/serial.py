@@ -1,5 +1,7 @@
 """One reconcile at a time per key, shared by the job and pod integrations: a kick while a
-key's reconcile runs makes it go round once more instead of running beside it."""
+key's reconcile runs makes it go round once more instead of running beside it; a reconcile
+that fails (the API server refused a Workload create, an unsuspend, an ungate) is retried
+for that key after an exponential backoff, not left until some unrelated event."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ K = TypeVar("K", bound=Hashable)
 
 class SerialReconciler(Generic[K]):
     """`kick(key)` runs `reconcile(key)` as a task while leading; `keep(key)` false after a
-    round lets the key's lock go. 404 and 409 are expected races and not logged."""
+    round lets the key's lock go. A failed round is retried after `base_delay · 2^(n−1)`
+    seconds (n consecutive failures, capped at `max_delay`); a success resets the count.
+    404 (the object is gone) ends it; 404 and 409 (a stale copy: the next event brings the
+    newer one, and the retry covers it if none comes) are expected races and not logged."""
 
     def __init__(
         self,
@@ -24,6 +29,8 @@ class SerialReconciler(Generic[K]):
         what: Callable[[K], str],
         log: logging.Logger,
         keep: Callable[[K], bool] = lambda key: True,
+        base_delay: float = 0.5,
+        max_delay: float = 60.0,
     ) -> None:
         self.reconcile, self.is_leading, self.what, self.log, self.keep = (
             reconcile,
@@ -32,9 +39,12 @@ class SerialReconciler(Generic[K]):
             log,
             keep,
         )
+        self.base_delay, self.max_delay = base_delay, max_delay
         self._locks: dict[K, asyncio.Lock] = {}
         self._dirty: set[K] = set()
+        self._failures: dict[K, int] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.retries = 0  # retries scheduled, for tests and metrics
 
     def spawn(self, coro: Awaitable[Any]) -> None:
         """Run `coro` as a task that is kept referenced until it ends."""
@@ -57,13 +67,30 @@ class SerialReconciler(Generic[K]):
                 try:
                     await self.reconcile(key)
                 except ApiException as exc:
-                    if exc.status not in (404, 409):
-                        self.log.warning(
-                            "reconciling %s failed: %s %s", self.what(key), exc.status, exc.reason
-                        )
-                except Exception:
-                    self.log.exception("reconciling %s failed", self.what(key))
+                    if exc.status == 404:
+                        self._failures.pop(key, None)
+                    else:
+                        if exc.status != 409:
+                            self.log.warning(
+                                "reconciling %s failed: %s %s",
+                                self.what(key),
+                                exc.status,
+                                exc.reason,
+                            )
+                        self._retry_later(key)
+                except Exception as exc:
+                    self.log.warning("reconciling %s failed: %s", self.what(key), exc, exc_info=True)
+                    self._retry_later(key)
+                else:
+                    self._failures.pop(key, None)
                 if key not in self._dirty:
                     break
             if not self.keep(key):
                 self._locks.pop(key, None)
+
+    def _retry_later(self, key: K) -> None:
+        failures = self._failures[key] = self._failures.get(key, 0) + 1
+        delay = min(self.max_delay, self.base_delay * 2 ** (failures - 1))
+        self.retries += 1
+        self.log.info("retrying %s in %.1fs (failure %d)", self.what(key), delay, failures)
+        asyncio.get_running_loop().call_later(delay, self.kick, key)

@@ -10,6 +10,7 @@ also registers its own MutatingWebhookConfiguration with a `url:` clientConfig.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import ipaddress
@@ -143,16 +144,53 @@ def self_signed(directory: Path, host: str) -> ServingCert:
     return ServingCert(cert_path, key_path, ca.public_bytes(serialization.Encoding.PEM))
 
 
-async def serve(address: str, port: int, cert: ServingCert) -> web.AppRunner:
+class CertReloader:
+    """Serves the current certificate files: new TLS handshakes use `tls.crt`/`tls.key` as
+    they are on disk, reloaded when they change (a rotated Secret, or files rewritten by
+    the controller's own certificate management), without a restart."""
+
+    def __init__(self, cert: ServingCert) -> None:
+        self.cert = cert
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._seen: tuple[tuple[float, int, int], ...] = ()
+        self.reload()
+
+    def _stamp(self) -> tuple[tuple[float, int, int], ...]:
+        stats = [path.stat() for path in (self.cert.cert, self.cert.key)]
+        return tuple((s.st_mtime, s.st_size, s.st_ino) for s in stats)
+
+    def reload(self) -> bool:
+        """Load the files if they changed since the last load; whether they were loaded."""
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return False
+        self.context.load_cert_chain(str(self.cert.cert), str(self.cert.key))
+        self._seen = stamp
+        return True
+
+    async def watch(self, interval: float = 5.0) -> None:
+        """Reload whenever the files change, until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if self.reload():
+                    log.info("webhook certificate reloaded from %s", self.cert.cert)
+            except (OSError, ssl.SSLError) as exc:  # half-written, or being replaced
+                log.warning("webhook certificate not reloaded: %s", exc)
+
+
+async def serve(address: str, port: int, reloader: CertReloader) -> web.AppRunner:
     """Start the HTTPS webhook server; returns the runner (call `cleanup()` to stop)."""
     app = web.Application()
     app.router.add_post("/mutate-pods", _handle)
     app.router.add_post("/mutate-jobs", _handle)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(str(cert.cert), str(cert.key))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, address, port, ssl_context=context).start()
+    try:
+        await web.TCPSite(runner, address, port, ssl_context=reloader.context).start()
+    except OSError:
+        await runner.cleanup()
+        raise
     log.info("webhook serving on https://%s:%d", address, port)
     return runner
 

@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,9 @@ def add_run_command(commands: Any) -> None:
         help="namespace to manage (repeatable; default all)",
     )
     sub.add_argument("--metrics-port", type=int, help="port for /metrics (0 = off)")
+    sub.add_argument(
+        "--health-port", type=int, help="port for /healthz and /readyz (0 = off; default 8081)"
+    )
     sub.add_argument("--write-parallelism", type=int, help="concurrent API writes")
     sub.add_argument(
         "--preemptibility-threshold", type=int, help="priority < N ⇒ preemptible (KAI: 100)"
@@ -85,6 +89,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     flags = {
         "namespaces": args.namespaces,
         "metricsPort": args.metrics_port,
+        "healthPort": args.health_port,
         "writeParallelism": args.write_parallelism,
         "preemptibility.priorityThreshold": args.preemptibility_threshold,
         "leaderElection.leaseNamespace": args.lease_namespace,
@@ -109,8 +114,36 @@ def _run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     from controller.runtime.operator import run_operator
 
+    return run_until_done(
+        lambda stop: run_operator(config, args.kubeconfig, stop_flag=stop), "quotagate run"
+    )
+
+
+def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) -> int:
+    """Run a long-running process to its end: 0 when it was asked to stop (SIGTERM, Ctrl-C:
+    `main` gets an event that is set then, and stops cleanly), 1 with one line on stderr
+    (never a traceback) when it could not go on."""
+    from controller.runtime.fatal import FatalError
+
     try:
-        asyncio.run(run_operator(config, args.kubeconfig))
+        asyncio.run(_stopping_on_signals(main))
     except KeyboardInterrupt:
         return 0
+    except FatalError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: one line for the user, the traceback at debug level
+        logging.getLogger(__name__).debug("unexpected error", exc_info=True)
+        print(f"{name}: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     return 0
+
+
+async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await main(stop)

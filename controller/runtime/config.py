@@ -58,6 +58,48 @@ class Preemptibility(_Section):
     )
 
 
+class InternalCertManagement(_Section):
+    """The controller generates, stores and rotates the webhook's certificates itself, as
+    Kueue's internalCertManagement does (controller/runtime/certs.py)."""
+
+    enabled: bool = Field(
+        False, description="manage the webhook's CA and serving certificate (the chart's default)"
+    )
+    secret_name: str = Field(
+        "quotagate-webhook-cert",
+        alias="secretName",
+        min_length=1,
+        description="Secret that stores them, in the leader-election namespace",
+    )
+    service_name: str = Field(
+        "quotagate-webhook",
+        alias="serviceName",
+        min_length=1,
+        description="the webhook's Service: the certificate names <service>.<namespace>.svc",
+    )
+    configuration_name: str = Field(
+        "quotagate",
+        alias="configurationName",
+        min_length=1,
+        description="MutatingWebhookConfiguration whose caBundle is kept in step",
+    )
+    validity_seconds: int = Field(
+        365 * 86400, alias="validitySeconds", ge=60, description="lifetime of a new CA and certificate"
+    )
+    rotate_before_seconds: int = Field(
+        30 * 86400,
+        alias="rotateBeforeSeconds",
+        ge=1,
+        description="renew when less than this is left",
+    )
+
+    @model_validator(mode="after")
+    def _rotates_before_expiry(self) -> InternalCertManagement:
+        if self.rotate_before_seconds >= self.validity_seconds:
+            raise ValueError("rotateBeforeSeconds must be less than validitySeconds")
+        return self
+
+
 class Webhook(_Section):
     """The mutating webhook that gates queue-labelled pods and suspends queue-labelled Jobs."""
 
@@ -67,8 +109,19 @@ class Webhook(_Section):
     cert_dir: str | None = Field(
         None,
         alias="certDir",
-        description="directory with tls.crt/tls.key (cert-manager or a Secret); unset = self-signed",
+        description="directory with tls.crt/tls.key (and ca.crt): mounted from cert-manager's or "
+        "your Secret, or written by internalCertManagement; reloaded when they change. "
+        "Unset = a self-signed certificate for local runs",
     )
+    internal_cert_management: InternalCertManagement = Field(
+        default_factory=lambda: InternalCertManagement(), alias="internalCertManagement"
+    )
+
+    @model_validator(mode="after")
+    def _managed_certs_need_a_directory(self) -> Webhook:
+        if self.internal_cert_management.enabled and not self.cert_dir:
+            raise ValueError("internalCertManagement needs certDir: where to write the certificates")
+        return self
     manage_configuration: bool = Field(
         False,
         alias="manageConfiguration",
@@ -97,6 +150,13 @@ class ControllerConfig(_Section):
     )
     webhook: Webhook = Field(default_factory=lambda: Webhook())
     metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
+    health_port: int = Field(
+        8081,
+        alias="healthPort",
+        ge=0,
+        le=65535,
+        description="port of /healthz and /readyz for the kubelet's probes; 0 = off",
+    )
     write_parallelism: int = Field(
         16, alias="writeParallelism", ge=1, le=256, description="concurrent API writes"
     )

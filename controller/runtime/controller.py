@@ -137,7 +137,7 @@ class Controller:
         state.preemptibility_threshold = self.config.preemptibility.priority_threshold
         return state
 
-    def workload_keys(self) -> set[str]:
+    def known_keys(self) -> set[str]:
         """Every Workload the controller holds a copy of."""
         return set(self.copies)
 

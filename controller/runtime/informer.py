@@ -1,13 +1,16 @@
-"""Workloads straight from a watch: the high-volume resource bypasses kopf.
+"""List + watch straight into a sink: the high-volume resources bypass kopf.
 
 kopf gives every object its own worker and waits a batching window per event; at
 Kueue-benchmark rates (hundreds of Workload events a second, ten thousand objects) that
 queue fell minutes behind and the state admitted against usage that had long been
 released (docs/benchmark.md, "What the first live run showed"). Workloads are therefore
-watched here: one stream, events applied to the state in the order the API server sent
-them, each in microseconds. The initial LIST comes from `Controller.load`; this watch
-continues from a fresh LIST's resourceVersion, and on 410 Gone or a broken connection it
-re-lists (objects gone from the list are applied as deleted) and watches again.
+watched here: one stream, events applied in the order the API server sent them, each in
+microseconds. So are the pods and Jobs the integrations manage, with a label selector the
+server applies (kopf's label filters run on the client, after every pod of the cluster
+was streamed). The watch continues from a LIST's resourceVersion, and on 410 Gone or a
+broken connection it re-lists (objects gone from the list are applied as deleted) and
+watches again. A refusal that will not go away by itself (401, 403: credentials or RBAC)
+is fatal: the process stops and says so, rather than run blind.
 """
 
 from __future__ import annotations
@@ -20,33 +23,42 @@ from typing import Any, Protocol
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.runtime.kube import CONNECTION_ERRORS, WORKLOADS, Api, retrying
+from controller.runtime.fatal import FatalError
+from controller.runtime.kube import CONNECTION_ERRORS, WORKLOADS, Api, Resource, retrying
 
-__all__ = ["WorkloadInformer"]
+__all__ = ["Informer", "WorkloadInformer"]
 
 log = logging.getLogger(__name__)
 
 
-class _Sink(Protocol):
+class Sink(Protocol):
+    """Where an informer's events go; `known_keys` are the `namespace/name` of the objects
+    of the resource it holds, so a re-list can tell it which ones are gone."""
+
     def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None: ...
 
-    def workload_keys(self) -> set[str]: ...
+    def known_keys(self) -> set[str]: ...
 
 
-class WorkloadInformer:
-    """List + watch Workloads (all namespaces, or the listed ones) into `sink`."""
+class Informer:
+    """List + watch one resource (all namespaces, or the listed ones; only the objects
+    matching `label_selector`, filtered by the server) into `sink`."""
 
     def __init__(
         self,
         api_client: aio_client.ApiClient,
-        sink: _Sink,
+        resource: Resource,
+        sink: Sink,
         namespaces: list[str] | None = None,
+        label_selector: str | None = None,
         watch_timeout: int = 300,
         on_listed: Callable[[], None] | None = None,
     ) -> None:
         self.api = Api(api_client)
+        self.resource = resource
         self.sink = sink
         self.namespaces = namespaces or []
+        self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.on_listed = on_listed  # told after every complete (re-)list
         self.events = 0
@@ -68,33 +80,46 @@ class WorkloadInformer:
                 while True:
                     version = await self._watch(namespace, version)
             except ApiException as exc:
+                plural = self.resource.plural
                 if exc.status == 410:
-                    log.info("Workload watch expired (410 Gone); re-listing")
+                    log.info("%s watch expired (410 Gone); re-listing", plural)
                     continue
-                log.warning("listing/watching Workloads failed: %s %s", exc.status, exc.reason)
+                if exc.status in (401, 403):
+                    raise FatalError(
+                        f"not allowed to list/watch {plural}"
+                        f"{f' in namespace {namespace}' if namespace else ''}: {exc.status} "
+                        f"{exc.reason} (check the credentials and the ClusterRole's rules)"
+                    ) from None
+                log.warning("listing/watching %s failed: %s %s", plural, exc.status, exc.reason)
             except CONNECTION_ERRORS as exc:
-                log.warning("listing/watching Workloads failed: %s", exc or type(exc).__name__)
+                log.warning(
+                    "listing/watching %s failed: %s",
+                    self.resource.plural,
+                    exc or type(exc).__name__,
+                )
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 30.0)
 
     async def _relist(self, namespace: str | None) -> str:
-        collection = Api.path(WORKLOADS, None, namespace)
-        listing: Any = await retrying(lambda: self.api.request("GET", collection))
+        resource = self.resource
+        collection = Api.path(resource, None, namespace)
+        params = {"labelSelector": self.label_selector} if self.label_selector else None
+        listing: Any = await retrying(lambda: self.api.request("GET", collection, params=params))
         present: set[str] = set()
         for item in listing.get("items") or ():
-            item.setdefault("kind", WORKLOADS.kind)
-            item.setdefault("apiVersion", WORKLOADS.api_version)
+            item.setdefault("kind", resource.kind)
+            item.setdefault("apiVersion", resource.api_version)
             meta = item.get("metadata") or {}
             present.add(f"{meta.get('namespace')}/{meta.get('name')}")
             self.sink.apply_event(None, item)
-        for key in self.sink.workload_keys() - present:
+        for key in self.sink.known_keys() - present:
             ns, _, name = key.partition("/")
             if namespace is None or ns == namespace:
                 self.sink.apply_event(
                     "DELETED",
                     {
-                        "kind": WORKLOADS.kind,
-                        "apiVersion": WORKLOADS.api_version,
+                        "kind": resource.kind,
+                        "apiVersion": resource.api_version,
                         "metadata": {"namespace": ns, "name": name},
                     },
                 )
@@ -106,16 +131,31 @@ class WorkloadInformer:
         """Apply events from `version` until the server ends the watch; the version to go
         on from (ApiException 410 when it expired)."""
         async for kind, body in self.api.watch(
-            WORKLOADS,
+            self.resource,
             namespace=namespace,
             resource_version=version,
+            label_selector=self.label_selector,
             timeout_seconds=self.watch_timeout,
         ):
             version = str((body.get("metadata") or {}).get("resourceVersion") or version)
             if kind == "BOOKMARK":
                 continue
-            body.setdefault("kind", WORKLOADS.kind)
-            body.setdefault("apiVersion", WORKLOADS.api_version)
+            body.setdefault("kind", self.resource.kind)
+            body.setdefault("apiVersion", self.resource.api_version)
             self.events += 1
             self.sink.apply_event(kind, body)
         return version
+
+
+class WorkloadInformer(Informer):
+    """The Workloads (all namespaces, or the listed ones) into `sink`."""
+
+    def __init__(
+        self,
+        api_client: aio_client.ApiClient,
+        sink: Sink,
+        namespaces: list[str] | None = None,
+        watch_timeout: int = 300,
+        on_listed: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(api_client, WORKLOADS, sink, namespaces, None, watch_timeout, on_listed)

@@ -28,6 +28,7 @@ from tenacity import (
 
 from api.constants import GROUP, VERSION
 from api.workload_status import ADMISSION_FIELD_MANAGER
+from controller.runtime.fatal import FatalError
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,9 @@ WORKLOADS = Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True)
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)
 NAMESPACES = Resource("Namespace", "", "v1", "namespaces", False)
 EVENTS = Resource("Event", "", "v1", "events", True)  # written, never watched
+# The objects the integrations manage (watched with a label selector, not in WATCHED).
+JOBS = Resource("Job", "batch", "v1", "jobs", True)
+PODS = Resource("Pod", "", "v1", "pods", True)
 
 # Order matters for the initial load: definitions before the Workloads that use them.
 WATCHED = (
@@ -85,6 +89,8 @@ async def make_api_client(
     """An asyncio API client from `kubeconfig` (or $KUBECONFIG / ~/.kube/config), or the
     in-cluster ServiceAccount when no kubeconfig is found; `pool_size` bounds its
     concurrent connections (the client's default otherwise)."""
+    if kubeconfig and not os.path.isfile(kubeconfig):
+        raise FatalError(f"the kubeconfig {kubeconfig} does not exist (--kubeconfig)")
     configuration = aio_client.Configuration()
     if pool_size is not None:
         configuration.connection_pool_maxsize = pool_size
@@ -92,10 +98,16 @@ async def make_api_client(
         await aio_config.load_kube_config(
             config_file=kubeconfig, client_configuration=configuration
         )
-    except aio_config.ConfigException:
+    except (aio_config.ConfigException, OSError) as exc:
         if kubeconfig:
-            raise
-        aio_config.load_incluster_config(client_configuration=configuration)
+            raise FatalError(f"cannot load the kubeconfig {kubeconfig}: {exc}") from None
+        try:
+            aio_config.load_incluster_config(client_configuration=configuration)
+        except aio_config.ConfigException:
+            raise FatalError(
+                "no credentials: no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) "
+                "and no in-cluster service account"
+            ) from None
     if not any(os.environ.get(v) for v in _PROXY_VARIABLES):
         # aiohttp re-reads the proxy variables and ~/.netrc on every request when told to
         # trust the environment (a measurable share of the controller's CPU); with no

@@ -32,6 +32,7 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from controller.runtime.config import LeaderElection
+from controller.runtime.fatal import FatalError
 from controller.runtime.kube import CONNECTION_ERRORS
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,8 @@ class LeaseElector:
         try:
             lease = await self._read()
         except ApiException as exc:
+            if exc.status == 403:
+                raise FatalError(_forbidden(s, "get")) from None
             if exc.status != 404:
                 log.info("reading lease failed: %s", exc.reason)
                 return False
@@ -137,6 +140,13 @@ class LeaseElector:
                 _GROUP, _VERSION, s.lease_namespace, _PLURAL, body
             )
         except ApiException as exc:
+            if exc.status == 404:
+                raise FatalError(
+                    f"the leader-election namespace {s.lease_namespace} does not exist: create "
+                    "it, or name another with --lease-namespace (leaderElection.leaseNamespace)"
+                ) from None
+            if exc.status == 403:
+                raise FatalError(_forbidden(s, "create")) from None
             log.info("creating lease failed: %s", exc.reason)  # 409: someone else created it
             return False
         self._observed_record = (self.identity, now, 0)
@@ -182,6 +192,13 @@ class LeaseElector:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def _forbidden(settings: LeaderElection, verb: str) -> str:
+    return (
+        f"not allowed to {verb} the Lease {settings.lease_namespace}/{settings.lease_name}: "
+        "grant get, create and update on leases (coordination.k8s.io) in that namespace"
+    )
 
 
 async def run_while_leading(

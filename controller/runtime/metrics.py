@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from controller.runtime.fatal import FatalError
+
 # Kueue's admission wait buckets (seconds): 1 s … ~4.5 h, doubling.
 _WAIT_BUCKETS = tuple(float(2**i) for i in range(15))
 _CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -168,4 +170,10 @@ class Metrics:
     def serve(self, port: int, addr: str = "0.0.0.0") -> None:
         """Expose `/metrics` on `port` (0 = off)."""
         if port:
-            start_http_server(port, addr=addr, registry=self.registry)
+            try:
+                start_http_server(port, addr=addr, registry=self.registry)
+            except OSError as exc:
+                raise FatalError(
+                    f"cannot serve metrics on {addr}:{port}: {exc.strerror or exc} "
+                    "(metricsPort, --metrics-port; 0 turns metrics off)"
+                ) from None

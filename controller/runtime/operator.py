@@ -1,9 +1,12 @@
-"""`quotagate run`: kopf watches feed the Controller; the leader runs the scheduling loop.
+"""`quotagate run`: watches feed the Controller; the leader runs the scheduling loop.
 
-kopf runs `standalone` (its peering is not leader election); `leader.run_while_leading`
-decides which replica schedules. Every replica keeps its state current from the
-watches, and a replica that becomes leader re-reads everything before its first cycle,
-so it never decides on a state older than what the previous leader wrote.
+Workloads, and the queue-labelled pods and Jobs (filtered by the API server), come from
+informers (controller/runtime/informer.py); the low-volume queue objects from kopf, which
+runs `standalone` (its peering is not leader election). `leader.run_while_leading`
+decides which replica schedules. Every replica keeps its state current from the watches
+and serves the webhook and the health probes; a replica that becomes leader re-reads
+everything before its first cycle, so it never decides on a state older than what the
+previous leader wrote.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +29,24 @@ from controller.core.workloads import WorkloadKey
 from controller.integrations import webhook as webhooks
 from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
+from controller.runtime.certs import WebhookCertificates
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
-from controller.runtime.informer import WorkloadInformer
-from controller.runtime.kube import WATCHED, WORKLOADS, Api, Resource, make_api_client
+from controller.runtime.fatal import FatalError
+from controller.runtime.health import Readiness, serve_health
+from controller.runtime.informer import Informer, WorkloadInformer
+from controller.runtime.kube import (
+    API_ERRORS,
+    JOBS,
+    PODS,
+    WATCHED,
+    WORKLOADS,
+    Api,
+    Resource,
+    make_api_client,
+    retrying,
+)
 from controller.runtime.leader import run_while_leading
 from controller.runtime.metrics import Metrics
 from controller.runtime.queue_status import QueueStatusWriter
@@ -76,14 +94,10 @@ def _toleration(toleration: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v}
 
 
-def build_registry(
-    controller: Controller,
-    kubeconfig: str | None = None,
-    jobs: JobIntegration | None = None,
-    pods: PodIntegration | None = None,
-) -> kopf.OperatorRegistry:
+def build_registry(controller: Controller, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
     """One `on.event` handler per watched resource: events go straight into the state
-    (no per-object handlers, no progress annotations written to the objects)."""
+    (no per-object handlers, no progress annotations written to the objects). Workloads,
+    and the pods and Jobs the integrations manage, have informers of their own."""
     registry = kopf.OperatorRegistry()
 
     def register(resource: Resource) -> None:
@@ -107,38 +121,6 @@ def build_registry(
         if resource is not WORKLOADS:  # high volume: controller/runtime/informer.py
             register(resource)
 
-    if jobs is not None:
-
-        @kopf.on.event(
-            "batch",
-            "v1",
-            "jobs",
-            id="track-jobs",
-            labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-            registry=registry,
-        )
-        async def on_job(event: kopf.RawEvent, **_: Any) -> None:
-            body = dict(event["object"])
-            body.setdefault("kind", "Job")
-            body.setdefault("apiVersion", "batch/v1")
-            jobs.on_job_event(event.get("type"), body)
-
-    if pods is not None:
-
-        @kopf.on.event(
-            "",
-            "v1",
-            "pods",
-            id="track-pods",
-            labels={QUEUE_NAME_LABEL: kopf.PRESENT},
-            registry=registry,
-        )
-        async def on_pod(event: kopf.RawEvent, **_: Any) -> None:
-            body = dict(event["object"])
-            body.setdefault("kind", "Pod")
-            body.setdefault("apiVersion", "v1")
-            pods.on_pod_event(event.get("type"), body)
-
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
         return connection_info(kubeconfig)
@@ -154,6 +136,20 @@ def build_registry(
     return registry
 
 
+class _EventSink:
+    """An integration's event handler and the keys it holds, as an informer's sink."""
+
+    def __init__(
+        self,
+        apply: Callable[[str | None, dict[str, Any]], None],
+        keys: Callable[[], set[str]],
+    ) -> None:
+        self.apply_event, self.known_keys = apply, keys
+
+
+QUEUED_SELECTOR = QUEUE_NAME_LABEL  # the label exists: only queue-labelled pods and Jobs
+
+
 async def run_operator(
     config: ControllerConfig,
     kubeconfig: str | None = None,
@@ -161,50 +157,70 @@ async def run_operator(
     ready_flag: asyncio.Event | None = None,
     identity: str | None = None,
 ) -> None:
-    """Run the controller until `stop_flag` is set (or forever)."""
+    """Run the controller until `stop_flag` is set (or forever). Raises FatalError when it
+    cannot go on (the caller exits 1 with the message)."""
     api_client = await make_api_client(kubeconfig)
+    try:
+        await _run(config, kubeconfig, api_client, stop_flag, ready_flag, identity)
+    finally:
+        await api_client.close()
+
+
+async def _run(
+    config: ControllerConfig,
+    kubeconfig: str | None,
+    api_client: Any,
+    stop_flag: asyncio.Event | None,
+    ready_flag: asyncio.Event | None,
+    identity: str | None,
+) -> None:
     api = Api(api_client)
     metrics = Metrics()
     metrics.serve(config.metrics_port)
+    readiness = Readiness("the Workload informer has listed")
+    health = await serve_health("0.0.0.0", config.health_port, readiness)
     recorder = EventRecorder(
         api, qps=config.event_qps, burst=config.event_burst, on_drop=metrics.events_dropped.inc
     )
     controller = Controller(api, config, metrics, events=recorder)
-    await controller.load(WATCHED)
+    await load_or_fail(controller)
     statuses = QueueStatusWriter(controller)
+
     def flavor(name: str) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
         found = controller.state.flavors.get(name)
         if found is None:
             return None
         return dict(found.node_labels), [_toleration(t) for t in found.tolerations]
 
+    def workload_copy(key: str) -> dict[str, Any] | None:
+        copy = controller.copies.get(WorkloadKey(key))
+        return copy.body if copy is not None else None
+
+    def priority_of_class(name: str) -> int | None:
+        cls = controller.state.priority_classes.workload_class(name)
+        return cls.value if cls is not None else None
+
     jobs = JobIntegration(
         api_client,
         is_leading=lambda: controller.leading,
-        workload_copy=lambda key: (
-            copy.body if (copy := controller.copies.get(WorkloadKey(key))) else None
-        ),
+        workload_copy=workload_copy,
         flavor=flavor,
-        priority_of_class=lambda name: (
-            c.value if (c := controller.state.priority_classes.workload_class(name)) else None
-        ),
+        priority_of_class=priority_of_class,
         events=controller.events,
     )
     controller.workload_listeners.append(jobs.on_workload_event)
     pods = PodIntegration(
         api_client,
         is_leading=lambda: controller.leading,
-        workload_copy=lambda key: (
-            copy.body if (copy := controller.copies.get(WorkloadKey(key))) else None
-        ),
+        workload_copy=workload_copy,
         flavor=flavor,
-        priority_of_class=lambda name: (
-            c.value if (c := controller.state.priority_classes.workload_class(name)) else None
-        ),
+        priority_of_class=priority_of_class,
         events=controller.events,
     )
     controller.workload_listeners.append(pods.on_workload_event)
-    webhook_runner = await start_webhook(config, api_client) if config.webhook.enabled else None
+    webhook = WebhookServer(config, api_client, readiness) if config.webhook.enabled else None
+    if webhook is not None:
+        await webhook.start()
 
     async def lead() -> None:
         controller.leading = True
@@ -223,33 +239,75 @@ async def run_operator(
         metrics.is_leader.set(1 if leading else 0)
 
     stop_flag = stop_flag or asyncio.Event()
-    election = asyncio.create_task(
-        run_while_leading(api_client, config.leader_election, lead, on_change, identity)
-    )
+    failures: list[str] = []
 
-    def election_ended(task: asyncio.Task[None]) -> None:
-        # The election loop only ends by cancellation; anything else is fatal: a replica
-        # that can neither lead nor follow must not keep running half-alive.
-        if not task.cancelled() and task.exception() is not None:
-            log.error("leader election failed; stopping", exc_info=task.exception())
+    def fatal_when_ended(what: str) -> Callable[[asyncio.Task[None]], None]:
+        # The election loop and the watches end only by cancellation; anything else is
+        # fatal: a replica that can neither lead, follow nor see its objects must not keep
+        # running half-alive. The process exits 1 with the reason (command.py).
+        def ended(task: asyncio.Task[None]) -> None:
+            if task.cancelled():
+                return
+            exc = task.exception()
+            if exc is None:
+                message = f"{what} ended unexpectedly"
+            elif isinstance(exc, FatalError):
+                message = str(exc)
+            else:
+                message = f"{what} failed: {type(exc).__name__}: {exc}".splitlines()[0]
+            log.error("stopping: %s", message)
+            failures.append(message)
             assert stop_flag is not None
             stop_flag.set()
 
-    election.add_done_callback(election_ended)
-    informer = asyncio.create_task(
-        WorkloadInformer(api_client, controller, config.namespaces or None).run()
-    )
+        return ended
 
-    def informer_ended(task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("the Workload watch failed; stopping", exc_info=task.exception())
-            assert stop_flag is not None
-            stop_flag.set()
+    def background(what: str, coro: Awaitable[None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        task.add_done_callback(fatal_when_ended(what))
+        return task
 
-    informer.add_done_callback(informer_ended)
+    namespaces = config.namespaces or None
+    tasks = [
+        background(
+            "leader election",
+            run_while_leading(api_client, config.leader_election, lead, on_change, identity),
+        ),
+        background(
+            "the Workload watch",
+            WorkloadInformer(
+                api_client,
+                controller,
+                namespaces,
+                on_listed=lambda: readiness.mark("the Workload informer has listed"),
+            ).run(),
+        ),
+        background(
+            "the Job watch",
+            Informer(
+                api_client,
+                JOBS,
+                _EventSink(jobs.on_job_event, lambda: set(jobs.jobs)),
+                namespaces,
+                label_selector=QUEUED_SELECTOR,
+            ).run(),
+        ),
+        background(
+            "the pod watch",
+            Informer(
+                api_client,
+                PODS,
+                _EventSink(pods.on_pod_event, lambda: set(pods.pods)),
+                namespaces,
+                label_selector=QUEUED_SELECTOR,
+            ).run(),
+        ),
+    ]
+    if webhook is not None:
+        tasks += [background(what, coro) for what, coro in webhook.background()]
     try:
         await kopf.operator(
-            registry=build_registry(controller, kubeconfig, jobs, pods),
+            registry=build_registry(controller, kubeconfig),
             standalone=True,
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,
@@ -257,36 +315,121 @@ async def run_operator(
             ready_flag=ready_flag,
         )
     finally:
-        election.cancel()
-        informer.cancel()
-        await asyncio.gather(election, informer, return_exceptions=True)
-        if webhook_runner is not None:
-            await webhook_runner.cleanup()
-        await api_client.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if webhook is not None:
+            await webhook.stop()
+        if health is not None:
+            await health.cleanup()
+    if failures:
+        raise FatalError(failures[0])
 
 
-async def start_webhook(config: ControllerConfig, api_client: Any) -> Any:
-    """Serve the webhook; for local runs also register our MutatingWebhookConfiguration."""
-    settings = config.webhook
-    host = settings.url_host or (settings.address if settings.address != "0.0.0.0" else "127.0.0.1")
-    if settings.cert_dir:
-        directory = Path(settings.cert_dir)
-        ca_file = directory / "ca.crt"
-        cert = webhooks.ServingCert(
-            directory / "tls.crt",
-            directory / "tls.key",
-            ca_file.read_bytes() if ca_file.exists() else b"",
-        )
-    else:
-        cert = webhooks.self_signed(Path(tempfile.mkdtemp(prefix="quotagate-webhook-")), host)
-    runner = await webhooks.serve(settings.address, settings.port, cert)
-    if settings.manage_configuration:
+async def load_or_fail(controller: Controller) -> None:
+    """The initial read of every watched resource; a refusal that retrying cannot cure
+    (CRDs not installed, RBAC) is fatal, with what to fix."""
+    try:
+        await controller.load(WATCHED)
+    except ApiException as exc:
+        if exc.status == 404:
+            raise FatalError(
+                "the Kueue CRDs are not installed (404 listing them): apply config/crd/bases "
+                "or install the chart with installCRDs=true"
+            ) from None
+        if exc.status in (401, 403):
+            raise FatalError(
+                f"not allowed to list the watched resources: {exc.status} {exc.reason} "
+                "(check the credentials and the ClusterRole's rules)"
+            ) from None
+        raise
+
+
+class WebhookServer:
+    """The webhook server, its certificate (self-signed for local runs, mounted from a
+    Secret, or managed by the controller: controller/runtime/certs.py) reloaded whenever
+    it changes, and, for local runs, our own MutatingWebhookConfiguration."""
+
+    def __init__(self, config: ControllerConfig, api_client: Any, readiness: Readiness) -> None:
+        self.config = config
+        self.settings = config.webhook
+        self.api_client = api_client
+        self.readiness = readiness
+        self.runner: Any = None
+        self.reloader: webhooks.CertReloader | None = None
+        self.certificates: WebhookCertificates | None = None
+        readiness.require("the webhook is serving")
+
+    def _host(self) -> str:
+        settings = self.settings
+        if settings.url_host:
+            return settings.url_host
+        return settings.address if settings.address != "0.0.0.0" else "127.0.0.1"
+
+    async def start(self) -> None:
+        settings = self.settings
+        managed = settings.internal_cert_management
+        if managed.enabled:
+            assert settings.cert_dir is not None  # the config requires it
+            self.certificates = WebhookCertificates(
+                self.api_client,
+                managed,
+                self.config.leader_election.lease_namespace,
+                Path(settings.cert_dir),
+            )
+            try:
+                await retrying(self.certificates.ensure, attempts=8)
+            except API_ERRORS as exc:
+                raise FatalError(
+                    f"cannot set up the webhook's certificates in Secret "
+                    f"{self.config.leader_election.lease_namespace}/{managed.secret_name}: {exc}"
+                ) from None
+        if settings.cert_dir:
+            directory = Path(settings.cert_dir)
+            ca_file = directory / "ca.crt"
+            cert = webhooks.ServingCert(
+                directory / "tls.crt",
+                directory / "tls.key",
+                ca_file.read_bytes() if ca_file.exists() else b"",
+            )
+        else:
+            directory = Path(tempfile.mkdtemp(prefix="quotagate-webhook-"))
+            cert = webhooks.self_signed(directory, self._host())
+        try:
+            self.reloader = webhooks.CertReloader(cert)
+        except (OSError, ssl.SSLError) as exc:
+            raise FatalError(
+                f"cannot load the webhook certificate from {directory}: {exc} (webhook.certDir)"
+            ) from None
+        try:
+            self.runner = await webhooks.serve(settings.address, settings.port, self.reloader)
+        except OSError as exc:
+            raise FatalError(
+                f"cannot serve the webhook on {settings.address}:{settings.port}: "
+                f"{exc.strerror or exc} (webhook.address, webhook.port, --webhook-address)"
+            ) from None
+        if settings.manage_configuration:
+            await self._register(cert.ca_bundle)
+        self.readiness.mark("the webhook is serving")
+
+    def background(self) -> list[tuple[str, Awaitable[None]]]:
+        """The long-running parts: certificate reloads and, when managed, rotation."""
+        assert self.reloader is not None
+        work: list[tuple[str, Awaitable[None]]] = [
+            ("the webhook certificate reloader", self.reloader.watch())
+        ]
+        if self.certificates is not None:
+            work.append(("the webhook certificate manager", self.certificates.run_forever()))
+        return work
+
+    async def _register(self, ca_bundle: bytes) -> None:
+        settings = self.settings
         body: Any = webhooks.webhook_configuration(
-            f"https://{host}:{settings.port}",
-            cert.ca_bundle,
-            config.leader_election.lease_namespace,
+            f"https://{self._host()}:{settings.port}",
+            ca_bundle,
+            self.config.leader_election.lease_namespace,
         )
-        admission = aio_client.AdmissionregistrationV1Api(api_client)
+        admission = aio_client.AdmissionregistrationV1Api(self.api_client)
         try:
             existing: Any = await admission.read_mutating_webhook_configuration(
                 webhooks.CONFIG_NAME
@@ -298,4 +441,7 @@ async def start_webhook(config: ControllerConfig, api_client: Any) -> Any:
                 raise
             await admission.create_mutating_webhook_configuration(body)
         log.info("registered MutatingWebhookConfiguration %s", webhooks.CONFIG_NAME)
-    return runner
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()

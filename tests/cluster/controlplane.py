@@ -263,6 +263,9 @@ class ControlPlane:
                 "--runtime-config",
                 RUNTIME_CONFIG,
                 "--profiling=false",
+                # Webhook Services resolve through their EndpointSlices (there is no
+                # kube-proxy): tests/cluster/podrunner.py publishes a local process that way.
+                "--enable-aggregator-routing=true",
                 "-v",
                 "1",
             ],

@@ -174,6 +174,8 @@ def main() -> int:
                 str(STATE_DIR / "controller.yaml"),
                 "--metrics-port",
                 "0",
+                "--health-port",
+                str(free_port()),
                 "--webhook-address",
                 f"127.0.0.1:{port}",
                 "--webhook-manage-config",

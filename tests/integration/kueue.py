@@ -260,8 +260,11 @@ class ControllerProcess:
         lease_name: str = "quotagate-test",
         extra: list[str] | None = None,
     ) -> None:
+        from tests.cluster.controlplane import free_port
+
         self.kubeconfig = kubeconfig
         self.log_path = log_dir / f"{name}.log"
+        self.health_port = free_port()
         self.args = [
             sys.executable,
             "-m",
@@ -270,6 +273,8 @@ class ControllerProcess:
             kubeconfig,
             "--metrics-port",
             "0",
+            "--health-port",
+            str(self.health_port),
             "--lease-namespace",
             SYSTEM_NAMESPACE,
             "--lease-name",

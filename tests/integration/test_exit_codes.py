@@ -1,0 +1,76 @@
+"""`quotagate run` and `quotagate cost-controller` stop on what they cannot recover from with
+exit status 1 and one line on stderr, never a traceback (issues 17 and 18)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.kueue import REPO
+
+CLI = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())"]
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def last_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines, "nothing on stderr"
+    assert "Traceback" not in stderr
+    return lines[-1]
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == "quotagate 0.1.0"
+
+
+@pytest.mark.parametrize("command", [["run"], ["cost-controller"]])
+def test_a_missing_kubeconfig_is_one_line(command: list[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    result = run(*command, "--kubeconfig", str(missing), "--metrics-port", "0")
+    assert result.returncode == 1
+    assert last_line(result.stderr).endswith(
+        f"the kubeconfig {missing} does not exist (--kubeconfig)"
+    )
+
+
+def test_a_missing_lease_namespace_fails_fast_naming_the_namespace_and_the_flag(
+    kubeconfig_path: str, crds_installed: list[str]
+) -> None:
+    result = run(
+        "run",
+        "--kubeconfig",
+        kubeconfig_path,
+        "--metrics-port",
+        "0",
+        "--lease-namespace",
+        "no-such-namespace",
+        timeout=60,
+    )
+    assert result.returncode == 1
+    line = last_line(result.stderr)
+    assert line.startswith("quotagate run: the leader-election namespace no-such-namespace")
+    assert "--lease-namespace" in line
+
+
+@pytest.mark.parametrize("command", [["run"], ["cost-controller"]])
+def test_a_metrics_port_in_use_is_one_line(
+    command: list[str], kubeconfig_path: str, crds_installed: list[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run(*command, "--kubeconfig", kubeconfig_path, "--metrics-port", str(port))
+    assert result.returncode == 1
+    line = last_line(result.stderr)
+    assert ("cannot serve metrics on" in line and f":{port}" in line) or f"port {port}" in line
+    assert "Address already in use" in line
