@@ -27,7 +27,7 @@ from api.constants import (
     StopPolicy,
     WithinClusterQueuePolicy,
 )
-from api.objects import AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
+from api.objects import WIDE_AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
 from api.quantity import NonNegativeQuantity, QuantityValue
 
 __all__ = [
@@ -170,10 +170,10 @@ class ClusterQueue(KueueObject):
         short_names=("cq",),
         printer_columns=(
             PrinterColumn("Cohort", ".spec.cohortName"),
-            PrinterColumn("Strategy", ".spec.queueingStrategy"),
-            PrinterColumn("Pending", ".status.pendingWorkloads", "integer"),
-            PrinterColumn("Admitted", ".status.admittedWorkloads", "integer"),
-            AGE_COLUMN,
+            PrinterColumn("Strategy", ".spec.queueingStrategy", priority=1),
+            PrinterColumn("Pending Workloads", ".status.pendingWorkloads", "integer"),
+            PrinterColumn("Admitted Workloads", ".status.admittedWorkloads", "integer", 1),
+            WIDE_AGE_COLUMN,
         ),
     )
 

@@ -15,7 +15,7 @@ from api.common import (
     list_map,
 )
 from api.constants import Kind, StopPolicy
-from api.objects import AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
+from api.objects import WIDE_AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
 from api.quantity import QuantityValue
 
 __all__ = [
@@ -83,9 +83,9 @@ class LocalQueue(KueueObject):
         short_names=("queue", "queues", "lq"),
         printer_columns=(
             PrinterColumn("ClusterQueue", ".spec.clusterQueue"),
-            PrinterColumn("Pending", ".status.pendingWorkloads", "integer"),
-            PrinterColumn("Admitted", ".status.admittedWorkloads", "integer"),
-            AGE_COLUMN,
+            PrinterColumn("Pending Workloads", ".status.pendingWorkloads", "integer"),
+            PrinterColumn("Admitted Workloads", ".status.admittedWorkloads", "integer"),
+            WIDE_AGE_COLUMN,
         ),
     )
 

@@ -36,6 +36,8 @@ class PrinterColumn:
 
 
 AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
+# Columns beyond Kueue's own appear only with `kubectl get -o wide` (priority 1).
+WIDE_AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", priority=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,8 @@ class CRDNames:
     singular: str
     scope: Scope
     short_names: tuple[str, ...] = ()
-    printer_columns: tuple[PrinterColumn, ...] = (AGE_COLUMN,)
+    # Kueue's CRDs declare no column for some kinds: kubectl then shows NAME and AGE.
+    printer_columns: tuple[PrinterColumn, ...] = ()
 
 
 class InvalidObjectError(ValueError):

@@ -173,16 +173,17 @@ class Workload(KueueObject):
         plural="workloads",
         singular="workload",
         scope=Scope.NAMESPACED,
-        short_names=("kwl", "wl"),
+        short_names=("kwl", "kueueworkload", "kueueworkloads"),
+        # Kueue's columns; quotagate's own (priority, cost, preemptibility) with -o wide.
         printer_columns=(
             PrinterColumn("Queue", ".spec.queueName"),
-            PrinterColumn("ClusterQueue", ".status.admission.clusterQueue"),
-            PrinterColumn("Priority", ".spec.priority", "integer"),
-            PrinterColumn("Cost", ".status.preemptionCost"),
-            PrinterColumn("Preemptibility", ".status.resolvedPreemptibility.value"),
+            PrinterColumn("Reserved in", ".status.admission.clusterQueue"),
             PrinterColumn("Admitted", _condition_status(WorkloadConditionType.ADMITTED)),
             PrinterColumn("Finished", _condition_status(WorkloadConditionType.FINISHED)),
             AGE_COLUMN,
+            PrinterColumn("Priority", ".spec.priority", "integer", priority=1),
+            PrinterColumn("Cost", ".status.preemptionCost", priority=1),
+            PrinterColumn("Preemptibility", ".status.resolvedPreemptibility.value", priority=1),
         ),
     )
 

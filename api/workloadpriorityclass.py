@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from api.common import Int32
 from api.constants import Kind
-from api.objects import AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
+from api.objects import WIDE_AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
 
 __all__ = ["WorkloadPriorityClass"]
 
@@ -19,7 +19,7 @@ class WorkloadPriorityClass(KueueObject):
         singular="workloadpriorityclass",
         scope=Scope.CLUSTER,
         short_names=("wpc",),
-        printer_columns=(PrinterColumn("Value", ".value", "integer"), AGE_COLUMN),
+        printer_columns=(PrinterColumn("Value", ".value", "integer"), WIDE_AGE_COLUMN),
     )
 
     kind: str = Kind.WORKLOAD_PRIORITY_CLASS.value

@@ -135,9 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from controller.cli import version
 
-    parser.add_argument(
-        "--version", action="version", version=f"kubectl-quotagate {version()}"
-    )
+    parser.add_argument("--version", action="version", version=f"kubectl-quotagate {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     listing = commands.add_parser(

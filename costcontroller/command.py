@@ -134,9 +134,7 @@ async def serve(
         max_cost,
         args.resync,
     )
-    main = asyncio.ensure_future(
-        run_while_leading(api_client, election, controller.run, on_change)
-    )
+    main = asyncio.ensure_future(run_while_leading(api_client, election, controller.run, on_change))
     stopping = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({main, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -43,6 +43,7 @@ __all__ = [
     "show",
 ]
 
+
 class Preemptible(StrEnum):
     """What preempting could do for one (flavor, resource) a Workload lacks."""
 

@@ -140,18 +140,14 @@ class WorkloadsView(_RecordView[Workload]):
 class AdmittedView(_RecordView[WorkloadRecord]):
     """The records of the Workloads that hold quota (admitted or being evicted)."""
 
-    def __init__(
-        self, records: dict[WorkloadKey, WorkloadRecord], index: set[WorkloadKey]
-    ) -> None:
+    def __init__(self, records: dict[WorkloadKey, WorkloadRecord], index: set[WorkloadKey]) -> None:
         super().__init__(records, lambda r: r.holds_quota, lambda r: r, index)
 
 
 class NominatedView(_RecordView[Nomination]):
     """The nominations of the preemptors waiting for their victims."""
 
-    def __init__(
-        self, records: dict[WorkloadKey, WorkloadRecord], index: set[WorkloadKey]
-    ) -> None:
+    def __init__(self, records: dict[WorkloadKey, WorkloadRecord], index: set[WorkloadKey]) -> None:
         super().__init__(records, lambda r: r.nomination is not None, _nomination, index)
 
 

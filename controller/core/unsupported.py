@@ -175,4 +175,3 @@ def unsupported_fields(obj: Mapping[str, Any]) -> list[Finding]:
 def findings_message(findings: list[Finding]) -> str:
     """One line listing the findings, for an Event or a condition message."""
     return "; ".join(f"{path}: {message}" for path, message in findings)
-

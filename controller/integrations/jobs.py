@@ -245,8 +245,7 @@ class JobIntegration:
                     )
             elif not (job.get("status") or {}).get("active"):
                 await apply_workload_status(
-                    self.custom,
-                    workload, workload_status.release(workload, time.time())
+                    self.custom, workload, workload_status.release(workload, time.time())
                 )
             return
         if reserved and workload_status.is_admitted(workload) and suspended:

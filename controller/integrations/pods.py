@@ -406,7 +406,11 @@ class PodIntegration:
             return
         if not reserved:
             pending = workload_status.condition(workload, Condition.QUOTA_RESERVED)
-            if pending is not None and pending.get("reason") in ("Misconfigured", "Suspended", "Deactivated"):
+            if pending is not None and pending.get("reason") in (
+                "Misconfigured",
+                "Suspended",
+                "Deactivated",
+            ):
                 # e.g. the LocalQueue does not exist: the pods stay gated, and say why.
                 await self._report(unit, pods, str(pending["reason"]), str(pending.get("message")))
             return

@@ -79,7 +79,9 @@ class SerialReconciler(Generic[K]):
                             )
                         self._retry_later(key)
                 except Exception as exc:
-                    self.log.warning("reconciling %s failed: %s", self.what(key), exc, exc_info=True)
+                    self.log.warning(
+                        "reconciling %s failed: %s", self.what(key), exc, exc_info=True
+                    )
                     self._retry_later(key)
                 else:
                     self._failures.pop(key, None)

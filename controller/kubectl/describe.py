@@ -46,7 +46,7 @@ def format_quantity(milli: int) -> str:
 def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) -> dict[str, Any]:
     """Everything `describe` prints, as plain data (also the `-o json|yaml` output)."""
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-    key = workload_key(str(meta.get('namespace')), str(meta.get('name')))
+    key = workload_key(str(meta.get("namespace")), str(meta.get("name")))
     state = snapshot.state()
     lq = state.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName')}")
     admission = admission_of(obj)
@@ -116,7 +116,9 @@ def _priority(obj: Mapping[str, Any], snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
-def _preemptibility(status: Mapping[str, Any], state: ClusterState, key: WorkloadKey) -> dict[str, Any]:
+def _preemptibility(
+    status: Mapping[str, Any], state: ClusterState, key: WorkloadKey
+) -> dict[str, Any]:
     written = status.get("resolvedPreemptibility") or {}
     if written.get("value"):
         value, source, message = (

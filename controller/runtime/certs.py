@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import ipaddress
 import logging
 import os
 from collections.abc import Callable
@@ -82,8 +83,16 @@ class CertificateSet:
         return set(names) <= set(san.get_values_for_type(x509.DNSName))
 
 
+def _san(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
+
+
 def issue(names: list[str], now: datetime.datetime, validity: datetime.timedelta) -> CertificateSet:
-    """A new CA and a serving certificate for `names`, both valid for `validity`."""
+    """A new CA and a serving certificate for `names` (DNS names or IP addresses), both
+    valid for `validity`."""
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "quotagate-webhook-ca")])
     start, end = now - datetime.timedelta(minutes=5), now + validity
@@ -121,9 +130,7 @@ def issue(names: list[str], now: datetime.datetime, validity: datetime.timedelta
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(end)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False
-        )
+        .add_extension(x509.SubjectAlternativeName([_san(n) for n in names]), critical=False)
         .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )

@@ -84,7 +84,10 @@ class InternalCertManagement(_Section):
         description="MutatingWebhookConfiguration whose caBundle is kept in step",
     )
     validity_seconds: int = Field(
-        365 * 86400, alias="validitySeconds", ge=60, description="lifetime of a new CA and certificate"
+        365 * 86400,
+        alias="validitySeconds",
+        ge=60,
+        description="lifetime of a new CA and certificate",
     )
     rotate_before_seconds: int = Field(
         30 * 86400,
@@ -120,8 +123,11 @@ class Webhook(_Section):
     @model_validator(mode="after")
     def _managed_certs_need_a_directory(self) -> Webhook:
         if self.internal_cert_management.enabled and not self.cert_dir:
-            raise ValueError("internalCertManagement needs certDir: where to write the certificates")
+            raise ValueError(
+                "internalCertManagement needs certDir: where to write the certificates"
+            )
         return self
+
     manage_configuration: bool = Field(
         False,
         alias="manageConfiguration",

@@ -34,7 +34,7 @@ from controller.core.pending import unqueued_reason
 from controller.core.queues import BackoffPolicy
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
-from controller.core.workloads import PodSet, WorkloadKey, workload_key
+from controller.core.workloads import PodSet, Workload, WorkloadKey, workload_key
 from controller.runtime.config import ControllerConfig
 from controller.runtime.kube import API_ERRORS, FIELD_MANAGER, WORKLOADS, Api, retrying
 from controller.runtime.metrics import Metrics
@@ -175,7 +175,14 @@ class Controller:
             self._report_problem(key, body, str(exc))
             return
         self.problems.pop(key, None)
+        held = self.state.admitted.get(key)
+        cluster_queue = held.cluster_queue if held is not None else None
         from_api.apply(self.state, workload)
+        finished = isinstance(workload, Workload) and workload.finished
+        if cluster_queue is not None and finished and self.leading:
+            self.metrics.finished_workloads_total.inc(
+                cluster_queue, _priority_class(body), self.metrics.role
+            )
         self._check_resolution(key, body)
         for listener in self.workload_listeners:
             listener(body)
@@ -336,8 +343,9 @@ class Controller:
         elapsed = time.perf_counter() - started
         self.metrics.cycle_latency.observe(elapsed)
         outcome = "success" if result.admitted else "inadmissible"
-        self.metrics.admission_attempts.labels(outcome).inc()
-        self.metrics.admission_attempt_duration.labels(outcome).observe(elapsed)
+        role = self.metrics.role
+        self.metrics.admission_attempts.labels(outcome, role).inc()
+        self.metrics.admission_attempt_duration.labels(outcome, role).observe(elapsed)
         for evict in result.evicted:
             self._spawn(self._write_eviction(evict))
         for preempt in result.preempting:
@@ -471,9 +479,7 @@ class Controller:
         copy = self.copies.get(key)
         if copy is None:
             return
-        if not (copy.body.get("status") or {}).get("admission") or has_quota_reservation(
-            copy.body
-        ):
+        if not (copy.body.get("status") or {}).get("admission") or has_quota_reservation(copy.body):
             return
         namespace, name = key.split("/", 1)
         meta = copy.body.get("metadata") or {}
@@ -496,18 +502,15 @@ class Controller:
             return None
 
     async def _record_admitted(self, body: dict[str, Any], admit: Admit) -> None:
-        priority_class = ((body.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
-        self.metrics.quota_reserved_workloads.labels(admit.cluster_queue, priority_class).inc()
-        self.metrics.admitted_workloads.labels(admit.cluster_queue, priority_class).inc()
+        priority_class = _priority_class(body)
+        labels = (admit.cluster_queue, priority_class, self.metrics.role)
+        self.metrics.quota_reserved_workloads.labels(*labels).inc()
+        self.metrics.admitted_workloads.labels(*labels).inc()
         created = _parse_time((body.get("metadata") or {}).get("creationTimestamp"))
         if created is not None:
             waited = max(0.0, self.clock() - created)
-            self.metrics.admission_wait_time.labels(admit.cluster_queue, priority_class).observe(
-                waited
-            )
-            self.metrics.quota_reserved_wait_time.labels(
-                admit.cluster_queue, priority_class
-            ).observe(waited)
+            self.metrics.admission_wait_time.labels(*labels).observe(waited)
+            self.metrics.quota_reserved_wait_time.labels(*labels).observe(waited)
         if self.events is not None:
             await self.events(
                 body,
@@ -567,9 +570,7 @@ class Controller:
                 pending is not None
                 and key not in self.state.admitted
                 and not has_quota_reservation(wl)
-                and workload_status.pending_changed(
-                    wl, pending.condition_reason, pending.reason
-                )
+                and workload_status.pending_changed(wl, pending.condition_reason, pending.reason)
             )
             if reason_due:
                 assert pending is not None
@@ -690,15 +691,33 @@ class Controller:
             return
         if result is not None:
             self.apply_event("MODIFIED", result)
-            self.metrics.evicted_workloads.labels(evict.cluster_queue, evict.reason, "", "").inc()
+            role = self.metrics.role
+            priority_class = _priority_class(result)
+            labels = (evict.cluster_queue, evict.reason, "", priority_class, role)
+            self.metrics.evicted_workloads.labels(*labels).inc()
+            if _first_eviction(result, evict.reason):
+                self.metrics.evicted_workloads_once.labels(*labels).inc()
             if preemption_reason is not None and preempting_cluster_queue is not None:
                 self.metrics.preempted_workloads.labels(
-                    preempting_cluster_queue, preemption_reason
+                    preempting_cluster_queue, preemption_reason, role
                 ).inc()
             if self.events is not None:
                 if preemption_reason is not None:
                     await self.events(result, "Normal", "Preempted", evict.message)
                 await self.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)
+
+
+def _priority_class(body: dict[str, Any]) -> str:
+    return str(((body.get("spec") or {}).get("priorityClassRef") or {}).get("name") or "")
+
+
+def _first_eviction(body: dict[str, Any], reason: str) -> bool:
+    """Whether the eviction just written is the Workload's first with `reason`."""
+    stats = (body.get("status") or {}).get("schedulingStats") or {}
+    return any(
+        e.get("reason") == reason and e.get("underlyingCause", "") == "" and e.get("count") == 1
+        for e in stats.get("evictions") or ()
+    )
 
 
 def _same_resolution(current: Any, wanted: dict[str, Any]) -> bool:

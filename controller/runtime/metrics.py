@@ -1,20 +1,64 @@
-"""Prometheus metrics, named as Kueue names them (`kueue_` prefix) where Kueue has the metric.
+"""Prometheus metrics, as Kueue names and shapes them (`kueue_` prefix) where Kueue has the
+metric: the same names, types, label names and histogram buckets (Kueue's
+`pkg/metrics/metrics.go`), so dashboards and alerts written for Kueue read them unchanged.
 
-Dashboards and alerts written for Kueue keep working. Our own additions use the
-`quotagate_` prefix. Every metric lives in one registry object so tests and multiple
-in-process controllers do not share global state.
+- Every `kueue_` metric carries `replica_role`: `leader`, `follower`, or `standalone`
+  (leader election disabled), as Kueue's role tracker sets it.
+- The per-queue gauges describe what the leader decided: a replica that stops leading
+  removes them (and its role-labelled samples move to `follower`), and a deleted
+  ClusterQueue's series are removed.
+- `kueue_finished_workloads` is a gauge (finished Workloads that still exist) beside the
+  counter `kueue_finished_workloads_total`, as in Kueue; the Python client cannot have a
+  counter and a gauge share a base name, so that one counter is exposed untyped (PromQL's
+  `rate()`/`increase()` work on it the same).
+- `kueue_build_info` is 1, labelled with this build's version.
+
+Our own additions use the `quotagate_` prefix. Every metric lives in one registry object, so
+tests and several in-process controllers never share global state.
 """
 
 from __future__ import annotations
 
+import platform
+import sys
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import Metric, UnknownMetricFamily
+from prometheus_client.registry import Collector
 
 from controller.runtime.fatal import FatalError
 
-# Kueue's admission wait buckets (seconds): 1 s … ~4.5 h, doubling.
-_WAIT_BUCKETS = tuple(float(2**i) for i in range(15))
+__all__ = ["FOLLOWER", "LEADER", "STANDALONE", "Metrics"]
+
+LEADER, FOLLOWER, STANDALONE = "leader", "follower", "standalone"
+ROLE = "replica_role"
+
+
+def kueue_buckets(count: int) -> tuple[float, ...]:
+    """Kueue's `generateExponentialBuckets(count)`: 1, then 2.5 doubling (count in all)."""
+    return (1.0, *(2.5 * 2**i for i in range(count - 1)))
+
+
 _CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _WRITE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class _UntypedCounter(Collector):
+    """A counter exposed untyped under its `_total` name (see the module docstring)."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
+        self.name, self.documentation, self.labels = name, documentation, labels
+        self.values: dict[tuple[str, ...], float] = {}
+
+    def inc(self, *labels: str, amount: float = 1.0) -> None:
+        self.values[labels] = self.values.get(labels, 0.0) + amount
+
+    def collect(self) -> Iterator[Metric]:
+        family = UnknownMetricFamily(self.name, self.documentation, labels=self.labels)
+        for labels, value in sorted(self.values.items()):
+            family.add_metric(list(labels), value)
+        yield family
 
 
 class Metrics:
@@ -22,89 +66,101 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self.role = STANDALONE
         r = self.registry
+        cq, pc = "cluster_queue", "priority_class"
         self.admission_attempts = Counter(
             "kueue_admission_attempts",
-            "Admission attempts, by result (success or inadmissible)",
-            ["result"],
+            "Admission attempts, by result: success (at least one Workload admitted) or "
+            "inadmissible",
+            ["result", ROLE],
             registry=r,
         )
         self.admission_attempt_duration = Histogram(
             "kueue_admission_attempt_duration_seconds",
-            "Latency of one admission cycle, by result",
-            ["result"],
-            buckets=_CYCLE_BUCKETS,
+            "Latency of one admission attempt (cycle), by result",
+            ["result", ROLE],
             registry=r,
         )
         self.pending_workloads = Gauge(
             "kueue_pending_workloads",
             "Pending Workloads per ClusterQueue and status (active or inadmissible)",
-            ["cluster_queue", "status"],
+            [cq, "status", ROLE],
             registry=r,
         )
         self.quota_reserved_workloads = Counter(
             "kueue_quota_reserved_workloads",
             "Workloads whose quota was reserved",
-            ["cluster_queue", "priority_class"],
+            [cq, pc, ROLE],
             registry=r,
         )
         self.quota_reserved_wait_time = Histogram(
             "kueue_quota_reserved_wait_time_seconds",
             "Time from creation (or last requeue) to quota reservation",
-            ["cluster_queue", "priority_class"],
-            buckets=_WAIT_BUCKETS,
+            [cq, pc, ROLE],
+            buckets=kueue_buckets(14),
             registry=r,
         )
         self.admitted_workloads = Counter(
             "kueue_admitted_workloads",
             "Workloads admitted",
-            ["cluster_queue", "priority_class"],
+            [cq, pc, ROLE],
             registry=r,
         )
         self.admission_wait_time = Histogram(
             "kueue_admission_wait_time_seconds",
             "Time from creation (or last requeue) to admission",
-            ["cluster_queue", "priority_class"],
-            buckets=_WAIT_BUCKETS,
+            [cq, pc, ROLE],
+            buckets=kueue_buckets(16),
             registry=r,
         )
         self.reserving_active_workloads = Gauge(
             "kueue_reserving_active_workloads",
             "Workloads holding a quota reservation",
-            ["cluster_queue"],
+            [cq, ROLE],
             registry=r,
         )
         self.admitted_active_workloads = Gauge(
             "kueue_admitted_active_workloads",
             "Admitted Workloads that are not finished",
-            ["cluster_queue"],
+            [cq, ROLE],
             registry=r,
         )
-        self.finished_workloads = Counter(
+        self.finished_workloads = Gauge(
             "kueue_finished_workloads",
-            "Workloads that finished",
-            ["cluster_queue", "priority_class"],
+            "Finished Workloads that still exist, per ClusterQueue",
+            [cq, ROLE],
             registry=r,
         )
+        self.finished_workloads_total = _UntypedCounter(
+            "kueue_finished_workloads_total", "Workloads that finished", [cq, pc, ROLE]
+        )
+        r.register(self.finished_workloads_total)
         self.evicted_workloads = Counter(
             "kueue_evicted_workloads",
             "Workloads evicted, by reason",
-            ["cluster_queue", "reason", "underlying_cause", "priority_class"],
+            [cq, "reason", "underlying_cause", pc, ROLE],
+            registry=r,
+        )
+        self.evicted_workloads_once = Counter(
+            "kueue_evicted_workloads_once",
+            "Workloads evicted for the first time with a reason",
+            [cq, "reason", "underlying_cause", pc, ROLE],
             registry=r,
         )
         self.preempted_workloads = Counter(
             "kueue_preempted_workloads",
             "Workloads preempted, by the preempting ClusterQueue and reason",
-            ["preempting_cluster_queue", "reason"],
+            ["preempting_cluster_queue", "reason", ROLE],
             registry=r,
         )
         self.cluster_queue_status = Gauge(
             "kueue_cluster_queue_status",
             "1 for the ClusterQueue's current status (pending, active or terminated)",
-            ["cluster_queue", "status"],
+            [cq, "status", ROLE],
             registry=r,
         )
-        labels = ["cohort", "cluster_queue", "flavor", "resource"]
+        labels = ["cohort", cq, "flavor", "resource", ROLE]
         self.resource_reservation = Gauge(
             "kueue_cluster_queue_resource_reservation",
             "Quota reserved per ClusterQueue, flavor and resource",
@@ -135,6 +191,22 @@ class Metrics:
             labels,
             registry=r,
         )
+        self.build_info = Gauge(
+            "kueue_build_info",
+            "Build information: 1, labelled by version and runtime",
+            ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
+            registry=r,
+        )
+        from controller.cli import version
+
+        self.build_info.labels(
+            version(),
+            "",
+            "",
+            f"python{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
+            platform.python_implementation().lower(),
+            f"{sys.platform}/{platform.machine()}",
+        ).set(1)
         # quotagate's own.
         self.cycle_latency = Histogram(
             "quotagate_cycle_duration_seconds",
@@ -166,6 +238,41 @@ class Metrics:
             "1 while this replica holds the leader Lease",
             registry=r,
         )
+
+    # The gauges that describe the leader's decisions about queues.
+    def _queue_gauges(self) -> tuple[Gauge, ...]:
+        return (
+            self.pending_workloads,
+            self.reserving_active_workloads,
+            self.admitted_active_workloads,
+            self.finished_workloads,
+            self.cluster_queue_status,
+            self.resource_reservation,
+            self.resource_usage,
+            self.nominal_quota,
+            self.borrowing_limit,
+            self.lending_limit,
+        )
+
+    def set_role(self, role: str) -> None:
+        """The replica's role from now on. Losing leadership removes the queue gauges: a
+        follower publishes no decisions (its counters keep their leader-labelled totals)."""
+        if role == self.role:
+            return
+        if self.role == LEADER:
+            for gauge in self._queue_gauges():
+                gauge.clear()
+        self.role = role
+        self.is_leader.set(1 if role == LEADER else 0)
+
+    def forget_cluster_queue(self, name: str) -> None:
+        """Remove every queue gauge series of a deleted ClusterQueue (Kueue's
+        `ClearClusterQueueMetrics`)."""
+        for gauge in self._queue_gauges():
+            names = list(gauge._labelnames)
+            position = names.index("cluster_queue")
+            for values in [v for v in list(gauge._metrics) if v[position] == name]:
+                gauge.remove(*values)
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> None:
         """Expose `/metrics` on `port` (0 = off)."""

@@ -14,22 +14,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import ssl
-import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import kopf
-from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import QUEUE_NAME_LABEL
 from controller.core.workloads import WorkloadKey
-from controller.integrations import webhook as webhooks
 from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
-from controller.runtime.certs import WebhookCertificates
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
@@ -37,7 +31,6 @@ from controller.runtime.fatal import FatalError
 from controller.runtime.health import Readiness, serve_health
 from controller.runtime.informer import Informer, WorkloadInformer
 from controller.runtime.kube import (
-    API_ERRORS,
     JOBS,
     PODS,
     WATCHED,
@@ -45,11 +38,11 @@ from controller.runtime.kube import (
     Api,
     Resource,
     make_api_client,
-    retrying,
 )
 from controller.runtime.leader import run_while_leading
-from controller.runtime.metrics import Metrics
+from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
 from controller.runtime.queue_status import QueueStatusWriter
+from controller.runtime.webhook_server import WebhookServer
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +169,7 @@ async def _run(
 ) -> None:
     api = Api(api_client)
     metrics = Metrics()
+    metrics.set_role(FOLLOWER if config.leader_election.enabled else STANDALONE)
     metrics.serve(config.metrics_port)
     readiness = Readiness("the Workload informer has listed")
     health = await serve_health("0.0.0.0", config.health_port, readiness)
@@ -236,7 +230,11 @@ async def _run(
 
     def on_change(leading: bool) -> None:
         controller.leading = leading
-        metrics.is_leader.set(1 if leading else 0)
+        if config.leader_election.enabled:
+            metrics.set_role(LEADER if leading else FOLLOWER)
+        else:
+            metrics.set_role(STANDALONE)
+            metrics.is_leader.set(1)
 
     stop_flag = stop_flag or asyncio.Event()
     failures: list[str] = []
@@ -282,25 +280,21 @@ async def _run(
                 on_listed=lambda: readiness.mark("the Workload informer has listed"),
             ).run(),
         ),
-        background(
-            "the Job watch",
-            Informer(
-                api_client,
-                JOBS,
-                _EventSink(jobs.on_job_event, lambda: set(jobs.jobs)),
-                namespaces,
-                label_selector=QUEUED_SELECTOR,
-            ).run(),
-        ),
-        background(
-            "the pod watch",
-            Informer(
-                api_client,
-                PODS,
-                _EventSink(pods.on_pod_event, lambda: set(pods.pods)),
-                namespaces,
-                label_selector=QUEUED_SELECTOR,
-            ).run(),
+        *(
+            background(
+                f"the {resource.kind} watch",
+                Informer(
+                    api_client,
+                    resource,
+                    _EventSink(apply, keys),
+                    namespaces,
+                    label_selector=QUEUED_SELECTOR,
+                ).run(),
+            )
+            for resource, apply, keys in (
+                (JOBS, jobs.on_job_event, lambda: set(jobs.jobs)),
+                (PODS, pods.on_pod_event, lambda: set(pods.pods)),
+            )
         ),
     ]
     if webhook is not None:
@@ -343,105 +337,3 @@ async def load_or_fail(controller: Controller) -> None:
                 "(check the credentials and the ClusterRole's rules)"
             ) from None
         raise
-
-
-class WebhookServer:
-    """The webhook server, its certificate (self-signed for local runs, mounted from a
-    Secret, or managed by the controller: controller/runtime/certs.py) reloaded whenever
-    it changes, and, for local runs, our own MutatingWebhookConfiguration."""
-
-    def __init__(self, config: ControllerConfig, api_client: Any, readiness: Readiness) -> None:
-        self.config = config
-        self.settings = config.webhook
-        self.api_client = api_client
-        self.readiness = readiness
-        self.runner: Any = None
-        self.reloader: webhooks.CertReloader | None = None
-        self.certificates: WebhookCertificates | None = None
-        readiness.require("the webhook is serving")
-
-    def _host(self) -> str:
-        settings = self.settings
-        if settings.url_host:
-            return settings.url_host
-        return settings.address if settings.address != "0.0.0.0" else "127.0.0.1"
-
-    async def start(self) -> None:
-        settings = self.settings
-        managed = settings.internal_cert_management
-        if managed.enabled:
-            assert settings.cert_dir is not None  # the config requires it
-            self.certificates = WebhookCertificates(
-                self.api_client,
-                managed,
-                self.config.leader_election.lease_namespace,
-                Path(settings.cert_dir),
-            )
-            try:
-                await retrying(self.certificates.ensure, attempts=8)
-            except API_ERRORS as exc:
-                raise FatalError(
-                    f"cannot set up the webhook's certificates in Secret "
-                    f"{self.config.leader_election.lease_namespace}/{managed.secret_name}: {exc}"
-                ) from None
-        if settings.cert_dir:
-            directory = Path(settings.cert_dir)
-            ca_file = directory / "ca.crt"
-            cert = webhooks.ServingCert(
-                directory / "tls.crt",
-                directory / "tls.key",
-                ca_file.read_bytes() if ca_file.exists() else b"",
-            )
-        else:
-            directory = Path(tempfile.mkdtemp(prefix="quotagate-webhook-"))
-            cert = webhooks.self_signed(directory, self._host())
-        try:
-            self.reloader = webhooks.CertReloader(cert)
-        except (OSError, ssl.SSLError) as exc:
-            raise FatalError(
-                f"cannot load the webhook certificate from {directory}: {exc} (webhook.certDir)"
-            ) from None
-        try:
-            self.runner = await webhooks.serve(settings.address, settings.port, self.reloader)
-        except OSError as exc:
-            raise FatalError(
-                f"cannot serve the webhook on {settings.address}:{settings.port}: "
-                f"{exc.strerror or exc} (webhook.address, webhook.port, --webhook-address)"
-            ) from None
-        if settings.manage_configuration:
-            await self._register(cert.ca_bundle)
-        self.readiness.mark("the webhook is serving")
-
-    def background(self) -> list[tuple[str, Awaitable[None]]]:
-        """The long-running parts: certificate reloads and, when managed, rotation."""
-        assert self.reloader is not None
-        work: list[tuple[str, Awaitable[None]]] = [
-            ("the webhook certificate reloader", self.reloader.watch())
-        ]
-        if self.certificates is not None:
-            work.append(("the webhook certificate manager", self.certificates.run_forever()))
-        return work
-
-    async def _register(self, ca_bundle: bytes) -> None:
-        settings = self.settings
-        body: Any = webhooks.webhook_configuration(
-            f"https://{self._host()}:{settings.port}",
-            ca_bundle,
-            self.config.leader_election.lease_namespace,
-        )
-        admission = aio_client.AdmissionregistrationV1Api(self.api_client)
-        try:
-            existing: Any = await admission.read_mutating_webhook_configuration(
-                webhooks.CONFIG_NAME
-            )
-            body["metadata"]["resourceVersion"] = existing.metadata.resource_version
-            await admission.replace_mutating_webhook_configuration(webhooks.CONFIG_NAME, body)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            await admission.create_mutating_webhook_configuration(body)
-        log.info("registered MutatingWebhookConfiguration %s", webhooks.CONFIG_NAME)
-
-    async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()

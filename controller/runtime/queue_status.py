@@ -75,13 +75,19 @@ def cluster_queue_status(state: ClusterState, name: str) -> dict[str, Any]:
     }
 
 
-def local_queue_counts(state: ClusterState) -> dict[str, dict[str, int]]:
-    """pending/reserving/admitted counts per LocalQueue key (namespace/name)."""
+def local_queue_counts(
+    state: ClusterState, finished_by_cq: dict[str, int] | None = None
+) -> dict[str, dict[str, int]]:
+    """pending/reserving/admitted counts per LocalQueue key (namespace/name); the finished
+    Workloads are counted per ClusterQueue into `finished_by_cq` on the same pass."""
     counts: dict[str, dict[str, int]] = defaultdict(
         lambda: {"pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0}
     )
     for key, workload in state.workloads.items():
         if workload.finished:
+            if finished_by_cq is not None and workload.admission is not None:
+                cq = workload.admission.cluster_queue
+                finished_by_cq[cq] = finished_by_cq.get(cq, 0) + 1
             continue
         lq = f"{workload.namespace}/{workload.queue_name}"
         held = state.admitted.get(key)
@@ -108,6 +114,7 @@ class QueueStatusWriter:
         self.controller = controller
         self.interval = interval
         self.written: dict[str, dict[str, Any]] = {}
+        self.metric_queues: set[str] = set()  # ClusterQueues with gauge series out
 
     async def run_forever(self) -> None:
         while True:
@@ -119,22 +126,24 @@ class QueueStatusWriter:
                 log.exception("queue status update failed")
             await asyncio.sleep(self.interval)
 
-    def update_metrics(self, name: str, status: dict[str, Any]) -> None:
+    def update_metrics(self, name: str, status: dict[str, Any], finished: int) -> None:
         """Kueue's per-ClusterQueue gauges from the same snapshot as the status."""
         state = self.controller.state
         metrics = self.controller.metrics
         cq = state.cluster_queues[name]
         queue = state.queues.get(name)
         inadmissible = queue.inadmissible_count() if queue else 0
-        metrics.pending_workloads.labels(name, "active").set(
+        role = metrics.role
+        metrics.pending_workloads.labels(name, "active", role).set(
             status["pendingWorkloads"] - inadmissible
         )
-        metrics.pending_workloads.labels(name, "inadmissible").set(inadmissible)
-        metrics.reserving_active_workloads.labels(name).set(status["reservingWorkloads"])
-        metrics.admitted_active_workloads.labels(name).set(status["admittedWorkloads"])
+        metrics.pending_workloads.labels(name, "inadmissible", role).set(inadmissible)
+        metrics.reserving_active_workloads.labels(name, role).set(status["reservingWorkloads"])
+        metrics.admitted_active_workloads.labels(name, role).set(status["admittedWorkloads"])
+        metrics.finished_workloads.labels(name, role).set(finished)
         active = cluster_queue_inactive(state, name) is None
         for value in ("active", "pending"):
-            metrics.cluster_queue_status.labels(name, value).set(
+            metrics.cluster_queue_status.labels(name, value, role).set(
                 1 if (value == "active") == active else 0
             )
         cohort = cq.cohort or ""
@@ -144,7 +153,7 @@ class QueueStatusWriter:
             for resource in flavor["resources"]
         }
         for (flavor, resource), quota in cq.quotas():
-            labels = (cohort, name, flavor, resource)
+            labels = (cohort, name, flavor, resource, role)
             reserved = state.quota.usage(name, (flavor, resource))
             metrics.resource_reservation.labels(*labels).set(reserved / 1000)
             metrics.resource_usage.labels(*labels).set(
@@ -160,15 +169,19 @@ class QueueStatusWriter:
         state = self.controller.state
         now = self.controller.clock()
         writes = []
+        finished: dict[str, int] = {}
+        counts = local_queue_counts(state, finished)
         for name in list(state.cluster_queues):
             status = cluster_queue_status(state, name)
-            self.update_metrics(name, status)
+            self.update_metrics(name, status, finished.get(name, 0))
             active, reason, message = active_condition(cluster_queue_inactive(state, name))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(f"ClusterQueue//{name}")
             if self.written.get(f"cq/{name}") != status:
                 writes.append(self._write_cq(name, status, now))
-        counts = local_queue_counts(state)
+        for name in self.metric_queues - set(state.cluster_queues):
+            self.controller.metrics.forget_cluster_queue(name)  # deleted: its series go too
+        self.metric_queues = set(state.cluster_queues)
         for key in list(state.local_queues):
             status = dict(
                 counts.get(key)

@@ -323,7 +323,7 @@ def main() -> int:
             and workload("team-b", "batch-2").get("status", {}).get("preemptionCost") == "0"
         ),
     )
-    kubectl("get", "workloads.kueue.x-k8s.io", "-n", "team-b")
+    kubectl("get", "workloads.kueue.x-k8s.io", "-n", "team-b", "-o", "wide")
     print("cost controller log:")
     for line in (STATE_DIR / "cost-controller.log").read_text().splitlines()[-2:]:
         print("  " + json.loads(line)["msg"] if line.startswith("{") else "  " + line)
@@ -380,7 +380,7 @@ def main() -> int:
         "urgent admitted",
         lambda: condition(workload("team-b", "urgent"), "Admitted").get("status") == "True",
     )
-    kubectl("get", "workloads.kueue.x-k8s.io", "-n", "team-b")
+    kubectl("get", "workloads.kueue.x-k8s.io", "-n", "team-b", "-o", "wide")
 
     say("8. Everything is visible with kubectl")
     kubectl(

@@ -76,7 +76,7 @@ def _job(name: str) -> dict[str, Any]:
                     "containers": [
                         {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
                     ],
-                }
+                },
             },
         },
     }
@@ -127,8 +127,9 @@ def test_the_charts_default_install_runs_and_admits_through_its_own_webhook(
         assert created.spec.suspend is True
         try:
             job = wait_for(
-                lambda: (j := batch.read_namespaced_job("j", namespace)).status.succeeded == 2
-                and j,
+                lambda: (
+                    (j := batch.read_namespaced_job("j", namespace)).status.succeeded == 2 and j
+                ),
                 timeout=90,
                 what="the Job admitted, run on the fake nodes and complete",
             )

@@ -202,17 +202,27 @@ def test_metrics_use_kueue_names(
                 text = response.read().decode()
         except OSError:
             return None
-        wanted = f'kueue_pending_workloads{{cluster_queue="{cq}",status="inadmissible"}} 1.0'
+        wanted = (
+            f'kueue_pending_workloads{{cluster_queue="{cq}",replica_role="leader",'
+            'status="inadmissible"} 1.0'
+        )
         return text if wanted in text else None
 
     text = wait_for(scrape, timeout=30, what="pending gauge in /metrics")
-    labels = f'cluster_queue="{cq}",cohort="",flavor="{namespace}-rf",resource="cpu"'
-    assert f'kueue_admitted_workloads_total{{cluster_queue="{cq}",priority_class=""}} 1.0' in text
+    labels = (
+        f'cluster_queue="{cq}",cohort="",flavor="{namespace}-rf",replica_role="leader",'
+        'resource="cpu"'
+    )
+    assert (
+        f'kueue_admitted_workloads_total{{cluster_queue="{cq}",priority_class="",'
+        'replica_role="leader"} 1.0'
+    ) in text
     assert f"kueue_cluster_queue_nominal_quota{{{labels}}} 2.0" in text
     assert f"kueue_cluster_queue_resource_reservation{{{labels}}} 2.0" in text
     assert "kueue_admission_wait_time_seconds_bucket" in text
     assert "quotagate_cycle_duration_seconds_count" in text
     assert "quotagate_leader 1.0" in text
+    assert 'kueue_build_info{build_date="",compiler="cpython"' in text
 
 
 def test_preemption_evicts_the_cheapest_equal_priority_victim(

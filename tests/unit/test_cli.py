@@ -21,7 +21,9 @@ def test_bench_without_a_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "tests/bench/scenarios/smoke.yaml"])
     assert exit_info.value.code == 2
-    assert "one of the arguments --simulate --live --api-floor is required" in capsys.readouterr().err
+    assert (
+        "one of the arguments --simulate --live --api-floor is required" in capsys.readouterr().err
+    )
 
 
 def test_kubectl_plugin_entry_point_runs() -> None:

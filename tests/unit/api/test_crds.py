@@ -89,7 +89,7 @@ def test_generation_is_deterministic() -> None:
         ("ResourceFlavor", "resourceflavors", "Cluster", ["flavor", "flavors", "rf"], False),
         ("ClusterQueue", "clusterqueues", "Cluster", ["cq"], True),
         ("LocalQueue", "localqueues", "Namespaced", ["queue", "queues", "lq"], True),
-        ("Workload", "workloads", "Namespaced", ["kwl", "wl"], True),
+        ("Workload", "workloads", "Namespaced", ["kwl", "kueueworkload", "kueueworkloads"], True),
         ("WorkloadPriorityClass", "workloadpriorityclasses", "Cluster", ["wpc"], False),
     ],
 )
@@ -117,39 +117,62 @@ def test_crd_names_scope_and_subresources(
         assert version["subresources"] == {"status": {}}
 
 
-def _columns(kind: str) -> list[tuple[str, str, str]]:
+def _columns(kind: str, priority: int) -> list[tuple[str, str, str]]:
     return [
-        (c["name"], c["jsonPath"], c["type"]) for c in _version(kind)["additionalPrinterColumns"]
+        (c["name"], c["jsonPath"].replace("'", '"'), c["type"])
+        for c in _version(kind).get("additionalPrinterColumns", [])
+        if c.get("priority", 0) == priority
     ]
 
 
-def test_workload_printer_columns() -> None:
-    assert _columns("Workload") == [
-        ("Queue", ".spec.queueName", "string"),
-        ("ClusterQueue", ".status.admission.clusterQueue", "string"),
+# Kueue's printer columns (config/components/crd/bases in kubernetes-sigs/kueue), by
+# priority: `kubectl get` shows priority 0, `-o wide` adds priority 1.
+KUEUE_COLUMNS = {
+    "Workload": (
+        [
+            ("Queue", ".spec.queueName", "string"),
+            ("Reserved in", ".status.admission.clusterQueue", "string"),
+            ("Admitted", '.status.conditions[?(@.type=="Admitted")].status', "string"),
+            ("Finished", '.status.conditions[?(@.type=="Finished")].status', "string"),
+            ("Age", ".metadata.creationTimestamp", "date"),
+        ],
+        [],
+    ),
+    "ClusterQueue": (
+        [
+            ("Cohort", ".spec.cohortName", "string"),
+            ("Pending Workloads", ".status.pendingWorkloads", "integer"),
+        ],
+        [
+            ("Strategy", ".spec.queueingStrategy", "string"),
+            ("Admitted Workloads", ".status.admittedWorkloads", "integer"),
+        ],
+    ),
+    "LocalQueue": (
+        [
+            ("ClusterQueue", ".spec.clusterQueue", "string"),
+            ("Pending Workloads", ".status.pendingWorkloads", "integer"),
+            ("Admitted Workloads", ".status.admittedWorkloads", "integer"),
+        ],
+        [],
+    ),
+    "WorkloadPriorityClass": ([("Value", ".value", "integer")], []),
+    "ResourceFlavor": ([], []),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KUEUE_COLUMNS))
+def test_kubectl_get_shows_kueues_columns_and_ours_only_with_wide(kind: str) -> None:
+    default, wide = KUEUE_COLUMNS[kind]
+    assert _columns(kind, 0) == default
+    assert _columns(kind, 1)[: len(wide)] == wide
+
+
+def test_workload_wide_columns_are_quotagates_additions() -> None:
+    assert _columns("Workload", 1) == [
         ("Priority", ".spec.priority", "integer"),
         ("Cost", ".status.preemptionCost", "string"),
         ("Preemptibility", ".status.resolvedPreemptibility.value", "string"),
-        ("Admitted", '.status.conditions[?(@.type=="Admitted")].status', "string"),
-        ("Finished", '.status.conditions[?(@.type=="Finished")].status', "string"),
-        ("Age", ".metadata.creationTimestamp", "date"),
-    ]
-
-
-def test_queue_printer_columns() -> None:
-    assert [name for name, _, _ in _columns("ClusterQueue")] == [
-        "Cohort",
-        "Strategy",
-        "Pending",
-        "Admitted",
-        "Age",
-    ]
-    assert ("Pending", ".status.pendingWorkloads", "integer") in _columns("ClusterQueue")
-    assert _columns("LocalQueue") == [
-        ("ClusterQueue", ".spec.clusterQueue", "string"),
-        ("Pending", ".status.pendingWorkloads", "integer"),
-        ("Admitted", ".status.admittedWorkloads", "integer"),
-        ("Age", ".metadata.creationTimestamp", "date"),
     ]
 
 

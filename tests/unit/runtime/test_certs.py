@@ -1,5 +1,5 @@
 """The webhook's certificates (controller/runtime/certs.py) and the server's hot reload
-(controller/integrations/webhook.CertReloader): no Kubernetes needed here; the Secret and
+(controller/runtime/webhook_server.CertReloader): no Kubernetes needed here; the Secret and
 caBundle side runs against the real API server in tests/integration/test_webhook_certs.py."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import ssl
 
 from cryptography import x509
 
-from controller.integrations import webhook
+from controller.runtime import webhook_server as webhook
 from controller.runtime.certs import issue, service_dns_names, write_files
 
 NOW = datetime.datetime(2026, 11, 24, tzinfo=datetime.UTC)

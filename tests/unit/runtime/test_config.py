@@ -59,3 +59,28 @@ def test_unreadable_or_non_mapping_file(tmp_path: Path) -> None:
     path.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="must be a mapping"):
         load_config(path)
+
+
+def test_every_configuration_key_is_documented() -> None:
+    """`quotagate run --help` points to docs/configuration.md: it must cover every key."""
+    from pathlib import Path
+
+    from pydantic import BaseModel
+
+    from controller.runtime.config import ControllerConfig
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
+
+    def keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+        out = []
+        for name, field in model.model_fields.items():
+            key = prefix + (field.alias or name)
+            annotation = field.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                out += keys(annotation, key + ".")
+            else:
+                out.append(key)
+        return out
+
+    missing = [key for key in keys(ControllerConfig) if f"| `{key}` |" not in text]
+    assert not missing, f"docs/configuration.md lacks {missing}"

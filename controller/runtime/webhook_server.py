@@ -1,0 +1,200 @@
+"""The webhook's TLS server inside the controller process (every replica serves it): its
+certificate — self-signed for local runs, mounted from a Secret, or managed by the
+controller (controller/runtime/certs.py) — reloaded whenever it changes, and, for local
+runs, our own MutatingWebhookConfiguration with a `url:` clientConfig. What the webhook
+answers is the integrations' (controller/integrations/webhook.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import ssl
+import tempfile
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from kubernetes.aio import client as aio_client
+from kubernetes.aio.client.exceptions import ApiException
+
+from controller.integrations import webhook as webhooks
+from controller.integrations.webhook import handle
+from controller.runtime.certs import WebhookCertificates, issue, write_files
+from controller.runtime.config import ControllerConfig
+from controller.runtime.fatal import FatalError
+from controller.runtime.health import Readiness
+from controller.runtime.kube import API_ERRORS, retrying
+
+__all__ = ["CertReloader", "ServingCert", "WebhookServer", "self_signed", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServingCert:
+    cert: Path
+    key: Path
+    ca_bundle: bytes  # PEM of the CA the API server must trust
+
+
+def self_signed(directory: Path, host: str) -> ServingCert:
+    """A CA and a serving certificate for `host` (an IP or DNS name), for local runs."""
+    certs = issue([host], datetime.datetime.now(datetime.UTC), datetime.timedelta(days=365))
+    write_files(directory, certs)
+    return ServingCert(directory / "tls.crt", directory / "tls.key", certs.ca)
+
+
+class CertReloader:
+    """Serves the current certificate files: new TLS handshakes use `tls.crt`/`tls.key` as
+    they are on disk, reloaded when they change (a rotated Secret, or files rewritten by
+    the controller's own certificate management), without a restart."""
+
+    def __init__(self, cert: ServingCert) -> None:
+        self.cert = cert
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._seen: tuple[tuple[float, int, int], ...] = ()
+        self.reload()
+
+    def _stamp(self) -> tuple[tuple[float, int, int], ...]:
+        stats = [path.stat() for path in (self.cert.cert, self.cert.key)]
+        return tuple((s.st_mtime, s.st_size, s.st_ino) for s in stats)
+
+    def reload(self) -> bool:
+        """Load the files if they changed since the last load; whether they were loaded."""
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return False
+        self.context.load_cert_chain(str(self.cert.cert), str(self.cert.key))
+        self._seen = stamp
+        return True
+
+    async def watch(self, interval: float = 5.0) -> None:
+        """Reload whenever the files change, until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if self.reload():
+                    log.info("webhook certificate reloaded from %s", self.cert.cert)
+            except (OSError, ssl.SSLError) as exc:  # half-written, or being replaced
+                log.warning("webhook certificate not reloaded: %s", exc)
+
+
+async def serve(address: str, port: int, reloader: CertReloader) -> web.AppRunner:
+    """Start the HTTPS webhook server; returns the runner (call `cleanup()` to stop)."""
+    app = web.Application()
+    app.router.add_post("/mutate-pods", handle)
+    app.router.add_post("/mutate-jobs", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, address, port, ssl_context=reloader.context).start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    log.info("webhook serving on https://%s:%d", address, port)
+    return runner
+
+
+class WebhookServer:
+    """The webhook server, its certificate (self-signed for local runs, mounted from a
+    Secret, or managed by the controller: controller/runtime/certs.py) reloaded whenever
+    it changes, and, for local runs, our own MutatingWebhookConfiguration."""
+
+    def __init__(self, config: ControllerConfig, api_client: Any, readiness: Readiness) -> None:
+        self.config = config
+        self.settings = config.webhook
+        self.api_client = api_client
+        self.readiness = readiness
+        self.runner: Any = None
+        self.reloader: CertReloader | None = None
+        self.certificates: WebhookCertificates | None = None
+        readiness.require("the webhook is serving")
+
+    def _host(self) -> str:
+        settings = self.settings
+        if settings.url_host:
+            return settings.url_host
+        return settings.address if settings.address != "0.0.0.0" else "127.0.0.1"
+
+    async def start(self) -> None:
+        settings = self.settings
+        managed = settings.internal_cert_management
+        if managed.enabled:
+            assert settings.cert_dir is not None  # the config requires it
+            self.certificates = WebhookCertificates(
+                self.api_client,
+                managed,
+                self.config.leader_election.lease_namespace,
+                Path(settings.cert_dir),
+            )
+            try:
+                await retrying(self.certificates.ensure, attempts=8)
+            except API_ERRORS as exc:
+                raise FatalError(
+                    f"cannot set up the webhook's certificates in Secret "
+                    f"{self.config.leader_election.lease_namespace}/{managed.secret_name}: {exc}"
+                ) from None
+        if settings.cert_dir:
+            directory = Path(settings.cert_dir)
+            ca_file = directory / "ca.crt"
+            cert = ServingCert(
+                directory / "tls.crt",
+                directory / "tls.key",
+                ca_file.read_bytes() if ca_file.exists() else b"",
+            )
+        else:
+            directory = Path(tempfile.mkdtemp(prefix="quotagate-webhook-"))
+            cert = self_signed(directory, self._host())
+        try:
+            self.reloader = CertReloader(cert)
+        except (OSError, ssl.SSLError) as exc:
+            raise FatalError(
+                f"cannot load the webhook certificate from {directory}: {exc} (webhook.certDir)"
+            ) from None
+        try:
+            self.runner = await serve(settings.address, settings.port, self.reloader)
+        except OSError as exc:
+            raise FatalError(
+                f"cannot serve the webhook on {settings.address}:{settings.port}: "
+                f"{exc.strerror or exc} (webhook.address, webhook.port, --webhook-address)"
+            ) from None
+        if settings.manage_configuration:
+            await self._register(cert.ca_bundle)
+        self.readiness.mark("the webhook is serving")
+
+    def background(self) -> list[tuple[str, Awaitable[None]]]:
+        """The long-running parts: certificate reloads and, when managed, rotation."""
+        assert self.reloader is not None
+        work: list[tuple[str, Awaitable[None]]] = [
+            ("the webhook certificate reloader", self.reloader.watch())
+        ]
+        if self.certificates is not None:
+            work.append(("the webhook certificate manager", self.certificates.run_forever()))
+        return work
+
+    async def _register(self, ca_bundle: bytes) -> None:
+        settings = self.settings
+        body: Any = webhooks.webhook_configuration(
+            f"https://{self._host()}:{settings.port}",
+            ca_bundle,
+            self.config.leader_election.lease_namespace,
+        )
+        admission = aio_client.AdmissionregistrationV1Api(self.api_client)
+        try:
+            existing: Any = await admission.read_mutating_webhook_configuration(
+                webhooks.CONFIG_NAME
+            )
+            body["metadata"]["resourceVersion"] = existing.metadata.resource_version
+            await admission.replace_mutating_webhook_configuration(webhooks.CONFIG_NAME, body)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            await admission.create_mutating_webhook_configuration(body)
+        log.info("registered MutatingWebhookConfiguration %s", webhooks.CONFIG_NAME)
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()

@@ -1,0 +1,163 @@
+"""Our metrics as Kueue shapes them (controller/runtime/metrics.py): for every metric both
+have, the same name, type, label names and buckets as Kueue's pkg/metrics/metrics.go, so a
+Kueue dashboard's queries read ours unchanged; `replica_role` on all of them; queue gauges
+gone when leadership is lost or a ClusterQueue is deleted; build_info present."""
+
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.runtime.metrics import FOLLOWER, LEADER, Metrics, kueue_buckets
+
+# Kueue's metrics quotagate implements: name → (type, label names), read off
+# pkg/metrics/metrics.go (Kueue exposes counters under their _total names).
+KUEUE: dict[str, tuple[str, list[str]]] = {
+    "kueue_admission_attempts_total": ("counter", ["result", "replica_role"]),
+    "kueue_admission_attempt_duration_seconds": ("histogram", ["result", "replica_role"]),
+    "kueue_pending_workloads": ("gauge", ["cluster_queue", "status", "replica_role"]),
+    "kueue_quota_reserved_workloads_total": (
+        "counter",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
+    "kueue_quota_reserved_wait_time_seconds": (
+        "histogram",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
+    "kueue_admitted_workloads_total": (
+        "counter",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
+    "kueue_admission_wait_time_seconds": (
+        "histogram",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
+    "kueue_reserving_active_workloads": ("gauge", ["cluster_queue", "replica_role"]),
+    "kueue_admitted_active_workloads": ("gauge", ["cluster_queue", "replica_role"]),
+    "kueue_finished_workloads": ("gauge", ["cluster_queue", "replica_role"]),
+    "kueue_finished_workloads_total": (
+        "counter",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
+    "kueue_evicted_workloads_total": (
+        "counter",
+        ["cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role"],
+    ),
+    "kueue_evicted_workloads_once_total": (
+        "counter",
+        ["cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role"],
+    ),
+    "kueue_preempted_workloads_total": (
+        "counter",
+        ["preempting_cluster_queue", "reason", "replica_role"],
+    ),
+    "kueue_cluster_queue_status": ("gauge", ["cluster_queue", "status", "replica_role"]),
+    **{
+        f"kueue_cluster_queue_{name}": (
+            "gauge",
+            ["cohort", "cluster_queue", "flavor", "resource", "replica_role"],
+        )
+        for name in (
+            "resource_reservation",
+            "resource_usage",
+            "nominal_quota",
+            "borrowing_limit",
+            "lending_limit",
+        )
+    },
+    "kueue_build_info": (
+        "gauge",
+        ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
+    ),
+}
+
+
+def samples(metrics: Metrics) -> dict[str, tuple[str, set[str], set[float]]]:
+    """Exposed name → (type, label names, bucket bounds), as a Prometheus scrape sees it."""
+    out: dict[str, tuple[str, set[str], set[float]]] = {}
+    for family in text_string_to_metric_families(generate_latest(metrics.registry).decode()):
+        for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue
+            base = family.name
+            name = sample.name if family.type != "histogram" else base
+            if family.type == "counter":
+                name = f"{base}_total"
+            kind = (
+                "counter" if family.type == "unknown" and name.endswith("_total") else family.type
+            )
+            labels = set(sample.labels) - {"le"}
+            _, known, bounds = out.get(name, (kind, set(), set()))
+            if "le" in sample.labels and sample.labels["le"] != "+Inf":
+                bounds.add(float(sample.labels["le"]))
+            out[name] = (kind, known | labels, bounds)
+    return out
+
+
+def populated() -> Metrics:
+    metrics = Metrics()
+    metrics.set_role(LEADER)
+    role = metrics.role
+    metrics.admission_attempts.labels("success", role).inc()
+    metrics.admission_attempt_duration.labels("success", role).observe(0.01)
+    metrics.pending_workloads.labels("cq", "active", role).set(1)
+    for counter in (metrics.quota_reserved_workloads, metrics.admitted_workloads):
+        counter.labels("cq", "", role).inc()
+    for histogram in (metrics.quota_reserved_wait_time, metrics.admission_wait_time):
+        histogram.labels("cq", "", role).observe(3)
+    metrics.reserving_active_workloads.labels("cq", role).set(1)
+    metrics.admitted_active_workloads.labels("cq", role).set(1)
+    metrics.finished_workloads.labels("cq", role).set(1)
+    metrics.finished_workloads_total.inc("cq", "", role)
+    metrics.evicted_workloads.labels("cq", "Preempted", "", "", role).inc()
+    metrics.evicted_workloads_once.labels("cq", "Preempted", "", "", role).inc()
+    metrics.preempted_workloads.labels("cq", "InClusterQueue", role).inc()
+    metrics.cluster_queue_status.labels("cq", "active", role).set(1)
+    for gauge in (
+        metrics.resource_reservation,
+        metrics.resource_usage,
+        metrics.nominal_quota,
+        metrics.borrowing_limit,
+        metrics.lending_limit,
+    ):
+        gauge.labels("co", "cq", "f", "cpu", role).set(1)
+    return metrics
+
+
+def test_every_kueue_metric_we_have_has_kueues_name_type_and_labels() -> None:
+    exposed = samples(populated())
+    for name, (kind, labels) in KUEUE.items():
+        assert name in exposed, f"{name} is not exposed"
+        assert exposed[name][0] == kind, (name, exposed[name][0])
+        assert exposed[name][1] == set(labels), (name, exposed[name][1])
+
+
+def test_histograms_use_kueues_buckets() -> None:
+    exposed = samples(populated())
+    assert exposed["kueue_admission_wait_time_seconds"][2] == set(kueue_buckets(16))
+    assert exposed["kueue_quota_reserved_wait_time_seconds"][2] == set(kueue_buckets(14))
+    assert kueue_buckets(4) == (1.0, 2.5, 5.0, 10.0)
+    default = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}
+    assert exposed["kueue_admission_attempt_duration_seconds"][2] == default
+
+
+def test_losing_leadership_removes_the_queue_gauges() -> None:
+    metrics = populated()
+    metrics.set_role(FOLLOWER)
+    exposed = samples(metrics)
+    assert "kueue_pending_workloads" not in exposed
+    assert "kueue_cluster_queue_nominal_quota" not in exposed
+    assert "kueue_admitted_workloads_total" in exposed  # counters keep their totals
+    assert metrics.is_leader._value.get() == 0
+
+
+def test_a_deleted_cluster_queue_loses_its_series() -> None:
+    metrics = populated()
+    role = metrics.role
+    metrics.pending_workloads.labels("other", "active", role).set(2)
+    metrics.forget_cluster_queue("cq")
+    text = generate_latest(metrics.registry).decode()
+    assert 'cluster_queue="cq"' not in "".join(
+        line for line in text.splitlines() if line.startswith("kueue_pending_workloads")
+    )
+    assert 'kueue_pending_workloads{cluster_queue="other"' in text
