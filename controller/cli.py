@@ -6,18 +6,9 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from controller.version import version
+
 Handler = Callable[[argparse.Namespace], int]
-
-
-def version() -> str:
-    """The installed distribution's version (pyproject.toml)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("quotagate")
-    except PackageNotFoundError:  # running from a checkout that was never installed
-        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,6 +22,13 @@ from typing import Any
 
 from controller.core.from_api import InvalidObject, convert
 from controller.core.workloads import Workload
+from controller.kube.client import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    PRIORITY_CLASSES,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
 from controller.kubectl.cluster import Cluster
 from controller.kubectl.connection import ConnectionOptions, KubectlError, connect
 from controller.kubectl.describe import describe_workload, render_description
@@ -35,13 +42,6 @@ from controller.kubectl.whatif import (
     priority_class_ref,
     render_answer,
     unique_name,
-)
-from controller.runtime.kube import (
-    CLUSTER_QUEUES,
-    LOCAL_QUEUES,
-    PRIORITY_CLASSES,
-    WORKLOAD_PRIORITY_CLASSES,
-    WORKLOADS,
 )
 
 __all__ = ["build_parser", "main", "resource_type"]
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect quotagate's queues and Workloads, and ask what-if questions.",
         parents=[flags],
     )
-    from controller.cli import version
+    from controller.version import version
 
     parser.add_argument("--version", action="version", version=f"kubectl-quotagate {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from api.quantities import InvalidQuantity, Quantity
-from controller.runtime.fatal import FatalError
+from controller.kube.fatal import FatalError
 from costcontroller.policy import CostPolicy, PolicyLoadError, load_policy
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def parse_policy_args(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from controller.runtime.command import run_until_done, setup_logging
+    from controller.kube.process import run_until_done, setup_logging
 
     try:
         policy = load_policy(args.policy, parse_policy_args(args.policy_arg))
@@ -99,10 +99,9 @@ async def serve(
 ) -> None:
     """Run the controller until `stop` is set (SIGTERM/SIGINT); a FatalError when it cannot
     go on (no credentials, metrics port taken, no Lease namespace)."""
-    from controller.runtime.config import LeaderElection
-    from controller.runtime.health import Readiness, serve_health
-    from controller.runtime.kube import make_api_client
-    from controller.runtime.leader import run_while_leading
+    from controller.kube.client import make_api_client
+    from controller.kube.health import Readiness, serve_health
+    from controller.kube.leader import LeaderElection, run_while_leading
     from costcontroller.controller import CostController, CostMetrics
 
     api_client = await make_api_client(args.kubeconfig)

@@ -29,10 +29,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 
 from api.constants import GROUP, VERSION
 from api.quantities import Quantity
-from controller.runtime.fatal import FatalError
-from controller.runtime.informer import WorkloadInformer
-from controller.runtime.kube import MERGE_PATCH, retrying
-from controller.runtime.workqueue import KeyQueue
+from controller.kube.client import MERGE_PATCH, describe, retrying
+from controller.kube.fatal import FatalError
+from controller.kube.informer import WorkloadInformer
+from controller.kube.workqueue import KeyQueue
 from costcontroller.policy import Clock, CostPolicy
 from costcontroller.reconcile import decide
 
@@ -226,11 +226,7 @@ class CostController:
                 return
             self.metrics.patch_errors.inc()
             log.warning(
-                "patching preemptionCost of %s/%s failed: %s %s",
-                namespace,
-                name,
-                exc.status,
-                exc.reason,
+                "patching preemptionCost of %s/%s failed: %s", namespace, name, describe(exc)
             )
             return
         except CONNECTION_ERRORS as exc:

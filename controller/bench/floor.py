@@ -49,7 +49,7 @@ from controller.bench.live import (
 from controller.bench.report import KUEUE_REFERENCE, Job, Progress
 from controller.bench.scenario import Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
-from controller.runtime.kube import (
+from controller.kube.client import (
     NAMESPACES,
     WORKLOADS,
     Api,

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from api import workload_status
 from api.constants import API_VERSION, Kind, StopPolicy, WorkloadConditionType
-from controller.runtime.kube import APPLY_PATCH, MERGE_PATCH, Api, Resource
+from controller.kube.client import APPLY_PATCH, MERGE_PATCH, Api, Resource
 
 __all__ = [
     "RUNNER_FINISH_MANAGER",

@@ -44,7 +44,7 @@ from controller.bench import kueue_clients
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
-from controller.runtime.kube import (
+from controller.kube.client import (
     API_ERRORS,
     CONNECTION_ERRORS,
     KUEUE_GROUP,
@@ -658,7 +658,7 @@ async def run_live(
     setup_timeout: float = 120.0,
 ) -> Report:
     """Set up, run and (unless `keep`) clean up one live run; the report."""
-    from controller.runtime.kube import make_api_client
+    from controller.kube.client import make_api_client
 
     api_client = await make_api_client(kubeconfig, pool_size=parallelism * 2 + 4)
     live = LiveRun(

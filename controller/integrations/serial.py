@@ -12,6 +12,8 @@ from typing import Any, Generic, TypeVar
 
 from kubernetes.aio.client.exceptions import ApiException
 
+from controller.kube.client import describe
+
 K = TypeVar("K", bound=Hashable)
 
 
@@ -72,10 +74,7 @@ class SerialReconciler(Generic[K]):
                     else:
                         if exc.status != 409:
                             self.log.warning(
-                                "reconciling %s failed: %s %s",
-                                self.what(key),
-                                exc.status,
-                                exc.reason,
+                                "reconciling %s failed: %s", self.what(key), describe(exc)
                             )
                         self._retry_later(key)
                 except Exception as exc:

@@ -9,8 +9,8 @@ from urllib.parse import quote
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from controller.kube.client import WATCHED, Resource
 from controller.kubectl.connection import Connection, KubectlError, server_error, transport_error
-from controller.runtime.kube import WATCHED, Resource
 
 __all__ = ["Cluster", "resource_path"]
 

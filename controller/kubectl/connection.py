@@ -3,7 +3,6 @@ kubectl-style one-line errors with kubectl's exit codes."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from controller.kube.client import status_of
 from controller.kubectl.printing import one_line
 
 __all__ = [
@@ -127,7 +127,7 @@ def _in_cluster(options: ConnectionOptions) -> Connection:
 def server_error(exc: ApiException) -> KubectlError:
     """`Error from server (NotFound): workloads.kueue.x-k8s.io "x" not found`, as kubectl
     prints an API `Status`; 401 and TLS failures read like kubectl's `error:` lines."""
-    status = _status_body(exc.body)
+    status = status_of(exc.body)
     if exc.status == 401:
         return KubectlError("error: You must be logged in to the server (Unauthorized)", 401)
     if not exc.status:  # the client reports TLS failures as status 0
@@ -135,18 +135,6 @@ def server_error(exc: ApiException) -> KubectlError:
     reason = status.get("reason") or exc.reason or exc.status
     message = status.get("message") or _plain_body(exc) or exc.reason or "unknown error"
     return KubectlError(f"Error from server ({reason}): {message}", exc.status)
-
-
-def _status_body(body: Any) -> dict[str, Any]:
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    if not isinstance(body, str):
-        return {}
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
 
 
 def _plain_body(exc: ApiException) -> str:

@@ -12,6 +12,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from controller.kube.leader import LeaderElection
+
 
 class ConfigError(ValueError):
     """An invalid configuration; the message names the offending key."""
@@ -26,25 +28,6 @@ class RequeueBackoff(_Section):
 
     base_seconds: float = Field(1.0, alias="baseSeconds", ge=0, description="first delay")
     max_seconds: float = Field(300.0, alias="maxSeconds", ge=0, description="cap on the delay")
-
-
-class LeaderElection(_Section):
-    """Lease-based leader election: only the leader admits and preempts."""
-
-    enabled: bool = Field(True, description="run the scheduling loop only while holding the Lease")
-    lease_name: str = Field("quotagate-controller", alias="leaseName", min_length=1)
-    lease_namespace: str = Field("quotagate-system", alias="leaseNamespace", min_length=1)
-    lease_duration_seconds: int = Field(15, alias="leaseDurationSeconds", ge=1)
-    renew_deadline_seconds: int = Field(10, alias="renewDeadlineSeconds", ge=1)
-    retry_period_seconds: int = Field(2, alias="retryPeriodSeconds", ge=1)
-
-    @model_validator(mode="after")
-    def _durations_are_ordered(self) -> LeaderElection:
-        if self.lease_duration_seconds <= self.renew_deadline_seconds:
-            raise ValueError("leaseDurationSeconds must be greater than renewDeadlineSeconds")
-        if self.renew_deadline_seconds <= 1.2 * self.retry_period_seconds:
-            raise ValueError("renewDeadlineSeconds must be greater than 1.2 × retryPeriodSeconds")
-        return self
 
 
 class Preemptibility(_Section):

@@ -35,10 +35,10 @@ from controller.core.queues import BackoffPolicy
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
 from controller.core.workloads import PodSet, Workload, WorkloadKey, workload_key
+from controller.kube.client import API_ERRORS, FIELD_MANAGER, WORKLOADS, Api, retrying
+from controller.kube.workqueue import KeyQueue
 from controller.runtime.config import ControllerConfig
-from controller.runtime.kube import API_ERRORS, FIELD_MANAGER, WORKLOADS, Api, retrying
 from controller.runtime.metrics import Metrics
-from controller.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.runtime.kube import Api
+from controller.kube.client import Api
 
 log = logging.getLogger(__name__)
 

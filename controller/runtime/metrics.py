@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
-from controller.runtime.fatal import FatalError
+from controller.kube.fatal import FatalError
 
 __all__ = ["FOLLOWER", "LEADER", "STANDALONE", "Metrics"]
 
@@ -197,7 +197,7 @@ class Metrics:
             ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
             registry=r,
         )
-        from controller.cli import version
+        from controller.version import version
 
         self.build_info.labels(
             version(),

@@ -1,7 +1,7 @@
 """`quotagate run`: watches feed the Controller; the leader runs the scheduling loop.
 
 Workloads, and the queue-labelled pods and Jobs (filtered by the API server), come from
-informers (controller/runtime/informer.py); the low-volume queue objects from kopf, which
+informers (controller/kube/informer.py); the low-volume queue objects from kopf, which
 runs `standalone` (its peering is not leader election). `leader.run_while_leading`
 decides which replica schedules. Every replica keeps its state current from the watches
 and serves the webhook and the health probes; a replica that becomes leader re-reads
@@ -24,13 +24,7 @@ from api.constants import QUEUE_NAME_LABEL
 from controller.core.workloads import WorkloadKey
 from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
-from controller.runtime.config import ControllerConfig
-from controller.runtime.controller import Controller
-from controller.runtime.events import EventRecorder
-from controller.runtime.fatal import FatalError
-from controller.runtime.health import Readiness, serve_health
-from controller.runtime.informer import Informer, WorkloadInformer
-from controller.runtime.kube import (
+from controller.kube.client import (
     JOBS,
     PODS,
     WATCHED,
@@ -39,7 +33,13 @@ from controller.runtime.kube import (
     Resource,
     make_api_client,
 )
-from controller.runtime.leader import run_while_leading
+from controller.kube.fatal import FatalError
+from controller.kube.health import Readiness, serve_health
+from controller.kube.informer import Informer, WorkloadInformer
+from controller.kube.leader import run_while_leading
+from controller.runtime.config import ControllerConfig
+from controller.runtime.controller import Controller
+from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
 from controller.runtime.queue_status import QueueStatusWriter
 from controller.runtime.webhook_server import WebhookServer
@@ -111,7 +111,7 @@ def build_registry(controller: Controller, kubeconfig: str | None = None) -> kop
         )(on_event)
 
     for resource in WATCHED:
-        if resource is not WORKLOADS:  # high volume: controller/runtime/informer.py
+        if resource is not WORKLOADS:  # high volume: controller/kube/informer.py
             register(resource)
 
     @kopf.on.login(registry=registry)

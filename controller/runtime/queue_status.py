@@ -19,7 +19,7 @@ from api.quantities import Quantity
 from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
-from controller.runtime.kube import CLUSTER_QUEUES, LOCAL_QUEUES
+from controller.kube.client import CLUSTER_QUEUES, LOCAL_QUEUES, describe
 
 if TYPE_CHECKING:
     from controller.runtime.controller import Controller
@@ -219,7 +219,7 @@ class QueueStatusWriter:
             self.written[f"cq/{name}"] = status
         except ApiException as exc:
             if exc.status != 404:
-                log.info("status of ClusterQueue %s not written: %s", name, exc.reason)
+                log.info("status of ClusterQueue %s not written: %s", name, describe(exc))
 
     async def _write_lq(self, key: str, status: dict[str, Any], now: float) -> None:
         namespace, name = key.split("/", 1)
@@ -232,4 +232,4 @@ class QueueStatusWriter:
             self.written[f"lq/{key}"] = status
         except ApiException as exc:
             if exc.status != 404:
-                log.info("status of LocalQueue %s not written: %s", key, exc.reason)
+                log.info("status of LocalQueue %s not written: %s", key, describe(exc))

@@ -22,11 +22,11 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from controller.integrations import webhook as webhooks
 from controller.integrations.webhook import handle
+from controller.kube.client import API_ERRORS, retrying
+from controller.kube.fatal import FatalError
+from controller.kube.health import Readiness
 from controller.runtime.certs import WebhookCertificates, issue, write_files
 from controller.runtime.config import ControllerConfig
-from controller.runtime.fatal import FatalError
-from controller.runtime.health import Readiness
-from controller.runtime.kube import API_ERRORS, retrying
 
 __all__ = ["CertReloader", "ServingCert", "WebhookServer", "self_signed", "serve"]
 

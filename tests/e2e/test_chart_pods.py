@@ -8,6 +8,7 @@ run on the fake nodes; the cost controller writes costs; both report ready and s
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +62,9 @@ def release(
     finally:
         helm("uninstall", name, "--namespace", namespace, kubeconfig=kubeconfig_path)
         client.CoreV1Api(api_client).delete_namespace(namespace)
+
+
+RBAC_REFUSAL = re.compile(r'forbidden: User \\?"system:serviceaccount:[^"\\]*\\?" cannot [^"\\]*')
 
 
 def _job(name: str) -> dict[str, Any]:
@@ -181,7 +185,11 @@ def test_the_charts_default_install_runs_and_admits_through_its_own_webhook(
         assert {w["status"]["preemptionCost"] for w in workloads} == {"0"}
         assert all(condition(w, "Finished") for w in workloads)
         for process in (controller, cost):
-            assert "Forbidden" not in process.log(), process.log()[-3000:]
+            # Other tests share the API server (their policies and terminating namespaces
+            # refuse some writes): what must never appear is an RBAC refusal of our
+            # ServiceAccount, which the API server words like this.
+            refused = RBAC_REFUSAL.findall(process.log())
+            assert not refused, refused[:5]
     finally:
         assert controller.stop() == 0, controller.log()[-3000:]
         assert cost.stop() == 0, cost.log()[-3000:]

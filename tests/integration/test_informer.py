@@ -1,4 +1,4 @@
-"""The informers (controller/runtime/informer.py) against the real API server: the pods and
+"""The informers (controller/kube/informer.py) against the real API server: the pods and
 Jobs the integrations manage are selected by the server, so a replica never streams the
 cluster's other pods (issue 18); a refusal that will not heal (403) is fatal."""
 
@@ -11,9 +11,9 @@ import pytest
 from kubernetes import client
 
 from api.constants import QUEUE_NAME_LABEL
-from controller.runtime.fatal import FatalError
-from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS, make_api_client
+from controller.kube.client import PODS, make_api_client
+from controller.kube.fatal import FatalError
+from controller.kube.informer import Informer
 
 
 class Recorder:

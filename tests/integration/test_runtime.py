@@ -3,6 +3,7 @@ borrowing in a cohort, queue status, printer columns, invalid objects (issue 6).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import urllib.request
 
@@ -107,39 +108,45 @@ def test_kubectl_shows_the_printer_columns(
         {**workload(namespace, "shown", "lq", cpu="1", priority=7)},
     )
     wait_admitted(kueue, namespace, "shown")
-    output = subprocess.run(
-        [
-            str(bin_dir() / "kubectl"),
-            "--kubeconfig",
-            kubeconfig_path,
-            "get",
-            "workloads.kueue.x-k8s.io",
-            "-n",
-            namespace,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    header, row = output.splitlines()[:2]
-    assert header.split() == [
-        "NAME",
-        "QUEUE",
-        "CLUSTERQUEUE",
-        "PRIORITY",
-        "COST",
-        "PREEMPTIBILITY",
-        "ADMITTED",
-        "FINISHED",
-        "AGE",
-    ]
-    assert row.split()[:5] == ["shown", "lq", cq, "7", "True"] or row.split()[:4] == [
-        "shown",
-        "lq",
-        cq,
-        "7",
-    ]
-    assert "True" in row.split()
+
+    def table(*extra: str) -> list[dict[str, str]]:
+        output = subprocess.run(
+            [
+                str(bin_dir() / "kubectl"),
+                "--kubeconfig",
+                kubeconfig_path,
+                "get",
+                "workloads.kueue.x-k8s.io",
+                "-n",
+                namespace,
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        header, *rows = output.splitlines()
+        # kubectl pads columns with at least three spaces ("RESERVED IN" has one); a
+        # column's cells start where its title does, empty cells included.
+        starts = [m.start() for m in re.finditer(r"(?:^|(?<=\s{3}))\S", header)]
+        names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        return [
+            {
+                n: row[a:b].strip()
+                for n, a, b in zip(names, starts, [*starts[1:], None], strict=True)
+            }
+            for row in rows
+        ]
+
+    # Kueue's columns by default...
+    (row,) = table()
+    assert list(row) == ["NAME", "QUEUE", "RESERVED IN", "ADMITTED", "FINISHED", "AGE"]
+    assert row["NAME"] == "shown" and row["QUEUE"] == "lq" and row["RESERVED IN"] == cq
+    assert row["ADMITTED"] == "True" and row["FINISHED"] == ""
+    # ...and quotagate's own with -o wide.
+    (row,) = table("-o", "wide")
+    assert list(row)[-3:] == ["PRIORITY", "COST", "PREEMPTIBILITY"]
+    assert row["PRIORITY"] == "7" and row["PREEMPTIBILITY"] == "Preemptible"
 
 
 def test_invalid_references_make_queues_inactive_with_a_reason(

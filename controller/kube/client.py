@@ -6,6 +6,7 @@ so a write never blocks the event loop or needs a thread.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,7 +29,7 @@ from tenacity import (
 
 from api.constants import GROUP, VERSION
 from api.workload_status import ADMISSION_FIELD_MANAGER
-from controller.runtime.fatal import FatalError
+from controller.kube.fatal import FatalError
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,28 @@ _PROXY_VARIABLES = (
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, aiohttp.ClientError)
 # What a failed API call raises: a refusal from the server or a broken connection.
 API_ERRORS: tuple[type[BaseException], ...] = (ApiException, *CONNECTION_ERRORS)
+
+
+def status_of(body: Any) -> dict[str, Any]:
+    """The API `Status` object in an error response body ({} when it is not one)."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if not isinstance(body, str):
+        return {}
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) and parsed.get("kind") == "Status" else {}
+
+
+def describe(exc: ApiException) -> str:
+    """`403 Forbidden: pods "p" is forbidden: User ... cannot patch ...`: the status and the
+    API server's own message, so a log line tells an RBAC refusal from a webhook's or a
+    terminating namespace's."""
+    message = status_of(exc.body).get("message")
+    head = f"{exc.status} {exc.reason}"
+    return f"{head}: {message}" if message else head
 
 
 def is_retryable(exc: BaseException) -> bool:

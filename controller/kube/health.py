@@ -12,7 +12,7 @@ import logging
 
 from aiohttp import web
 
-from controller.runtime.fatal import FatalError
+from controller.kube.fatal import FatalError
 
 __all__ = ["Readiness", "serve_health"]
 

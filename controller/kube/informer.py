@@ -23,8 +23,15 @@ from typing import Any, Protocol
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.runtime.fatal import FatalError
-from controller.runtime.kube import CONNECTION_ERRORS, WORKLOADS, Api, Resource, retrying
+from controller.kube.client import (
+    CONNECTION_ERRORS,
+    WORKLOADS,
+    Api,
+    Resource,
+    describe,
+    retrying,
+)
+from controller.kube.fatal import FatalError
 
 __all__ = ["Informer", "WorkloadInformer"]
 
@@ -90,7 +97,7 @@ class Informer:
                         f"{f' in namespace {namespace}' if namespace else ''}: {exc.status} "
                         f"{exc.reason} (check the credentials and the ClusterRole's rules)"
                     ) from None
-                log.warning("listing/watching %s failed: %s %s", plural, exc.status, exc.reason)
+                log.warning("listing/watching %s failed: %s", plural, describe(exc))
             except CONNECTION_ERRORS as exc:
                 log.warning(
                     "listing/watching %s failed: %s",

@@ -30,10 +30,33 @@ from typing import Any, cast
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from controller.runtime.config import LeaderElection
-from controller.runtime.fatal import FatalError
-from controller.runtime.kube import CONNECTION_ERRORS
+from controller.kube.client import CONNECTION_ERRORS, describe
+from controller.kube.fatal import FatalError
+
+
+class LeaderElection(BaseModel):
+    """Lease-based leader election: only the leader acts (the `leaderElection` section of
+    the controller's configuration; the cost controller builds one from its flags)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    enabled: bool = Field(True, description="run the scheduling loop only while holding the Lease")
+    lease_name: str = Field("quotagate-controller", alias="leaseName", min_length=1)
+    lease_namespace: str = Field("quotagate-system", alias="leaseNamespace", min_length=1)
+    lease_duration_seconds: int = Field(15, alias="leaseDurationSeconds", ge=1)
+    renew_deadline_seconds: int = Field(10, alias="renewDeadlineSeconds", ge=1)
+    retry_period_seconds: int = Field(2, alias="retryPeriodSeconds", ge=1)
+
+    @model_validator(mode="after")
+    def _durations_are_ordered(self) -> LeaderElection:
+        if self.lease_duration_seconds <= self.renew_deadline_seconds:
+            raise ValueError("leaseDurationSeconds must be greater than renewDeadlineSeconds")
+        if self.renew_deadline_seconds <= 1.2 * self.retry_period_seconds:
+            raise ValueError("renewDeadlineSeconds must be greater than 1.2 × retryPeriodSeconds")
+        return self
+
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +99,7 @@ class LeaseElector:
             if exc.status == 403:
                 raise FatalError(_forbidden(s, "get")) from None
             if exc.status != 404:
-                log.info("reading lease failed: %s", exc.reason)
+                log.info("reading lease failed: %s", describe(exc))
                 return False
             return await self._create()
         spec = lease.get("spec") or {}
@@ -103,7 +126,7 @@ class LeaseElector:
                 _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name, lease
             )
         except ApiException as exc:
-            log.info("updating lease failed: %s", exc.reason)  # 409: someone else won
+            log.info("updating lease failed: %s", describe(exc))  # 409: someone else won
             return False
         self._observed_record = (
             self.identity,
@@ -147,7 +170,7 @@ class LeaseElector:
                 ) from None
             if exc.status == 403:
                 raise FatalError(_forbidden(s, "create")) from None
-            log.info("creating lease failed: %s", exc.reason)  # 409: someone else created it
+            log.info("creating lease failed: %s", describe(exc))  # 409: someone else created it
             return False
         self._observed_record = (self.identity, now, 0)
         self._observed_at = self.monotonic()

@@ -1,0 +1,67 @@
+"""A long-running process's life: JSON logging, signals, and exit codes that say why it
+ended (one line on stderr, never a traceback)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from controller.kube.fatal import FatalError
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per log line: time, level, logger, message (+ exception)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("kopf", "aiohttp", "kubernetes"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) -> int:
+    """Run a long-running process to its end: 0 when it was asked to stop (SIGTERM, Ctrl-C:
+    `main` gets an event that is set then, and stops cleanly), 1 with one line on stderr
+    (never a traceback) when it could not go on."""
+    try:
+        asyncio.run(_stopping_on_signals(main))
+    except KeyboardInterrupt:
+        return 0
+    except FatalError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: one line for the user, the traceback at debug level
+        logging.getLogger(__name__).debug("unexpected error", exc_info=True)
+        print(f"{name}: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await main(stop)
