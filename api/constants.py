@@ -235,6 +235,14 @@ class PriorityClassKind(StrEnum):
     PRIORITY_CLASS = "PriorityClass"
 
 
+class PriorityClassPreemptionPolicy(StrEnum):
+    """`preemptionPolicy` of a scheduling.k8s.io PriorityClass: whether its Workloads may
+    preempt at all."""
+
+    PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+    NEVER = "Never"
+
+
 class Preemptibility(StrEnum):
     """`spec.preemptibility` and the `kai.scheduler/preemptibility` label (KAI)."""
 

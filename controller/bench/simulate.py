@@ -27,6 +27,7 @@ import time
 from dataclasses import replace
 from typing import TextIO
 
+from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import Scenario
 from controller.core.clusterqueues import (
@@ -67,8 +68,8 @@ def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
                 cohort,
                 namespace_selector=LabelSelector(),
                 preemption=PreemptionPolicy(
-                    reclaim_within_cohort=qs.reclaim_within_cohort,
-                    within_cluster_queue=qs.within_cluster_queue,
+                    reclaim_within_cohort=ReclaimWithinCohortPolicy(qs.reclaim_within_cohort),
+                    within_cluster_queue=WithinClusterQueuePolicy(qs.within_cluster_queue),
                 ),
             )
         )

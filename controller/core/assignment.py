@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from api.constants import BorrowWithinCohortPolicy
 from api.quantities import Format, Quantity
 from controller.core.clusterqueues import (
     ClusterQueue,
@@ -205,7 +206,10 @@ def _check(
         mode = Mode.BORROW if borrows else Mode.FIT
         return ResourceCheck(*args, mode, *numbers, borrows=borrows)
     # Kueue compares the request (not usage + request) with nominal quota (digest §8.1).
-    if quota.nominal >= requested or cq.preemption.borrow_within_cohort != "Never":
+    if (
+        quota.nominal >= requested
+        or cq.preemption.borrow_within_cohort is not BorrowWithinCohortPolicy.NEVER
+    ):
         preemptible, borrows_after = Preemptible.NO_CANDIDATES, borrows
         if oracle is not None:
             preemptible, borrows_after = oracle(cq.name, workload, fr, requested)

@@ -10,6 +10,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from api.constants import (
+    BorrowWithinCohortPolicy,
+    QueueingStrategy,
+    ReclaimWithinCohortPolicy,
+    StopPolicy,
+    WithinClusterQueuePolicy,
+)
 from controller.core.selectors import LabelSelector
 
 __all__ = [
@@ -29,17 +36,6 @@ __all__ = [
 
 FlavorResource = tuple[str, str]
 """A (flavor name, resource name) pair: the unit quota is counted in."""
-
-
-class QueueingStrategy(StrEnum):
-    STRICT_FIFO = "StrictFIFO"
-    BEST_EFFORT_FIFO = "BestEffortFIFO"
-
-
-class StopPolicy(StrEnum):
-    NONE = "None"
-    HOLD = "Hold"
-    HOLD_AND_DRAIN = "HoldAndDrain"
 
 
 class WhenCanBorrow(StrEnum):
@@ -68,12 +64,19 @@ class FlavorFungibility:
 
 @dataclass(frozen=True, slots=True)
 class PreemptionPolicy:
-    """`spec.preemption`, kept for the preemption engine (values are Kueue's strings)."""
+    """`spec.preemption`, kept for the preemption engine."""
 
-    reclaim_within_cohort: str = "Never"
-    within_cluster_queue: str = "Never"
-    borrow_within_cohort: str = "Never"
+    reclaim_within_cohort: ReclaimWithinCohortPolicy = ReclaimWithinCohortPolicy.NEVER
+    within_cluster_queue: WithinClusterQueuePolicy = WithinClusterQueuePolicy.NEVER
+    borrow_within_cohort: BorrowWithinCohortPolicy = BorrowWithinCohortPolicy.NEVER
     borrow_within_cohort_max_priority: int | None = None
+
+    def may_preempt(self) -> bool:
+        """Whether the queue may preempt anyone at all (within itself or its cohort)."""
+        return (
+            self.within_cluster_queue is not WithinClusterQueuePolicy.NEVER
+            or self.reclaim_within_cohort is not ReclaimWithinCohortPolicy.NEVER
+        )
 
 
 @dataclass(frozen=True, slots=True)

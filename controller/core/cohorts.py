@@ -188,6 +188,15 @@ class QuotaTree:
         root = self._root(name)
         self._versions[root] = self._versions.get(root, 0) + 1
 
+    def mark(self, name: str) -> tuple[tuple[bool, str], int]:
+        """The version of the queue's cohort, to `restore` once a simulated change of its
+        usage has been undone exactly."""
+        root = self._root(name)
+        return root, self._versions.get(root, 0)
+
+    def restore(self, marks: Mapping[tuple[bool, str], int]) -> None:
+        self._versions.update(marks)
+
     def version(self, name: str) -> int:
         """The version of the queue's cohort (or of the queue, without a cohort): unchanged
         version, unchanged answers to every query about the queue and its cohort."""

@@ -11,9 +11,9 @@
    fits goes straight back to its heap (Kueue's FailedAfterNomination) and is retried next
    cycle.
 5. A head that needs preemption asks the preemption engine for a minimal victim set
-   (controller/core/preemption.py); if there is one, the head is nominated — its capacity
+   (controller/core/preemption/search.py); if there is one, the head is nominated — its capacity
    held — and a `Preempt` decision evicts the victims; it is admitted in a later cycle,
-   once they have released their quota (controller/core/preempting.py). A head that needs
+   once they have released their quota (controller/core/preemption/nominations.py). A head that needs
    preemption but has no victims reserves, for the rest of the cycle, the part of its
    request its queue is entitled to, so lower-ordered borrowers cannot take it
    (digest §5.6 step 3); the reservation is undone at the end of the cycle.
@@ -33,13 +33,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from api.constants import Preemptibility
-from api.workload_status import PodSetAssignment
+from api.constants import Preemptibility, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
 from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
 from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
 from controller.core.pending import cluster_queue_inactive
-from controller.core.preempting import plan_preemption, preemption_oracle, settle_nominations
+from controller.core.preemption.nominations import (
+    VictimSearches,
+    plan_preemption,
+    preemption_oracle,
+    settle_nominations,
+)
 from controller.core.queues import OrderKey
 from controller.core.state import ClusterState, namespace_matches
 from controller.core.workloads import WorkloadKey
@@ -84,8 +88,9 @@ def run_cycle(
     # capacity was held for them).
     settled, dropped = settle_nominations(state)
     changed = bool(evicted or settled or dropped)
+    searches = VictimSearches(state)
     if oracle is None:
-        oracle = preemption_oracle(state)
+        oracle = preemption_oracle(state, searches)
 
     entries: list[_Entry] = []
     for name, queue in state.queues.items():
@@ -113,7 +118,7 @@ def run_cycle(
         assignment, cq = entry.assignment, entry.cq
         workload = state.records[entry.key].workload
         if assignment.mode is Mode.PREEMPT:
-            preempt = plan_preemption(state, cq, workload, assignment)
+            preempt = plan_preemption(state, cq, workload, assignment, searches)
             if preempt is not None:
                 preempting.append(preempt)
                 state.records[entry.key].reason = _waiting(preempt)
@@ -143,7 +148,10 @@ def run_cycle(
                 assignment.condition_reason or "WaitingForQuota",
                 inadmissible,
             )
-            if assignment.mode is Mode.PREEMPT and cq.preemption.reclaim_within_cohort != "Any":
+            if (
+                assignment.mode is Mode.PREEMPT
+                and cq.preemption.reclaim_within_cohort is not ReclaimWithinCohortPolicy.ANY
+            ):
                 held_back.append((cq.name, _entitlement(state, cq.name, assignment)))
                 state.quota.add_usage(*held_back[-1])
             continue
@@ -154,13 +162,10 @@ def run_cycle(
             record.reason = NO_LONGER_FITS
             requeued.append(entry.key)
             continue
-        admit = Admit(
+        admit = Admit.from_assignment(
             entry.key,
             cq.name,
-            tuple(
-                PodSetAssignment(ps.name, ps.count, dict(ps.flavors), dict(ps.requests))
-                for ps in assignment.pod_sets
-            ),
+            assignment,
             any(state.quota.borrowing(cq.name, fr, v) for fr, v in assignment.usage.items()),
         )
         state.apply_admit(admit)
@@ -219,7 +224,9 @@ def _refuse_alike(
     changed = _refuse(state, cq, entry.item, reason, condition_reason, assignment, out, park)
     if not (park and park_alike) or state.quota.version(cq.name) != entry.version:
         return changed
-    compare_age = cq.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+    compare_age = (
+        cq.preemption.within_cluster_queue is WithinClusterQueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+    )
     if compare_age:
         return changed
     # The Workloads parked with the head get no decision of their own: the engine did not

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from api.workload_status import Admission, PodSetAssignment
 from controller.core.assignment import FlavorAssignment, Mode
 from controller.core.clusterqueues import FlavorResource
-from controller.core.preemption import Victim
+from controller.core.preemption.types import Victim
 from controller.core.workloads import Usage, WorkloadKey
 
 __all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nomination", "Preempt"]
@@ -21,6 +21,25 @@ class Admit:
     cluster_queue: str
     pod_sets: tuple[PodSetAssignment, ...]
     borrowing: bool
+
+    @classmethod
+    def from_assignment(
+        cls,
+        key: WorkloadKey,
+        cluster_queue: str,
+        assignment: FlavorAssignment,
+        borrowing: bool,
+    ) -> Admit:
+        """The admission a flavor assignment makes: per pod set its flavors and usage."""
+        return cls(
+            key,
+            cluster_queue,
+            tuple(
+                PodSetAssignment(ps.name, ps.count, dict(ps.flavors), dict(ps.requests))
+                for ps in assignment.pod_sets
+            ),
+            borrowing,
+        )
 
     @property
     def admission(self) -> Admission:

@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from api.constants import OWNER_PREEMPTIBILITY_ANNOTATION, POD_PREEMPTIBILITY_ANNOTATION
+from api.constants import (
+    OWNER_PREEMPTIBILITY_ANNOTATION,
+    POD_PREEMPTIBILITY_ANNOTATION,
+    BorrowWithinCohortPolicy,
+    DisruptionMode,
+    PriorityClassPreemptionPolicy,
+    ReclaimWithinCohortPolicy,
+    WithinClusterQueuePolicy,
+)
 from api.workload_status import PodSetShape, admission_from_api
 from controller.core.api_fields import FieldReader, parse_time
 from controller.core.clusterqueues import (
@@ -188,9 +196,24 @@ def _cluster_queue(
             ),
         ),
         preemption=PreemptionPolicy(
-            str(pre.get("reclaimWithinCohort") or "Never"),
-            str(pre.get("withinClusterQueue") or "Never"),
-            str(bwc.get("policy") or "Never"),
+            r.enum(
+                pre.get("reclaimWithinCohort"),
+                "spec.preemption.reclaimWithinCohort",
+                ReclaimWithinCohortPolicy,
+                ReclaimWithinCohortPolicy.NEVER,
+            ),
+            r.enum(
+                pre.get("withinClusterQueue"),
+                "spec.preemption.withinClusterQueue",
+                WithinClusterQueuePolicy,
+                WithinClusterQueuePolicy.NEVER,
+            ),
+            r.enum(
+                bwc.get("policy"),
+                "spec.preemption.borrowWithinCohort.policy",
+                BorrowWithinCohortPolicy,
+                BorrowWithinCohortPolicy.NEVER,
+            ),
             r.integer(
                 bwc.get("maxPriorityThreshold"),
                 "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
@@ -332,7 +355,12 @@ def _workload(
         preemptibility=spec.get("preemptibility"),
         owner_preemptibility=_owner_preemptibility(meta, r),
         pod_preemptibility=(meta.get("annotations") or {}).get(POD_PREEMPTIBILITY_ANNOTATION),
-        disruption_mode=r.text(spec.get("disruptionMode"), "spec.disruptionMode", "PodGroup"),
+        disruption_mode=r.enum(
+            spec.get("disruptionMode"),
+            "spec.disruptionMode",
+            DisruptionMode,
+            DisruptionMode.POD_GROUP,
+        ),
         quota_reserved_at=(
             r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
             if admission is not None
@@ -403,7 +431,12 @@ def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObje
         result = PriorityClass(
             r.text(meta.get("name"), "metadata.name"),
             r.integer(data.get("value"), "value", 0) or 0,
-            str(data.get("preemptionPolicy") or "PreemptLowerPriority"),
+            r.enum(
+                data.get("preemptionPolicy"),
+                "preemptionPolicy",
+                PriorityClassPreemptionPolicy,
+                PriorityClassPreemptionPolicy.PREEMPT_LOWER_PRIORITY,
+            ),
             data.get("globalDefault") is True,
         )
         if data.get("value") is None:

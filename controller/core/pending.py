@@ -3,17 +3,21 @@
 - `cluster_queue_inactive` / `local_queue_inactive`: a queue's `Active=False` reason, as
   Kueue names it (the queue status writer shows it);
 - `unqueued_reason`: why a pending Workload is in no active queue, with Kueue's
-  `QuotaReserved=False` reason (the controller writes it; the cycle explains the others);
+  `QuotaReserved=False` reason; `unqueued_decisions`: those reasons for every pending
+  Workload the cycle never looks at (the controller writes them; the cycle's decisions
+  explain the others);
 - `why_pending`: the best explanation available for any pending Workload (`plan`,
   `kubectl quotagate describe`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from controller.core.clusterqueues import StopPolicy
+from controller.core.decisions import Inadmissible
 from controller.core.records import Phase
 from controller.core.state import ClusterState
 from controller.core.workloads import WorkloadKey
@@ -23,6 +27,7 @@ __all__ = [
     "Unqueued",
     "cluster_queue_inactive",
     "local_queue_inactive",
+    "unqueued_decisions",
     "unqueued_reason",
     "why_pending",
 ]
@@ -111,6 +116,22 @@ def unqueued_reason(state: ClusterState, key: WorkloadKey) -> Unqueued | None:
     if inactive is not None:
         return Unqueued("Suspended", inactive.message)
     return None
+
+
+def unqueued_decisions(state: ClusterState, skip: Container[WorkloadKey]) -> list[Inadmissible]:
+    """The pending reason of every pending Workload in no active queue (`unqueued_reason`),
+    as the cycle's own `Inadmissible` decisions are. Workloads in `skip` (being written) and
+    nominated preemptors (their reason is the preemption's) are left out."""
+    decisions = []
+    for key in state.pending():
+        if key in skip or key in state.nominated:
+            continue
+        unqueued = unqueued_reason(state, key)
+        if unqueued is not None:
+            decisions.append(
+                Inadmissible(key, state.queued_in(key), unqueued.message, unqueued.reason)
+            )
+    return decisions
 
 
 def why_pending(state: ClusterState, key: WorkloadKey) -> str:

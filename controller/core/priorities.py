@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from api.constants import GROUP, SCHEDULING_GROUP
+from api.constants import GROUP, SCHEDULING_GROUP, PriorityClassPreemptionPolicy
 from controller.core.workloads import Workload
 
 __all__ = [
@@ -31,7 +31,9 @@ class PriorityClass:
 
     name: str
     value: int
-    preemption_policy: str = "PreemptLowerPriority"
+    preemption_policy: PriorityClassPreemptionPolicy = (
+        PriorityClassPreemptionPolicy.PREEMPT_LOWER_PRIORITY
+    )
     global_default: bool = False
 
 
@@ -44,7 +46,7 @@ class WorkloadPriorityClass:
 @dataclass(frozen=True, slots=True)
 class ResolvedPriority:
     value: int
-    preemption_policy: str  # "PreemptLowerPriority" or "Never"
+    preemption_policy: PriorityClassPreemptionPolicy
     source: str  # "spec", "workloadPriorityClass", "priorityClass", "globalDefault", "default"
 
 
@@ -79,7 +81,11 @@ class PriorityClasses:
         pod_class = None
         if ref is not None and ref.group == SCHEDULING_GROUP:
             pod_class = self._pod.get(ref.name)
-        policy = pod_class.preemption_policy if pod_class else "PreemptLowerPriority"
+        policy = (
+            pod_class.preemption_policy
+            if pod_class
+            else PriorityClassPreemptionPolicy.PREEMPT_LOWER_PRIORITY
+        )
         if workload.priority is not None:
             return ResolvedPriority(workload.priority, policy, "spec")
         if ref is not None:

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from api.workload_status import Admission
 from controller.core.decisions import Nomination
-from controller.core.preemptibility import Resolution
+from controller.core.preemption.preemptibility import Resolution
 from controller.core.queues import OrderKey
 from controller.core.workloads import Usage, Workload, WorkloadKey
 

@@ -22,7 +22,7 @@ from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
 from controller.core.flavors import ResourceFlavor
-from controller.core.preemptibility import Resolution, resolve_preemptibility
+from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
 from controller.core.records import (

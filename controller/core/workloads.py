@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NewType
 
+from api.constants import DisruptionMode
 from api.workload_status import Admission
 from controller.core.clusterqueues import FlavorResource
 from controller.core.requests import EMPTY_INT
@@ -108,7 +109,8 @@ class Workload:
     # Workloads made from pods (OWNER_/POD_PREEMPTIBILITY_ANNOTATION).
     owner_preemptibility: tuple[str, ...] = ()
     pod_preemptibility: str | None = None
-    disruption_mode: str = "PodGroup"  # spec.disruptionMode: PodGroup (whole) or Pod (KEP-5710)
+    # spec.disruptionMode: PodGroup (whole) or Pod (KEP-5710)
+    disruption_mode: DisruptionMode = DisruptionMode.POD_GROUP
     quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
 
     @property

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubernetes.aio import client as aio_client
@@ -33,6 +32,7 @@ from api.constants import (
     VERSION,
 )
 from api.workload_status import has_quota_reservation
+from controller.integrations.host import ControllerView, placement_of
 from controller.integrations.serial import SerialReconciler
 from controller.integrations.workload_writes import apply_workload_status
 
@@ -166,22 +166,14 @@ class JobIntegration:
     def __init__(
         self,
         api_client: aio_client.ApiClient,
-        is_leading: Callable[[], bool],
-        workload_copy: Callable[[str], dict[str, Any] | None],
-        flavor: Callable[[str], tuple[dict[str, str], list[dict[str, Any]]] | None],
-        priority_of_class: Callable[[str], int | None],
-        events: Callable[[dict[str, Any], str, str, str], Awaitable[None]] | None = None,
+        view: ControllerView,
     ) -> None:
         self.batch = aio_client.BatchV1Api(api_client)
         self.custom = aio_client.CustomObjectsApi(api_client)
-        self.is_leading = is_leading
-        self.workload_copy = workload_copy
-        self.flavor = flavor
-        self.priority_of_class = priority_of_class
-        self.events = events
+        self.view = view
         self.jobs: dict[str, dict[str, Any]] = {}
         self._serial: SerialReconciler[str] = SerialReconciler(
-            self.reconcile, is_leading, lambda key: f"Job {key}", log
+            self.reconcile, lambda: view.leading, lambda key: f"Job {key}", log
         )
 
     # -- events --------------------------------------------------------------------------------
@@ -214,11 +206,11 @@ class JobIntegration:
 
     async def reconcile(self, key: str) -> None:
         job = self.jobs.get(key)
-        if job is None or not self.is_leading():
+        if job is None or not self.view.leading:
             return
         namespace, name = key.split("/", 1)
         wl_key = f"{namespace}/{workload_name(name)}"
-        workload = self.workload_copy(wl_key)
+        workload = self.view.workload(wl_key)
         finished = job_finished(job)
         if workload is None:
             if finished is None:
@@ -239,8 +231,8 @@ class JobIntegration:
         if reserved and workload_status.is_evicted(workload):
             if not suspended:
                 await self._patch_job(job, suspend_patch(job))
-                if self.events:
-                    await self.events(
+                if self.view.events:
+                    await self.view.events(
                         job, "Normal", "Stopped", "Suspended: the Workload was evicted"
                     )
             elif not (job.get("status") or {}).get("active"):
@@ -249,17 +241,14 @@ class JobIntegration:
                 )
             return
         if reserved and workload_status.is_admitted(workload) and suspended:
-            admission = (workload.get("status") or {}).get("admission") or {}
-            labels: dict[str, str] = {}
-            tolerations: list[dict[str, Any]] = []
-            for assignment in admission.get("podSetAssignments") or []:
-                for name in (assignment.get("flavors") or {}).values():
-                    flavor_labels, flavor_tolerations = self.flavor(name) or ({}, [])
-                    labels.update(flavor_labels)
-                    tolerations += [t for t in flavor_tolerations if t not in tolerations]
-            await self._patch_job(job, admitted_template_patch(job, labels, tolerations))
-            if self.events:
-                await self.events(
+            status = workload.get("status") or {}
+            admission = status.get("admission") or {}
+            placement = placement_of(self.view, status)
+            await self._patch_job(
+                job, admitted_template_patch(job, placement.node_labels, placement.tolerations)
+            )
+            if self.view.events:
+                await self.view.events(
                     job,
                     "Normal",
                     "Started",
@@ -269,7 +258,7 @@ class JobIntegration:
     async def _create_workload(self, job: dict[str, Any]) -> None:
         labels = (job.get("metadata") or {}).get("labels") or {}
         cls = labels.get(PRIORITY_CLASS_LABEL)
-        body = workload_for(job, self.priority_of_class(cls) if cls else None)
+        body = workload_for(job, self.view.priority_of_class(cls) if cls else None)
         try:
             await self.custom.create_namespaced_custom_object(
                 GROUP, VERSION, job["metadata"]["namespace"], "workloads", body
@@ -278,8 +267,8 @@ class JobIntegration:
             if exc.status != 409:
                 raise
             return
-        if self.events:
-            await self.events(
+        if self.view.events:
+            await self.view.events(
                 job, "Normal", "CreatedWorkload", f"Created Workload {body['metadata']['name']}"
             )
 

@@ -31,7 +31,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,7 @@ from api.constants import (
     VERSION,
 )
 from api.workload_status import Condition, has_quota_reservation
+from controller.integrations.host import ControllerView, placement_of
 from controller.integrations.serial import SerialReconciler
 from controller.integrations.workload_writes import apply_workload_status
 
@@ -308,21 +309,13 @@ class PodIntegration:
     def __init__(
         self,
         api_client: aio_client.ApiClient,
-        is_leading: Callable[[], bool],
-        workload_copy: Callable[[str], dict[str, Any] | None],
-        flavor: Callable[[str], tuple[dict[str, str], list[dict[str, Any]]] | None],
-        priority_of_class: Callable[[str], int | None],
-        events: Callable[[dict[str, Any], str, str, str], Awaitable[None]] | None = None,
+        view: ControllerView,
         owner_cache_seconds: float = 60.0,
         settle_seconds: float = 1.0,
     ) -> None:
         self.core = aio_client.CoreV1Api(api_client)
         self.custom = aio_client.CustomObjectsApi(api_client)
-        self.is_leading = is_leading
-        self.workload_copy = workload_copy
-        self.flavor = flavor
-        self.priority_of_class = priority_of_class
-        self.events = events
+        self.view = view
         self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
         self.members: dict[Unit, set[str]] = {}  # unit → pod keys
         self.owner_labels: TTLCache[tuple[str, str, str], dict[str, Any] | None] = TTLCache(
@@ -333,7 +326,7 @@ class PodIntegration:
         self._counts: dict[Unit, tuple[int, float]] = {}
         self._serial: SerialReconciler[Unit] = SerialReconciler(
             self.reconcile,
-            is_leading,
+            lambda: view.leading,
             lambda unit: f"{unit.kind} {unit.namespace}/{unit.name}",
             log,
             keep=self.members.__contains__,
@@ -373,10 +366,10 @@ class PodIntegration:
     # -- the reconcile -------------------------------------------------------------------------
 
     async def reconcile(self, unit: Unit) -> None:
-        if not self.is_leading():
+        if not self.view.leading:
             return
         pods = [self.pods[k] for k in sorted(self.members.get(unit, ())) if k in self.pods]
-        workload = self.workload_copy(unit.key)
+        workload = self.view.workload(unit.key)
         if workload is None:
             if pods and not any(terminated(p) for p in pods):
                 await self._maybe_create(unit, pods)
@@ -419,23 +412,12 @@ class PodIntegration:
             live = [p for p in pods if running(p)]
             for extra in newest_first(live)[: max(0, len(live) - allowed)]:
                 await self._delete(extra)  # DisruptionMode Pod: the admission shrank
-            labels, tolerations = self._assigned(workload.get("status") or {})
+            placement = placement_of(self.view, workload.get("status") or {})
             waiting = [p for p in pods if gated(p) and not terminated(p)]
             for pod in waiting[: max(0, allowed - len(live))]:
-                patch = ungate_patch(pod, labels, tolerations)
+                patch = ungate_patch(pod, placement.node_labels, placement.tolerations)
                 if patch:
                     await self._patch_pod(pod, patch)
-
-    def _assigned(self, status: Mapping[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
-        labels: dict[str, str] = {}
-        tolerations: list[dict[str, Any]] = []
-        for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
-            for name in (assignment.get("flavors") or {}).values():
-                found = self.flavor(name)
-                if found is not None:
-                    labels.update(found[0])
-                    tolerations.extend(t for t in found[1] if t not in tolerations)
-        return labels, tolerations
 
     async def _maybe_create(self, unit: Unit, pods: list[dict[str, Any]]) -> None:
         settings: dict[str, Any] = {}
@@ -470,7 +452,7 @@ class PodIntegration:
         )
         priority = settings.get("priority")
         if wpc:
-            priority = self.priority_of_class(wpc)
+            priority = self.view.priority_of_class(wpc)
         elif priority is None:
             priority = (first.get("spec") or {}).get("priority")
         body = workload_for(
@@ -493,9 +475,9 @@ class PodIntegration:
                 raise
             return
         self.reported.pop(unit, None)
-        if self.events:
+        if self.view.events:
             for pod in pods:
-                await self.events(
+                await self.view.events(
                     pod, "Normal", "CreatedWorkload", f"Created Workload {unit.workload_name}"
                 )
 
@@ -526,9 +508,9 @@ class PodIntegration:
             return
         self.reported[unit] = text
         log.warning("%s: %s", unit.key, text)
-        if self.events:
+        if self.view.events:
             for pod in pods:
-                await self.events(pod, "Warning", reason, text)
+                await self.view.events(pod, "Warning", reason, text)
 
     async def _read_pod_group(self, unit: Unit) -> dict[str, Any] | None:
         for version in POD_GROUP_VERSIONS:
@@ -610,8 +592,8 @@ class PodIntegration:
             if exc.status not in (404, 409):
                 raise
             return
-        if self.events:
-            await self.events(
+        if self.view.events:
+            await self.view.events(
                 dict(pod), "Normal", "Stopped", "Deleted: its Workload was evicted or shrunk"
             )
 

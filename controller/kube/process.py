@@ -31,13 +31,34 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+_LIBRARIES = ("kopf", "aiohttp", "kubernetes")
+_stopping = False
+
+
+def begin_stopping() -> None:
+    """The process is shutting down: what the libraries it stops (kopf) log about requests
+    cut short is said from now on in one line, without a traceback."""
+    global _stopping
+    _stopping = True
+
+
+class _OneLineWhileStopping(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _stopping and record.exc_info and record.name.split(".")[0] in _LIBRARIES:
+            exc = record.exc_info[1]
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc}; while stopping)"
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
 def setup_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(_OneLineWhileStopping())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("kopf", "aiohttp", "kubernetes"):
+    for noisy in _LIBRARIES:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 
@@ -62,6 +83,11 @@ def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) 
 async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def stopping() -> None:
+        begin_stopping()
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stopping)
     await main(stop)

@@ -21,7 +21,6 @@ import kopf
 from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import QUEUE_NAME_LABEL
-from controller.core.workloads import WorkloadKey
 from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
 from controller.kube.client import (
@@ -37,6 +36,7 @@ from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness, serve_health
 from controller.kube.informer import Informer, WorkloadInformer
 from controller.kube.leader import run_while_leading
+from controller.kube.process import begin_stopping
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
@@ -77,14 +77,6 @@ def connection_info(kubeconfig: str | None) -> kopf.ConnectionInfo:
         certificate_path=configuration.cert_file,
         private_key_path=configuration.key_file,
     )
-
-
-def _toleration(toleration: Any) -> dict[str, Any]:
-    """A flavor's toleration as the pod spec writes it."""
-    out = {"key": toleration.key, "operator": toleration.operator, "effect": toleration.effect}
-    if toleration.operator != "Exists":
-        out["value"] = toleration.value
-    return {k: v for k, v in out.items() if v}
 
 
 def build_registry(controller: Controller, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
@@ -178,39 +170,11 @@ async def _run(
     )
     controller = Controller(api, config, metrics, events=recorder)
     await load_or_fail(controller)
-    statuses = QueueStatusWriter(controller)
+    statuses = QueueStatusWriter(controller.ctx, controller.sync.unsupported)
 
-    def flavor(name: str) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
-        found = controller.state.flavors.get(name)
-        if found is None:
-            return None
-        return dict(found.node_labels), [_toleration(t) for t in found.tolerations]
-
-    def workload_copy(key: str) -> dict[str, Any] | None:
-        copy = controller.copies.get(WorkloadKey(key))
-        return copy.body if copy is not None else None
-
-    def priority_of_class(name: str) -> int | None:
-        cls = controller.state.priority_classes.workload_class(name)
-        return cls.value if cls is not None else None
-
-    jobs = JobIntegration(
-        api_client,
-        is_leading=lambda: controller.leading,
-        workload_copy=workload_copy,
-        flavor=flavor,
-        priority_of_class=priority_of_class,
-        events=controller.events,
-    )
+    jobs = JobIntegration(api_client, controller)
     controller.workload_listeners.append(jobs.on_workload_event)
-    pods = PodIntegration(
-        api_client,
-        is_leading=lambda: controller.leading,
-        workload_copy=workload_copy,
-        flavor=flavor,
-        priority_of_class=priority_of_class,
-        events=controller.events,
-    )
+    pods = PodIntegration(api_client, controller)
     controller.workload_listeners.append(pods.on_workload_event)
     webhook = WebhookServer(config, api_client, readiness) if config.webhook.enabled else None
     if webhook is not None:
@@ -254,6 +218,7 @@ async def _run(
             else:
                 message = f"{what} failed: {type(exc).__name__}: {exc}".splitlines()[0]
             log.error("stopping: %s", message)
+            begin_stopping()
             failures.append(message)
             assert stop_flag is not None
             stop_flag.set()

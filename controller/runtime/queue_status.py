@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from kubernetes.aio.client.exceptions import ApiException
 
@@ -20,9 +21,7 @@ from controller.core.pending import Inactive, cluster_queue_inactive, local_queu
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
 from controller.kube.client import CLUSTER_QUEUES, LOCAL_QUEUES, describe
-
-if TYPE_CHECKING:
-    from controller.runtime.controller import Controller
+from controller.runtime.context import Context
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +109,9 @@ def active_condition(inactive: Inactive | None) -> tuple[bool, str, str]:
 class QueueStatusWriter:
     """Writes ClusterQueue and LocalQueue status while this replica leads."""
 
-    def __init__(self, controller: Controller, interval: float = 1.0) -> None:
-        self.controller = controller
+    def __init__(self, ctx: Context, unsupported: Mapping[str, str], interval: float = 1.0) -> None:
+        self.ctx = ctx
+        self.unsupported = unsupported  # kind/key → unsupported Kueue fields (WorkloadSync)
         self.interval = interval
         self.written: dict[str, dict[str, Any]] = {}
         self.metric_queues: set[str] = set()  # ClusterQueues with gauge series out
@@ -128,8 +128,8 @@ class QueueStatusWriter:
 
     def update_metrics(self, name: str, status: dict[str, Any], finished: int) -> None:
         """Kueue's per-ClusterQueue gauges from the same snapshot as the status."""
-        state = self.controller.state
-        metrics = self.controller.metrics
+        state = self.ctx.state
+        metrics = self.ctx.metrics
         cq = state.cluster_queues[name]
         queue = state.queues.get(name)
         inadmissible = queue.inadmissible_count() if queue else 0
@@ -166,8 +166,8 @@ class QueueStatusWriter:
                 metrics.lending_limit.labels(*labels).set(quota.lending_limit / 1000)
 
     async def write_changed(self) -> None:
-        state = self.controller.state
-        now = self.controller.clock()
+        state = self.ctx.state
+        now = self.ctx.clock()
         writes = []
         finished: dict[str, int] = {}
         counts = local_queue_counts(state, finished)
@@ -180,7 +180,7 @@ class QueueStatusWriter:
             if self.written.get(f"cq/{name}") != status:
                 writes.append(self._write_cq(name, status, now))
         for name in self.metric_queues - set(state.cluster_queues):
-            self.controller.metrics.forget_cluster_queue(name)  # deleted: its series go too
+            self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
         self.metric_queues = set(state.cluster_queues)
         for key in list(state.local_queues):
             status = dict(
@@ -198,7 +198,7 @@ class QueueStatusWriter:
     def _unsupported(self, key: str) -> list[tuple[str, bool, str, str]]:
         """The `UnsupportedFields` condition of a queue with Kueue fields quotagate does not
         implement yet (controller/core/unsupported.py), else none."""
-        message = self.controller.unsupported.get(key)
+        message = self.unsupported.get(key)
         return [(UNSUPPORTED_CONDITION, True, "NotImplemented", message)] if message else []
 
     def _conditions(
@@ -214,8 +214,8 @@ class QueueStatusWriter:
     async def _write_cq(self, name: str, status: dict[str, Any], now: float) -> None:
         body = {**status, "conditions": self._conditions(status["conditions"], now)}
         try:
-            async with self.controller.writes:
-                await self.controller.api.patch_cluster_status(CLUSTER_QUEUES, name, body)
+            async with self.ctx.writes:
+                await self.ctx.api.patch_cluster_status(CLUSTER_QUEUES, name, body)
             self.written[f"cq/{name}"] = status
         except ApiException as exc:
             if exc.status != 404:
@@ -225,10 +225,8 @@ class QueueStatusWriter:
         namespace, name = key.split("/", 1)
         body = {**status, "conditions": self._conditions(status["conditions"], now)}
         try:
-            async with self.controller.writes:
-                await self.controller.api.patch_namespaced_status(
-                    LOCAL_QUEUES, namespace, name, body
-                )
+            async with self.ctx.writes:
+                await self.ctx.api.patch_namespaced_status(LOCAL_QUEUES, namespace, name, body)
             self.written[f"lq/{key}"] = status
         except ApiException as exc:
             if exc.status != 404:

@@ -15,6 +15,7 @@ import random
 import statistics
 import time
 
+from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
 from controller.core.clusterqueues import (
     ClusterQueue,
@@ -32,7 +33,10 @@ from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, Workload
 
 QUEUES = 10
-POLICY = PreemptionPolicy(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+POLICY = PreemptionPolicy(
+    within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
+    reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY,
+)
 
 
 def build(candidates: int, seed: int = 7) -> ClusterState:

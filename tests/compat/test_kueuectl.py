@@ -67,13 +67,8 @@ def test_stop_and_resume_clusterqueue(
 ) -> None:
     cq = _setup(kueue, namespace)
     send(kueue, "clusterqueues", None, cq, kueuectl_stop_queue(keep_already_running))
-    kueue.apply(workload(namespace, "new", "lq", cpu="1"))
-    message = _wait_pending(kueue, namespace, "new", "Suspended")
-    assert message.startswith(f"ClusterQueue {cq} is inactive")
-    if keep_already_running:  # Hold: what runs keeps running
-        assert condition(kueue.get_workload(namespace, "running"), "Admitted")["status"] == "True"
-    else:  # HoldAndDrain
-        _wait_evicted(kueue, namespace, "running", "ClusterQueueStopped")
+    # The stop is seen (the ClusterQueue says so) before a new Workload arrives: the
+    # Workload and ClusterQueue watches are separate streams.
     active = wait_for(
         lambda: (
             (c := condition(kueue.get_cluster_queue(cq), "Active")) and c["status"] == "False" and c
@@ -81,6 +76,13 @@ def test_stop_and_resume_clusterqueue(
         what="ClusterQueue Active=False",
     )
     assert active["reason"] == "Stopped"
+    kueue.apply(workload(namespace, "new", "lq", cpu="1"))
+    message = _wait_pending(kueue, namespace, "new", "Suspended")
+    assert message.startswith(f"ClusterQueue {cq} is inactive")
+    if keep_already_running:  # Hold: what runs keeps running
+        assert condition(kueue.get_workload(namespace, "running"), "Admitted")["status"] == "True"
+    else:  # HoldAndDrain
+        _wait_evicted(kueue, namespace, "running", "ClusterQueueStopped")
     wait_quota_consistent(kueue, cq, [namespace])
 
     send(kueue, "clusterqueues", None, cq, kueuectl_resume_queue())
@@ -97,6 +99,14 @@ def test_stop_and_resume_localqueue(
     cq = _setup(kueue, namespace)
     kueue.apply(local_queue(namespace, "other", cq))
     send(kueue, "localqueues", namespace, "lq", kueuectl_stop_queue(keep_already_running))
+    wait_for(
+        lambda: (
+            (c := condition(kueue.get_local_queue(namespace, "lq"), "Active"))
+            and c["status"] == "False"
+            and c["reason"] == "Stopped"
+        ),
+        what="LocalQueue Active=False (Stopped)",
+    )
     kueue.apply(
         workload(namespace, "held", "lq", cpu="1"),
         workload(namespace, "elsewhere", "other", cpu="1"),

@@ -160,6 +160,12 @@ class Kueue:
         )
         return result
 
+    def get_local_queue(self, namespace: str, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "localqueues", name
+        )
+        return result
+
     def patch_workload_status(
         self, namespace: str, name: str, status: dict[str, Any]
     ) -> dict[str, Any]:

@@ -146,7 +146,7 @@ def test_kubectl_shows_the_printer_columns(
     # ...and quotagate's own with -o wide.
     (row,) = table("-o", "wide")
     assert list(row)[-3:] == ["PRIORITY", "COST", "PREEMPTIBILITY"]
-    assert row["PRIORITY"] == "7" and row["PREEMPTIBILITY"] == "Preemptible"
+    assert row["PRIORITY"] == "7" and row["PREEMPTIBILITY"] == "preemptible"
 
 
 def test_invalid_references_make_queues_inactive_with_a_reason(

@@ -14,6 +14,7 @@ from api.constants import (
     POD_GROUP_NAME_LABEL,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     QUEUE_NAME_LABEL,
+    DisruptionMode,
     PreemptibilitySource,
 )
 from controller.core import from_api
@@ -162,7 +163,7 @@ def test_podgroup_settings_and_disruption_modes() -> None:
         [pod("a"), pod("b"), pod("c"), pod("d")],
         4,
         min_count=3,
-        disruption_mode="Pod",
+        disruption_mode=DisruptionMode.POD,
     )
     assert body["spec"]["podSets"][0]["minCount"] == 3
     assert body["spec"]["disruptionMode"] == "Pod"

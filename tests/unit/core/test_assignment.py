@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from api.constants import BorrowWithinCohortPolicy, ReclaimWithinCohortPolicy
 from controller.core.assignment import Mode, Preemptible, assign_flavors, show
 from controller.core.clusterqueues import (
     FlavorFungibility,
@@ -43,7 +44,8 @@ def test_modes() -> None:
 
 def test_borrow_within_cohort_allows_preempt_mode_beyond_nominal() -> None:
     policy = PreemptionPolicy(
-        reclaim_within_cohort="LowerPriority", borrow_within_cohort="LowerPriority"
+        reclaim_within_cohort=ReclaimWithinCohortPolicy.LOWER_PRIORITY,
+        borrow_within_cohort=BorrowWithinCohortPolicy.LOWER_PRIORITY,
     )
     state = cluster(
         cq("x", {"a": {"cpu": "2"}}, cohort="co", preemption=policy),

@@ -6,7 +6,17 @@ from typing import Any
 
 import pytest
 
-from controller.core.clusterqueues import ClusterQueue, QueueingStrategy, WhenCanBorrow
+from api.constants import (
+    BorrowWithinCohortPolicy,
+    ReclaimWithinCohortPolicy,
+    WithinClusterQueuePolicy,
+)
+from controller.core.clusterqueues import (
+    ClusterQueue,
+    PreemptionPolicy,
+    QueueingStrategy,
+    WhenCanBorrow,
+)
 from controller.core.from_api import InvalidObject, Namespace, convert
 from controller.core.priorities import PriorityClass
 from controller.core.workloads import Workload
@@ -196,3 +206,36 @@ def test_pydantic_like_models_are_dumped() -> None:
 
     flavor = convert(Model())
     assert getattr(flavor, "node_labels", None) == {"a": "b"}
+
+
+def test_preemption_policies_become_enums_and_unknown_values_are_refused_by_name() -> None:
+    spec = {
+        **CQ["spec"],
+        "preemption": {
+            "withinClusterQueue": "LowerOrNewerEqualPriority",
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 5},
+        },
+    }
+    cq = convert({**CQ, "spec": spec})
+    assert isinstance(cq, ClusterQueue)
+    assert cq.preemption == PreemptionPolicy(
+        ReclaimWithinCohortPolicy.ANY,
+        WithinClusterQueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY,
+        BorrowWithinCohortPolicy.LOWER_PRIORITY,
+        5,
+    )
+    assert convert(CQ).preemption == PreemptionPolicy()  # absent: Never, as in Kueue
+
+    spec["preemption"] = {
+        "withinClusterQueue": "lowerpriority",
+        "reclaimWithinCohort": "Always",
+        "borrowWithinCohort": {"policy": ""},
+    }
+    with pytest.raises(InvalidObject) as raised:
+        convert({**CQ, "spec": spec})
+    assert raised.value.problems == [
+        ("spec.preemption.reclaimWithinCohort", "unsupported value 'Always'"),
+        ("spec.preemption.withinClusterQueue", "unsupported value 'lowerpriority'"),
+        ("spec.preemption.borrowWithinCohort.policy", "unsupported value ''"),
+    ]

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api.quantities import Quantity
-from controller.core.ordering import Candidate, candidate_sort_key, order_candidates
+from controller.core.preemption.ordering import Candidate, candidate_sort_key, order_candidates
 
 OWN = "team-a"
 OTHER = "team-b"

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from api.constants import (
+    BorrowWithinCohortPolicy,
+    ReclaimWithinCohortPolicy,
+    WithinClusterQueuePolicy,
+)
 from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.ordering import Candidate
-from controller.core.policy import (
+from controller.core.preemption.ordering import Candidate
+from controller.core.preemption.policy import (
     CandidateVariant,
     Eligibility,
     PreemptionReason,
@@ -14,7 +19,7 @@ from controller.core.policy import (
     PriorityClassPreemptionPolicy,
     eligibility,
 )
-from controller.core.preemptibility import Preemptibility
+from controller.core.preemption.preemptibility import Preemptibility
 
 OWN = "team-a"
 OTHER = "team-b"
@@ -29,9 +34,9 @@ def policy(
     max_priority: int | None = None,
 ) -> PreemptionPolicy:
     return PreemptionPolicy(
-        reclaim_within_cohort=reclaim,
-        within_cluster_queue=within,
-        borrow_within_cohort=borrow,
+        reclaim_within_cohort=ReclaimWithinCohortPolicy(reclaim),
+        within_cluster_queue=WithinClusterQueuePolicy(within),
+        borrow_within_cohort=BorrowWithinCohortPolicy(borrow),
         borrow_within_cohort_max_priority=max_priority,
     )
 
@@ -264,14 +269,6 @@ def test_non_preemptible_candidate_is_never_eligible(cq: str) -> None:
 def test_semi_preemptible_candidate_is_eligible(cq: str) -> None:
     c = cand(cq=cq, preemptibility=Preemptibility.SEMI_PREEMPTIBLE)
     assert check(ALL_OPEN, preemptor(100), c).eligible
-
-
-@pytest.mark.parametrize("value", ["", "lowerpriority", "Always"])
-def test_unknown_policy_strings_count_as_never(value: str) -> None:
-    assert not check(policy(within=value), preemptor(), cand()).eligible
-    assert not check(policy(reclaim=value), preemptor(), cand(cq=OTHER)).eligible
-    e = check(policy(reclaim="Any", borrow=value), preemptor(needs_borrowing=True), cand(cq=OTHER))
-    assert e.variant is V.RECLAIM_WITHOUT_BORROWING
 
 
 def test_plain_string_preemption_policy_is_accepted() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from controller.core.preemptibility import (
+from controller.core.preemption.preemptibility import (
     PREEMPTIBILITY_LABEL,
     Preemptibility,
     PreemptibilitySource,

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.cycle import run_cycle
 from controller.core.decisions import CycleResult, Preempt
@@ -18,8 +19,11 @@ from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, PriorityClassRef, Workload
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
-WITHIN = PreemptionPolicy(within_cluster_queue="LowerPriority")
-RECLAIM = PreemptionPolicy(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+WITHIN = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)
+RECLAIM = PreemptionPolicy(
+    within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
+    reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY,
+)
 
 
 def admit(state: ClusterState, *workloads: Workload, now: float = 0.0) -> None:
@@ -72,7 +76,11 @@ def test_lower_priority_victim_in_the_same_queue() -> None:
 )
 def test_within_cluster_queue_policy(policy: str, victim_priority: int, expected: bool) -> None:
     state = cluster(
-        cq("cq", {"default": {"cpu": 4}}, preemption=PreemptionPolicy(within_cluster_queue=policy))
+        cq(
+            "cq",
+            {"default": {"cpu": 4}},
+            preemption=PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy(policy)),
+        )
     )
     admit(state, wl("victim", cpu=4, priority=victim_priority, created=5.0))
     add(state, wl("preemptor", cpu=4, priority=10, created=1.0))
@@ -197,7 +205,7 @@ def test_disruption_mode_pod_takes_only_needed_pods_above_min_count() -> None:
     state = cluster(cq("cq", {"default": {"cpu": 8}}, preemption=WITHIN))
     elastic = replace(
         wl("elastic", priority=1, pod_sets=[PodSet("main", 6, {"cpu": m(1)}, min_count=2)]),
-        disruption_mode="Pod",
+        disruption_mode=DisruptionMode.POD,
     )
     admit(state, elastic)
     preempt = preempt_once(state, wl("p", cpu=4, priority=10))
@@ -217,7 +225,7 @@ def test_pod_mode_never_goes_below_min_count() -> None:
     state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
     elastic = replace(
         wl("elastic", priority=1, pod_sets=[PodSet("main", 6, {"cpu": m(1)}, min_count=4)]),
-        disruption_mode="Pod",
+        disruption_mode=DisruptionMode.POD,
     )
     admit(state, elastic)
     add(state, wl("p", cpu=3, priority=10))

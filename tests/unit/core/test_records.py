@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api.constants import WithinClusterQueuePolicy
 from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.cycle import run_cycle
 from controller.core.records import Phase
@@ -17,7 +18,7 @@ from controller.core.state import ClusterState
 from controller.core.workloads import WorkloadKey
 from tests.unit.core.builders import add, cluster, cq, settle, usage, wl
 
-LOWER = PreemptionPolicy(within_cluster_queue="LowerPriority")
+LOWER = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)
 
 
 def phase(state: ClusterState, key: str) -> Phase:

@@ -1,40 +1,21 @@
-"""Watch events applied to the controller's state: a status-only change of a Workload keeps
-the pod sets converted from the same spec; a new spec, a new object or an invalid copy
-never do."""
+"""Watch events applied to the controller's state (controller/runtime/sync.py): a status-only
+change of a Workload keeps the pod sets converted from the same spec; a new spec, a new
+object or an invalid copy never do; while our write is in flight, events wait, and only
+those newer than the write's answer are applied afterwards."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+from controller.core.workloads import WorkloadKey
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
+from tests.unit.runtime.workloads import admitted_status, workload_body
 
 
 def _body(rv: str, generation: int | None, cpu: str = "1", uid: str = "u1") -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "w", "namespace": "ns", "resourceVersion": rv, "uid": uid}
-    if generation is not None:
-        meta["generation"] = generation
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": meta,
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 2,
-                    "template": {
-                        "spec": {
-                            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]
-                        }
-                    },
-                }
-            ],
-        },
-        "status": {},
-    }
+    return workload_body("w", rv=rv, generation=generation, cpu=cpu, uid=uid, count=2)
 
 
 def _status_change(body: dict[str, Any], rv: str) -> dict[str, Any]:
@@ -42,6 +23,9 @@ def _status_change(body: dict[str, Any], rv: str) -> dict[str, Any]:
     changed["metadata"]["resourceVersion"] = rv
     changed["status"] = {"conditions": [{"type": "Finished", "status": "False"}]}
     return changed
+
+
+W = WorkloadKey("ns/w")
 
 
 def _controller() -> Controller:
@@ -84,7 +68,31 @@ def test_an_invalid_copy_is_never_the_source_of_reused_pod_sets() -> None:
     controller.apply_event("ADDED", _body("1", 1))
     invalid = _body("2", 2, cpu="lots")
     controller.apply_event("MODIFIED", invalid)
-    assert "ns/w" in controller.problems
+    assert "ns/w" in controller.sync.problems
     controller.apply_event("MODIFIED", _status_change(invalid, "3"))
-    assert "cpu" in controller.problems["ns/w"] and "lots" in controller.problems["ns/w"]
+    assert "cpu" in controller.sync.problems["ns/w"] and "lots" in controller.sync.problems["ns/w"]
     assert controller.state.workloads["ns/w"].pod_sets[0].requests["cpu"] == 1000
+
+
+def test_events_wait_while_a_write_is_in_flight_and_stale_ones_drop_out() -> None:
+    controller = _controller()
+    controller.apply_event("ADDED", _body("1", 1))
+    controller.sync.begin_write(W)
+    # The informer delivers an old copy (no reservation) and a newer one meanwhile.
+    controller.apply_event("MODIFIED", _status_change(_body("1", 1), "2"))
+    assert controller.sync.copies[W].rv == 1  # held back, not applied
+    ours = workload_body("w", admitted_status(), rv="5", uid="u1", count=2)
+    controller.sync.end_write(W, ours)
+    assert controller.sync.copies[W].rv == 5  # rv 2 is older than our write's answer
+    assert controller.state.admitted[W].cluster_queue == "cq"
+    controller.apply_event("MODIFIED", workload_body("w", rv="4", uid="u1", count=2))
+    assert controller.state.admitted[W].cluster_queue == "cq"  # an old copy undoes nothing
+
+
+def test_a_deleted_workload_is_forgotten_everywhere() -> None:
+    controller = _controller()
+    controller.apply_event("ADDED", _body("1", 1))
+    controller.pending.written[W] = "insufficient quota"
+    controller.apply_event("DELETED", _body("1", 1))
+    assert W not in controller.sync.copies and W not in controller.state.records
+    assert W not in controller.pending.written

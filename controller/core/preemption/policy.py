@@ -21,17 +21,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeVar
 
 from api.constants import (
     BorrowWithinCohortPolicy,
     PreemptionReason,
+    PriorityClassPreemptionPolicy,
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
 from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.ordering import Candidate
-from controller.core.preemptibility import Preemptibility
+from controller.core.preemption.ordering import Candidate
+from controller.core.preemption.preemptibility import Preemptibility
 
 __all__ = [
     "BorrowWithinCohortPolicy",
@@ -46,13 +46,6 @@ __all__ = [
 ]
 
 
-class PriorityClassPreemptionPolicy(StrEnum):
-    """`preemptionPolicy` of the preemptor's (Workload)PriorityClass."""
-
-    PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-    NEVER = "Never"
-
-
 class CandidateVariant(StrEnum):
     """Kueue's candidate classification; it decides validity per attempt (§6.4)."""
 
@@ -61,8 +54,6 @@ class CandidateVariant(StrEnum):
     RECLAIM_WITHOUT_BORROWING = "ReclaimWithoutBorrowing"  # only if the preemptor won't borrow
     RECLAIM_WHILE_BORROWING = "ReclaimWhileBorrowing"
 
-
-_E = TypeVar("_E", bound=StrEnum)
 
 _REASON = {
     CandidateVariant.WITHIN_CLUSTER_QUEUE: PreemptionReason.IN_CLUSTER_QUEUE,
@@ -129,7 +120,7 @@ def eligibility(
         return _no(f"{candidate.key} is non-preemptible")
 
     if candidate.cluster_queue == preemptor.cluster_queue:
-        within = _enum(WithinClusterQueuePolicy, policy.within_cluster_queue)
+        within = policy.within_cluster_queue
         if within is WithinClusterQueuePolicy.NEVER:
             return _no("withinClusterQueue is Never")
         if not _satisfies(within, preemptor, candidate):
@@ -139,7 +130,7 @@ def eligibility(
             f"{candidate.key} satisfies withinClusterQueue {within}",
         )
 
-    reclaim = _enum(ReclaimWithinCohortPolicy, policy.reclaim_within_cohort)
+    reclaim = policy.reclaim_within_cohort
     if reclaim is ReclaimWithinCohortPolicy.NEVER:
         return _no("reclaimWithinCohort is Never")
     if not candidate_cq_borrowing:
@@ -153,7 +144,7 @@ def eligibility(
             f"reclaim from {candidate.cluster_queue}; the preemptor fits in its nominal quota",
         )
 
-    borrow = _enum(BorrowWithinCohortPolicy, policy.borrow_within_cohort)
+    borrow = policy.borrow_within_cohort
     threshold = policy.borrow_within_cohort_max_priority
     if borrow is BorrowWithinCohortPolicy.NEVER:
         why = "borrowWithinCohort is Never"
@@ -189,14 +180,6 @@ def _satisfies(
             and preemptor.queue_order_timestamp < candidate.queue_order_timestamp
         )
     return policy is ReclaimWithinCohortPolicy.ANY
-
-
-def _enum(kind: type[_E], raw: str) -> _E:
-    """The policy value; an unknown or empty string counts as Never, as in Kueue."""
-    try:
-        return kind(raw)
-    except ValueError:
-        return kind("Never")
 
 
 def _no(message: str) -> Eligibility:

@@ -13,16 +13,17 @@ cycle has not decided to admit once they are gone.
 from __future__ import annotations
 
 from api.constants import Preemptibility
-from api.workload_status import PodSetAssignment
 from controller.core.assignment import FlavorAssignment, Mode, Preemptible, PreemptionOracle
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
-from controller.core.policy import Preemptor, PriorityClassPreemptionPolicy
-from controller.core.preemption import Contender, Victim, find_victims
+from controller.core.preemption.policy import Preemptor
+from controller.core.preemption.search import find_victims
+from controller.core.preemption.types import Contender, Victim
 from controller.core.state import ClusterState
 from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = [
+    "VictimSearches",
     "contenders",
     "may_preempt",
     "plan_preemption",
@@ -89,23 +90,43 @@ def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender |
 
 def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
     """Cheap gate: may the queue preempt, and is there anything admitted in reach at all?"""
-    policy = cq.preemption
-    if policy.within_cluster_queue in ("", "Never") and policy.reclaim_within_cohort in (
-        "",
-        "Never",
-    ):
+    if not cq.preemption.may_preempt():
         return False
     cohort = state.quota.cohort_of(cq.name)
     queues = state.quota.members(cohort) if cohort else frozenset({cq.name})
     return any(state.admitted_in(name) for name in queues)
 
 
-def _may_preempt_anyone(cq: ClusterQueue) -> bool:
-    policy = cq.preemption
-    return policy.within_cluster_queue not in ("", "Never") or policy.reclaim_within_cohort not in (
-        "",
-        "Never",
-    )
+class VictimSearches:
+    """The victim searches of one cycle. Flavor assignment's oracle and the preemption plan
+    of the same head ask the same question (with a single resource short, always); the
+    answer holds while the cohort's quota version is unchanged: every admission, nomination
+    and eviction in the cohort changes it."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._answers: dict[
+            tuple[
+                WorkloadKey, str, frozenset[FlavorResource], frozenset[tuple[FlavorResource, int]]
+            ],
+            tuple[int, tuple[Victim, ...] | None],
+        ] = {}
+
+    def victims(
+        self,
+        cq: ClusterQueue,
+        workload: Workload,
+        usage: dict[FlavorResource, int],
+        short: frozenset[FlavorResource],
+    ) -> tuple[Victim, ...] | None:
+        question = (workload.key, cq.name, short, frozenset(usage.items()))
+        version = self.state.quota.version(cq.name)
+        answer = self._answers.get(question)
+        if answer is not None and answer[0] == version:
+            return answer[1]
+        victims = _victims(self.state, cq, workload, usage, short)
+        self._answers[question] = (version, victims)
+        return victims
 
 
 def _victims(
@@ -122,9 +143,7 @@ def _victims(
         cluster_queue=cq.name,
         priority=state.priority_of(key),
         queue_order_timestamp=workload.creation_timestamp,
-        preemption_policy=PriorityClassPreemptionPolicy(resolved.preemption_policy)
-        if resolved.preemption_policy in {p.value for p in PriorityClassPreemptionPolicy}
-        else PriorityClassPreemptionPolicy.PREEMPT_LOWER_PRIORITY,
+        preemption_policy=resolved.preemption_policy,
         needs_borrowing=any(
             state.quota.usage(cq.name, fr) + usage.get(fr, 0)
             > state.quota.quota(cq.name, fr).nominal
@@ -142,20 +161,23 @@ def _victims(
     )
 
 
-def preemption_oracle(state: ClusterState) -> PreemptionOracle:
+def preemption_oracle(
+    state: ClusterState, searches: VictimSearches | None = None
+) -> PreemptionOracle:
     """Kueue's preemption oracle for flavor assignment: for one (flavor, resource) a head
     lacks, run the real victim search for that pair alone and say what it found — no
     candidates, victims in the queue itself (preempt) or only in other queues (reclaim) —
     and whether the queue would still borrow once they are gone."""
+    searches = searches or VictimSearches(state)
 
     def oracle(
         cq_name: str, workload: Workload, fr: FlavorResource, requested: int
     ) -> tuple[Preemptible, bool]:
         cq = state.cluster_queues[cq_name]
         borrows = state.quota.borrowing(cq_name, fr, requested)
-        if not _may_preempt_anyone(cq):
+        if not cq.preemption.may_preempt():
             return Preemptible.NO_CANDIDATES, borrows
-        victims = _victims(state, cq, workload, {fr: requested}, frozenset({fr}))
+        victims = searches.victims(cq, workload, {fr: requested}, frozenset({fr}))
         if not victims:
             return Preemptible.NO_CANDIDATES, borrows
         own = [v for v in victims if v.cluster_queue == cq_name]
@@ -173,11 +195,15 @@ def preemption_oracle(state: ClusterState) -> PreemptionOracle:
 
 
 def plan_preemption(
-    state: ClusterState, cq: ClusterQueue, workload: Workload, assignment: FlavorAssignment
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    assignment: FlavorAssignment,
+    searches: VictimSearches | None = None,
 ) -> Preempt | None:
     """Victims for a head whose flavor assignment needs preemption, nominated at once; or
     None when no set of eligible victims makes it fit."""
-    if not _may_preempt_anyone(cq):
+    if not cq.preemption.may_preempt():
         return None  # the queue may preempt nobody: skip building the candidates
     key = workload.key
     usage = dict(assignment.usage)
@@ -189,18 +215,10 @@ def plan_preemption(
     )
     if not short:
         return None
-    victims = _victims(state, cq, workload, usage, short)
+    victims = (searches or VictimSearches(state)).victims(cq, workload, usage, short)
     if not victims:
         return None
-    admit = Admit(
-        key,
-        cq.name,
-        tuple(
-            PodSetAssignment(ps.name, ps.count, dict(ps.flavors), dict(ps.requests))
-            for ps in assignment.pod_sets
-        ),
-        False,
-    )
+    admit = Admit.from_assignment(key, cq.name, assignment, borrowing=False)
     state.nominate(Nomination(admit, victims, usage))
     return Preempt(key, cq.name, victims, admit)
 

@@ -26,93 +26,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from api.constants import Preemptibility
-from api.quantities import Quantity
+from api.constants import BorrowWithinCohortPolicy, Preemptibility, PreemptionReason
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
-from controller.core.ordering import Candidate, CandidateSortKey, candidate_sort_key
-from controller.core.policy import (
+from controller.core.preemption.ordering import CandidateSortKey, candidate_sort_key
+from controller.core.preemption.policy import (
     CandidateVariant,
     Eligibility,
     Preemptor,
     PriorityClassPreemptionPolicy,
     eligibility,
 )
-from controller.core.preemptibility import protected_pods
-from controller.core.workloads import WorkloadKey
+from controller.core.preemption.types import Contender, Victim
 
-__all__ = ["Contender", "Victim", "find_victims"]
-
-
-@dataclass(slots=True, eq=False)
-class Contender:
-    """An admitted Workload as the victim search sees it. Treated as immutable; not frozen
-    only because frozen dataclasses are several times slower to build, and the state
-    builds one per admitted Workload (then caches it)."""
-
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    priority: int
-    usage: Mapping[FlavorResource, int]
-    pod_count: int
-    preemption_cost: int = 0
-    quota_reserved_at: float | None = None
-    creation_timestamp: float = 0.0
-    evicted: bool = False
-    preemptibility: Preemptibility = Preemptibility.PREEMPTIBLE
-    disruption_mode: str = "PodGroup"
-    min_count: int | None = None
-    single_pod_set: bool = True
-    _candidate: Candidate | None = None
-
-    @property
-    def candidate(self) -> Candidate:
-        """The contender as the ordering and policy modules see it (built once)."""
-        if self._candidate is None:
-            self._candidate = self._make_candidate()
-        return self._candidate
-
-    def _make_candidate(self) -> Candidate:
-        return Candidate(
-            key=self.key,
-            uid=self.uid,
-            cluster_queue=self.cluster_queue,
-            priority=self.priority,
-            preemption_cost=Quantity(self.preemption_cost),
-            pod_count=self.pod_count,
-            quota_reserved_at=self.quota_reserved_at,
-            evicted=self.evicted,
-            preemptibility=self.preemptibility,
-            queue_order_timestamp=self.creation_timestamp,
-        )
-
-    def removable_pods(self) -> int:
-        """Pods that may be taken one by one; 0 means only the whole Workload may go."""
-        if self.pod_count <= 1 or not self.single_pod_set:
-            return 0
-        if self.preemptibility is Preemptibility.SEMI_PREEMPTIBLE:
-            return self.pod_count - protected_pods(
-                self.preemptibility, self.pod_count, self.min_count
-            )
-        if self.disruption_mode == "Pod":
-            return self.pod_count - (self.min_count or 0)
-        return 0
-
-
-@dataclass(frozen=True, slots=True)
-class Victim:
-    """A Workload to evict for a preemptor: all its pods, or (`pods` < total) some of them."""
-
-    workload_key: WorkloadKey
-    cluster_queue: str
-    reason: str  # InClusterQueue, InCohortReclamation or InCohortReclaimWhileBorrowing
-    pods: int
-    total_pods: int
-
-    @property
-    def whole(self) -> bool:
-        return self.pods >= self.total_pods
+__all__ = ["find_victims"]
 
 
 @dataclass(slots=True)
@@ -136,6 +63,7 @@ class _Simulation:
     def __init__(self, tree: QuotaTree) -> None:
         self.tree = tree
         self.removed: list[tuple[str, dict[FlavorResource, int]]] = []
+        self.versions: dict[tuple[bool, str], int] = {}
 
     def set_pods(self, choice: _Choice, pods: int) -> None:
         if pods == choice.pods:
@@ -143,6 +71,8 @@ class _Simulation:
         before = choice.usage_for(choice.pods) if choice.pods else {}
         after = choice.usage_for(pods) if pods else {}
         delta = {fr: after.get(fr, 0) - before.get(fr, 0) for fr in {*before, *after}}
+        root, version = self.tree.mark(choice.contender.cluster_queue)
+        self.versions.setdefault(root, version)
         self.tree.add_usage(choice.contender.cluster_queue, delta, sign=-1)
         self.removed.append((choice.contender.cluster_queue, delta))
         choice.pods = pods
@@ -151,6 +81,9 @@ class _Simulation:
         for cq, delta in reversed(self.removed):
             self.tree.add_usage(cq, delta, sign=1)
         self.removed.clear()
+        # Undone exactly: every answer about these cohorts is what it was.
+        self.tree.restore(self.versions)
+        self.versions.clear()
 
 
 def _fits(
@@ -241,7 +174,7 @@ def _attempts(
     if preemptibility is Preemptibility.NON_PREEMPTIBLE:
         return [False]
     others = [c for c in ordered if c.contender.cluster_queue != cq.name]
-    forbidden = cq.preemption.borrow_within_cohort == "Never"
+    forbidden = cq.preemption.borrow_within_cohort is BorrowWithinCohortPolicy.NEVER
     under_nominal = all(tree.usage(cq.name, fr) < tree.quota(cq.name, fr).nominal for fr in short)
     if not others or (forbidden and not under_nominal):
         return [True]
@@ -318,17 +251,11 @@ def _attempt(
         else:
             pods = removed
         simulation.set_pods(choice, pods)
-    reasons = {
-        CandidateVariant.WITHIN_CLUSTER_QUEUE: "InClusterQueue",
-        CandidateVariant.HIERARCHICAL_RECLAIM: "InCohortReclamation",
-        CandidateVariant.RECLAIM_WITHOUT_BORROWING: "InCohortReclamation",
-        CandidateVariant.RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing",
-    }
     return tuple(
         Victim(
             c.contender.key,
             c.contender.cluster_queue,
-            reasons[c.eligibility.variant] if c.eligibility.variant else "InClusterQueue",
+            c.eligibility.reason or PreemptionReason.IN_CLUSTER_QUEUE,
             c.pods,
             c.contender.pod_count,
         )

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from api.quantities import Quantity
-from controller.core.preemptibility import Preemptibility
+from controller.core.preemption.preemptibility import Preemptibility
 
 __all__ = ["Candidate", "CandidateSortKey", "candidate_sort_key", "order_candidates"]
 

@@ -1,0 +1,87 @@
+"""The shared types of the preemption package: a `Contender` (an admitted Workload as the
+victim search sees it) and a `Victim` (what the search decided to take from it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from api.constants import DisruptionMode, Preemptibility, PreemptionReason
+from api.quantities import Quantity
+from controller.core.clusterqueues import FlavorResource
+from controller.core.preemption.ordering import Candidate
+from controller.core.preemption.preemptibility import protected_pods
+from controller.core.workloads import WorkloadKey
+
+__all__ = ["Contender", "Victim"]
+
+
+@dataclass(slots=True, eq=False)
+class Contender:
+    """An admitted Workload as the victim search sees it. Treated as immutable; not frozen
+    only because frozen dataclasses are several times slower to build, and the state
+    builds one per admitted Workload (then caches it)."""
+
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    priority: int
+    usage: Mapping[FlavorResource, int]
+    pod_count: int
+    preemption_cost: int = 0
+    quota_reserved_at: float | None = None
+    creation_timestamp: float = 0.0
+    evicted: bool = False
+    preemptibility: Preemptibility = Preemptibility.PREEMPTIBLE
+    disruption_mode: DisruptionMode = DisruptionMode.POD_GROUP
+    min_count: int | None = None
+    single_pod_set: bool = True
+    _candidate: Candidate | None = None
+
+    @property
+    def candidate(self) -> Candidate:
+        """The contender as the ordering and policy modules see it (built once)."""
+        if self._candidate is None:
+            self._candidate = self._make_candidate()
+        return self._candidate
+
+    def _make_candidate(self) -> Candidate:
+        return Candidate(
+            key=self.key,
+            uid=self.uid,
+            cluster_queue=self.cluster_queue,
+            priority=self.priority,
+            preemption_cost=Quantity(self.preemption_cost),
+            pod_count=self.pod_count,
+            quota_reserved_at=self.quota_reserved_at,
+            evicted=self.evicted,
+            preemptibility=self.preemptibility,
+            queue_order_timestamp=self.creation_timestamp,
+        )
+
+    def removable_pods(self) -> int:
+        """Pods that may be taken one by one; 0 means only the whole Workload may go."""
+        if self.pod_count <= 1 or not self.single_pod_set:
+            return 0
+        if self.preemptibility is Preemptibility.SEMI_PREEMPTIBLE:
+            return self.pod_count - protected_pods(
+                self.preemptibility, self.pod_count, self.min_count
+            )
+        if self.disruption_mode is DisruptionMode.POD:
+            return self.pod_count - (self.min_count or 0)
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    """A Workload to evict for a preemptor: all its pods, or (`pods` < total) some of them."""
+
+    workload_key: WorkloadKey
+    cluster_queue: str
+    reason: PreemptionReason
+    pods: int
+    total_pods: int
+
+    @property
+    def whole(self) -> bool:
+        return self.pods >= self.total_pods

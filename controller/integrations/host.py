@@ -1,0 +1,61 @@
+"""What an integration may ask of the controller that hosts it, and nothing more.
+
+The Job and pod integrations see the controller through `ControllerView`: whether this
+replica leads, the newest copy of a Workload, where a ResourceFlavor places pods, a
+WorkloadPriorityClass's value and the Event sink. They never reach into its state; the
+operator hands them the controller, which implements the view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# (object, type, reason, message) → a Kubernetes Event on the object (best effort).
+EventSink = Callable[[dict[str, Any], str, str, str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where admitted pods go: a flavor's node labels and the tolerations of its taints, as
+    a pod spec writes them."""
+
+    node_labels: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ControllerView(Protocol):
+    @property
+    def leading(self) -> bool:
+        """Whether this replica leads (followers never write)."""
+        ...
+
+    @property
+    def events(self) -> EventSink | None: ...
+
+    def workload(self, key: str) -> dict[str, Any] | None:
+        """The newest copy of the Workload `namespace/name` (None: not known)."""
+        ...
+
+    def flavor_placement(self, name: str) -> Placement | None:
+        """The ResourceFlavor's placement (None: no such flavor)."""
+        ...
+
+    def priority_of_class(self, name: str) -> int | None:
+        """The WorkloadPriorityClass's value (None: no such class)."""
+        ...
+
+
+def placement_of(view: ControllerView, status: Mapping[str, Any]) -> Placement:
+    """The merged placement of every flavor a Workload's `status.admission` assigns
+    (a flavor that no longer exists adds nothing)."""
+    labels: dict[str, str] = {}
+    tolerations: list[dict[str, Any]] = []
+    for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
+        for name in (assignment.get("flavors") or {}).values():
+            found = view.flavor_placement(name)
+            if found is not None:
+                labels.update(found.node_labels)
+                tolerations.extend(t for t in found.tolerations if t not in tolerations)
+    return Placement(labels, tolerations)

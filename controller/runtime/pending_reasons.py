@@ -1,0 +1,177 @@
+"""Pending reasons and resolvedPreemptibility: information, written off the decision path.
+
+Admissions and evictions are decisions: they get `write_parallelism` slots. Pending
+reasons and resolvedPreemptibility are information: they wait in a de-duplicating queue
+worked by a quarter as many writers (`worker`), so ten thousand pending Workloads never
+delay an admission, and a Workload whose reason changes every cycle is written once per
+pass through the queue, with its latest reason. A head refused now is often admitted a
+moment later: a reason first waits out `pendingReasonDelaySeconds`, and reasons decided
+within the delay replace each other.
+
+Which reason a Workload gets is core's decision (`controller/core/pending.py`); this module
+only decides when it is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kubernetes.aio.client.exceptions import ApiException
+
+from api import workload_status
+from api.workload_status import has_quota_reservation
+from controller.core.decisions import Inadmissible
+from controller.core.pending import unqueued_decisions
+from controller.core.workloads import WorkloadKey
+from controller.kube.client import API_ERRORS
+from controller.kube.workqueue import KeyQueue
+from controller.runtime.context import Context
+from controller.runtime.sync import WorkloadSync, resolved_preemptibility, same_resolution
+
+log = logging.getLogger(__name__)
+
+
+class PendingReasons:
+    def __init__(self, ctx: Context, sync: WorkloadSync) -> None:
+        self.ctx = ctx
+        self.sync = sync
+        self.queue: KeyQueue[WorkloadKey] = KeyQueue()
+        self.wanted: dict[WorkloadKey, Inadmissible] = {}
+        self.delayed: set[WorkloadKey] = set()  # wanted reasons waiting out the delay
+        self.written: dict[WorkloadKey, str] = {}  # Workload → last pending message written
+        self._explained_at = 0.0
+        sync.workload_listeners.append(self.check_resolution)
+        sync.deletion_listeners.append(self.forget)
+
+    def forget(self, key: WorkloadKey) -> None:
+        self.written.pop(key, None)
+        self.wanted.pop(key, None)
+
+    def admitted(self, key: WorkloadKey) -> None:
+        """An admission was written: the next pending reason is news again."""
+        self.written.pop(key, None)
+
+    def start(self) -> None:
+        """Start the writers and queue the resolutions a follower saw but could not write."""
+        for _ in range(max(1, self.ctx.config.write_parallelism // 4)):
+            self.ctx.spawn(self.worker())
+        for copy in self.sync.copies.values():
+            self.check_resolution(copy.body)
+
+    # -- what is wanted ------------------------------------------------------------------------
+
+    def want(self, pending: Inadmissible) -> None:
+        key = pending.workload_key
+        if self.written.get(key) == pending.reason:
+            return
+        self.wanted[key] = pending
+        delay = self.ctx.config.pending_reason_delay_seconds
+        if delay <= 0:
+            self.queue.add(key)
+        elif key not in self.delayed:
+            self.delayed.add(key)
+            asyncio.get_running_loop().call_later(delay, self._due, key)
+
+    def _due(self, key: WorkloadKey) -> None:
+        self.delayed.discard(key)
+        if key in self.wanted:
+            self.queue.add(key)
+
+    def explain_unqueued(self, now: float) -> None:
+        """At most once a second: reasons for the pending Workloads the cycle never looks at
+        (core decides them: `unqueued_decisions`). A Workload being written, or a nominated
+        preemptor (its reason is the preemption's), is left alone."""
+        if now - self._explained_at < 1.0:
+            return
+        self._explained_at = now
+        for pending in unqueued_decisions(self.ctx.state, skip=self.sync.in_flight):
+            self.want(pending)
+
+    def check_resolution(self, body: dict[str, Any]) -> None:
+        """Queue a write of its own when the object's `status.resolvedPreemptibility`
+        differs from what the state resolved and the Workload is admitted, or the
+        resolution found a problem. A pending Workload's goes out with its pending reason or
+        its admission: fifteen thousand Workloads arriving need no fifteen thousand extra
+        writes."""
+        if not self.ctx.leading:
+            return
+        meta = body.get("metadata") or {}
+        key = WorkloadKey(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+        wanted = resolved_preemptibility(self.ctx.state, key)
+        current = (body.get("status") or {}).get("resolvedPreemptibility")
+        if wanted is None or same_resolution(current, wanted):
+            return
+        record = self.ctx.state.records.get(key)
+        if record is not None and (record.holds_quota or record.resolution.problems):
+            self.queue.add(key)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    async def worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self.write(key)
+            except Exception:  # a bug here must not stop the other Workloads' statuses
+                log.exception("writing the status of Workload %s failed", key)
+
+    async def write(self, key: WorkloadKey) -> None:
+        """Write the latest pending reason and resolvedPreemptibility wanted for a Workload,
+        in one patch. Admitted, in-flight or deleted Workloads need no pending reason; on a
+        conflict the key goes to the back of the queue (the watch brings the newer copy)."""
+        ctx, sync = self.ctx, self.sync
+        pending = self.wanted.pop(key, None)
+        if key not in sync.copies or key in sync.in_flight:
+            if key in sync.in_flight and pending is not None:
+                self.wanted[key] = pending  # decided again after the write ends
+            return
+        before: dict[str, Any] = {}
+
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            before.clear()
+            before.update(wl)
+            reason_due = (
+                pending is not None
+                and key not in ctx.state.admitted
+                and not has_quota_reservation(wl)
+                and workload_status.pending_changed(wl, pending.condition_reason, pending.reason)
+            )
+            if reason_due:
+                assert pending is not None
+                return workload_status.unset_quota_reservation(
+                    wl, pending.condition_reason, pending.reason, ctx.clock()
+                )
+            wanted = resolved_preemptibility(ctx.state, key)
+            current = (wl.get("status") or {}).get("resolvedPreemptibility")
+            if wanted is not None and not same_resolution(current, wanted):
+                return workload_status.kueue_status(wl)
+            return None
+
+        try:
+            result = await sync.write(key, build, "status", refetch=False)
+        except API_ERRORS as exc:
+            if isinstance(exc, ApiException) and exc.status == 409:
+                if pending is not None:
+                    self.wanted.setdefault(key, pending)
+                self.queue.add(key)
+            else:
+                log.info("status of %s not written: %s", key, exc)
+            return
+        if result is None:
+            return
+        if pending is not None:
+            self.written[key] = pending.reason
+        sync.apply_event("MODIFIED", result)
+        if ctx.events is None:
+            return
+        status = result.get("status") or {}
+        if pending is not None and workload_status.pending_changed(
+            before, pending.condition_reason, pending.reason
+        ):
+            await ctx.events(result, "Normal", "Pending", pending.reason)
+        message = (status.get("resolvedPreemptibility") or {}).get("message")
+        earlier = (before.get("status") or {}).get("resolvedPreemptibility") or {}
+        if message and earlier.get("message") != message:
+            await ctx.events(result, "Warning", "InvalidPreemptibility", message)

@@ -1,0 +1,322 @@
+"""Event sync: watch events → `core` state, and the copies status writes are computed from.
+
+Stale events: while a write for a Workload is in flight, events for it are held back,
+and afterwards only events newer than what our write returned are applied, so an old
+copy of a Workload can never undo a reservation we just made. Every status write of a
+Workload goes through `WorkloadSync.write`, which computes it from the newest copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.aio.client.exceptions import ApiException
+
+from api import workload_status
+from api.workload_status import apply_body
+from controller.core import from_api
+from controller.core.state import ClusterState
+from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
+from controller.core.workloads import PodSet, Workload, WorkloadKey, workload_key
+from controller.kube.client import API_ERRORS, FIELD_MANAGER, retrying
+from controller.runtime.context import Context, priority_class_of
+
+log = logging.getLogger(__name__)
+
+# The builder of a write: the Kueue-managed status wanted, from the current Workload (None:
+# nothing to write).
+StatusBuilder = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def resource_version(obj: dict[str, Any]) -> int:
+    """resourceVersion as an integer (etcd revisions); unknown forms compare as 0."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def key_of(obj: dict[str, Any]) -> WorkloadKey:
+    meta = obj.get("metadata") or {}
+    return workload_key(meta.get("namespace", ""), meta.get("name", ""))
+
+
+def resolved_preemptibility(state: ClusterState, key: WorkloadKey) -> dict[str, Any] | None:
+    """`status.resolvedPreemptibility` as the state resolved it (None: not resolved)."""
+    record = state.records.get(key)
+    if record is None:
+        return None
+    resolution = record.resolution
+    out = {"value": str(resolution.value), "source": str(resolution.source)}
+    if resolution.problems:
+        out["message"] = "; ".join(resolution.problems)
+    return out
+
+
+def same_resolution(current: Any, wanted: dict[str, Any]) -> bool:
+    current = current or {}
+    return all(current.get(k) == wanted.get(k) for k in ("value", "source")) and (
+        current.get("message") or None
+    ) == wanted.get("message")
+
+
+@dataclass(slots=True)
+class WorkloadCopy:
+    """The newest Workload object seen (for status patches computed from it)."""
+
+    body: dict[str, Any]
+    rv: int
+
+
+@dataclass(slots=True)
+class _InFlight:
+    held_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+class WorkloadSync:
+    """Applies watch events to the state; holds the newest copy of every Workload."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.copies: dict[WorkloadKey, WorkloadCopy] = {}
+        self.in_flight: dict[WorkloadKey, _InFlight] = {}
+        self.problems: dict[str, str] = {}  # object key → last conversion problem reported
+        # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
+        self.unsupported: dict[str, str] = {}
+        # Called with every Workload applied (the pending reasons, then the integrations)
+        # and with the key of every Workload deleted.
+        self.workload_listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.deletion_listeners: list[Callable[[WorkloadKey], None]] = []
+
+    def reset(self) -> None:
+        """Forget every object (the state is replaced by the caller)."""
+        self.copies.clear()
+        self.problems.clear()
+        self.unsupported.clear()
+
+    def body(self, key: WorkloadKey) -> dict[str, Any] | None:
+        copy = self.copies.get(key)
+        return copy.body if copy is not None else None
+
+    # -- events --------------------------------------------------------------------------------
+
+    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
+        """Apply one watch event (type None/ADDED/MODIFIED/DELETED) to the state."""
+        self._check_unsupported(event_type, body)
+        if body.get("kind") == "Workload":
+            flight = self.in_flight.get(key_of(body))
+            if flight is not None:
+                flight.held_events.append((event_type or "MODIFIED", body))
+                return
+            self._apply_workload(event_type, body)
+        else:
+            self._apply_other(event_type, body)
+        self.ctx.wake.set()
+
+    def _apply_workload(self, event_type: str | None, body: dict[str, Any]) -> None:
+        state = self.ctx.state
+        key = key_of(body)
+        rv = resource_version(body)
+        seen = self.copies.get(key)
+        if event_type == "DELETED":
+            if seen is None or rv >= seen.rv:
+                self.copies.pop(key, None)
+                for forget in self.deletion_listeners:
+                    forget(key)
+                state.remove_workload(key)
+            return
+        if seen is not None and rv and rv <= seen.rv:
+            return  # an older copy than one already applied
+        self.copies[key] = WorkloadCopy(body, rv)
+        try:
+            workload = from_api.convert(body, pod_sets=self._unchanged_pod_sets(key, seen, body))
+        except from_api.InvalidObject as exc:
+            self._report_problem(key, body, str(exc))
+            return
+        self.problems.pop(key, None)
+        held = state.admitted.get(key)
+        cluster_queue = held.cluster_queue if held is not None else None
+        from_api.apply(state, workload)
+        finished = isinstance(workload, Workload) and workload.finished
+        if cluster_queue is not None and finished and self.ctx.leading:
+            metrics = self.ctx.metrics
+            metrics.finished_workloads_total.inc(
+                cluster_queue, priority_class_of(body), metrics.role
+            )
+        for listener in self.workload_listeners:
+            listener(body)
+
+    def _unchanged_pod_sets(
+        self, key: WorkloadKey, seen: WorkloadCopy | None, body: dict[str, Any]
+    ) -> tuple[PodSet, ...] | None:
+        """The state's pod sets of this Workload when its spec cannot have changed since
+        the copy they came from: same uid and same metadata.generation (the API server bumps
+        it on every spec change). Most events are status changes; converting the pod
+        templates again for each was a few percent of the controller's CPU."""
+        if seen is None or key in self.problems:  # the state's pod sets are not seen's
+            return None
+        before, after = seen.body.get("metadata") or {}, body.get("metadata") or {}
+        generation = after.get("generation")
+        if generation is None or generation != before.get("generation"):
+            return None
+        if not after.get("uid") or after.get("uid") != before.get("uid"):
+            return None
+        previous = self.ctx.state.workloads.get(key)
+        return previous.pod_sets if previous is not None else None
+
+    def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
+        state = self.ctx.state
+        kind = body.get("kind")
+        meta = body.get("metadata") or {}
+        name = meta.get("name", "")
+        if event_type == "DELETED":
+            if kind == "ResourceFlavor":
+                state.remove_flavor(name)
+            elif kind == "ClusterQueue":
+                state.remove_cluster_queue(name)
+            elif kind == "LocalQueue":
+                state.remove_local_queue(meta.get("namespace", ""), name)
+            elif kind == "Namespace":
+                state.remove_namespace(name)
+            return
+        try:
+            obj = from_api.convert(body)
+        except from_api.InvalidObject as exc:
+            self._report_problem(f"{kind}/{name}", body, str(exc))
+            return
+        from_api.apply(state, obj)
+
+    def _check_unsupported(self, event_type: str | None, body: dict[str, Any]) -> None:
+        """Report the Kueue fields of an object that quotagate does not implement yet: a
+        Warning Event when they change and, on a Workload, the `UnsupportedFields`
+        condition (queues get theirs from the queue status writer). Leader only: a new
+        leader starts from an empty record and reports again what it finds."""
+        if not self.ctx.leading:
+            return
+        meta = body.get("metadata") or {}
+        key = f"{body.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
+        if event_type == "DELETED":
+            self.unsupported.pop(key, None)
+            return
+        message = findings_message(unsupported_fields(body))
+        if self.unsupported.get(key, "") == message:
+            return
+        if message:
+            self.unsupported[key] = message
+            if self.ctx.events is not None:
+                self.ctx.spawn(self.ctx.events(body, "Warning", UNSUPPORTED_CONDITION, message))
+        else:
+            self.unsupported.pop(key, None)
+        if body.get("kind") == "Workload":
+            self.ctx.spawn(self._write_unsupported_condition(body, message))
+
+    async def _write_unsupported_condition(self, body: dict[str, Any], message: str) -> None:
+        """The Workload's `UnsupportedFields` condition, applied under quotagate's own field
+        manager (no other writer owns it; an empty list removes it)."""
+        current = workload_status.condition(body, UNSUPPORTED_CONDITION)
+        if (current or {}).get("message", "") == message:
+            return
+        conditions = (
+            workload_status.set_condition(
+                [], UNSUPPORTED_CONDITION, True, "NotImplemented", message, self.ctx.clock()
+            )
+            if message
+            else []
+        )
+        apply = apply_body(body, {"conditions": conditions}, strict=False)
+        try:
+            async with self.ctx.writes:
+                await self.ctx.api.apply_workload_status(apply, field_manager=FIELD_MANAGER)
+        except API_ERRORS as exc:
+            log.info("UnsupportedFields condition of %s not written: %s", key_of(body), exc)
+
+    def _report_problem(self, key: str, body: dict[str, Any], message: str) -> None:
+        if self.problems.get(key) == message:
+            return
+        self.problems[key] = message
+        log.warning("ignoring invalid %s %s: %s", body.get("kind"), key, message)
+        if self.ctx.events is not None:
+            self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def begin_write(self, key: WorkloadKey) -> None:
+        """Hold back this Workload's events until `end_write`."""
+        self.in_flight.setdefault(key, _InFlight())
+
+    def end_write(self, key: WorkloadKey, result: dict[str, Any] | None) -> None:
+        """Apply what the write returned, then the held-back events (older ones drop out)."""
+        flight = self.in_flight.pop(key, None)
+        if result is not None:
+            self._apply_workload("MODIFIED", result)
+        for event_type, body in flight.held_events if flight else ():
+            self._apply_workload(event_type, body)
+        self.ctx.wake.set()
+
+    def replace_copy(self, key: WorkloadKey, body: dict[str, Any]) -> None:
+        """A copy our own write returned, outside the event stream."""
+        self.copies[key] = WorkloadCopy(body, resource_version(body))
+
+    async def write(
+        self, key: WorkloadKey, build: StatusBuilder, write: str, refetch: bool = True
+    ) -> dict[str, Any] | None:
+        """Apply the Kueue-managed status `build(current Workload)` returns, as the field
+        manager `kueue-admission` (api/workload_status.py says why), with the state's
+        resolvedPreemptibility riding along. On a conflict the Workload is re-read and the
+        status recomputed (`refetch`). `build` returning None = nothing to write. Counted
+        and timed as `write` in the metrics."""
+        namespace, name = key.split("/", 1)
+        copy = self.copies.get(key)
+        if copy is None:
+            return None
+        ctx = self.ctx
+        body = copy.body
+        sent = False
+
+        async def attempt() -> dict[str, Any] | None:
+            nonlocal body, sent
+            status = build(body)
+            if status is None:
+                return None
+            resolved = resolved_preemptibility(ctx.state, key)
+            if resolved is not None:
+                status["resolvedPreemptibility"] = resolved
+            sent = True
+            try:
+                return await ctx.api.apply_workload_status(apply_body(body, status))
+            except ApiException as exc:
+                if exc.status == 409 and refetch:
+                    body = await ctx.api.get_workload(namespace, name)
+                raise
+
+        metrics = ctx.metrics
+        asked = time.perf_counter()
+        async with ctx.writes:
+            started = time.perf_counter()
+            try:
+                result = await (retrying(attempt) if refetch else attempt())
+            except ApiException as exc:
+                metrics.api_writes.labels(write, f"error{exc.status}").inc()
+                raise
+            if sent:  # `build` may have found nothing to write: no request, not counted
+                metrics.api_writes.labels(write, "ok").inc()
+                metrics.api_write_seconds.labels(write, "wait").observe(started - asked)
+                metrics.api_write_seconds.labels(write, "request").observe(
+                    time.perf_counter() - started
+                )
+            return result
+
+    async def reread(self, key: WorkloadKey) -> dict[str, Any] | None:
+        """The Workload as the API server has it now; None if it is gone or cannot be read
+        (then the informer's next event or re-list brings it back: no copy is held)."""
+        namespace, name = key.split("/", 1)
+        try:
+            return await retrying(lambda: self.ctx.api.get_workload(namespace, name), attempts=10)
+        except API_ERRORS as exc:
+            if not (isinstance(exc, ApiException) and exc.status == 404):
+                log.error("cannot re-read Workload %s: %s", key, exc)
+            return None

@@ -1,0 +1,251 @@
+"""The writers of the cycle's decisions: admissions, evictions, preemptions.
+
+The cycle never waits on the network: admissions are charged to the state at once
+("assumed", as Kueue does) and a write that finally fails is rolled back. Each write is
+computed from the newest copy of the Workload (`WorkloadSync.write`) and re-checked there:
+a Workload that finished or was evicted while the write waited for a slot costs no request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from api import workload_status
+from api.workload_status import admission_to_api, has_quota_reservation
+from controller.core.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
+from controller.core.workloads import WorkloadKey
+from controller.kube.client import API_ERRORS
+from controller.runtime.context import Context, priority_class_of
+from controller.runtime.pending_reasons import PendingReasons
+from controller.runtime.sync import WorkloadSync
+
+log = logging.getLogger(__name__)
+
+
+class _Superseded(Exception):
+    """The Workload changed under us so that the decision no longer applies."""
+
+
+_ADMISSION_FAILURES: tuple[type[BaseException], ...] = (_Superseded, *API_ERRORS)
+
+_PREEMPTION_TEXT = {
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
+    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+}
+
+
+def _parse_time(text: Any) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def _first_eviction(body: dict[str, Any], reason: str) -> bool:
+    """Whether the eviction just written is the Workload's first with `reason`."""
+    stats = (body.get("status") or {}).get("schedulingStats") or {}
+    return any(
+        e.get("reason") == reason and e.get("underlyingCause", "") == "" and e.get("count") == 1
+        for e in stats.get("evictions") or ()
+    )
+
+
+class DecisionWriter:
+    def __init__(self, ctx: Context, sync: WorkloadSync, pending: PendingReasons) -> None:
+        self.ctx = ctx
+        self.sync = sync
+        self.pending = pending
+
+    def dispatch(self, result: CycleResult) -> None:
+        """Start the writes of one cycle's decisions (no waiting); its pending reasons go to
+        the pending-reason writer."""
+        spawn = self.ctx.spawn
+        for evict in result.evicted:
+            spawn(self.write_eviction(evict))
+        for preempt in result.preempting:
+            spawn(self.write_preemption(preempt))
+        for admit in result.admitted:
+            self.sync.begin_write(admit.workload_key)
+            spawn(self.write_admission(admit))
+        for pending in result.inadmissible:
+            self.pending.want(pending)
+
+    # -- admission -----------------------------------------------------------------------------
+
+    async def write_admission(self, admit: Admit) -> None:
+        """Write an admission the cycle already charged to the state; on failure forget it
+        and take the API server's current object instead."""
+        key = admit.workload_key
+        admission = admission_to_api(admit.admission)
+        now = self.ctx.clock()
+
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            if has_quota_reservation(wl) or workload_status.is_finished(wl):
+                raise _Superseded(key)
+            return workload_status.admit(wl, admission, now)
+
+        result: dict[str, Any] | None = None
+        try:
+            await self._clear_stale_admission(key)
+            result = await self.sync.write(key, build, "admit")
+        except _ADMISSION_FAILURES as exc:
+            log.warning("admission of %s not written (%s); re-reading it", key, exc)
+            # Forget the assumed admission and whatever copy it was decided on: the API
+            # server's current object decides (applied by end_write below).
+            self.sync.copies.pop(key, None)
+            self.ctx.state.remove_workload(key)
+            result = await self.sync.reread(key)
+        finally:
+            self.sync.end_write(key, result)
+        if result is not None and has_quota_reservation(result):
+            self.pending.admitted(key)
+            await self._record_admitted(result, admit)
+
+    async def _clear_stale_admission(self, key: WorkloadKey) -> None:
+        """Remove a `status.admission` left behind without a reservation before admitting.
+        Server-side apply merges into what other field managers own, so a new admission
+        applied over an old one that another writer put there could keep some of the old
+        one's pod sets or flavors. Kueue-style job sides remove the admission they release
+        (it is ours, as `kueue-admission`); this costs a request only after a writer that
+        clears QuotaReserved and leaves the admission (a merge patch without it, say)."""
+        body = self.sync.body(key)
+        if body is None:
+            return
+        if not (body.get("status") or {}).get("admission") or has_quota_reservation(body):
+            return
+        namespace, name = key.split("/", 1)
+        meta = body.get("metadata") or {}
+        async with self.ctx.writes:
+            cleared = await self.ctx.api.patch_workload_status(
+                namespace, name, {"admission": None}, meta.get("resourceVersion")
+            )
+        self.ctx.metrics.api_writes.labels("clear-stale-admission", "ok").inc()
+        self.sync.replace_copy(key, cleared)
+
+    async def _record_admitted(self, body: dict[str, Any], admit: Admit) -> None:
+        ctx = self.ctx
+        metrics = ctx.metrics
+        labels = (admit.cluster_queue, priority_class_of(body), metrics.role)
+        metrics.quota_reserved_workloads.labels(*labels).inc()
+        metrics.admitted_workloads.labels(*labels).inc()
+        created = _parse_time((body.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            waited = max(0.0, ctx.clock() - created)
+            metrics.admission_wait_time.labels(*labels).observe(waited)
+            metrics.quota_reserved_wait_time.labels(*labels).observe(waited)
+        if ctx.events is not None:
+            await ctx.events(
+                body,
+                "Normal",
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {admit.cluster_queue}",
+            )
+            await ctx.events(
+                body, "Normal", "Admitted", f"Admitted by ClusterQueue {admit.cluster_queue}"
+            )
+
+    # -- preemption and eviction ---------------------------------------------------------------
+
+    async def write_preemption(self, preempt: Preempt) -> None:
+        """Evict the victims (or take pods from partial ones) and tell the preemptor why it
+        waits; it is admitted by a later cycle once the victims have released their quota."""
+        preemptor = self.sync.body(preempt.preemptor_key)
+        uid = ((preemptor.get("metadata") or {}).get("uid", "") if preemptor else "") or "?"
+        writes = []
+        for victim in preempt.victims:
+            text = _PREEMPTION_TEXT.get(victim.reason, "preemption")
+            message = (
+                f"Preempted to accommodate a workload (UID: {uid}, {preempt.preemptor_key}) due to {text}; "
+                f"preemptor path: /{preempt.cluster_queue}; preemptee path: /{victim.cluster_queue}"
+            )
+            if victim.whole:
+                writes.append(
+                    self.write_eviction(
+                        Evict(victim.workload_key, victim.cluster_queue, "Preempted", message),
+                        preemption_reason=victim.reason,
+                        preempting_cluster_queue=preempt.cluster_queue,
+                    )
+                )
+            else:
+                writes.append(
+                    self._write_partial_preemption(victim.workload_key, victim.pods, message)
+                )
+        count = len(preempt.victims)
+        waiting = Inadmissible(
+            preempt.preemptor_key,
+            preempt.cluster_queue,
+            f"waiting for {count} preempted workload{'s' if count != 1 else ''} to release quota",
+            "WaitingForPreemptedWorkloads",
+        )
+        self.pending.want(waiting)
+        await asyncio.gather(*writes)
+
+    async def _write_partial_preemption(self, key: WorkloadKey, pods: int, message: str) -> None:
+        """DisruptionMode Pod: the victim stays admitted with `pods` fewer pods; its owner
+        removes that many pods. The admission shrinks, so quota is released at once."""
+        try:
+            result = await self.sync.write(
+                key, lambda wl: workload_status.shrink(wl, pods), "partial-preempt"
+            )
+        except API_ERRORS as exc:
+            log.warning("partial preemption of %s not written: %s", key, exc)
+            return
+        if result is not None:
+            self.sync.apply_event("MODIFIED", result)
+            if self.ctx.events is not None:
+                await self.ctx.events(
+                    result, "Normal", "PartiallyPreempted", f"{pods} pod(s): {message}"
+                )
+
+    async def write_eviction(
+        self,
+        evict: Evict,
+        preemption_reason: str | None = None,
+        preempting_cluster_queue: str | None = None,
+    ) -> None:
+        ctx = self.ctx
+        key = evict.workload_key
+        now = ctx.clock()
+
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            # Already evicted, not holding quota, or finished while the write waited for a
+            # slot: a finished Workload releases its quota by itself, evicting it only
+            # costs a write.
+            if (
+                workload_status.is_evicted(wl)
+                or workload_status.is_finished(wl)
+                or not has_quota_reservation(wl)
+            ):
+                return None
+            return workload_status.evict(wl, evict.reason, evict.message, now, preemption_reason)
+
+        try:
+            result = await self.sync.write(key, build, "evict")
+        except API_ERRORS as exc:
+            log.warning("eviction of %s not written (%s); it stays admitted", key, exc)
+            ctx.state.cancel_eviction(key)
+            ctx.wake.set()
+            return
+        if result is None:
+            return
+        self.sync.apply_event("MODIFIED", result)
+        metrics = ctx.metrics
+        role = metrics.role
+        labels = (evict.cluster_queue, evict.reason, "", priority_class_of(result), role)
+        metrics.evicted_workloads.labels(*labels).inc()
+        if _first_eviction(result, evict.reason):
+            metrics.evicted_workloads_once.labels(*labels).inc()
+        if preemption_reason is not None and preempting_cluster_queue is not None:
+            metrics.preempted_workloads.labels(
+                preempting_cluster_queue, preemption_reason, role
+            ).inc()
+        if ctx.events is not None:
+            if preemption_reason is not None:
+                await ctx.events(result, "Normal", "Preempted", evict.message)
+            await ctx.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)

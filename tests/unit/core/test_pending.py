@@ -1,0 +1,52 @@
+"""`unqueued_decisions` (controller/core/pending.py): every pending Workload the cycle never
+looks at (it is in no queue) gets Kueue's QuotaReserved=False reason; Workloads being written and nominated
+preemptors are left to their writers; Workloads waiting in an active queue get none."""
+
+from __future__ import annotations
+
+from controller.core.clusterqueues import LocalQueue, StopPolicy
+from controller.core.decisions import Inadmissible
+from controller.core.pending import unqueued_decisions
+from controller.core.workloads import WorkloadKey
+from tests.unit.core.builders import add, cluster, cq, settle, wl
+
+
+def test_each_unqueued_workload_gets_kueues_reason() -> None:
+    state = add(
+        cluster(cq("cq", {"default": {"cpu": "1"}})),
+        wl("running", cpu="1"),
+        wl("waiting", cpu="1"),  # in an active queue: the cycle explains it
+        wl("off", cpu="1", active=False),
+        wl("lost", "nowhere", cpu="1"),
+    )
+    state.set_local_queue(LocalQueue("ns", "held", "cq", StopPolicy.HOLD))
+    state.set_local_queue(LocalQueue("ns", "dangling", "gone"))
+    add(state, wl("on-hold", "held", cpu="1"), wl("orphan", "dangling", cpu="1"))
+    settle(state)
+    assert set(state.admitted) == {"ns/running"}
+
+    decisions = {d.workload_key: d for d in unqueued_decisions(state, skip=())}
+
+    assert decisions == {
+        "ns/off": Inadmissible(
+            WorkloadKey("ns/off"), None, "The workload is deactivated", "Deactivated"
+        ),
+        "ns/lost": Inadmissible(
+            WorkloadKey("ns/lost"), None, "LocalQueue nowhere doesn't exist", "Misconfigured"
+        ),
+        "ns/on-hold": Inadmissible(
+            WorkloadKey("ns/on-hold"),
+            None,
+            "LocalQueue held is inactive: stopped (Hold)",
+            "Suspended",
+        ),
+        "ns/orphan": Inadmissible(
+            WorkloadKey("ns/orphan"), None, "ClusterQueue gone doesn't exist", "Misconfigured"
+        ),
+    }
+
+
+def test_workloads_being_written_are_skipped() -> None:
+    state = add(cluster(cq("cq", {"default": {"cpu": "1"}})), wl("a", "x"), wl("b", "x"))
+    decisions = unqueued_decisions(state, skip={WorkloadKey("ns/a")})
+    assert [d.workload_key for d in decisions] == ["ns/b"]

@@ -1,0 +1,56 @@
+"""The process's log (controller/kube/process.py): one JSON object per line; once the
+process is stopping, a library's error about a request cut short is one line, while our
+own errors keep their traceback."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from controller.kube import process
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    libraries = {name: logging.getLogger(name).level for name in ("kopf", "aiohttp", "kubernetes")}
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for name, library_level in libraries.items():
+        logging.getLogger(name).setLevel(library_level)
+
+
+def _log_lines(monkeypatch: pytest.MonkeyPatch, stopping: bool) -> list[dict[str, str]]:
+    monkeypatch.setattr(process, "_stopping", False)
+    stream = io.StringIO()
+    monkeypatch.setattr(process.sys, "stderr", stream)
+    process.setup_logging("info")
+    if stopping:
+        process.begin_stopping()
+    for name in ("kopf.objects", "controller.runtime.operator"):
+        try:
+            raise ConnectionResetError("session closed")
+        except ConnectionResetError:
+            logging.getLogger(name).exception("request failed")
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_while_running_tracebacks_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    kopf, ours = _log_lines(monkeypatch, stopping=False)
+    assert kopf["logger"] == "kopf.objects" and "Traceback" in kopf["exc"]
+    assert "Traceback" in ours["exc"]
+
+
+def test_while_stopping_a_librarys_traceback_becomes_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kopf, ours = _log_lines(monkeypatch, stopping=True)
+    assert "exc" not in kopf
+    assert kopf["msg"] == "request failed (ConnectionResetError: session closed; while stopping)"
+    assert ours["msg"] == "request failed" and "Traceback" in ours["exc"]

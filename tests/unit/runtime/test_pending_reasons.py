@@ -1,0 +1,101 @@
+"""Pending reasons (controller/runtime/pending_reasons.py): they wait out a short delay and
+coalesce; a reason already written is not written again; a Workload being written waits;
+Workloads the cycle never looks at get core's reason (`unqueued_decisions`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from api import workload_status
+from controller.core.decisions import Inadmissible
+from controller.core.workloads import WorkloadKey
+from controller.runtime.config import ControllerConfig
+from controller.runtime.controller import Controller
+from tests.unit.runtime.workloads import RecordingApi, workload_body
+
+W = WorkloadKey("ns/w")
+
+
+def test_pending_reasons_wait_out_the_delay_and_coalesce() -> None:
+    config = ControllerConfig.model_validate({"pendingReasonDelaySeconds": 0.05})
+    controller = Controller(RecordingApi(), config)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        controller.pending.want(Inadmissible(W, "cq", "available 0"))
+        controller.pending.want(Inadmissible(W, "cq", "available 1"))
+        assert len(controller.pending.queue) == 0  # not yet: it may be admitted meanwhile
+        await asyncio.sleep(0.1)
+        assert len(controller.pending.queue) == 1
+        assert controller.pending.wanted[W].reason == "available 1"
+
+    asyncio.run(scenario())
+
+
+def _controller(api: RecordingApi) -> Controller:
+    config = ControllerConfig.model_validate({"pendingReasonDelaySeconds": 0})
+    controller = Controller(api, config)  # type: ignore[arg-type]
+    controller.leading = True
+    return controller
+
+
+def test_a_reason_is_written_once_and_an_in_flight_workload_waits() -> None:
+    api = RecordingApi()
+    controller = _controller(api)
+    controller.apply_event("ADDED", workload_body("w"))
+    pending = controller.pending
+
+    async def scenario() -> None:
+        controller.sync.begin_write(W)  # an admission is being written
+        pending.want(Inadmissible(W, "cq", "insufficient quota", "Pending"))
+        await pending.write(await pending.queue.get())
+        assert api.patches == [] and pending.wanted[W].reason == "insufficient quota"
+        controller.sync.end_write(W, None)
+
+        pending.want(Inadmissible(W, "cq", "insufficient quota", "Pending"))  # decided again
+        await pending.write(await pending.queue.get())
+        [(_, _, status)] = api.patches
+        condition = workload_status.condition({"status": status}, "QuotaReserved")
+        assert condition is not None and condition["message"] == "insufficient quota"
+        assert pending.written[W] == "insufficient quota"
+
+        pending.want(Inadmissible(W, "cq", "insufficient quota", "Pending"))
+        assert W not in pending.wanted and len(pending.queue) == 0  # nothing new to say
+
+    asyncio.run(scenario())
+
+
+def test_a_conflict_puts_the_reason_back_in_the_queue() -> None:
+    api = RecordingApi(conflicts=1)
+    controller = _controller(api)
+    controller.apply_event("ADDED", workload_body("w"))
+    pending = controller.pending
+
+    async def scenario() -> None:
+        pending.want(Inadmissible(W, "cq", "insufficient quota"))
+        assert await pending.queue.get() == W
+        await pending.write(W)
+        assert api.patches == []
+        assert len(pending.queue) == 1 and pending.wanted[W].reason == "insufficient quota"
+
+    asyncio.run(scenario())
+
+
+def test_unqueued_workloads_get_cores_reason_unless_being_written() -> None:
+    controller = _controller(RecordingApi())
+    controller.apply_event("ADDED", workload_body("w", queue="missing"))
+    controller.apply_event("ADDED", workload_body("x", queue="missing"))
+    controller.sync.begin_write(WorkloadKey("ns/x"))
+
+    async def scenario() -> None:
+        controller.pending.explain_unqueued(now=10.0)
+
+    asyncio.run(scenario())
+    assert set(controller.pending.wanted) == {W}
+    wanted = controller.pending.wanted[W]
+    assert (wanted.condition_reason, wanted.reason) == (
+        "Misconfigured",
+        "LocalQueue missing doesn't exist",
+    )
+    controller.pending.wanted.clear()
+    controller.pending.explain_unqueued(now=10.5)  # at most once a second
+    assert controller.pending.wanted == {}

@@ -1,0 +1,115 @@
+"""The decision writers (controller/runtime/writers.py): an eviction leaves a Workload that
+finished while the write waited alone (no request); an admission the API server no longer
+allows is rolled back and the server's object decides."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from api import workload_status
+from controller.core.decisions import Evict
+from controller.runtime.config import ControllerConfig
+from controller.runtime.controller import Controller
+from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_eviction_skips_a_workload_that_finished_before_the_write(finished: bool) -> None:
+    api = RecordingApi()
+    controller = Controller(api, ControllerConfig())  # type: ignore[arg-type]
+    controller.apply_event("ADDED", workload_body("w", admitted_status(finished)))
+    evict = Evict("ns/w", "cq", "Preempted", "preempted to make room")
+
+    asyncio.run(controller.writers.write_eviction(evict))
+
+    registry = controller.metrics.registry
+
+    def timed(phase: str) -> float | None:
+        labels = {"write": "evict", "phase": phase}
+        return registry.get_sample_value("quotagate_api_write_duration_seconds_count", labels)
+
+    if finished:
+        assert api.patches == []
+        assert timed("request") is None  # nothing sent, nothing timed
+    else:
+        [(namespace, name, status)] = api.patches
+        assert (namespace, name) == ("ns", "w")
+        assert workload_status.is_evicted({"status": status})
+        assert timed("wait") == 1 and timed("request") == 1
+        assert controller.state.admitted["ns/w"].evicting  # the returned copy was applied
+
+
+def _cluster_events() -> list[dict[str, object]]:
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor"}
+    return [
+        {**flavor, "metadata": {"name": "rf"}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "2"}]}
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ns"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ]
+
+
+def test_an_admission_is_written_and_its_copy_applied() -> None:
+    api = RecordingApi()
+    controller = Controller(api, ControllerConfig())  # type: ignore[arg-type]
+    controller.leading = True
+    for body in _cluster_events():
+        controller.apply_event("ADDED", body)
+    controller.apply_event("ADDED", workload_body("w"))
+
+    async def cycle() -> None:
+        controller.schedule_once()
+        assert "ns/w" in controller.sync.in_flight  # events held back while writing
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(cycle())
+    [(_, name, status)] = api.patches
+    assert name == "w" and workload_status.has_quota_reservation({"status": status})
+    assert status["admission"]["clusterQueue"] == "cq"
+    assert "ns/w" not in controller.sync.in_flight
+    assert controller.sync.copies["ns/w"].rv == api.rv  # the write's answer is the copy
+    assert controller.state.admitted["ns/w"].cluster_queue == "cq"
+
+
+def test_a_superseded_admission_is_rolled_back_to_the_servers_object() -> None:
+    """The copy the cycle decided on is stale: the server's Workload already finished. The
+    assumed admission is forgotten and the server's object is applied instead."""
+    api = RecordingApi(conflicts=1)
+    finished = workload_body("w", admitted_status(finished=True), rv="50")
+    api.objects["ns/w"] = finished
+    controller = Controller(api, ControllerConfig())  # type: ignore[arg-type]
+    controller.leading = True
+    for body in _cluster_events():
+        controller.apply_event("ADDED", body)
+    controller.apply_event("ADDED", workload_body("w"))
+
+    async def cycle() -> None:
+        controller.schedule_once()
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(cycle())
+    assert api.patches == []  # the 409 re-read found it finished: nothing applied
+    assert controller.sync.copies["ns/w"].rv == 50
+    assert controller.state.workloads["ns/w"].finished
+    assert "ns/w" not in controller.state.admitted
