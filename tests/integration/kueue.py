@@ -259,10 +259,13 @@ class ControllerProcess:
         name: str = "controller",
         lease_name: str = "quotagate-test",
         extra: list[str] | None = None,
+        argv: list[str] | None = None,
     ) -> None:
+        """`quotagate run` on `kubeconfig` with `extra` arguments, or `argv` whole (another
+        controller's command line)."""
         self.kubeconfig = kubeconfig
         self.log_path = log_dir / f"{name}.log"
-        self.args = [
+        self.args = argv or [
             sys.executable,
             "-m",
             "controller",
