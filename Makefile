@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv lint typecheck crds manifests unit test bench demo cluster-up cluster-down cluster-binaries clean
+.PHONY: all venv lint typecheck crds manifests unit test bench bench-compare demo cluster-up cluster-down cluster-binaries clean
 
 all: test
 
@@ -44,6 +44,13 @@ test: lint typecheck cluster-binaries
 
 bench: $(STAMP)
 	$(PY) -m pytest tests/bench -q -s
+
+# Kueue's minimalkueue, then quotagate, each on a fresh local control plane, driven by the
+# same live run of SCENARIO: one table with both and their ratio (docs/benchmark.md).
+SCENARIO ?= tests/bench/scenarios/baseline.yaml
+OUT      ?= .bench-compare
+bench-compare: $(STAMP)
+	$(PY) -m tests.bench.compare --minimalkueue "$(MINIMALKUEUE)" --kueue-crds "$(KUEUE_CRDS)" --out "$(OUT)" "$(SCENARIO)"
 
 cluster-up: cluster-binaries
 	$(PY) -m tests.cluster up

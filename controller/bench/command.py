@@ -22,7 +22,8 @@ __all__ = ["add_bench_command"]
 EPILOG = """\
 scenarios shipped with quotagate: tests/bench/scenarios/{smoke,baseline,large-scale}.yaml
 (Kueue's generator shape). Exit status: 0 done, 1 the run failed (or over-used quota),
-2 bad arguments or scenario. See docs/benchmark.md.
+2 bad arguments or scenario. Kueue's minimalkueue and quotagate side by side on fresh
+local control planes: `make bench-compare` in a quotagate checkout. See docs/benchmark.md.
 """
 
 
@@ -81,8 +82,7 @@ def add_bench_command(commands: Any) -> None:
     live.add_argument(
         "--controller-pid", type=int, help="measure this process's CPU (the controller's)"
     )
-    floor = sub.add_argument_group("--api-floor")
-    floor.add_argument(
+    cluster.add_argument(
         "--apiserver-pid", type=int, help="measure this process's CPU (kube-apiserver's)"
     )
     sub.set_defaults(handler=_bench)
@@ -138,8 +138,8 @@ def _misplaced(args: argparse.Namespace) -> str | None:
         return "--plot has nothing to draw with --api-floor"
     if args.api_floor and args.controller_pid is not None:
         return "--controller-pid is for --live (--api-floor runs with no controller)"
-    if not args.api_floor and args.apiserver_pid is not None:
-        return "--apiserver-pid is for --api-floor"
+    if args.simulate and args.apiserver_pid is not None:
+        return "--apiserver-pid is for --live and --api-floor (--simulate has no API server)"
     return None
 
 
@@ -158,6 +158,7 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
             parallelism=args.parallelism,
             timeout=args.timeout,
             controller_pid=args.controller_pid,
+            apiserver_pid=args.apiserver_pid,
             keep=args.keep,
             setup_timeout=args.setup_timeout,
         )

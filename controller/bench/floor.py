@@ -41,7 +41,7 @@ from controller.bench.live import (
     FIELD_MANAGER,
     RUN_LABEL,
     LiveError,
-    follow_workloads,
+    follow,
     process_cpu,
     staged,
     workload_body,
@@ -320,7 +320,7 @@ class FloorRun:
 
     async def _watch(self, index: int, version: str) -> None:
         """Count events; note any Workload written by a field manager not this run's."""
-        async for kind, body in follow_workloads(self.api, self.selector, version):
+        async for kind, body in follow(self.api, WORKLOADS, self.selector, version):
             if kind != "BOOKMARK":
                 self.watch_events[index] += 1
                 self._note_foreign(body)

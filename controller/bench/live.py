@@ -4,8 +4,9 @@ Kueue-compatible controller runs there (quotagate, or Kueue itself).
 Only the Kueue v1beta2 API is used, as Kueue's own performance runner does:
 
 1. Setup: ResourceFlavor `rf`; per ClusterQueue a Namespace of the same name, the
-   ClusterQueue (cohort, cpu quota, preemption policy, `namespaceSelector: {}`) and a
-   LocalQueue; then wait until the controller reports every ClusterQueue Active.
+   ClusterQueue (cohort, cpu quota, preemption policy, `namespaceSelector: {}`, its class
+   as the label Kueue's generator sets) and a LocalQueue; then wait until the controller
+   reports every ClusterQueue Active.
 2. Creation: bare Workloads (one pod, `spec.priority`, a cpu request) on Kueue's
    generator schedule, written in parallel.
 3. The job side, as Kueue's scheduler-perf runner writes it (controller/bench/kueue_clients.py,
@@ -14,10 +15,14 @@ Only the Kueue v1beta2 API is used, as Kueue's own performance runner does:
    `kueue-job-controller-Finished`); when it is evicted its quota reservation is cleared
    (server-side apply as `kueue-admission` with force: QuotaReserved=False, no
    `status.admission`), so it competes again.
-4. Recording, from one watch: the first event of a Workload, its admissions, evictions
-   and completion, with the time they were observed — time to admission is creation to
-   the last admission, as in Kueue's recorder. Quota over-use is checked by replaying the
-   reservations in the watch's (etcd) order: after every admission, no ClusterQueue above
+4. Recording, from two watches as Kueue's runner records (controller/bench/recorder.py):
+   every ClusterQueue event (its `status.flavorsUsage`: ClusterQueue usage) and every
+   Workload event (time to admission, evictions), each with the time it was observed.
+   The ClusterQueue watch starts with the run (its first events are the queues as they
+   are then) and, as Kueue's runner, goes on after the last Workload finished until no
+   active ClusterQueue reports pending or reserving Workloads (at most
+   `SETTLE_TIMEOUT`). Quota over-use is checked by replaying the reservations of the
+   Workload watch in its (etcd) order: after every admission, no ClusterQueue above
    nominal + borrowingLimit and no cohort above its total nominal quota.
 5. Cleanup (unless `keep`): Workloads, LocalQueues, ClusterQueues, the flavor and the
    namespaces, all found by the run's label.
@@ -41,16 +46,19 @@ from kubernetes.aio.client.exceptions import ApiException
 from api.quantities import Quantity
 from api.workload_status import has_quota_reservation, is_evicted, is_finished
 from controller.bench import kueue_clients
+from controller.bench.recorder import CLASS_LABEL, Recorder, cluster_queue_event, workload_event
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
 from controller.kube.client import (
     API_ERRORS,
+    CLUSTER_QUEUES,
     CONNECTION_ERRORS,
     KUEUE_GROUP,
     KUEUE_VERSION,
     WORKLOADS,
     Api,
+    Resource,
     is_retryable,
     retrying,
 )
@@ -58,7 +66,7 @@ from controller.kube.client import (
 __all__ = [
     "LiveError",
     "Staged",
-    "follow_workloads",
+    "follow",
     "process_cpu",
     "run_live",
     "staged",
@@ -70,9 +78,10 @@ log = logging.getLogger(__name__)
 R = TypeVar("R", covariant=True)
 
 RUN_LABEL = "quotagate.bench/run"
-CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"  # as Kueue's generator
 RUNTIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
 FIELD_MANAGER = "quotagate-bench"
+SETTLE_TIMEOUT = 60.0
+"""How long the ClusterQueue watch may go on after the last Workload finished."""
 
 
 class LiveError(RuntimeError):
@@ -138,6 +147,11 @@ def _condition_true(body: dict[str, Any], type_: str) -> bool:
     return False
 
 
+def _spent(before: float | None, after: float | None) -> float | None:
+    """CPU seconds between two readings, or None if either is missing."""
+    return None if before is None or after is None else after - before
+
+
 def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
@@ -156,6 +170,7 @@ class LiveRun:
         parallelism: int = 32,
         timeout: float = 1800.0,
         controller_pid: int | None = None,
+        apiserver_pid: int | None = None,
         run_id: str | None = None,
         setup_timeout: float = 120.0,
     ) -> None:
@@ -171,6 +186,7 @@ class LiveRun:
         self.job_gate = asyncio.Semaphore(parallelism)
         self.timeout = timeout
         self.controller_pid = controller_pid
+        self.apiserver_pid = apiserver_pid
         self.setup_timeout = setup_timeout
         _, jobs, capacity = build(scenario)
         self.jobs = jobs
@@ -191,6 +207,8 @@ class LiveRun:
         self.finish_seen: list[float] = []
         self.samples: list[Sample] = []
         self.pending: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
+        self.recorder = Recorder()
+        self.cluster_queue_seen = asyncio.Event()  # set on every ClusterQueue event
         self.t0 = 0.0
         self.all_finished = asyncio.Event()
         self.errors: list[str] = []
@@ -229,7 +247,7 @@ class LiveRun:
             cq = {
                 "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
                 "kind": "ClusterQueue",
-                "metadata": {"name": self._cq(name), "labels": labels},
+                "metadata": {"name": self._cq(name), "labels": {**labels, CLASS_LABEL: qs.name}},
                 "spec": {
                     "cohortName": self._cq(cohort),
                     "namespaceSelector": {},
@@ -310,9 +328,17 @@ class LiveRun:
 
     async def run(self) -> Report:
         cpu_before = process_cpu(self.controller_pid)
+        apiserver_before = process_cpu(self.apiserver_pid)
+        for flag, pid, before in (
+            ("--controller-pid", self.controller_pid, cpu_before),
+            ("--apiserver-pid", self.apiserver_pid, apiserver_before),
+        ):
+            if pid is not None and before is None:
+                raise LiveError(f"{flag} {pid}: no such process on this host")
         own_before = time.process_time()
         self.t0 = time.monotonic()
         meter = Progress(self.progress, len(self.jobs))
+        queues = asyncio.ensure_future(self._watch_cluster_queues())
         watcher = asyncio.ensure_future(self._watch())
         creator = asyncio.ensure_future(self._create_all())
         try:
@@ -324,35 +350,32 @@ class LiveRun:
                         f"timed out after {self.timeout:.0f}s: {self.counters['finished']} of "
                         f"{len(self.jobs)} Workloads finished"
                     )
-                if watcher.done():
-                    watcher.result()
-                    raise LiveError("the Workload watch ended")
+                for task, what in ((watcher, "Workload"), (queues, "ClusterQueue")):
+                    if task.done():
+                        task.result()
+                        raise LiveError(f"the {what} watch ended")
                 self._sample()
                 meter.update(self.now(), self.counters)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.all_finished.wait(), timeout=0.5)
             await creator
+            cpu = _spent(cpu_before, process_cpu(self.controller_pid))
+            apiserver_cpu = _spent(apiserver_before, process_cpu(self.apiserver_pid))
+            makespan = max(job.finished_at or 0.0 for job in self.jobs)
+            meter.done(makespan, self.counters)
+            await self._settle(queues)
         finally:
-            for task in (watcher, creator, *self.tasks):
+            for task in (queues, watcher, creator, *self.tasks):
                 task.cancel()
-            await asyncio.gather(watcher, creator, *self.tasks, return_exceptions=True)
-        makespan = max(job.finished_at or 0.0 for job in self.jobs)
-        meter.done(makespan, self.counters)
+            await asyncio.gather(queues, watcher, creator, *self.tasks, return_exceptions=True)
         self.ledger.advance(makespan)
         self._sample(makespan)
-        cpu_after = process_cpu(self.controller_pid)
         extra: dict[str, Any] = {
             "runner_cpu_s": round(time.process_time() - own_before, 3),
             "finish_write_mean_s": _mean(self.finish_write),
             "finish_seen_mean_s": _mean(self.finish_seen),
             "run_id": self.run_id,
         }
-        cpu = 0.0
-        if cpu_before is not None and cpu_after is not None:
-            cpu = cpu_after - cpu_before
-            extra["cpu_of"] = f"controller pid {self.controller_pid}"
-        else:
-            extra["cpu_of"] = "none (pass --controller-pid to measure the controller's CPU)"
         return summarize(
             mode="live",
             scenario=self.scenario,
@@ -360,15 +383,39 @@ class LiveRun:
             makespan=makespan,
             bound=self.bound,
             cpu=cpu,
-            usage_pct=100 * self.ledger.integral / (self.nominal_total * makespan)
-            if makespan
-            else 0.0,
+            recorder=self.recorder,
+            reserved_integral=self.ledger.integral,
             preemptions=self.preemptions,
             overuse=self.ledger.overuse,
             samples=self.samples,
             nominal_total=self.nominal_total,
+            apiserver_cpu=apiserver_cpu,
             extra=extra,
         )
+
+    async def _settle(self, queues: asyncio.Future[None]) -> None:
+        """As Kueue's runner: go on recording ClusterQueue events until no active queue
+        reports pending or reserving Workloads, so their last status counts."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while self.recorder.expect_more_events():
+            if queues.done():
+                queues.result()
+                raise LiveError("the ClusterQueue watch ended")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                busy = sorted(
+                    name
+                    for name, state in self.recorder.cluster_queues.items()
+                    if (state.last.pending or state.last.reserving) and state.last.active
+                )
+                raise LiveError(
+                    f"{len(busy)} ClusterQueues (e.g. {busy[0]}) still report pending or "
+                    f"reserving Workloads {SETTLE_TIMEOUT:.0f}s after the last Workload "
+                    "finished: the controller does not bring their status up to date"
+                )
+            self.cluster_queue_seen.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.cluster_queue_seen.wait(), timeout=remaining)
 
     def _sample(self, t: float | None = None) -> None:
         t = self.now() if t is None else t
@@ -418,9 +465,17 @@ class LiveRun:
         return f"{ns[: -len(suffix)]}/{meta.get('name')}"
 
     async def _watch(self) -> None:
-        async for kind, body in follow_workloads(self.api, f"{RUN_LABEL}={self.run_id}"):
+        async for kind, body in follow(self.api, WORKLOADS, f"{RUN_LABEL}={self.run_id}"):
             if kind in ("ADDED", "MODIFIED"):
                 self._observe(body)
+
+    async def _watch_cluster_queues(self) -> None:
+        """Every ClusterQueue event, to the recorder; the first ones are the queues as
+        they are when the run starts (a watch from now lists them first)."""
+        async for kind, body in follow(self.api, CLUSTER_QUEUES, f"{RUN_LABEL}={self.run_id}"):
+            if kind in ("ADDED", "MODIFIED"):
+                self.recorder.record_cluster_queue(cluster_queue_event(body, self.now()))
+                self.cluster_queue_seen.set()
 
     def _observe(self, body: dict[str, Any]) -> None:
         key = self._key_of(body)
@@ -428,11 +483,11 @@ class LiveRun:
         if tracked is None:
             return
         t = self.now()
+        self.recorder.record_workload(workload_event(body, t))
         job = tracked.job
         tracked.body = body
         if tracked.seen_at is None:
             tracked.seen_at = t
-            job.created = t  # Kueue's recorder: time to admission counts from the first event
             self.pending[job.class_name] += 1
         reserved = has_quota_reservation(body)
         finished = is_finished(body)
@@ -455,7 +510,6 @@ class LiveRun:
             tracked.reserved = True
             tracked.evicted = False
             job.epoch += 1
-            job.admitted_at = t
             if job.first_admitted_at is None:
                 job.first_admitted_at = t
                 self.counters["admitted"] += 1
@@ -469,7 +523,6 @@ class LiveRun:
             self.ledger.charge(job, -1, t)
         if evicted and tracked.reserved and not tracked.evicted:
             tracked.evicted = True
-            job.evictions += 1
             if (_reason(body, "Evicted") or "") == "Preempted":
                 self.preemptions += 1
             self._spawn(self._acknowledge(tracked))
@@ -569,16 +622,16 @@ def _newer(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
         return True
 
 
-async def follow_workloads(
-    api: Api, selector: str, version: str = ""
+async def follow(
+    api: Api, resource: Resource, selector: str, version: str = ""
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """A run's Workload events, from `version` on (empty: from now), resumed from the last
-    event seen after a broken connection. An expired watch (410 Gone) would lose events:
-    it ends the run."""
+    """A run's events of `resource`, from `version` on (empty: from now, the existing
+    objects first), resumed from the last event seen after a broken connection. An expired
+    watch (410 Gone) would lose events: it ends the run."""
     while True:
         try:
             async for kind, body in api.watch(
-                WORKLOADS, label_selector=selector, resource_version=version or None
+                resource, label_selector=selector, resource_version=version or None
             ):
                 version = (body.get("metadata") or {}).get("resourceVersion") or version
                 yield kind, body
@@ -586,10 +639,10 @@ async def follow_workloads(
             if exc.status != 410:
                 raise
             raise LiveError(
-                "the Workload watch expired (410 Gone); the run cannot be recorded exactly"
+                f"the {resource.kind} watch expired (410 Gone); the run cannot be recorded exactly"
             ) from exc
         except CONNECTION_ERRORS as exc:  # resume from the last event seen
-            log.info("the Workload watch broke (%s); resuming", exc or type(exc).__name__)
+            log.info("the %s watch broke (%s); resuming", resource.kind, exc or type(exc).__name__)
             await asyncio.sleep(0.2)
 
 
@@ -654,6 +707,7 @@ async def run_live(
     parallelism: int = 32,
     timeout: float = 1800.0,
     controller_pid: int | None = None,
+    apiserver_pid: int | None = None,
     keep: bool = False,
     setup_timeout: float = 120.0,
 ) -> Report:
@@ -668,6 +722,7 @@ async def run_live(
         parallelism=parallelism,
         timeout=timeout,
         controller_pid=controller_pid,
+        apiserver_pid=apiserver_pid,
         setup_timeout=setup_timeout,
     )
     announce = f"setting up {scenario.total_queues()} ClusterQueues (run {live.run_id})"

@@ -3,7 +3,6 @@ samples over time, the summary table, the JSON document and the plot."""
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -11,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from api.quantities import Quantity
+from controller.bench.recorder import ClusterQueueClass, Recorder, WorkloadClass
 from controller.bench.scenario import Scenario
 
 __all__ = [
@@ -20,13 +21,17 @@ __all__ = [
     "Progress",
     "Report",
     "Sample",
+    "admission_bars",
     "plot",
+    "pyplot",
     "render",
     "summarize",
+    "table",
 ]
 
-# Kueue's calibrated results on its CI for the same scenarios (issue 10): wall seconds,
-# ClusterQueue usage % and mean time to admission per class, in seconds.
+# Kueue's calibrated results on its CI for the same scenarios (the comments of its
+# rangespec.yaml): wall seconds, ClusterQueue usage % and mean time to admission per class,
+# in seconds. Other hardware: `make bench-compare` measures Kueue on this machine.
 KUEUE_REFERENCE: dict[str, dict[str, Any]] = {
     "baseline": {
         "wall_s": 351.0,
@@ -55,15 +60,8 @@ class Job:
     priority: int
     created: float
     first_admitted_at: float | None = None
-    admitted_at: float | None = None  # the last admission
     finished_at: float | None = None
-    evictions: int = 0
     epoch: int = 0  # bumps on every admission and release, so stale completions are ignored
-
-    @property
-    def time_to_admission(self) -> float | None:
-        """Kueue's recorder: creation to the last admission."""
-        return None if self.admitted_at is None else self.admitted_at - self.created
 
 
 @dataclass(frozen=True)
@@ -75,36 +73,69 @@ class Sample:
 
 @dataclass(frozen=True)
 class ClassFigures:
+    """A Workload class's figures from the recorder (times in seconds)."""
+
     count: int
     admitted: int
-    mean: float
+    mean: float  # Kueue's averageTimeToAdmissionMs / 1000
     p50: float
     p95: float
     evictions: int
 
+    @classmethod
+    def of(cls, figures: WorkloadClass | None) -> ClassFigures:
+        if figures is None:
+            return cls(0, 0, 0.0, 0.0, 0.0, 0)
+        return cls(
+            figures.count,
+            figures.admitted,
+            figures.mean_admission_ms / 1000,
+            figures.p50_admission_ms / 1000,
+            figures.p95_admission_ms / 1000,
+            figures.evictions,
+        )
+
 
 @dataclass
 class Report:
+    """One run's figures. `cluster_queue_usage` is Kueue's ClusterQueue usage per
+    ClusterQueue class (controller/bench/recorder.py); `reserved_quota_pct` is the quota
+    the Workloads held, as their own events show it, over all nominal quota × the makespan
+    (it does not depend on how often a controller writes ClusterQueue status)."""
+
     mode: str
     scenario: str
     workloads: int
     makespan_s: float
     lower_bound_s: float
-    cpu_s: float
-    cq_usage_pct: float
+    cpu_s: float | None  # the controller's (live, if measured) or the engine's (simulated)
+    cluster_queue_usage: dict[str, ClusterQueueClass]
+    reserved_quota_pct: float
     preemptions: int
     overuse_events: int
     classes: dict[str, ClassFigures]
     samples: list[Sample]
     nominal_total: int  # milli-units
+    apiserver_cpu_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float | None:
         return self.makespan_s / self.lower_bound_s if self.lower_bound_s else None
 
+    @property
+    def apiserver_ms_per_workload(self) -> float | None:
+        if self.apiserver_cpu_s is None or not self.workloads:
+            return None
+        return 1000 * self.apiserver_cpu_s / self.workloads
+
+    def usage_pct(self, cluster_queue_class: str) -> float | None:
+        figures = self.cluster_queue_usage.get(cluster_queue_class)
+        return None if figures is None else figures.usage_pct
+
     def to_json(self) -> dict[str, Any]:
         reference = KUEUE_REFERENCE.get(self.scenario)
+        per_workload = self.apiserver_ms_per_workload
         return {
             "mode": self.mode,
             "scenario": self.scenario,
@@ -112,8 +143,24 @@ class Report:
             "makespan_s": round(self.makespan_s, 3),
             "lower_bound_s": round(self.lower_bound_s, 3),
             "makespan_over_bound": None if self.ratio is None else round(self.ratio, 4),
-            "cpu_s": round(self.cpu_s, 3),
-            "cq_usage_pct": round(self.cq_usage_pct, 2),
+            "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 3),
+            "apiserver_cpu_s": None
+            if self.apiserver_cpu_s is None
+            else round(self.apiserver_cpu_s, 3),
+            "apiserver_cpu_ms_per_workload": None
+            if per_workload is None
+            else round(per_workload, 3),
+            "cluster_queue_usage": {
+                name: {
+                    "usage_pct": None if u.usage_pct is None else round(u.usage_pct, 2),
+                    "queues": u.queues,
+                    "nominal_quota": str(Quantity(u.nominal_quota)),
+                    "average_usage": str(Quantity(u.average_usage)),
+                    "monitored_s": round(u.elapsed_ms / 1000, 3),
+                }
+                for name, u in self.cluster_queue_usage.items()
+            },
+            "reserved_quota_pct": round(self.reserved_quota_pct, 2),
             "preemptions": self.preemptions,
             "overuse_events": self.overuse_events,
             "classes": {
@@ -132,14 +179,6 @@ class Report:
         }
 
 
-def _percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile of sorted values (0 for none)."""
-    if not ordered:
-        return 0.0
-    rank = max(1, -(-len(ordered) * q // 1))
-    return ordered[min(len(ordered), int(rank)) - 1]
-
-
 def summarize(
     *,
     mode: str,
@@ -147,26 +186,19 @@ def summarize(
     jobs: list[Job],
     makespan: float,
     bound: float,
-    cpu: float,
-    usage_pct: float,
+    cpu: float | None,
+    recorder: Recorder,
+    reserved_integral: float,
     preemptions: int,
     overuse: int,
     samples: list[Sample],
     nominal_total: int,
+    apiserver_cpu: float | None = None,
     extra: dict[str, Any] | None = None,
 ) -> Report:
-    classes: dict[str, ClassFigures] = {}
-    for name in scenario.class_names():
-        members = [job for job in jobs if job.class_name == name]
-        waits = sorted(w for job in members if (w := job.time_to_admission) is not None)
-        classes[name] = ClassFigures(
-            len(members),
-            len(waits),
-            statistics.fmean(waits) if waits else 0.0,
-            _percentile(waits, 0.5),
-            _percentile(waits, 0.95),
-            sum(job.evictions for job in members),
-        )
+    """The report of a run: per-class figures from its recorder, the reserved quota from
+    its integral (milli-units × seconds)."""
+    workload_classes = recorder.workload_classes()
     return Report(
         mode,
         scenario.name,
@@ -174,41 +206,59 @@ def summarize(
         makespan,
         bound,
         cpu,
-        usage_pct,
+        recorder.cluster_queue_classes(),
+        100 * reserved_integral / (nominal_total * makespan) if nominal_total and makespan else 0.0,
         preemptions,
         overuse,
-        classes,
+        {name: ClassFigures.of(workload_classes.get(name)) for name in scenario.class_names()},
         samples,
         nominal_total,
+        apiserver_cpu,
         extra or {},
     )
 
 
+def _seconds(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.1f} s"
+
+
 def render(report: Report) -> str:
     """The human summary: headline figures, then one row per class, with Kueue's published
-    figures beside ours when the scenario is one of Kueue's."""
+    figures (from its CI) beside ours when the scenario is one of Kueue's."""
     reference = KUEUE_REFERENCE.get(report.scenario)
     ratio = f"{report.ratio:.2f}× the bound" if report.ratio is not None else "no bound"
     wall_label = "simulated makespan" if report.mode == "simulate" else "wall (makespan)"
     lines = [
         f"scenario {report.scenario} ({report.mode}): {report.workloads} Workloads",
-        f"  {wall_label:<22}{report.makespan_s:9.1f} s   ({ratio}; lower bound "
+        f"  {wall_label:<26}{report.makespan_s:9.1f} s   ({ratio}; lower bound "
         f"{report.lower_bound_s:.1f} s)"
-        + (f"   Kueue: {reference['wall_s']:.0f} s" if reference else ""),
-        f"  {'ClusterQueue usage':<22}{report.cq_usage_pct:9.1f} %"
-        + (
-            f"                                Kueue: {reference['cq_usage_pct']} %"
-            if reference
-            else ""
-        ),
-        f"  {'preemptions':<22}{report.preemptions:9d}",
-        f"  {'quota over-use events':<22}{report.overuse_events:9d}",
-        f"  {'CPU':<22}{report.cpu_s:9.1f} s",
-        "",
+        + (f"   Kueue CI: {reference['wall_s']:.0f} s" if reference else ""),
     ]
+    for name, usage in report.cluster_queue_usage.items():
+        pct = "      n/a  " if usage.usage_pct is None else f"{usage.usage_pct:9.1f} %"
+        kueue = f"   Kueue CI: {reference['cq_usage_pct']} %" if reference else ""
+        lines.append(
+            f"  {'ClusterQueue usage, ' + (name or '(no class)'):<26}{pct}   "
+            f"(Kueue's recorder: flavorsUsage of {usage.queues} queues over "
+            f"{usage.elapsed_ms / 1000:.1f} s){kueue}"
+        )
+    lines += [
+        f"  {'quota reserved':<26}{report.reserved_quota_pct:9.1f} %   (by Workloads, on their "
+        "events: of all nominal quota over the makespan)",
+        f"  {'preemptions':<26}{report.preemptions:9d}",
+        f"  {'quota over-use events':<26}{report.overuse_events:9d}",
+    ]
+    cpu_label = "engine CPU" if report.mode == "simulate" else "controller CPU"
+    lines.append(f"  {cpu_label:<26}{_seconds(report.cpu_s):>11}")
+    if report.apiserver_cpu_s is not None:
+        lines.append(
+            f"  {'kube-apiserver CPU':<26}{_seconds(report.apiserver_cpu_s):>11}   "
+            f"({report.apiserver_ms_per_workload:.1f} ms per Workload)"
+        )
+    lines.append("")
     header = ["CLASS", "COUNT", "ADMITTED", "MEAN", "P50", "P95", "EVICTIONS"]
     if reference:
-        header.append("KUEUE MEAN")
+        header.append("KUEUE CI MEAN")
     rows = [header]
     for name, f in report.classes.items():
         row = [
@@ -224,30 +274,31 @@ def render(report: Report) -> str:
             kueue = reference["mean_admission_s"].get(name)
             row.append("-" if kueue is None else f"{kueue:.1f} s")
         rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines.append("  time to admission (creation → last admission):")
-    for row in rows:
-        lines.append(
-            "  "
-            + "  ".join(
-                cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
-                for i, cell in enumerate(row)
-            )
-        )
+    lines.append("  time to admission (creation → last admission, as Kueue's recorder):")
+    lines += table(rows)
     return "\n".join(lines)
 
 
-def plot(report: Report, path: Path) -> None:
-    """Pending Workloads and reserved quota (% of all nominal quota) over time, per class."""
-    try:
-        import matplotlib
+def table(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as aligned lines: the first column left, the others right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  "
+        + "  ".join(
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        )
+        for row in rows
+    ]
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - matplotlib is a declared dependency
-        raise RuntimeError("--plot needs matplotlib: pip install 'quotagate[bench]'") from exc
+
+def plot(report: Report, path: Path) -> None:
+    """Pending Workloads and reserved quota (% of all nominal quota) over time, per class,
+    and the mean and p95 time to admission of each class."""
+    plt = pyplot()
     times = [s.t for s in report.samples]
-    figure, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(10, 7))
+    figure, (top, middle, bottom) = plt.subplots(
+        3, 1, figsize=(10, 10), gridspec_kw={"height_ratios": [3, 3, 2]}
+    )
     for name in report.classes:
         top.plot(times, [s.pending.get(name, 0) for s in report.samples], label=name)
     top.set_ylabel("pending Workloads")
@@ -258,21 +309,63 @@ def plot(report: Report, path: Path) -> None:
     for name in report.classes:
         layer = [100 * s.reserved.get(name, 0) / total for s in report.samples]
         top_edge = [b + v for b, v in zip(base, layer, strict=True)]
-        bottom.fill_between(times, base, top_edge, step="post", label=name, alpha=0.8)
+        middle.fill_between(times, base, top_edge, step="post", label=name, alpha=0.8)
         base = top_edge
-    bottom.axhline(100, color="black", linewidth=0.8, linestyle="--")
-    bottom.set_ylabel("reserved quota, % of nominal")
-    bottom.set_xlabel("seconds since start")
-    bottom.legend(loc="upper right")
-    bottom.grid(alpha=0.3)
+    middle.axhline(100, color="black", linewidth=0.8, linestyle="--")
+    middle.set_ylabel("reserved quota, % of nominal")
+    middle.set_xlabel("seconds since start")
+    middle.legend(loc="upper right")
+    middle.grid(alpha=0.3)
+    admission_bars(bottom, {report.mode: report})
+    usage = ", ".join(
+        f"{name or 'queues'} {u.usage_pct:.1f} %"
+        for name, u in report.cluster_queue_usage.items()
+        if u.usage_pct is not None
+    )
     ratio = f"{report.ratio:.2f}× bound" if report.ratio else ""
     figure.suptitle(
         f"{report.scenario} ({report.mode}): makespan {report.makespan_s:.1f} s {ratio}, "
-        f"usage {report.cq_usage_pct:.1f} %, {report.preemptions} preemptions"
+        f"ClusterQueue usage {usage or 'n/a'}, {report.preemptions} preemptions"
     )
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only backend."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is a declared dependency
+        raise RuntimeError("--plot needs matplotlib: pip install 'quotagate[bench]'") from exc
+    return plt
+
+
+def admission_bars(axes: Any, reports: Mapping[str, Report]) -> None:
+    """Mean (solid) and p95 (hatched) time to admission per class, one bar group per
+    Workload class and one colour per report."""
+    names = list(next(iter(reports.values())).classes)
+    width = 0.8 / (2 * len(reports))
+    for r, (label, report) in enumerate(reports.items()):
+        for k, (statistic, hatch) in enumerate((("mean", ""), ("p95", "//"))):
+            offset = (2 * r + k) * width - 0.4 + width / 2
+            values = [getattr(report.classes[name], statistic) for name in names]
+            axes.bar(
+                [i + offset for i in range(len(names))],
+                values,
+                width,
+                label=f"{label} {statistic}",
+                color=f"C{r}",
+                alpha=0.9 if k == 0 else 0.5,
+                hatch=hatch,
+            )
+    axes.set_xticks(range(len(names)), names)
+    axes.set_ylabel("time to admission, s")
+    axes.legend(loc="upper right", fontsize="small")
+    axes.grid(alpha=0.3, axis="y")
 
 
 class Progress:

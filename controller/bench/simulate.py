@@ -11,10 +11,10 @@ the CPU seconds how fast they are made.
 - Preemption: a `Preempt` decision evicts its victims; each releases its quota
   `ack_delay_ms` later (as a job integration would) and waits in its queue again; the
   preemptor is admitted by the first cycle that sees them gone.
-- Time to admission, as Kueue's recorder measures it: from creation to the (last)
-  admission of the Workload.
-- ClusterQueue usage, as Kueue's recorder: reserved quota integrated over time, over
-  (total nominal quota × the run's duration).
+- The figures are Kueue's recorder's (controller/bench/recorder.py), fed with the
+  simulated events: time to admission from a Workload's arrival to its (last) admission;
+  ClusterQueue usage from each queue's reserved quota, written as its status once per
+  simulated instant in which it changed, from 0 to the last completion.
 - Over-use: after every admission each ClusterQueue must hold at most nominal +
   borrowingLimit and each cohort at most its total nominal quota; any excess is counted.
 """
@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import TextIO
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
+from controller.bench.recorder import ClusterQueueEvent, Recorder, WorkloadEvent
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import Scenario
 from controller.core.clusterqueues import (
@@ -133,6 +134,13 @@ def simulate(
     heapq.heapify(events)
     per_queue: dict[str, int] = dict.fromkeys(limits, 0)
     per_cohort: dict[str, int] = dict.fromkeys(capacity, 0)
+    # What each ClusterQueue's status would say: its recorder events.
+    queue_class = {name: qs.name for name, _, qs in scenario.queues()}
+    nominal = {name: qs.nominal for name, _, qs in scenario.queues()}
+    pending_in = dict.fromkeys(limits, 0)
+    reserving_in = dict.fromkeys(limits, 0)
+    changed_queues: set[str] = set(limits)
+    recorder = Recorder()
     reserved_by_class: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
     pending_by_class: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
     counters = {"created": 0, "admitted": 0, "finished": 0}
@@ -149,8 +157,39 @@ def simulate(
         per_queue[job.cluster_queue] += sign * job.request
         per_cohort[job.cohort] += sign * job.request
         reserved_by_class[job.class_name] += sign * job.request
+        reserving_in[job.cluster_queue] += sign
+        changed_queues.add(job.cluster_queue)
+
+    def wait(job: Job, sign: int) -> None:
+        pending_by_class[job.class_name] += sign
+        pending_in[job.cluster_queue] += sign
+        changed_queues.add(job.cluster_queue)
+
+    def observe(job: Job, **flags: bool) -> None:
+        namespace, name = job.key.split("/", 1)
+        recorder.record_workload(
+            WorkloadEvent(now, job.key, job.class_name, namespace, name, **flags)
+        )
+
+    def write_queue_status() -> None:
+        for cq in sorted(changed_queues):
+            recorder.record_cluster_queue(
+                ClusterQueueEvent(
+                    now,
+                    cq,
+                    queue_class[cq],
+                    nominal[cq],
+                    per_queue[cq],
+                    per_queue[cq],
+                    pending=pending_in[cq],
+                    reserving=reserving_in[cq],
+                    admitted=reserving_in[cq],
+                )
+            )
+        changed_queues.clear()
 
     now = 0.0
+    write_queue_status()  # every queue's first event: created, empty
     while events:
         now = events[0][0]
         usage_integral += reserved * (now - last_t)
@@ -172,27 +211,28 @@ def simulate(
                         priority=job.priority,
                     )
                 )
-                pending_by_class[job.class_name] += 1
+                wait(job, 1)
+                observe(job)
                 counters["created"] += 1
             elif kind == _FINISH and epoch == job.epoch and key in state.admitted:
                 state.release(key, requeue=False)
                 charge(job, -1)
+                observe(job, admitted=True, finished=True)
                 job.finished_at = now
                 counters["finished"] += 1
             elif kind == _RELEASE and key in state.admitted:
                 # The victim's job has stopped: its quota is released and it waits again.
                 state.upsert_workload(replace(state.workloads[key], admission=None, evicted=False))
                 charge(job, -1)
+                observe(job)
                 job.epoch += 1
-                job.evictions += 1
-                pending_by_class[job.class_name] += 1
+                wait(job, 1)
         while True:
             result = run_cycle(state, now, park_alike=park_alike)
             cycles += 1
             for admit in result.admitted:
                 job = by_key[admit.workload_key]
                 job.epoch += 1
-                job.admitted_at = now
                 if job.first_admitted_at is None:
                     job.first_admitted_at = now
                     counters["admitted"] += 1
@@ -202,17 +242,20 @@ def simulate(
                     limit is not None and per_queue[job.cluster_queue] > limit
                 ):
                     overuse += 1
-                pending_by_class[job.class_name] -= 1
+                wait(job, -1)
+                observe(job, admitted=True)
                 heapq.heappush(events, (now + job.runtime, next(seq), _FINISH, job.key, job.epoch))
             for preempt in result.preempting:
                 for victim in preempt.victims:
                     preemptions += 1
+                    observe(by_key[victim.workload_key], admitted=True, evicted=True)
                     heapq.heappush(
                         events,
                         (now + ack_delay_ms / 1000, next(seq), _RELEASE, victim.workload_key, 0),
                     )
             if not result.changed:
                 break
+        write_queue_status()
         if not samples or now - samples[-1].t >= sample_every:
             samples.append(Sample(now, dict(pending_by_class), dict(reserved_by_class)))
         meter.update(now, counters)
@@ -229,7 +272,8 @@ def simulate(
         makespan=makespan,
         bound=lower_bound(jobs, capacity),
         cpu=time.process_time() - cpu_start,
-        usage_pct=100 * usage_integral / (nominal_total * makespan) if makespan else 0.0,
+        recorder=recorder,
+        reserved_integral=usage_integral,
         preemptions=preemptions,
         overuse=overuse,
         samples=samples,

@@ -36,7 +36,8 @@ def test_kueue_scenarios_simulated() -> None:
         for name, figures in report.classes.items():
             assert figures.admitted == figures.count, f"{path.name}: {name} not all admitted"
         assert report.makespan_s >= report.lower_bound_s, path.name
-        assert 0 < report.cq_usage_pct <= 100, path.name
+        for name, usage in report.cluster_queue_usage.items():
+            assert usage.usage_pct is not None and 0 < usage.usage_pct <= 100, (path.name, name)
 
 
 def main(argv: list[str]) -> int:

@@ -265,13 +265,16 @@ class ControllerProcess:
         name: str = "controller",
         lease_name: str = "quotagate-test",
         extra: list[str] | None = None,
+        argv: list[str] | None = None,
     ) -> None:
+        """`quotagate run` on `kubeconfig` with `extra` arguments, or `argv` whole (another
+        controller's command line)."""
         from tests.cluster.controlplane import free_port
 
         self.kubeconfig = kubeconfig
         self.log_path = log_dir / f"{name}.log"
         self.health_port = free_port()
-        self.args = [
+        self.args = argv or [
             sys.executable,
             "-m",
             "controller",

@@ -132,7 +132,10 @@ def test_floor_refuses_an_apiserver_pid_that_is_not_a_process(
     [
         (["--api-floor", "--plot", "x.png"], "--plot has nothing to draw with --api-floor"),
         (["--api-floor", "--controller-pid", "1"], "--controller-pid is for --live"),
-        (["--live", "--apiserver-pid", "1"], "--apiserver-pid is for --api-floor"),
+        (
+            ["--simulate", "--apiserver-pid", "1"],
+            "--apiserver-pid is for --live and --api-floor",
+        ),
     ],
 )
 def test_options_of_another_mode_are_refused(

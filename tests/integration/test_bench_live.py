@@ -10,6 +10,7 @@ from kubernetes import client
 
 from controller.bench.live import RUN_LABEL
 from controller.cli import main
+from tests.cluster.controlplane import ControlPlane
 from tests.integration.kueue import ControllerProcess
 
 SMOKE = Path(__file__).resolve().parents[1] / "bench" / "scenarios" / "smoke.yaml"
@@ -32,6 +33,7 @@ def test_live_without_a_controller_fails_with_one_line(
 
 def test_smoke_scenario_runs_live_and_cleans_up(
     controller: ControllerProcess,
+    cluster: ControlPlane,
     kubeconfig_path: str,
     api_client: client.ApiClient,
     tmp_path: Path,
@@ -48,6 +50,8 @@ def test_smoke_scenario_runs_live_and_cleans_up(
             kubeconfig_path,
             "--controller-pid",
             str(controller.process.pid),
+            "--apiserver-pid",
+            str(cluster.components["kube-apiserver"].process.pid),
             "--timeout",
             "120",
             "--json",
@@ -66,8 +70,19 @@ def test_smoke_scenario_runs_live_and_cleans_up(
         assert figures["admitted"] == figures["count"], name
     # Every Workload ran its runtime after admission, so the run cannot beat the bound.
     assert report["makespan_s"] >= report["lower_bound_s"]
-    assert 0 < report["cq_usage_pct"] <= 100
+    # Kueue's ClusterQueue usage, from the queues' own status (one class: `cq`), and the
+    # quota the Workloads held by their own events.
+    usage = report["cluster_queue_usage"]
+    assert usage.keys() == {"cq"} and usage["cq"]["queues"] == 2
+    assert 0 < usage["cq"]["usage_pct"] <= 100
+    assert usage["cq"]["monitored_s"] >= report["makespan_s"] - 1  # to the queues' last status
+    assert 0 < report["reserved_quota_pct"] <= 100
     assert report["cpu_s"] > 0  # the controller's CPU, read from /proc
+    assert report["apiserver_cpu_s"] > 0
+    assert report["apiserver_cpu_ms_per_workload"] == pytest.approx(
+        1000 * report["apiserver_cpu_s"] / 58, abs=0.01
+    )
+    assert "ClusterQueue usage, cq" in captured.out and "kube-apiserver CPU" in captured.out
     # The large class (priority 200) finds the queues full of lower-priority work.
     assert report["preemptions"] > 0
     run = report["run_id"]
