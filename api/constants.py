@@ -39,6 +39,8 @@ POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 """On a Job or pod: the WorkloadPriorityClass; wins over the pod's PriorityClass."""
 MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
+# The uid of the job a Workload was made for (Kueue puts it in preemption messages).
+JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
 """On pods (value `true`): the pod is managed by quotagate."""
 PREEMPTIBILITY_LABEL: Final = "kai.scheduler/preemptibility"
 """On a pod or its owners: `preemptible` | `non-preemptible` | `semi-preemptible` (KAI)."""

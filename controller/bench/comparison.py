@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.bench.preemptions import Verdict, judge
 from controller.bench.report import Report, admission_bars, pyplot, table
 
 __all__ = ["Row", "comparison_json", "plot_comparison", "render_comparison", "rows"]
@@ -91,15 +92,47 @@ def render_comparison(reports: Mapping[str, Report]) -> str:
         ]
         for row in rows(first, second)
     ]
-    return "\n".join(
-        [
-            f"scenario {first.scenario}: {first.workloads} Workloads, each controller on a fresh "
-            "control plane, driven by the same `quotagate bench --live`",
-            *table([header, *body]),
-            f"  ratio: {second_label} / {first_label}; time to admission and ClusterQueue usage "
-            "as Kueue's recorder computes them",
-        ]
-    )
+    lines = [
+        f"scenario {first.scenario}: {first.workloads} Workloads, each controller on a fresh "
+        "control plane, driven by the same `quotagate bench --live`",
+        *table([header, *body]),
+        f"  ratio: {second_label} / {first_label}; time to admission and ClusterQueue usage "
+        "as Kueue's recorder computes them",
+    ]
+    verdicts = judge_both(reports)
+    if verdicts:
+        lines.append("evictions judged against the other run (needed: it admitted the same")
+        lines.append("preemptor later or never; churn: as early or earlier without them)")
+        lines += table(
+            [
+                ["RUN", "EVICTIONS", "PREEMPTORS", "NEEDED", "CHURN", "UNKNOWN", "GAINED"],
+                *(
+                    [
+                        label,
+                        str(v.evictions),
+                        str(v.preemptors),
+                        str(v.needed),
+                        str(v.churn),
+                        str(v.unknown),
+                        f"{v.gained_s:.1f} s",
+                    ]
+                    for label, v in verdicts.items()
+                ),
+            ]
+        )
+    return "\n".join(lines)
+
+
+def judge_both(reports: Mapping[str, Report]) -> dict[str, Verdict]:
+    """Each run's evictions judged against the other run (controller/bench/preemptions.py);
+    empty when the reports carry no preemption log."""
+    (first_label, first), (second_label, second) = reports.items()
+    out = {}
+    for label, run, other in ((first_label, first, second), (second_label, second, first)):
+        verdict = judge(run.extra, other.extra)
+        if verdict is not None:
+            out[label] = verdict
+    return out
 
 
 def comparison_json(reports: Mapping[str, Report]) -> dict[str, Any]:
@@ -119,6 +152,9 @@ def comparison_json(reports: Mapping[str, Report]) -> dict[str, Any]:
             }
             for row in rows(first, second)
         ],
+        "evictions_judged": {
+            label: verdict.to_json() for label, verdict in judge_both(reports).items()
+        },
         "runs": {label: report.to_json() for label, report in reports.items()},
     }
 

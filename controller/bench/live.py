@@ -43,9 +43,11 @@ from typing import Any, Protocol, TextIO, TypeVar
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
+from api import workload_status
 from api.quantities import Quantity
 from api.workload_status import has_quota_reservation, is_evicted, is_finished
 from controller.bench import kueue_clients
+from controller.bench.preemptions import PreemptionLog
 from controller.bench.recorder import CLASS_LABEL, Recorder, cluster_queue_event, workload_event
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import Scenario
@@ -202,6 +204,7 @@ class LiveRun:
         self.nominal_total = sum(capacity.values())
         self.counters = {"created": 0, "admitted": 0, "finished": 0}
         self.preemptions = 0
+        self.preemption_log = PreemptionLog()
         # The job side's round trip: Finished patch sent → answered → seen on the watch.
         self.finish_write: list[float] = []
         self.finish_seen: list[float] = []
@@ -375,6 +378,14 @@ class LiveRun:
             "finish_write_mean_s": _mean(self.finish_write),
             "finish_seen_mean_s": _mean(self.finish_seen),
             "run_id": self.run_id,
+            **self.preemption_log.to_json(
+                {
+                    job.key: None
+                    if job.first_admitted_at is None
+                    else job.first_admitted_at - job.created
+                    for job in self.jobs
+                }
+            ),
         }
         return summarize(
             mode="live",
@@ -485,6 +496,8 @@ class LiveRun:
         t = self.now()
         self.recorder.record_workload(workload_event(body, t))
         job = tracked.job
+        if tracked.body is None:
+            self.preemption_log.seen(str((body.get("metadata") or {}).get("uid")), job.key)
         tracked.body = body
         if tracked.seen_at is None:
             tracked.seen_at = t
@@ -525,6 +538,8 @@ class LiveRun:
             tracked.evicted = True
             if (_reason(body, "Evicted") or "") == "Preempted":
                 self.preemptions += 1
+                evicted_condition = workload_status.condition(body, "Evicted") or {}
+                self.preemption_log.evicted(t, job.key, str(evicted_condition.get("message")))
             self._spawn(self._acknowledge(tracked))
 
     # -- the job side ----------------------------------------------------------------------

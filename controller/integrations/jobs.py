@@ -26,6 +26,7 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.constants import (
     GROUP,
+    JOB_UID_LABEL,
     PREEMPTIBILITY_LABEL,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
@@ -81,7 +82,7 @@ def workload_for(job: dict[str, Any], priority: int | None) -> dict[str, Any]:
         "metadata": {
             "name": workload_name(meta["name"]),
             "namespace": meta["namespace"],
-            "labels": {"kueue.x-k8s.io/job-uid": meta.get("uid", "")},
+            "labels": {JOB_UID_LABEL: meta.get("uid", "")},
             "ownerReferences": [
                 {
                     "apiVersion": "batch/v1",

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api import workload_status
+from api.constants import JOB_UID_LABEL
 from api.workload_status import admission_to_api, has_quota_reservation
 from controller.core.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
 from controller.core.workloads import WorkloadKey
@@ -155,14 +156,18 @@ class DecisionWriter:
     async def write_preemption(self, preempt: Preempt) -> None:
         """Evict the victims (or take pods from partial ones) and tell the preemptor why it
         waits; it is admitted by a later cycle once the victims have released their quota."""
-        preemptor = self.sync.body(preempt.preemptor_key)
-        uid = ((preemptor.get("metadata") or {}).get("uid", "") if preemptor else "") or "?"
+        meta = (self.sync.body(preempt.preemptor_key) or {}).get("metadata") or {}
+        uid = meta.get("uid") or "UNKNOWN"
+        job_uid = (meta.get("labels") or {}).get(JOB_UID_LABEL) or "UNKNOWN"
         writes = []
         for victim in preempt.victims:
-            text = _PREEMPTION_TEXT.get(victim.reason, "preemption")
+            # Kueue's message, word for word (pkg/scheduler/preemption `preemptionMessage`):
+            # tools that read it find the preemptor's UID where Kueue puts it.
+            text = _PREEMPTION_TEXT.get(victim.reason, "UNKNOWN")
             message = (
-                f"Preempted to accommodate a workload (UID: {uid}, {preempt.preemptor_key}) due to {text}; "
-                f"preemptor path: /{preempt.cluster_queue}; preemptee path: /{victim.cluster_queue}"
+                f"Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to "
+                f"{text}; preemptor path: {self._path(preempt.cluster_queue)}; "
+                f"preemptee path: {self._path(victim.cluster_queue)}"
             )
             if victim.whole:
                 writes.append(
@@ -170,6 +175,7 @@ class DecisionWriter:
                         Evict(victim.workload_key, victim.cluster_queue, "Preempted", message),
                         preemption_reason=victim.reason,
                         preempting_cluster_queue=preempt.cluster_queue,
+                        preemptor=preempt.preemptor_key,
                     )
                 )
             else:
@@ -185,6 +191,11 @@ class DecisionWriter:
         )
         self.pending.want(waiting)
         await asyncio.gather(*writes)
+
+    def _path(self, cluster_queue: str) -> str:
+        """Kueue's path of a ClusterQueue: `/cohort/name`, or `/name` outside a cohort."""
+        cohort = self.ctx.state.quota.cohort_of(cluster_queue)
+        return f"/{cohort}/{cluster_queue}" if cohort else f"/{cluster_queue}"
 
     async def _write_partial_preemption(self, key: WorkloadKey, pods: int, message: str) -> None:
         """DisruptionMode Pod: the victim stays admitted with `pods` fewer pods; its owner
@@ -208,8 +219,12 @@ class DecisionWriter:
         evict: Evict,
         preemption_reason: str | None = None,
         preempting_cluster_queue: str | None = None,
+        preemptor: WorkloadKey | None = None,
     ) -> None:
+        """Evict a Workload (for a preemptor: its Preempted Event names it, which Kueue's
+        condition message does not)."""
         ctx = self.ctx
+        preemptor_note = f"; preemptor: {preemptor}" if preemptor else ""
         key = evict.workload_key
         now = ctx.clock()
 
@@ -247,5 +262,5 @@ class DecisionWriter:
             ).inc()
         if ctx.events is not None:
             if preemption_reason is not None:
-                await ctx.events(result, "Normal", "Preempted", evict.message)
+                await ctx.events(result, "Normal", "Preempted", evict.message + preemptor_note)
             await ctx.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)

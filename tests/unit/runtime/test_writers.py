@@ -5,11 +5,15 @@ allows is rolled back and the server's object decides."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from api import workload_status
-from controller.core.decisions import Evict
+from api.constants import PreemptionReason
+from controller.core.decisions import Admit, Evict, Preempt
+from controller.core.preemption.types import Victim
+from controller.core.workloads import WorkloadKey
 from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
@@ -41,7 +45,7 @@ def test_eviction_skips_a_workload_that_finished_before_the_write(finished: bool
         assert controller.state.admitted["ns/w"].evicting  # the returned copy was applied
 
 
-def _cluster_events() -> list[dict[str, object]]:
+def _cluster_events(cohort: str | None = None) -> list[dict[str, object]]:
     flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor"}
     return [
         {**flavor, "metadata": {"name": "rf"}},
@@ -50,6 +54,7 @@ def _cluster_events() -> list[dict[str, object]]:
             "kind": "ClusterQueue",
             "metadata": {"name": "cq"},
             "spec": {
+                **({"cohortName": cohort} if cohort else {}),
                 "namespaceSelector": {},
                 "resourceGroups": [
                     {
@@ -113,3 +118,38 @@ def test_a_superseded_admission_is_rolled_back_to_the_servers_object() -> None:
     assert controller.sync.copies["ns/w"].rv == 50
     assert controller.state.workloads["ns/w"].finished
     assert "ns/w" not in controller.state.admitted
+
+
+def test_a_victims_preempted_condition_carries_kueues_message_word_for_word() -> None:
+    """Kueue's `preemptionMessage`: the preemptor's UID and job UID, the reason in words,
+    and both ClusterQueues' paths from the root cohort. The Event names the preemptor."""
+    api = RecordingApi()
+    events: list[tuple[str, str, str]] = []
+
+    async def record(body: dict[str, Any], kind: str, reason: str, message: str) -> None:
+        events.append((body["metadata"]["name"], reason, message))
+
+    controller = Controller(api, ControllerConfig(), events=record)  # type: ignore[arg-type]
+    for body in _cluster_events(cohort="co"):
+        controller.apply_event("ADDED", body)
+    preemptor = workload_body("big", uid="u-big")
+    preemptor["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": "job-7"}
+    controller.apply_event("ADDED", preemptor)
+    controller.apply_event("ADDED", workload_body("small", admitted_status()))
+    victim = Victim(
+        WorkloadKey("ns/small"), "cq", PreemptionReason.IN_CLUSTER_QUEUE, pods=1, total_pods=1
+    )
+    admit = Admit(WorkloadKey("ns/big"), "cq", (), borrowing=False)
+
+    asyncio.run(
+        controller.writers.write_preemption(Preempt(WorkloadKey("ns/big"), "cq", (victim,), admit))
+    )
+
+    [(_, name, status)] = api.patches
+    expected = (
+        "Preempted to accommodate a workload (UID: u-big, JobUID: job-7) due to "
+        "prioritization in the ClusterQueue; preemptor path: /co/cq; preemptee path: /co/cq"
+    )
+    assert name == "small"
+    assert workload_status.condition({"status": status}, "Preempted")["message"] == expected
+    assert ("small", "Preempted", f"{expected}; preemptor: ns/big") in events
