@@ -43,8 +43,11 @@ def begin_stopping() -> None:
 
 
 class _OneLineWhileStopping(logging.Filter):
+    # asyncio reports what cancelled tasks and closed generators of those libraries raise.
+    QUIET = (*_LIBRARIES, "asyncio")
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if _stopping and record.exc_info and record.name.split(".")[0] in _LIBRARIES:
+        if _stopping and record.exc_info and record.name.split(".")[0] in self.QUIET:
             exc = record.exc_info[1]
             record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc}; while stopping)"
             record.args, record.exc_info, record.exc_text = None, None, None

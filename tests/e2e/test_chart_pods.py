@@ -8,7 +8,6 @@ run on the fake nodes; the cost controller writes costs; both report ready and s
 from __future__ import annotations
 
 import base64
-import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,14 @@ from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS
 from tests.cluster.podrunner import DeploymentProcess
-from tests.integration.kueue import Kueue, cluster_queue, condition, flavor, local_queue
+from tests.integration.kueue import (
+    Kueue,
+    cluster_queue,
+    condition,
+    flavor,
+    local_queue,
+    rbac_refusals,
+)
 
 
 @pytest.fixture
@@ -62,9 +68,6 @@ def release(
     finally:
         helm("uninstall", name, "--namespace", namespace, kubeconfig=kubeconfig_path)
         client.CoreV1Api(api_client).delete_namespace(namespace)
-
-
-RBAC_REFUSAL = re.compile(r'forbidden: User \\?"system:serviceaccount:[^"\\]*\\?" cannot [^"\\]*')
 
 
 def _job(name: str) -> dict[str, Any]:
@@ -188,7 +191,7 @@ def test_the_charts_default_install_runs_and_admits_through_its_own_webhook(
             # Other tests share the API server (their policies and terminating namespaces
             # refuse some writes): what must never appear is an RBAC refusal of our
             # ServiceAccount, which the API server words like this.
-            refused = RBAC_REFUSAL.findall(process.log())
+            refused = rbac_refusals(process.log())
             assert not refused, refused[:5]
     finally:
         assert controller.stop() == 0, controller.log()[-3000:]

@@ -7,6 +7,7 @@ tests see exactly what a user would (and can kill it like a crashed pod).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -253,6 +254,16 @@ def wait_pending_reason(kueue: Kueue, namespace: str, name: str, timeout: float 
         reason, timeout=timeout, what=f"Workload {namespace}/{name} pending with a reason"
     )
     return result
+
+
+# The API server's words for an RBAC refusal of a ServiceAccount (in a log line, or in the
+# JSON of an error body, where its quotes are escaped).
+RBAC_REFUSAL = re.compile(r'forbidden: User \\?"system:serviceaccount:[^"\\]*\\?" cannot [^"\\]*')
+
+
+def rbac_refusals(log: str) -> list[str]:
+    """Every RBAC refusal of a ServiceAccount a process logged."""
+    return RBAC_REFUSAL.findall(log)
 
 
 class ControllerProcess:
