@@ -90,17 +90,18 @@ def _san(name: str) -> x509.GeneralName:
         return x509.DNSName(name)
 
 
-def issue(names: list[str], now: datetime.datetime, validity: datetime.timedelta) -> CertificateSet:
-    """A new CA and a serving certificate for `names` (DNS names or IP addresses), both
-    valid for `validity`."""
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "quotagate-webhook-ca")])
-    start, end = now - datetime.timedelta(minutes=5), now + validity
-    ca = (
+def self_signed_ca(
+    key: ec.EllipticCurvePrivateKey,
+    name: x509.Name,
+    start: datetime.datetime,
+    end: datetime.datetime,
+) -> x509.Certificate:
+    """A CA certificate for `key`, signing leaf certificates only (path length 0)."""
+    return (
         x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(end)
@@ -119,8 +120,17 @@ def issue(names: list[str], now: datetime.datetime, validity: datetime.timedelta
             ),
             critical=True,
         )
-        .sign(ca_key, hashes.SHA256())
+        .sign(key, hashes.SHA256())
     )
+
+
+def issue(names: list[str], now: datetime.datetime, validity: datetime.timedelta) -> CertificateSet:
+    """A new CA and a serving certificate for `names` (DNS names or IP addresses), both
+    valid for `validity`."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "quotagate-webhook-ca")])
+    start, end = now - datetime.timedelta(minutes=5), now + validity
+    ca = self_signed_ca(ca_key, ca_name, start, end)
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()

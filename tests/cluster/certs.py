@@ -12,6 +12,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
+from controller.runtime.certs import self_signed_ca
+
 
 @dataclass(frozen=True)
 class KeyPair:
@@ -40,30 +42,8 @@ def _name(common_name: str, organization: str | None = None) -> x509.Name:
 def make_ca(directory: Path, name: str = "quotagate-local-ca") -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(name))
-        .issuer_name(_name(name))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(key, hashes.SHA256())
+    cert = self_signed_ca(
+        key, _name(name), now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=30)
     )
     pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
     pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

@@ -23,6 +23,27 @@ RUN_SECONDS = "quotagate.test/run-seconds"
 FAKE_NODE_LABEL = "quotagate.test/fake-node"
 
 
+def queued_job(name: str, queue: str = "lq", parallelism: int = 1) -> dict[str, Any]:
+    """A Job for the LocalQueue `queue`: `parallelism` pods of 1 cpu that the fake nodes
+    run for a second each."""
+    return {
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "template": {
+                "metadata": {"annotations": {RUN_SECONDS: "1"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                },
+            },
+        },
+    }
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.cluster.chart import CHART, helm
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
-from tests.cluster.nodes import RUN_SECONDS
+from tests.cluster.nodes import RUN_SECONDS, queued_job
 from tests.cluster.podrunner import DeploymentProcess
 from tests.integration.kueue import (
     Kueue,
@@ -70,25 +70,6 @@ def release(
         client.CoreV1Api(api_client).delete_namespace(namespace)
 
 
-def _job(name: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-        "spec": {
-            "parallelism": 2,
-            "completions": 2,
-            "template": {
-                "metadata": {"annotations": {RUN_SECONDS: "1"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-                    ],
-                },
-            },
-        },
-    }
-
-
 def test_the_charts_default_install_runs_and_admits_through_its_own_webhook(
     release: tuple[str, str, list[dict[str, Any]]],
     api_client: client.ApiClient,
@@ -130,7 +111,9 @@ def test_the_charts_default_install_runs_and_admits_through_its_own_webhook(
         )
         # A Job: the API server asks the webhook (Service, TLS): created suspended.
         batch = client.BatchV1Api(api_client)
-        created = _create_through_webhook(lambda: batch.create_namespaced_job(namespace, _job("j")))
+        created = _create_through_webhook(
+            lambda: batch.create_namespaced_job(namespace, queued_job("j", parallelism=2))
+        )
         assert created.spec.suspend is True
         try:
             job = wait_for(

@@ -6,7 +6,7 @@ binding; nothing else about the Job or pod changes, yet the step then happens.""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.fixtures import wait_for
-from tests.cluster.nodes import RUN_SECONDS
+from tests.cluster.nodes import RUN_SECONDS, queued_job
 from tests.integration.kueue import (
     ControllerProcess,
     Kueue,
@@ -89,10 +89,22 @@ class Refusal:
                     raise
 
 
+Refuse = Callable[[str, dict[str, Any], str], tuple[Kueue, Refusal]]
+
+
 @pytest.fixture
-def refusals(api_client: client.ApiClient) -> Iterator[list[Refusal]]:
+def refuse(api_client: client.ApiClient) -> Iterator[Refuse]:
+    """`refuse(namespace, rule, expression)`: a queue in the namespace, and a policy that
+    refuses what matches there (lifted at the end of the test)."""
     made: list[Refusal] = []
-    yield made
+
+    def make(namespace: str, rule: dict[str, Any], expression: str) -> tuple[Kueue, Refusal]:
+        kueue = Kueue(api_client)
+        _queue(kueue, namespace)
+        made.append(Refusal(api_client, namespace, rule, expression))
+        return kueue, made[-1]
+
+    yield make
     for refusal in made:
         refusal.lift()
 
@@ -104,23 +116,6 @@ def _queue(kueue: Kueue, namespace: str) -> None:
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": 4}}),
         local_queue(namespace, "lq", cq),
     )
-
-
-def _job(name: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {QUEUE_LABEL: "lq"}},
-        "spec": {
-            "template": {
-                "metadata": {"annotations": {RUN_SECONDS: "1"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-                    ],
-                },
-            }
-        },
-    }
 
 
 def _refused_then_retried(controller: ControllerProcess, what: str, refusal: Refusal) -> None:
@@ -136,12 +131,9 @@ def test_a_refused_workload_create_is_retried(
     webhook_controller: ControllerProcess,
     api_client: client.ApiClient,
     namespace: str,
-    refusals: list[Refusal],
+    refuse: Refuse,
 ) -> None:
-    kueue = Kueue(api_client)
-    _queue(kueue, namespace)
-    refusal = Refusal(
-        api_client,
+    kueue, refusal = refuse(
         namespace,
         {
             "apiGroups": ["kueue.x-k8s.io"],
@@ -151,7 +143,6 @@ def test_a_refused_workload_create_is_retried(
         },
         "true",
     )
-    refusals.append(refusal)
     probe = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -168,7 +159,7 @@ def test_a_refused_workload_create_is_retried(
             "kueue.x-k8s.io", "v1beta2", namespace, "workloads", probe, dry_run="All"
         )
     )
-    client.BatchV1Api(api_client).create_namespaced_job(namespace, _job("create"))
+    client.BatchV1Api(api_client).create_namespaced_job(namespace, queued_job("create"))
     _refused_then_retried(webhook_controller, f"Job {namespace}/create", refusal)
     wait_for(
         lambda: any(w["metadata"]["name"] == "job-create" for w in kueue.workloads(namespace)),
@@ -181,12 +172,9 @@ def test_a_refused_unsuspend_is_retried(
     webhook_controller: ControllerProcess,
     api_client: client.ApiClient,
     namespace: str,
-    refusals: list[Refusal],
+    refuse: Refuse,
 ) -> None:
-    kueue = Kueue(api_client)
-    _queue(kueue, namespace)
-    refusal = Refusal(
-        api_client,
+    _kueue, refusal = refuse(
         namespace,
         {
             "apiGroups": ["batch"],
@@ -196,9 +184,8 @@ def test_a_refused_unsuspend_is_retried(
         },
         "oldObject.spec.suspend == true && object.spec.suspend == false",
     )
-    refusals.append(refusal)
     batch = client.BatchV1Api(api_client)
-    probe = _job("probe")
+    probe = queued_job("probe")
     del probe["metadata"]["labels"]  # not queued: only the probe's own suspend flag moves
     probe["spec"]["suspend"] = True
     batch.create_namespaced_job(namespace, probe)
@@ -207,7 +194,7 @@ def test_a_refused_unsuspend_is_retried(
             "probe", namespace, {"spec": {"suspend": False}}, dry_run="All"
         )
     )
-    batch.create_namespaced_job(namespace, _job("resume"))
+    batch.create_namespaced_job(namespace, queued_job("resume"))
     _refused_then_retried(webhook_controller, f"Job {namespace}/resume", refusal)
     wait_for(
         lambda: batch.read_namespaced_job("resume", namespace).spec.suspend is False,
@@ -220,18 +207,14 @@ def test_a_refused_ungate_is_retried(
     webhook_controller: ControllerProcess,
     api_client: client.ApiClient,
     namespace: str,
-    refusals: list[Refusal],
+    refuse: Refuse,
 ) -> None:
-    kueue = Kueue(api_client)
-    _queue(kueue, namespace)
-    refusal = Refusal(
-        api_client,
+    _kueue, refusal = refuse(
         namespace,
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods"]},
         "has(oldObject.spec.schedulingGates) && size(oldObject.spec.schedulingGates) > "
         "(has(object.spec.schedulingGates) ? size(object.spec.schedulingGates) : 0)",
     )
-    refusals.append(refusal)
     core = client.CoreV1Api(api_client)
     core.create_namespaced_pod(
         namespace,

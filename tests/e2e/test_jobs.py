@@ -6,7 +6,7 @@ from __future__ import annotations
 from kubernetes import client
 
 from tests.cluster.fixtures import wait_for
-from tests.cluster.nodes import RUN_SECONDS
+from tests.cluster.nodes import queued_job
 from tests.integration.kueue import (
     ControllerProcess,
     Kueue,
@@ -15,28 +15,6 @@ from tests.integration.kueue import (
     flavor,
     local_queue,
 )
-
-
-def _job(
-    namespace: str, name: str, queue: str, parallelism: int, zone_selector: bool = False
-) -> dict:
-    return {
-        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-        "spec": {
-            "parallelism": parallelism,
-            "completions": parallelism,
-            "template": {
-                "metadata": {"annotations": {RUN_SECONDS: "1"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-                    ],
-                },
-            },
-        },
-    }
-
 
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
 
@@ -52,7 +30,7 @@ def test_job_waits_suspended_until_quota_then_runs_to_completion(
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
         local_queue(namespace, "lq", cq),
     )
-    created = batch.create_namespaced_job(namespace, _job(namespace, "three", "lq", 3))
+    created = batch.create_namespaced_job(namespace, queued_job("three", parallelism=3))
     assert created.spec.suspend is True  # the webhook suspended it at creation
     workload = wait_for(
         lambda: next(iter(kueue.workloads(namespace)), None), what="the Job's Workload"

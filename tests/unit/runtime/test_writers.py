@@ -75,12 +75,19 @@ def _cluster_events(cohort: str | None = None) -> list[dict[str, object]]:
     ]
 
 
+def _leading(api: RecordingApi, cohort: str | None = None, events: Any = None) -> Controller:
+    """A leading controller that has seen a flavor, a ClusterQueue `cq` (2 cpu) and its
+    LocalQueue `ns/lq`."""
+    controller = Controller(api, ControllerConfig(), events=events)  # type: ignore[arg-type]
+    controller.leading = True
+    for body in _cluster_events(cohort):
+        controller.apply_event("ADDED", body)
+    return controller
+
+
 def test_an_admission_is_written_and_its_copy_applied() -> None:
     api = RecordingApi()
-    controller = Controller(api, ControllerConfig())  # type: ignore[arg-type]
-    controller.leading = True
-    for body in _cluster_events():
-        controller.apply_event("ADDED", body)
+    controller = _leading(api)
     controller.apply_event("ADDED", workload_body("w"))
 
     async def cycle() -> None:
@@ -103,10 +110,7 @@ def test_a_superseded_admission_is_rolled_back_to_the_servers_object() -> None:
     api = RecordingApi(conflicts=1)
     finished = workload_body("w", admitted_status(finished=True), rv="50")
     api.objects["ns/w"] = finished
-    controller = Controller(api, ControllerConfig())  # type: ignore[arg-type]
-    controller.leading = True
-    for body in _cluster_events():
-        controller.apply_event("ADDED", body)
+    controller = _leading(api)
     controller.apply_event("ADDED", workload_body("w"))
 
     async def cycle() -> None:
@@ -129,9 +133,7 @@ def test_a_victims_preempted_condition_carries_kueues_message_word_for_word() ->
     async def record(body: dict[str, Any], kind: str, reason: str, message: str) -> None:
         events.append((body["metadata"]["name"], reason, message))
 
-    controller = Controller(api, ControllerConfig(), events=record)  # type: ignore[arg-type]
-    for body in _cluster_events(cohort="co"):
-        controller.apply_event("ADDED", body)
+    controller = _leading(api, cohort="co", events=record)
     preemptor = workload_body("big", uid="u-big")
     preemptor["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": "job-7"}
     controller.apply_event("ADDED", preemptor)
