@@ -275,7 +275,11 @@ def test_preemption_evicts_the_cheapest_equal_priority_victim(
     victim = wait_for(evicted, what="the cheaper victim evicted")
     assert condition(victim, "Evicted")["reason"] == "Preempted"
     assert condition(victim, "Preempted")["reason"] == "InClusterQueue"
-    assert f"{namespace}/urgent" in condition(victim, "Evicted")["message"]
+    urgent = kueue.get_workload(namespace, "urgent")["metadata"]["uid"]
+    assert condition(victim, "Evicted")["message"] == (
+        f"Preempted to accommodate a workload (UID: {urgent}, JobUID: UNKNOWN) due to "
+        f"prioritization in the ClusterQueue; preemptor path: /{cq}; preemptee path: /{cq}"
+    )
     assert victim["status"]["schedulingStats"]["evictions"] == [
         {"reason": "Preempted", "underlyingCause": "", "count": 1}
     ]
