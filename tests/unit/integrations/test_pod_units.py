@@ -1,4 +1,5 @@
-"""The pod integration's pure parts: units, Workloads from pods, the ungating patch."""
+"""The pod integration's pure parts (controller/integrations/pod_units.py): units, Workloads
+from pods, the ungating patch."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from api.constants import (
 )
 from controller.core import from_api
 from controller.core.state import ClusterState
-from controller.integrations.pods import (
+from controller.integrations.pod_units import (
     Unit,
     admitted_count,
     group_total,

@@ -1,0 +1,256 @@
+"""The pure logic of the pod integration (`pods.py`): which pods are managed and which
+unit each belongs to, a unit's Workload (pod template, owner references, PodGroup
+settings), the ungate patch, and what an admitted Workload allows. No I/O."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from api.constants import ADMISSION_GATE as GATE
+from api.constants import (
+    GROUP,
+    OWNER_PREEMPTIBILITY_ANNOTATION,
+    POD_GROUP_NAME_LABEL,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
+    POD_PREEMPTIBILITY_ANNOTATION,
+    PREEMPTIBILITY_LABEL,
+    QUEUE_NAME_LABEL,
+    VERSION,
+)
+
+CORE_GROUP = "scheduling.k8s.io"
+_DISRUPTION_MODES = {"single": "Pod", "all": "PodGroup", "Pod": "Pod", "PodGroup": "PodGroup"}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Which Workload a pod belongs to."""
+
+    kind: str  # "pod" | "group" | "podgroup"
+    namespace: str
+    name: str  # the pod's, the group's or the PodGroup's name
+
+    @property
+    def workload_name(self) -> str:
+        return f"{self.kind}-{self.name}"[:253]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.workload_name}"
+
+
+def managed(pod: Mapping[str, Any]) -> bool:
+    """A queue-labelled pod not run by a Job (the Job integration queues those)."""
+    meta = pod.get("metadata") or {}
+    if QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
+        return False
+    owners = meta.get("ownerReferences") or []
+    return not any(
+        o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith("batch/") for o in owners
+    )
+
+
+def unit_of(pod: Mapping[str, Any]) -> Unit:
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    if group:
+        return Unit("podgroup", namespace, str(group))
+    label = (meta.get("labels") or {}).get(POD_GROUP_NAME_LABEL)
+    if label:
+        return Unit("group", namespace, str(label))
+    return Unit("pod", namespace, str(meta.get("name") or ""))
+
+
+def terminated(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def gated(pod: Mapping[str, Any]) -> bool:
+    return any(g.get("name") == GATE for g in (pod.get("spec") or {}).get("schedulingGates") or ())
+
+
+def running(pod: Mapping[str, Any]) -> bool:
+    """May hold resources on a node: released by us, not terminated, not being deleted."""
+    meta = pod.get("metadata") or {}
+    return not gated(pod) and not terminated(pod) and not meta.get("deletionTimestamp")
+
+
+def group_total(pods: Iterable[Mapping[str, Any]]) -> tuple[int | None, str | None]:
+    """The group's declared total pod count, or (None, problem) when the pods disagree or
+    it is not a positive integer."""
+    values: set[str] = set()
+    for pod in pods:
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        values.add(str(annotations.get(POD_GROUP_TOTAL_COUNT_ANNOTATION, "")))
+    if len(values) != 1:
+        shown = ", ".join(sorted(repr(v) for v in values))
+        return None, f"the pods disagree on {POD_GROUP_TOTAL_COUNT_ANNOTATION}: {shown}"
+    (value,) = values
+    try:
+        total = int(value)
+    except ValueError:
+        return None, f"{POD_GROUP_TOTAL_COUNT_ANNOTATION} must be a positive integer, not {value!r}"
+    if total < 1:
+        return None, f"{POD_GROUP_TOTAL_COUNT_ANNOTATION} must be a positive integer, not {value!r}"
+    return total, None
+
+
+def pod_template(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The podset template of a pod: its spec without what belongs to one pod instance."""
+    spec = json.loads(json.dumps(pod.get("spec") or {}))
+    for field in ("schedulingGates", "nodeName", "hostname", "subdomain"):
+        spec.pop(field, None)
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return {"metadata": {"labels": dict(labels)}, "spec": spec}
+
+
+def owner_references(pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The pods' common controller if they share one, else every pod (not as controller)."""
+    controllers = {
+        (o.get("uid"), o.get("kind"), o.get("name"), o.get("apiVersion"))
+        for pod in pods
+        for o in (pod.get("metadata") or {}).get("ownerReferences") or ()
+        if o.get("controller")
+    }
+    every_pod_has_one = all(
+        any(o.get("controller") for o in (p.get("metadata") or {}).get("ownerReferences") or ())
+        for p in pods
+    )
+    if len(controllers) == 1 and every_pod_has_one:
+        uid, kind, name, api_version = next(iter(controllers))
+        return [{"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": (p.get("metadata") or {}).get("name"),
+            "uid": (p.get("metadata") or {}).get("uid"),
+        }
+        for p in pods
+    ]
+
+
+def workload_for(
+    unit: Unit,
+    pods: Sequence[Mapping[str, Any]],
+    count: int,
+    *,
+    min_count: int | None = None,
+    priority: int | None = None,
+    priority_class: str | None = None,
+    workload_priority_class: str | None = None,
+    disruption_mode: str | None = None,
+    owner_preemptibility: list[str] | None = None,
+) -> dict[str, Any]:
+    """The Workload describing a unit of pods (pure). Pods are sorted by name; the first
+    one's spec is the template."""
+    first = sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name")))[0]
+    meta = first.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    podset: dict[str, Any] = {"name": "main", "count": count, "template": pod_template(first)}
+    if min_count is not None and min_count < count:
+        podset["minCount"] = min_count
+    annotations: dict[str, str] = {}
+    if owner_preemptibility:
+        annotations[OWNER_PREEMPTIBILITY_ANNOTATION] = json.dumps(owner_preemptibility)
+    if labels.get(PREEMPTIBILITY_LABEL) is not None:
+        annotations[POD_PREEMPTIBILITY_ANNOTATION] = str(labels[PREEMPTIBILITY_LABEL])
+    body: dict[str, Any] = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Workload",
+        "metadata": {
+            "name": unit.workload_name,
+            "namespace": unit.namespace,
+            "labels": {"quotagate.x-k8s.io/unit": unit.kind},
+            "ownerReferences": owner_references(pods),
+        },
+        "spec": {"queueName": labels[QUEUE_NAME_LABEL], "podSets": [podset]},
+    }
+    if annotations:
+        body["metadata"]["annotations"] = annotations
+    if workload_priority_class:
+        body["spec"]["priorityClassRef"] = {
+            "group": GROUP,
+            "kind": "WorkloadPriorityClass",
+            "name": workload_priority_class,
+        }
+    elif priority_class:
+        body["spec"]["priorityClassRef"] = {
+            "group": CORE_GROUP,
+            "kind": "PriorityClass",
+            "name": priority_class,
+        }
+    if priority is not None:
+        body["spec"]["priority"] = priority
+    if disruption_mode is not None:
+        body["spec"]["disruptionMode"] = disruption_mode
+    return body
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def ungate_patch(
+    pod: Mapping[str, Any],
+    node_labels: Mapping[str, str],
+    tolerations: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """One JSON patch: node labels and tolerations added (allowed only while the pod is
+    gated), then our gate removed by index, guarded by a `test` of that index. Empty if
+    our gate is not there."""
+    spec = pod.get("spec") or {}
+    gates = spec.get("schedulingGates") or []
+    index = next((i for i, g in enumerate(gates) if g.get("name") == GATE), None)
+    if index is None:
+        return []
+    ops: list[dict[str, Any]] = []
+    selector = spec.get("nodeSelector")
+    missing = {k: v for k, v in node_labels.items() if (selector or {}).get(k) != v}
+    if selector is None and missing:
+        ops.append({"op": "add", "path": "/spec/nodeSelector", "value": dict(missing)})
+    else:
+        for key, value in missing.items():
+            ops.append({"op": "add", "path": f"/spec/nodeSelector/{_escape(key)}", "value": value})
+    present = spec.get("tolerations")
+    new = [dict(t) for t in tolerations if dict(t) not in (present or [])]
+    if present is None and new:
+        ops.append({"op": "add", "path": "/spec/tolerations", "value": new})
+    else:
+        ops.extend({"op": "add", "path": "/spec/tolerations/-", "value": t} for t in new)
+    ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE})
+    ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
+    return ops
+
+
+def newest_first(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted(
+        pods,
+        key=lambda p: (
+            str((p.get("metadata") or {}).get("creationTimestamp") or ""),
+            str((p.get("metadata") or {}).get("name") or ""),
+        ),
+        reverse=True,
+    )
+
+
+def admitted_count(workload: Mapping[str, Any]) -> int:
+    admission = (workload.get("status") or {}).get("admission") or {}
+    return sum(int(a.get("count", 0)) for a in admission.get("podSetAssignments") or ())
+
+
+def pod_group_settings(pod_group: Mapping[str, Any]) -> dict[str, Any]:
+    """minCount, priority, priorityClassName and disruption mode of a core PodGroup (pure)."""
+    spec = pod_group.get("spec") or {}
+    gang = (spec.get("schedulingPolicy") or {}).get("gang") or {}
+    mode = spec.get("disruptionMode")
+    return {
+        "min_count": int(gang["minCount"]) if gang.get("minCount") is not None else None,
+        "priority": int(spec["priority"]) if spec.get("priority") is not None else None,
+        "priority_class": spec.get("priorityClassName") or None,
+        "disruption_mode": _DISRUPTION_MODES.get(str(mode)) if mode else None,
+    }
