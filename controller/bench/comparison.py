@@ -10,10 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.bench.apiserver_requests import write_rows
 from controller.bench.preemptions import Verdict, judge
 from controller.bench.report import Report, admission_bars, pyplot, table
 
-__all__ = ["Row", "comparison_json", "plot_comparison", "render_comparison", "rows"]
+WRITES = "apiserver_writes"
+"""The key of a report's `extra` with its API server writes by request."""
+
+__all__ = ["WRITES", "Row", "comparison_json", "plot_comparison", "render_comparison", "rows"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,7 @@ def render_comparison(reports: Mapping[str, Report]) -> str:
         f"  ratio: {second_label} / {first_label}; time to admission and ClusterQueue usage "
         "as Kueue's recorder computes them",
     ]
+    lines += _writes(reports)
     verdicts = judge_both(reports)
     if verdicts:
         lines.append("evictions judged against the other run (needed: it admitted the same")
@@ -121,6 +126,24 @@ def render_comparison(reports: Mapping[str, Report]) -> str:
             ]
         )
     return "\n".join(lines)
+
+
+def _writes(reports: Mapping[str, Report]) -> list[str]:
+    """The API server writes per Workload of both runs by request, when both were counted
+    (`extra["apiserver_writes"]`, tests/bench/compare.py)."""
+    (first_label, first), (second_label, second) = reports.items()
+    a, b = first.extra.get(WRITES), second.extra.get(WRITES)
+    if a is None or b is None:
+        return []
+    body = [
+        [what, f"{x:.2f}", f"{y:.2f}", "-" if x == 0 else f"{y / x:.2f}"]
+        for what, x, y in write_rows(a, b, first.workloads)
+    ]
+    return [
+        "kube-apiserver writes per Workload, by request (its apiserver_request_total, "
+        "setup included)",
+        *table([["REQUEST", first_label.upper(), second_label.upper(), "RATIO"], *body]),
+    ]
 
 
 def judge_both(reports: Mapping[str, Report]) -> dict[str, Verdict]:

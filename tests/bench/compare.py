@@ -29,7 +29,13 @@ from typing import TextIO
 
 from kubernetes import config
 
-from controller.bench.comparison import comparison_json, plot_comparison, render_comparison
+from controller.bench.apiserver_requests import request_counts, requests_between
+from controller.bench.comparison import (
+    WRITES,
+    comparison_json,
+    plot_comparison,
+    render_comparison,
+)
 from controller.bench.live import run_live
 from controller.bench.report import Report
 from controller.bench.scenario import Scenario, ScenarioError, load
@@ -148,6 +154,20 @@ def _tail(path: Path, lines: int = 10) -> str:
     return ""
 
 
+def apiserver_writes(kubeconfig: Path) -> dict[str, int]:
+    """kube-apiserver's write counters so far (controller/bench/apiserver_requests.py)."""
+    api_client = config.new_client_from_config(str(kubeconfig))
+    try:
+        method, url, headers, body, _ = api_client.param_serialize(
+            "GET", "/metrics", auth_settings=["BearerToken"]
+        )
+        response = api_client.call_api(method, url, header_params=headers, body=body)
+        response.read()
+        return request_counts(response.data.decode())
+    finally:
+        api_client.close()
+
+
 async def _drive(controller: ControllerProcess, label: str, run: asyncio.Future[Report]) -> Report:
     """The live run's report, unless the controller exits first."""
     process = controller.process
@@ -216,7 +236,11 @@ def run_one(
                 )
                 return await _drive(controller, contender.label, run)
 
+            writes_before = apiserver_writes(plane.kubeconfig)
             report = asyncio.run(measured())
+            report.extra[WRITES] = requests_between(
+                writes_before, apiserver_writes(plane.kubeconfig)
+            )
             say(
                 f"done in {time.monotonic() - started:.1f} s; stopping the controller and the "
                 "control plane"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.bench.comparison import render_comparison
+from controller.bench.comparison import WRITES, render_comparison
 from controller.bench.scenario import load
 from tests.bench.compare import QUOTAGATE_CRDS, CompareError, Contender, compare, quotagate, write
 
@@ -49,7 +49,15 @@ def test_two_controllers_run_one_after_the_other_on_fresh_control_planes(tmp_pat
         usage = report.usage_pct("cq")
         assert usage is not None and 0 < usage <= 100, label
         assert (tmp_path / f"{label}.log").is_file(), label  # where its log went
+        # The API server's own counters: every Workload created once by the bench, admitted
+        # by a status apply of the controller and finished by one of the bench's (APPLY is
+        # server-side apply).
+        writes = report.extra[WRITES]
+        assert writes["POST workloads"] == 58, label
+        assert writes["APPLY workloads/status"] >= 2 * 58, label
+        assert not any(key.split()[0] in ("GET", "LIST", "WATCH") for key in writes), label
     table = render_comparison(reports)
+    assert "kube-apiserver writes per Workload, by request" in table
     for figure in (
         "wall (makespan)",
         "time to admission, mean, small",
