@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from controller.cli import main
 
@@ -88,9 +89,18 @@ def test_plan_table_and_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["plan", "-f", path, "-o", "table"]) == 0
     table = capsys.readouterr().out
     assert table.splitlines()[0].split() == ["WORKLOAD", "CLUSTERQUEUE", "DECISION", "DETAIL"]
-    assert "team-a/small" in table and "pending" in table
+    rows = [line.split(None, 3) for line in table.splitlines()[1:]]
+    assert [row[:3] for row in rows] == [
+        ["team-a/small", "team-a", "admit"],
+        ["team-a/big", "team-a", "pending"],
+    ]
+    assert rows[0][3] == "mainx2: cpu=on-demand"
+    assert rows[1][3].startswith("insufficient quota for cpu in flavor on-demand: requested 6")
     assert main(["plan", "-f", path, "-o", "yaml"]) == 0
-    assert "workload: team-a/small" in capsys.readouterr().out
+    document = yaml.safe_load(capsys.readouterr().out)
+    assert [a["workload"] for a in document["admitted"]] == ["team-a/small"]
+    assert [p["workload"] for p in document["pending"]] == ["team-a/big"]
+    assert document["preempting"] == [] and document["evicted"] == []
 
 
 def test_objects_may_span_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
