@@ -12,6 +12,10 @@ Kueue's resource-node model (digest §3), for a cohort whose children are Cluste
 
 Every change (queue spec, usage) adjusts only the cohort totals of the (flavor, resource)
 pairs it touches. All values are integers in milli-units.
+
+A cohort may also hold a *credit* (`credit_pool`): pool usage charged twice for a while
+and not counted as taken. The state uses it while a preemptor's capacity is held and its
+victims in other queues still hold theirs (see `ClusterState.nominate`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class QuotaTree:
         self._usage: dict[str, dict[FlavorResource, int]] = {}
         self._pool: dict[str, dict[FlavorResource, int]] = {}
         self._pool_usage: dict[str, dict[FlavorResource, int]] = {}
+        self._pool_credit: dict[str, dict[FlavorResource, int]] = {}
         self._members: dict[str, set[str]] = {}
         # A counter per cohort (or cohort-less queue) that moves on every change of quota or
         # usage in it: equal versions mean every quota query about it answers the same.
@@ -139,6 +144,21 @@ class QuotaTree:
     def remove_usage(self, name: str, usage: Mapping[FlavorResource, int]) -> None:
         self.add_usage(name, usage, sign=-1)
 
+    def credit_pool(
+        self, cohort: str, amounts: Mapping[FlavorResource, int], sign: int = 1
+    ) -> None:
+        """Give (sign=1) or take back (sign=-1) a credit on the cohort's pool usage."""
+        self._versions[(True, cohort)] = self._versions.get((True, cohort), 0) + 1
+        credit = self._pool_credit.setdefault(cohort, {})
+        for fr, value in amounts.items():
+            new = credit.get(fr, 0) + sign * value
+            if new:
+                credit[fr] = new
+            else:
+                credit.pop(fr, None)
+        if not credit:
+            del self._pool_credit[cohort]
+
     @contextmanager
     def simulate(
         self, changes: Mapping[str, Mapping[FlavorResource, int]], sign: int = -1
@@ -225,8 +245,14 @@ class QuotaTree:
         return self._pool.get(cohort, {}).get(fr, 0)
 
     def cohort_usage(self, cohort: str, fr: FlavorResource) -> int:
-        """How much of the pool the members use (usage beyond each one's local quota)."""
-        return self._pool_usage.get(cohort, {}).get(fr, 0)
+        """How much of the pool the members use (usage beyond each one's local quota),
+        less the cohort's credit."""
+        used = self._pool_usage.get(cohort, {}).get(fr, 0)
+        return used - self._pool_credit.get(cohort, {}).get(fr, 0)
+
+    def local_quota(self, name: str, fr: FlavorResource) -> int:
+        """The part of the queue's nominal quota of `fr` it never lends."""
+        return _local(self.quota(name, fr))
 
     def available(self, name: str, fr: FlavorResource) -> int:
         """How much more of `fr` the queue can reserve now, borrowing included (≥ 0)."""
@@ -236,7 +262,7 @@ class QuotaTree:
         if cohort is None:
             return max(0, quota.nominal - used)
         local = _local(quota)
-        from_pool = self._pool[cohort].get(fr, 0) - self._pool_usage[cohort].get(fr, 0)
+        from_pool = self._pool[cohort].get(fr, 0) - self.cohort_usage(cohort, fr)
         if quota.borrowing_limit is not None:
             from_pool = min(
                 from_pool, quota.nominal - local - max(0, used - local) + quota.borrowing_limit

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL
@@ -36,6 +36,17 @@ from controller.core.selectors import EMPTY_LABELS
 from controller.core.workloads import Usage, Workload, WorkloadKey
 
 __all__ = ["ClusterState", "UnknownWorkload", "namespace_matches"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Cover:
+    """What `ClusterState._cover` took off a nominated preemptor's hold: from its queue's
+    usage (`own`), and as a credit on its cohort's pool (`pool`, in `cohort`)."""
+
+    own: dict[tuple[str, str], int]
+    pool: dict[tuple[str, str], int]
+    cohort: str | None
+
 
 _NAME_LABEL = "kubernetes.io/metadata.name"
 
@@ -65,6 +76,10 @@ class ClusterState:
         self._admitted_by_cq: dict[str, set[WorkloadKey]] = {}
         self._aside: dict[str, set[WorkloadKey]] = {}
         self._evictions: set[WorkloadKey] = set()  # records with an eviction to issue
+        # Per nominated preemptor, the part of its held capacity its victims still hold
+        # (`_Cover`); per victim, the preemptor waiting for it.
+        self._covers: dict[WorkloadKey, _Cover] = {}
+        self._awaited_by: dict[WorkloadKey, WorkloadKey] = {}
         self.workloads = WorkloadsView(self.records)
         self.admitted = AdmittedView(self.records, self._holding)
         self.nominated = NominatedView(self.records, self._nominated)
@@ -111,7 +126,8 @@ class ClusterState:
         if old == cq:
             return
         self.cluster_queues[cq.name] = cq
-        self.quota.set_cluster_queue(cq.name, cq.cohort, dict(cq.quotas()))
+        with self._covers_suspended():
+            self.quota.set_cluster_queue(cq.name, cq.cohort, dict(cq.quotas()))
         queue = self.queues.get(cq.name)
         if queue is None:
             self.queues[cq.name] = PendingQueue(cq.queueing_strategy)
@@ -131,7 +147,8 @@ class ClusterState:
         cq = self.cluster_queues.pop(name, None)
         if cq is None:
             return
-        self.quota.remove_cluster_queue(name)
+        with self._covers_suspended():
+            self.quota.remove_cluster_queue(name)
         queue = self.queues.pop(name, None)
         for key in list(queue.workload_keys()) if queue else ():
             self._unqueue(key)
@@ -364,6 +381,7 @@ class ClusterState:
         self._admitted_by_cq.setdefault(admission.cluster_queue, set()).add(record.key)
         self._holding.add(record.key)
         self.quota.add_usage(admission.cluster_queue, usage)
+        self._recover_for(record.key)
         if evicting:
             return
         cq = self.cluster_queues.get(admission.cluster_queue)
@@ -387,6 +405,7 @@ class ClusterState:
         record.admission = record.usage = record.eviction = record.contender = None
         self._evictions.discard(record.key)
         record.phase = Phase.QUEUED
+        self._recover_for(record.key)
         self.retry_inadmissible(cluster_queue)
         cohort = self.quota.cohort_of(cluster_queue)
         if cohort:
@@ -439,7 +458,14 @@ class ClusterState:
             yield
 
     def nominate(self, nomination: Nomination) -> None:
-        """Hold a preemptor's capacity while its victims release theirs."""
+        """Hold a preemptor's capacity while its victims release theirs.
+
+        The hold never charges the same capacity twice: where the victims' own usage
+        covers the preemptor's, what is counted until they are gone is the larger of the
+        two, not their sum (Kueue counts only the victims, and lets a third Workload take
+        the capacity the preemptor was waiting for; summing would make the cohort look
+        fuller than it will ever be and push other queues into reclaiming). See `_cover`.
+        """
         key = nomination.admit.workload_key
         self._unqueue(key)
         record = self.record(key)
@@ -451,16 +477,109 @@ class ClusterState:
             if held is not None and held.holds_quota and victim.whole:
                 held.phase = Phase.EVICTING
                 self._touch(held.cluster_queue)
+            self._awaited_by[victim.workload_key] = key
+        self._cover(key)
+
+    def _cover(self, key: WorkloadKey) -> None:
+        """Count only once what the nominated preemptor `key` and its victims both hold.
+
+        Per (flavor, resource) of the preemptor's usage U, with S_own the usage of its whole
+        victims still holding quota in its own ClusterQueue and S_other that of those in
+        other queues of its cohort: the queue's hold shrinks by ``min(U, S_own)`` (its
+        usage reads ``max(U, S_own)`` on top of the rest), and the cohort gets a credit of
+        ``min(U − min(U, S_own), S_other)`` — only where neither queue keeps local
+        (non-lendable) quota of it, so the pool deltas are exactly those usages. Counted
+        usage is then the larger of now (victims, no preemptor) and afterwards (preemptor,
+        no victims): never less than either, so the preemptor still fits once they leave.
+        """
+        record = self.records[key]
+        nomination = record.nomination
+        assert nomination is not None
+        queue = nomination.admit.cluster_queue
+        cohort = self.quota.cohort_of(queue)
+        own_left: dict[tuple[str, str], int] = {}
+        other_left: dict[tuple[str, str], int] = {}
+        for victim in nomination.victims:
+            held = self.records.get(victim.workload_key)
+            if not victim.whole or held is None or held.phase is not Phase.EVICTING:
+                continue
+            victim_queue = held.cluster_queue
+            same_queue = victim_queue == queue
+            if not same_queue and (cohort is None or self.quota.cohort_of(victim_queue) != cohort):
+                continue
+            for fr, value in (held.usage or {}).items():
+                if fr not in nomination.usage:
+                    continue
+                if same_queue:
+                    own_left[fr] = own_left.get(fr, 0) + value
+                elif self.quota.local_quota(victim_queue, fr) == 0:
+                    other_left[fr] = other_left.get(fr, 0) + value
+        own: dict[tuple[str, str], int] = {}
+        pool: dict[tuple[str, str], int] = {}
+        for fr, wanted in nomination.usage.items():
+            own[fr] = min(wanted, own_left.get(fr, 0))
+            if self.quota.local_quota(queue, fr) == 0:
+                pool[fr] = min(wanted - own[fr], other_left.get(fr, 0))
+        cover = _Cover(
+            {fr: v for fr, v in own.items() if v}, {fr: v for fr, v in pool.items() if v}, cohort
+        )
+        if cover.own:
+            self.quota.remove_usage(queue, cover.own)
+        if cover.pool and cohort is not None:
+            self.quota.credit_pool(cohort, cover.pool)
+        self._covers[key] = cover
+
+    def _uncover(self, key: WorkloadKey) -> None:
+        """Take back `_cover`'s adjustment (the hold is the preemptor's whole usage again)."""
+        cover = self._covers.pop(key, None)
+        record = self.records.get(key)
+        if cover is None or record is None or record.nomination is None:
+            return
+        if cover.own:
+            self.quota.add_usage(record.nomination.admit.cluster_queue, cover.own)
+        if cover.pool and cover.cohort is not None:
+            self.quota.credit_pool(cover.cohort, cover.pool, sign=-1)
+
+    @contextmanager
+    def _covers_suspended(self) -> Iterator[None]:
+        """Around a change of quota or cohorts: every cover is taken back first and
+        recomputed after, against the new structure."""
+        keys = list(self._covers)
+        for key in keys:
+            self._uncover(key)
+        try:
+            yield
+        finally:
+            for key in keys:
+                self._cover(key)
+
+    def _recover_for(self, victim: WorkloadKey) -> None:
+        """A victim's quota changed: recompute the cover of the preemptor waiting for it."""
+        key = self._awaited_by.get(victim)
+        if key is not None and key in self._covers:
+            self._uncover(key)
+            self._cover(key)
+
+    def _end_nomination(self, record: WorkloadRecord) -> Nomination:
+        """Return a nomination's hold in full and forget it (the record is QUEUED)."""
+        key = record.key
+        self._uncover(key)
+        nomination, record.nomination = record.nomination, None
+        assert nomination is not None
+        self._nominated.discard(key)
+        record.phase = Phase.QUEUED
+        self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
+        for victim in nomination.victims:
+            if self._awaited_by.get(victim.workload_key) == key:
+                del self._awaited_by[victim.workload_key]
+        return nomination
 
     def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""
         record = self.records.get(key)
         if record is None or record.nomination is None:
             return None
-        nomination, record.nomination = record.nomination, None
-        self._nominated.discard(key)
-        record.phase = Phase.QUEUED
-        self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
+        nomination = self._end_nomination(record)
         self.retry_inadmissible(nomination.admit.cluster_queue)
         if requeue:
             self._place(key)
@@ -469,12 +588,9 @@ class ClusterState:
     def admit_nominated(self, key: WorkloadKey) -> Admit:
         """The victims are gone: the held capacity becomes the preemptor's reservation."""
         record = self.record(key)
-        nomination, record.nomination = record.nomination, None
-        if nomination is None:
+        if record.nomination is None:
             raise UnknownWorkload(f"{key} is not nominated")
-        self._nominated.discard(key)
-        record.phase = Phase.QUEUED
-        self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
+        nomination = self._end_nomination(record)
         self.apply_admit(nomination.admit)
         return nomination.admit
 
@@ -515,6 +631,7 @@ class ClusterState:
         record.workload = replace(record.workload, evicted=False)
         record.contender = None
         self._touch(record.cluster_queue)
+        self._recover_for(key)  # it no longer covers its preemptor's hold
 
     def retry_inadmissible(self, cluster_queue: str) -> None:
         queue = self.queues.get(cluster_queue)

@@ -113,6 +113,46 @@ def test_reclaiming_borrowed_capacity_comes_before_the_own_queue() -> None:
     assert victims(preempt) == {"ns/b-borrow": ("InCohortReclamation", 1)}
 
 
+def test_a_held_preemptor_and_its_leaving_victim_are_counted_once() -> None:
+    """While a reclaiming preemptor waits for its victim, the cohort counts the larger of
+    the two, not their sum: a third queue takes the capacity that is really free without
+    reclaiming anything, and the preemptor is admitted once the victim is gone."""
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("c", {"default": {"cpu": 2}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("b1", "b", cpu=4, priority=1), wl("b2", "b", cpu=4, priority=1))
+    preempt = preempt_once(state, wl("a-new", "a", cpu=4, priority=1))
+    (victim,) = victims(preempt)  # one of b's two (equal: decided by UID)
+    # Pool 10: b holds 8 until the victim leaves, then a 4 + b 4: counted 8, not 4 + 8.
+    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(8)
+    assert state.quota.available("c", ("default", "cpu")) == m(2)
+    add(state, wl("c-new", "c", cpu=2, priority=1))
+    result = run_cycle(state, 2.0)
+    assert [a.workload_key for a in result.admitted] == ["ns/c-new"]
+    assert not result.preempting
+    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(10)
+    state.release(victim)  # the job side acknowledges the eviction
+    result = run_cycle(state, 3.0)
+    assert [a.workload_key for a in result.admitted] == ["ns/a-new"]
+    assert (usage(state, "a"), usage(state, "b"), usage(state, "c")) == (m(4), m(4), m(2))
+    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(10)
+
+
+def test_a_preemptor_held_in_its_own_queue_counts_the_larger_of_it_and_its_victims() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
+    admit(state, wl("low1", cpu=2, priority=1), wl("low2", cpu=2, priority=1))
+    preempt_once(state, wl("high", cpu=5, priority=10))  # 2 free, both victims needed
+    assert usage(state, "cq") == m(5)  # max(5, 2 + 2) on top of nothing else
+    state.release("ns/low1")
+    assert usage(state, "cq") == m(5)  # low2 2 + the hold's uncovered 3
+    assert not run_cycle(state, 2.0).admitted
+    state.release("ns/low2")
+    assert [a.workload_key for a in run_cycle(state, 3.0).admitted] == ["ns/high"]
+    assert usage(state, "cq") == m(5)
+
+
 def test_reclaim_and_own_queue_together_when_neither_alone_suffices() -> None:
     """As Kueue: without borrowWithinCohort the preemptor may not borrow, so it needs both
     b's borrowed capacity back and room in its own nominal quota."""
@@ -415,13 +455,13 @@ def test_nomination_whose_eviction_was_abandoned_is_dropped_and_replanned() -> N
     assert not state.admitted["ns/low"].evicting
     result = run_cycle(state, 2.0)
     # The stale nomination is dropped and the preemptor plans again: the eviction is
-    # issued anew, and the quota counts the victim and one hold, nothing more.
+    # issued anew, and the queue counts the victim's 4 CPUs once: they cover the hold.
     assert not result.admitted
     assert [(p.preemptor_key, list(victims(p))) for p in result.preempting] == [
         ("ns/high", ["ns/low"])
     ]
     assert state.admitted["ns/low"].evicting
-    assert usage(state, "cq") == m(8)
+    assert usage(state, "cq") == m(4)
 
 
 def test_cancelled_eviction_lets_the_preemptor_plan_again() -> None:
@@ -431,6 +471,8 @@ def test_cancelled_eviction_lets_the_preemptor_plan_again() -> None:
     state.cancel_eviction("ns/low")  # the eviction write failed
     assert not state.admitted["ns/low"].evicting
     assert not state.workloads["ns/low"].evicted
+    # Until the next cycle drops the nomination, its hold counts in full beside the victim.
+    assert usage(state, "cq") == m(8)
     result = run_cycle(state, 2.0)
     assert [p.preemptor_key for p in result.preempting] == ["ns/high"]
-    assert usage(state, "cq") == m(8)
+    assert usage(state, "cq") == m(4)  # planned again: the victim's usage covers the hold

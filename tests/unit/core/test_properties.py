@@ -5,6 +5,8 @@
 - A cohort never lends more than its members' lending limits allow:
   Σ max(0, usage − private) ≤ Σ (nominal − private), private = nominal − lendingLimit.
 - Admitting then releasing everything returns every counter to exactly zero.
+- With preemption, reserved usage fits now and once every nominated preemptor has
+  replaced its victims, and the quota tree counts at least the larger of the two.
 """
 
 from __future__ import annotations
@@ -14,7 +16,12 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.clusterqueues import QueueingStrategy
+from controller.core.clusterqueues import (
+    PreemptionPolicy,
+    QueueingStrategy,
+    ReclaimWithinCohortPolicy,
+    WithinClusterQueuePolicy,
+)
 from controller.core.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet
@@ -160,3 +167,151 @@ def test_admit_then_release_returns_usage_to_exactly_zero(
     for name in ("cq0", "cq1"):
         assert state.quota.usage_of(name) == {}
     assert all(state.quota.cohort_usage("c", (f, "cpu")) == 0 for f in FLAVORS)
+
+
+PREEMPTING = PreemptionPolicy(
+    within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
+    reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY,
+)
+
+
+def _bounds_hold(queues: list[Spec], usage: dict[str, dict[str, int]]) -> bool:
+    """Whether per-queue usage (flavor → milli-CPU) is within every queue's and cohort's
+    limits, computed from the specs alone (not from the quota tree)."""
+    taken: dict[tuple[str, str], int] = {}
+    lendable: dict[tuple[str, str], int] = {}
+    for s in queues:
+        for flavor, used in usage.get(s.name, {}).items():
+            if flavor not in s.quotas:
+                if used:
+                    return False
+                continue
+            nominal, borrow, lend = (v * 1000 if v is not None else None for v in s.quotas[flavor])
+            assert nominal is not None
+            if s.cohort is None:
+                if used > nominal:
+                    return False
+                continue
+            if borrow is not None and used > nominal + borrow:
+                return False
+            private = nominal - lend if lend is not None else 0
+            key = (s.cohort, flavor)
+            taken[key] = taken.get(key, 0) + max(0, used - private)
+        if s.cohort is not None:
+            for flavor, (nominal, _, lend) in s.quotas.items():
+                private = nominal - lend if lend is not None else 0
+                key = (s.cohort, flavor)
+                lendable[key] = lendable.get(key, 0) + (nominal - private) * 1000
+    return all(value <= lendable.get(key, 0) for key, value in taken.items())
+
+
+def _usage_by_queue(state: ClusterState, *, after_evictions: bool) -> dict[str, dict[str, int]]:
+    """Reserved usage per queue and flavor, now (`after_evictions=False`) or once every
+    nominated preemptor's victims are gone and it is admitted in their place."""
+    leaving = {
+        victim.workload_key
+        for nomination in state.nominated.values()
+        for victim in nomination.victims
+    }
+    out: dict[str, dict[str, int]] = {}
+
+    def charge(queue: str, usage: dict[tuple[str, str], int]) -> None:
+        bucket = out.setdefault(queue, {})
+        for (flavor, _), value in usage.items():
+            bucket[flavor] = bucket.get(flavor, 0) + value
+
+    for key, held in state.admitted.items():
+        if not (after_evictions and key in leaving):
+            charge(held.cluster_queue, dict(held.usage or {}))
+    if after_evictions:
+        for nomination in state.nominated.values():
+            charge(nomination.admit.cluster_queue, nomination.usage)
+    return out
+
+
+@st.composite
+def lending_cohort(draw: st.DrawFn) -> list[Spec]:
+    """Queues that all lend everything to one cohort: where reclamation happens most."""
+    return [
+        Spec(f"cq{i}", "c1", {"f1": (draw(st.integers(0, 6)), None, None)}, False)
+        for i in range(draw(st.integers(2, 4)))
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(specs() | lending_cohort(), ops, st.lists(st.integers(0, 50), min_size=5, max_size=60))
+def test_preemption_never_overcommits_while_victims_leave(
+    queues: list[Spec], steps: list[tuple[str, int, int, int]], leaves: list[int]
+) -> None:
+    """With preemption on, at every step: the reserved usage fits every limit; so does the
+    usage once every nominated preemptor has replaced its victims; and the quota tree
+    counts, per queue and per cohort, at least the larger of the two (a held preemptor and
+    its victims are not counted twice, and never less than either)."""
+    state = cluster(
+        *(
+            cq(
+                s.name,
+                {f: {"cpu": quota(*q)} for f, q in s.quotas.items()},
+                cohort=s.cohort,
+                preemption=PREEMPTING,
+            )
+            for s in queues
+        ),
+        flavors=FLAVORS,
+    )
+    leave = iter(leaves)
+
+    def check() -> None:
+        now = _usage_by_queue(state, after_evictions=False)
+        later = _usage_by_queue(state, after_evictions=True)
+        assert _bounds_hold(queues, now)
+        assert _bounds_hold(queues, later)
+        for s in queues:
+            for flavor in FLAVORS:
+                counted = state.quota.usage(s.name, (flavor, "cpu"))
+                physical = now.get(s.name, {}).get(flavor, 0)
+                assert counted >= physical
+                assert counted >= later.get(s.name, {}).get(flavor, 0)
+        for cohort in ("c1", "c2"):
+            members = [s for s in queues if s.cohort == cohort]
+            for flavor in FLAVORS:
+                taken_now = taken_later = 0
+                for s in members:
+                    nominal, _, lend = s.quotas.get(flavor, (0, None, None))
+                    private = (nominal - lend) * 1000 if lend is not None else 0
+                    taken_now += max(0, now.get(s.name, {}).get(flavor, 0) - private)
+                    taken_later += max(0, later.get(s.name, {}).get(flavor, 0) - private)
+                counted = state.quota.cohort_usage(cohort, (flavor, "cpu"))
+                assert counted >= max(taken_now, taken_later), (cohort, flavor)
+
+    serial = 0
+    for op, a, b, c in steps:
+        if op == "add":
+            serial += 1
+            target = queues[a % len(queues)].name
+            state.upsert_workload(
+                wl(f"w{serial}", target, cpu=b, count=c, created=serial, priority=a)
+            )
+        elif op == "cycle":
+            run_cycle(state, float(serial))
+        elif state.admitted:
+            # The job side: a victim acknowledges its eviction, or something finishes.
+            evicting = sorted(k for k, held in state.admitted.items() if held.evicting)
+            keys = evicting or sorted(state.admitted)
+            state.release(keys[(a + next(leave, 0)) % len(keys)], requeue=bool(a % 2))
+        check()
+
+    for _ in range(100):
+        for key in sorted(k for k, held in state.admitted.items() if held.evicting):
+            state.release(key, requeue=False)
+        changed = run_cycle(state, 1e9).changed
+        check()
+        if not changed and not state.nominated:
+            break
+    for key in sorted(state.admitted):
+        state.release(key, requeue=False)
+    for s in queues:
+        assert state.quota.usage_of(s.name) == {}
+    for cohort in ("c1", "c2"):
+        for flavor in FLAVORS:
+            assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == 0
