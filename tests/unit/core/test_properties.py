@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -112,12 +113,15 @@ def check_invariants(state: ClusterState, queues: list[Spec]) -> None:
         assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == taken
 
 
-@settings(max_examples=400, deadline=None)
-@given(specs(), ops)
-def test_quota_invariants_hold_over_random_streams(
-    queues: list[Spec], steps: list[tuple[str, int, int, int]]
+def play(
+    state: ClusterState,
+    queues: list[Spec],
+    steps: list[tuple[str, int, int, int]],
+    released: Callable[[int], str],
+    check: Callable[[], None],
 ) -> None:
-    state = build(queues)
+    """Apply a random stream: add a Workload, run a cycle, or release the Workload that
+    `released(a)` names (requeued when `a` is odd); `check()` after every step."""
     serial = 0
     for op, a, b, c in steps:
         if op == "add":
@@ -129,9 +133,23 @@ def test_quota_invariants_hold_over_random_streams(
         elif op == "cycle":
             run_cycle(state, float(serial))
         elif state.admitted:
-            keys = sorted(state.admitted)
-            state.release(keys[a % len(keys)], requeue=bool(a % 2))
-        check_invariants(state, queues)
+            state.release(released(a), requeue=bool(a % 2))
+        check()
+
+
+@settings(max_examples=400, deadline=None)
+@given(specs(), ops)
+def test_quota_invariants_hold_over_random_streams(
+    queues: list[Spec], steps: list[tuple[str, int, int, int]]
+) -> None:
+    state = build(queues)
+    play(
+        state,
+        queues,
+        steps,
+        lambda a: sorted(state.admitted)[a % len(state.admitted)],
+        lambda: check_invariants(state, queues),
+    )
 
     for _ in range(50):
         if not run_cycle(state, 1e9).changed:
@@ -284,22 +302,13 @@ def test_preemption_never_overcommits_while_victims_leave(
                 counted = state.quota.cohort_usage(cohort, (flavor, "cpu"))
                 assert counted >= max(taken_now, taken_later), (cohort, flavor)
 
-    serial = 0
-    for op, a, b, c in steps:
-        if op == "add":
-            serial += 1
-            target = queues[a % len(queues)].name
-            state.upsert_workload(
-                wl(f"w{serial}", target, cpu=b, count=c, created=serial, priority=a)
-            )
-        elif op == "cycle":
-            run_cycle(state, float(serial))
-        elif state.admitted:
-            # The job side: a victim acknowledges its eviction, or something finishes.
-            evicting = sorted(k for k, held in state.admitted.items() if held.evicting)
-            keys = evicting or sorted(state.admitted)
-            state.release(keys[(a + next(leave, 0)) % len(keys)], requeue=bool(a % 2))
-        check()
+    def leaving(a: int) -> str:
+        # The job side: a victim acknowledges its eviction, or something finishes.
+        evicting = sorted(k for k, held in state.admitted.items() if held.evicting)
+        keys = evicting or sorted(state.admitted)
+        return keys[(a + next(leave, 0)) % len(keys)]
+
+    play(state, queues, steps, leaving, check)
 
     for _ in range(100):
         for key in sorted(k for k, held in state.admitted.items() if held.evicting):
