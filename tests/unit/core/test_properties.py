@@ -137,6 +137,17 @@ def play(
         check()
 
 
+def release_all_to_zero(state: ClusterState, queues: list[Spec]) -> None:
+    """Release everything admitted; every queue's and cohort's counter is exactly zero."""
+    for key in sorted(state.admitted):
+        state.release(key, requeue=False)
+    for s in queues:
+        assert state.quota.usage_of(s.name) == {}
+    for cohort in ("c1", "c2"):
+        for flavor in FLAVORS:
+            assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == 0
+
+
 @settings(max_examples=400, deadline=None)
 @given(specs(), ops)
 def test_quota_invariants_hold_over_random_streams(
@@ -155,13 +166,7 @@ def test_quota_invariants_hold_over_random_streams(
         if not run_cycle(state, 1e9).changed:
             break
         check_invariants(state, queues)
-    for key in sorted(state.admitted):
-        state.release(key, requeue=False)
-    for s in queues:
-        assert state.quota.usage_of(s.name) == {}
-    for cohort in ("c1", "c2"):
-        for flavor in FLAVORS:
-            assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == 0
+    release_all_to_zero(state, queues)
 
 
 @settings(max_examples=200, deadline=None)
@@ -317,10 +322,4 @@ def test_preemption_never_overcommits_while_victims_leave(
         check()
         if not changed and not state.nominated:
             break
-    for key in sorted(state.admitted):
-        state.release(key, requeue=False)
-    for s in queues:
-        assert state.quota.usage_of(s.name) == {}
-    for cohort in ("c1", "c2"):
-        for flavor in FLAVORS:
-            assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == 0
+    release_all_to_zero(state, queues)
