@@ -148,7 +148,7 @@ class QuotaTree:
         self, cohort: str, amounts: Mapping[FlavorResource, int], sign: int = 1
     ) -> None:
         """Give (sign=1) or take back (sign=-1) a credit on the cohort's pool usage."""
-        self._versions[(True, cohort)] = self._versions.get((True, cohort), 0) + 1
+        self._bump_root((True, cohort))
         credit = self._pool_credit.setdefault(cohort, {})
         for fr, value in amounts.items():
             new = credit.get(fr, 0) + sign * value
@@ -205,7 +205,9 @@ class QuotaTree:
         return out
 
     def _bump(self, name: str) -> None:
-        root = self._root(name)
+        self._bump_root(self._root(name))
+
+    def _bump_root(self, root: tuple[bool, str]) -> None:
         self._versions[root] = self._versions.get(root, 0) + 1
 
     def mark(self, name: str) -> tuple[tuple[bool, str], int]:

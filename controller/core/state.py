@@ -477,7 +477,7 @@ class ClusterState:
             if held is not None and held.holds_quota and victim.whole:
                 held.phase = Phase.EVICTING
                 self._touch(held.cluster_queue)
-            self._awaited_by[victim.workload_key] = key
+                self._awaited_by[victim.workload_key] = key  # only these can cover the hold
         self._cover(key)
 
     def _cover(self, key: WorkloadKey) -> None:

@@ -5,9 +5,9 @@ preemptor's capacity, and admit it once its victims have released their quota
 A nominated preemptor holds its usage in the quota tree while the victims still hold
 theirs, so nothing else — later heads in the same cycle or later cycles — can take what
 the victims free; where their usage covers its hold, the two are counted once
-(`ClusterState.nominate`). Its evictions are issued once; it starts no new preemption while they
-are in flight, unless the nomination became infeasible (then it is dropped and the
-preemptor is scheduled from scratch). No victim is ever evicted for a preemptor that the
+(`ClusterState.nominate`). Its evictions are issued once; it starts no new preemption
+while they are in flight, unless the nomination became infeasible (then it is dropped and
+the preemptor is scheduled from scratch). No victim is ever evicted for a preemptor that the
 cycle has not decided to admit once they are gone.
 """
 
