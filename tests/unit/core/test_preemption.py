@@ -153,6 +153,13 @@ def test_a_preemptor_held_in_its_own_queue_counts_the_larger_of_it_and_its_victi
     assert usage(state, "cq") == m(5)
 
 
+def test_a_victim_larger_than_its_preemptor_is_counted_in_full_until_it_leaves() -> None:
+    state = cluster(cq("cq", {"default": {"cpu": 6}}, preemption=WITHIN))
+    admit(state, wl("low1", cpu=3, priority=1), wl("low2", cpu=3, priority=1))
+    preempt_once(state, wl("high", cpu=2, priority=10))  # one victim of 3 CPUs
+    assert usage(state, "cq") == m(6)  # 3 + max(2, 3): never less than what is reserved
+
+
 def test_reclaim_and_own_queue_together_when_neither_alone_suffices() -> None:
     """As Kueue: without borrowWithinCohort the preemptor may not borrow, so it needs both
     b's borrowed capacity back and room in its own nominal quota."""

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -65,7 +65,7 @@ ops = st.lists(
 )
 
 
-def build(queues: list[Spec]) -> ClusterState:
+def build(queues: list[Spec], preemption: PreemptionPolicy | None = None) -> ClusterState:
     return cluster(
         *(
             cq(
@@ -75,6 +75,7 @@ def build(queues: list[Spec]) -> ClusterState:
                 strategy=QueueingStrategy.STRICT_FIFO
                 if s.strict
                 else QueueingStrategy.BEST_EFFORT_FIFO,
+                preemption=preemption,
             )
             for s in queues
         ),
@@ -82,34 +83,83 @@ def build(queues: list[Spec]) -> ClusterState:
     )
 
 
-def check_invariants(state: ClusterState, queues: list[Spec]) -> None:
-    by_cohort: dict[tuple[str, str], tuple[int, int]] = {}
+Usage = dict[str, dict[str, int]]  # queue → flavor → milli-CPU
+
+
+def _private(s: Spec, flavor: str) -> int:
+    """The milli-CPU of `flavor` the queue never lends (nominal − lendingLimit, or 0)."""
+    nominal, _, lend = s.quotas[flavor]
+    return (nominal - lend) * 1000 if lend is not None else 0
+
+
+def cohort_taken(queues: list[Spec], usage: Usage) -> dict[tuple[str, str], int]:
+    """Per (cohort, flavor) a member has quota of: Σ max(0, used − private)."""
+    taken: dict[tuple[str, str], int] = {}
+    for s in queues:
+        if s.cohort is None:
+            continue
+        for flavor in s.quotas:
+            used = usage.get(s.name, {}).get(flavor, 0)
+            key = (s.cohort, flavor)
+            taken[key] = taken.get(key, 0) + max(0, used - _private(s, flavor))
+    return taken
+
+
+def assert_within_limits(queues: list[Spec], usage: Usage) -> None:
+    """Per-queue usage is within every queue's and cohort's limits, computed from the specs
+    alone (not from the quota tree)."""
+    lendable: dict[tuple[str, str], int] = {}
     for s in queues:
         for flavor in FLAVORS:
-            fr = (flavor, "cpu")
-            expected = sum(
-                a.usage.get(fr, 0) for a in state.admitted.values() if a.cluster_queue == s.name
-            )
-            used = state.quota.usage(s.name, fr)
-            assert used == expected
+            used = usage.get(s.name, {}).get(flavor, 0)
             if flavor not in s.quotas:
-                assert used == 0
+                assert used == 0, (s.name, flavor)
                 continue
-            nominal, borrow, lend = (v * 1000 if v is not None else None for v in s.quotas[flavor])
-            assert nominal is not None
+            nominal, borrow, _ = s.quotas[flavor]
             if s.cohort is None:
-                assert used <= nominal
+                assert used <= nominal * 1000, (s.name, flavor)
                 continue
             if borrow is not None:
-                assert used <= nominal + borrow
-            private = nominal - lend if lend is not None else 0
-            taken, lendable = by_cohort.get((s.cohort, flavor), (0, 0))
-            by_cohort[(s.cohort, flavor)] = (
-                taken + max(0, used - private),
-                lendable + nominal - private,
+                assert used <= (nominal + borrow) * 1000, (s.name, flavor)
+            key = (s.cohort, flavor)
+            lendable[key] = lendable.get(key, 0) + nominal * 1000 - _private(s, flavor)
+    for key, taken in cohort_taken(queues, usage).items():
+        assert taken <= lendable[key], (key, taken, lendable[key])
+
+
+def usage_by_queue(state: ClusterState, *, after_evictions: bool = False) -> Usage:
+    """Reserved usage per queue and flavor, now (`after_evictions=False`) or once every
+    nominated preemptor's victims are gone and it is admitted in their place."""
+    leaving = {
+        victim.workload_key
+        for nomination in state.nominated.values()
+        for victim in nomination.victims
+    }
+    out: Usage = {}
+
+    def charge(queue: str, usage: Mapping[tuple[str, str], int]) -> None:
+        bucket = out.setdefault(queue, {})
+        for (flavor, _), value in usage.items():
+            bucket[flavor] = bucket.get(flavor, 0) + value
+
+    for key, held in state.admitted.items():
+        if not (after_evictions and key in leaving):
+            charge(held.cluster_queue, held.usage or {})
+    if after_evictions:
+        for nomination in state.nominated.values():
+            charge(nomination.admit.cluster_queue, nomination.usage)
+    return out
+
+
+def check_invariants(state: ClusterState, queues: list[Spec]) -> None:
+    usage = usage_by_queue(state)
+    for s in queues:
+        for flavor in FLAVORS:
+            assert state.quota.usage(s.name, (flavor, "cpu")) == usage.get(s.name, {}).get(
+                flavor, 0
             )
-    for (cohort, flavor), (taken, lendable) in by_cohort.items():
-        assert taken <= lendable, (cohort, flavor, taken, lendable)
+    assert_within_limits(queues, usage)
+    for (cohort, flavor), taken in cohort_taken(queues, usage).items():
         assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == taken
 
 
@@ -198,60 +248,6 @@ PREEMPTING = PreemptionPolicy(
 )
 
 
-def _bounds_hold(queues: list[Spec], usage: dict[str, dict[str, int]]) -> bool:
-    """Whether per-queue usage (flavor → milli-CPU) is within every queue's and cohort's
-    limits, computed from the specs alone (not from the quota tree)."""
-    taken: dict[tuple[str, str], int] = {}
-    lendable: dict[tuple[str, str], int] = {}
-    for s in queues:
-        for flavor, used in usage.get(s.name, {}).items():
-            if flavor not in s.quotas:
-                if used:
-                    return False
-                continue
-            nominal, borrow, lend = (v * 1000 if v is not None else None for v in s.quotas[flavor])
-            assert nominal is not None
-            if s.cohort is None:
-                if used > nominal:
-                    return False
-                continue
-            if borrow is not None and used > nominal + borrow:
-                return False
-            private = nominal - lend if lend is not None else 0
-            key = (s.cohort, flavor)
-            taken[key] = taken.get(key, 0) + max(0, used - private)
-        if s.cohort is not None:
-            for flavor, (nominal, _, lend) in s.quotas.items():
-                private = nominal - lend if lend is not None else 0
-                key = (s.cohort, flavor)
-                lendable[key] = lendable.get(key, 0) + (nominal - private) * 1000
-    return all(value <= lendable.get(key, 0) for key, value in taken.items())
-
-
-def _usage_by_queue(state: ClusterState, *, after_evictions: bool) -> dict[str, dict[str, int]]:
-    """Reserved usage per queue and flavor, now (`after_evictions=False`) or once every
-    nominated preemptor's victims are gone and it is admitted in their place."""
-    leaving = {
-        victim.workload_key
-        for nomination in state.nominated.values()
-        for victim in nomination.victims
-    }
-    out: dict[str, dict[str, int]] = {}
-
-    def charge(queue: str, usage: dict[tuple[str, str], int]) -> None:
-        bucket = out.setdefault(queue, {})
-        for (flavor, _), value in usage.items():
-            bucket[flavor] = bucket.get(flavor, 0) + value
-
-    for key, held in state.admitted.items():
-        if not (after_evictions and key in leaving):
-            charge(held.cluster_queue, dict(held.usage or {}))
-    if after_evictions:
-        for nomination in state.nominated.values():
-            charge(nomination.admit.cluster_queue, nomination.usage)
-    return out
-
-
 @st.composite
 def lending_cohort(draw: st.DrawFn) -> list[Spec]:
     """Queues that all lend everything to one cohort: where reclamation happens most."""
@@ -270,42 +266,25 @@ def test_preemption_never_overcommits_while_victims_leave(
     usage once every nominated preemptor has replaced its victims; and the quota tree
     counts, per queue and per cohort, at least the larger of the two (a held preemptor and
     its victims are not counted twice, and never less than either)."""
-    state = cluster(
-        *(
-            cq(
-                s.name,
-                {f: {"cpu": quota(*q)} for f, q in s.quotas.items()},
-                cohort=s.cohort,
-                preemption=PREEMPTING,
-            )
-            for s in queues
-        ),
-        flavors=FLAVORS,
-    )
+    state = build(queues, PREEMPTING)
     leave = iter(leaves)
 
     def check() -> None:
-        now = _usage_by_queue(state, after_evictions=False)
-        later = _usage_by_queue(state, after_evictions=True)
-        assert _bounds_hold(queues, now)
-        assert _bounds_hold(queues, later)
+        now = usage_by_queue(state)
+        later = usage_by_queue(state, after_evictions=True)
+        assert_within_limits(queues, now)
+        assert_within_limits(queues, later)
         for s in queues:
             for flavor in FLAVORS:
                 counted = state.quota.usage(s.name, (flavor, "cpu"))
-                physical = now.get(s.name, {}).get(flavor, 0)
-                assert counted >= physical
+                assert counted >= now.get(s.name, {}).get(flavor, 0)
                 assert counted >= later.get(s.name, {}).get(flavor, 0)
+        taken_now, taken_later = cohort_taken(queues, now), cohort_taken(queues, later)
         for cohort in ("c1", "c2"):
-            members = [s for s in queues if s.cohort == cohort]
             for flavor in FLAVORS:
-                taken_now = taken_later = 0
-                for s in members:
-                    nominal, _, lend = s.quotas.get(flavor, (0, None, None))
-                    private = (nominal - lend) * 1000 if lend is not None else 0
-                    taken_now += max(0, now.get(s.name, {}).get(flavor, 0) - private)
-                    taken_later += max(0, later.get(s.name, {}).get(flavor, 0) - private)
+                key = (cohort, flavor)
                 counted = state.quota.cohort_usage(cohort, (flavor, "cpu"))
-                assert counted >= max(taken_now, taken_later), (cohort, flavor)
+                assert counted >= max(taken_now.get(key, 0), taken_later.get(key, 0)), key
 
     def leaving(a: int) -> str:
         # The job side: a victim acknowledges its eviction, or something finishes.
