@@ -2,7 +2,8 @@
 
 The Job and pod integrations see the controller through `ControllerView`: whether this
 replica leads, the newest copy of a Workload, where a ResourceFlavor places pods, a
-WorkloadPriorityClass's value and the Event sink. They never reach into its state; the
+WorkloadPriorityClass's value, the Event sink, whether waitForPodsReady is on, and the
+PodsReady wait-time metrics. They never reach into its state; the
 operator hands them the controller, which implements the view.
 """
 
@@ -44,6 +45,19 @@ class ControllerView(Protocol):
 
     def priority_of_class(self, name: str) -> int | None:
         """The WorkloadPriorityClass's value (None: no such class)."""
+        ...
+
+    @property
+    def wait_for_pods_ready(self) -> bool:
+        """Whether waitForPodsReady is configured: only then do the integrations keep the
+        Workloads' `PodsReady` condition (as Kueue's jobframework does)."""
+        ...
+
+    def pods_ready_started(
+        self, workload: Mapping[str, Any], queued_seconds: float, admitted_seconds: float
+    ) -> None:
+        """A Workload's pods became ready for the first time since its admission
+        (`PodsReady` True `Started` written): observe the ready wait-time histograms."""
         ...
 
 

@@ -10,7 +10,9 @@ and its Workload in step, level-triggered and idempotent:
 - Workload evicted, Job running → suspend it and restore the original template; once no
   pod is active, acknowledge the eviction (quota reservation cleared) so the Workload
   queues again;
-- Job finished (Complete or Failed) → Workload `Finished=True`, which returns its quota.
+- Job finished (Complete or Failed) → Workload `Finished=True`, which returns its quota;
+- with waitForPodsReady configured, the Workload's `PodsReady` condition follows the Job's
+  ready and succeeded pods (`pods_ready.py`), written before anything else is done.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from api.constants import (
 )
 from api.workload_status import has_quota_reservation
 from controller.integrations.host import ControllerView, placement_of
+from controller.integrations.pods_ready import job_pods_ready
 from controller.integrations.serial import SerialReconciler
-from controller.integrations.workload_writes import apply_workload_status
+from controller.integrations.workload_writes import PodsReadyWriter, apply_workload_status
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +176,7 @@ class JobIntegration:
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.view = view
         self.jobs: dict[str, dict[str, Any]] = {}
+        self.pods_ready = PodsReadyWriter(self.custom, view)
         self._serial: SerialReconciler[str] = SerialReconciler(
             self.reconcile, lambda: view.leading, lambda key: f"Job {key}", log
         )
@@ -184,6 +188,9 @@ class JobIntegration:
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         if event_type == "DELETED":
             self.jobs.pop(key, None)
+            self.pods_ready.forget(
+                f"{meta.get('namespace')}/{workload_name(str(meta.get('name')))}"
+            )
             return
         if QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
             return
@@ -226,6 +233,13 @@ class JobIntegration:
                         workload, finished, f"Job finished: {finished}", time.time()
                     ),
                 )
+            return
+        # Kueue's step 5: the PodsReady condition first; the Workload's event brings the rest.
+        if (
+            self.view.wait_for_pods_ready
+            and not workload_status.is_finished(workload)
+            and await self.pods_ready.sync(wl_key, workload, job_pods_ready(job))
+        ):
             return
         suspended = (job.get("spec") or {}).get("suspend") is True
         reserved = has_quota_reservation(workload)

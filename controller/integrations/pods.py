@@ -18,7 +18,9 @@ Workload in step, level-triggered and idempotent:
   their owner recreates are gated again by the webhook and wait for the next admission;
 - an admitted Workload shrunk by a `DisruptionMode: Pod` preemption → the newest pods
   beyond the admitted count are deleted;
-- every pod of the unit terminated → the Workload is `Finished` and its quota returns.
+- every pod of the unit terminated → the Workload is `Finished` and its quota returns;
+- with waitForPodsReady configured, the Workload's `PodsReady` condition follows its pods'
+  readiness (`pods_ready.py`: as many Ready or Succeeded pods as the admission allows).
 
 The Workload is owned by the pods' common controller (a ReplicaSet, say) when they have
 one, so it and its eviction history survive the pods being recreated; otherwise by the
@@ -64,8 +66,9 @@ from controller.integrations.pod_units import (
     unit_of,
     workload_for,
 )
+from controller.integrations.pods_ready import unit_pods_ready
 from controller.integrations.serial import SerialReconciler
-from controller.integrations.workload_writes import apply_workload_status
+from controller.integrations.workload_writes import PodsReadyWriter, apply_workload_status
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,7 @@ class PodIntegration:
         self.core = aio_client.CoreV1Api(api_client)
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.view = view
+        self.pods_ready = PodsReadyWriter(self.custom, view)
         self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
         self.members: dict[Unit, set[str]] = {}  # unit → pod keys
         self.owner_labels: TTLCache[tuple[str, str, str], dict[str, Any] | None] = TTLCache(
@@ -146,8 +150,10 @@ class PodIntegration:
                 await self._maybe_create(unit, pods)
             return
         if not pods:
+            self.pods_ready.forget(unit.key)
             return
         if workload_status.is_finished(workload):
+            self.pods_ready.forget(unit.key)
             return
         reserved = has_quota_reservation(workload)
         if reserved and all(terminated(p) for p in pods):
@@ -159,6 +165,11 @@ class PodIntegration:
                 workload_status.finish(workload, reason, f"Pods finished: {reason}", time.time()),
             )
             return
+        if self.view.wait_for_pods_ready:
+            # Kueue's step 5: the condition first; the Workload's event brings the rest.
+            needed = admitted_count(workload) if reserved else 0
+            if await self.pods_ready.sync(unit.key, workload, unit_pods_ready(pods, needed)):
+                return
         if reserved and workload_status.is_evicted(workload):
             live = [p for p in pods if running(p)]
             for pod in live:

@@ -41,6 +41,15 @@ class Preemptibility(_Section):
     )
 
 
+class WaitForPodsReady(_Section):
+    """Kueue's `waitForPodsReady`. With `enable`, the Job and pod integrations keep every
+    managed Workload's `PodsReady` condition (docs/after-admission.md)."""
+
+    enable: bool = Field(
+        False, description="keep the Workloads' PodsReady condition (Kueue's waitForPodsReady)"
+    )
+
+
 class InternalCertManagement(_Section):
     """The controller generates, stores and rotates the webhook's certificates itself, as
     Kueue's internalCertManagement does (controller/runtime/certs.py)."""
@@ -134,6 +143,9 @@ class ControllerConfig(_Section):
         default_factory=lambda: RequeueBackoff(), alias="requeueBackoff"
     )
     preemptibility: Preemptibility = Field(default_factory=Preemptibility)
+    wait_for_pods_ready: WaitForPodsReady = Field(
+        default_factory=lambda: WaitForPodsReady(), alias="waitForPodsReady"
+    )
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )

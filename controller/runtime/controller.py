@@ -18,7 +18,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.core.cycle import run_cycle
@@ -26,7 +26,7 @@ from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api, retrying
 from controller.runtime.config import ControllerConfig
-from controller.runtime.context import Clock, Context, EventSink, new_state
+from controller.runtime.context import Clock, Context, EventSink, new_state, priority_class_of
 from controller.runtime.metrics import Metrics
 from controller.runtime.pending_reasons import PendingReasons
 from controller.runtime.sync import WorkloadSync
@@ -110,6 +110,25 @@ class Controller:
     def priority_of_class(self, name: str) -> int | None:
         cls = self.ctx.state.priority_classes.workload_class(name)
         return cls.value if cls is not None else None
+
+    @property
+    def wait_for_pods_ready(self) -> bool:
+        return self.ctx.config.wait_for_pods_ready.enable
+
+    def pods_ready_started(
+        self, workload: Mapping[str, Any], queued_seconds: float, admitted_seconds: float
+    ) -> None:
+        """Observe Kueue's ready wait-time histograms for a Workload whose pods became ready
+        for the first time since its admission (the job side reports it, as in Kueue)."""
+        metrics = self.ctx.metrics
+        admission = (workload.get("status") or {}).get("admission") or {}
+        labels = (
+            str(admission.get("clusterQueue") or ""),
+            priority_class_of(dict(workload)),
+            metrics.role,
+        )
+        metrics.ready_wait_time.labels(*labels).observe(queued_seconds)
+        metrics.admitted_until_ready_wait_time.labels(*labels).observe(admitted_seconds)
 
     def known_keys(self) -> set[str]:
         """Every Workload the controller holds a copy of."""

@@ -114,6 +114,21 @@ class Metrics:
             buckets=kueue_buckets(16),
             registry=r,
         )
+        # Observed by the job side when PodsReady first becomes True after an admission.
+        self.ready_wait_time = Histogram(
+            "kueue_ready_wait_time_seconds",
+            "Time from creation (or last requeue) until the Workload's pods are ready",
+            [cq, pc, ROLE],
+            buckets=kueue_buckets(14),
+            registry=r,
+        )
+        self.admitted_until_ready_wait_time = Histogram(
+            "kueue_admitted_until_ready_wait_time_seconds",
+            "Time from admission until the Workload's pods are ready",
+            [cq, pc, ROLE],
+            buckets=kueue_buckets(14),
+            registry=r,
+        )
         self.reserving_active_workloads = Gauge(
             "kueue_reserving_active_workloads",
             "Workloads holding a quota reservation",

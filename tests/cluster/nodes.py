@@ -6,6 +6,16 @@ pods bound to those nodes and plays the kubelet's part: bound pods become Runnin
 pods annotated `quotagate.test/run-seconds: "N"` succeed N seconds later (0 = at once);
 `complete()` succeeds a pod on demand; and a pod being deleted is removed at once
 (force delete), as a kubelet would after its containers stopped.
+
+Readiness (for the PodsReady condition): a Running pod is Ready at once, unless annotated
+
+- `quotagate.test/not-ready: "true"`: it stays Running but not Ready (a container that
+  never passes its readiness probe) until `set_ready()` says otherwise;
+- `quotagate.test/ready-after-seconds: "N"`: it is Running but not Ready for N seconds,
+  then Ready.
+
+`set_ready(namespace, name, ready)` makes a Running pod Ready or not Ready on demand (a
+Ready pod losing readiness, as when its container crashes and restarts).
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 RUN_SECONDS = "quotagate.test/run-seconds"
+NOT_READY = "quotagate.test/not-ready"
+READY_AFTER_SECONDS = "quotagate.test/ready-after-seconds"
 FAKE_NODE_LABEL = "quotagate.test/fake-node"
 
 
@@ -112,6 +124,7 @@ class PodLifecycle:
         self.core = client.CoreV1Api(api_client)
         self._stop = threading.Event()
         self._due: dict[tuple[str, str], float] = {}
+        self._ready_due: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._watch_loop, name="pod-lifecycle-watch", daemon=True),
@@ -129,6 +142,12 @@ class PodLifecycle:
     def complete(self, namespace: str, name: str, succeeded: bool = True) -> None:
         """Finish a running pod now (Succeeded, or Failed)."""
         self._finish(namespace, name, succeeded)
+
+    def set_ready(self, namespace: str, name: str, ready: bool) -> None:
+        """Make a Running pod Ready, or not Ready, now."""
+        with self._lock:
+            self._ready_due.pop((namespace, name), None)
+        self._patch_readiness(namespace, name, ready)
 
     def _watch_loop(self) -> None:
         while not self._stop.is_set():
@@ -154,10 +173,15 @@ class PodLifecycle:
             return
         if not spec.node_name or status.phase not in (None, "Pending"):
             return
-        self._set_running(pod)
-        seconds = (meta.annotations or {}).get(RUN_SECONDS)
-        if seconds is not None:
-            with self._lock:
+        annotations = meta.annotations or {}
+        ready_after = annotations.get(READY_AFTER_SECONDS)
+        ready = annotations.get(NOT_READY) != "true" and ready_after is None
+        self._set_running(pod, ready)
+        with self._lock:
+            if ready_after is not None and annotations.get(NOT_READY) != "true":
+                self._ready_due[(meta.namespace, meta.name)] = time.monotonic() + float(ready_after)
+            seconds = annotations.get(RUN_SECONDS)
+            if seconds is not None:
                 self._due[(meta.namespace, meta.name)] = time.monotonic() + float(seconds)
 
     def _timer_loop(self) -> None:
@@ -167,16 +191,55 @@ class PodLifecycle:
                 due = [key for key, at in self._due.items() if at <= now]
                 for key in due:
                     del self._due[key]
+                ready = [key for key, at in self._ready_due.items() if at <= now]
+                for key in ready:
+                    del self._ready_due[key]
+            for namespace, name in ready:
+                self._patch_readiness(namespace, name, True)
             for namespace, name in due:
                 self._finish(namespace, name, True)
 
-    def _set_running(self, pod: Any) -> None:
+    def _patch_readiness(self, namespace: str, name: str, ready: bool) -> None:
+        """The Ready and ContainersReady conditions and the containers' `ready` of a Running
+        pod (a pod that is not Running is left alone)."""
+        try:
+            pod = self.core.read_namespaced_pod(name, namespace)
+        except ApiException:
+            return
+        if pod.status.phase != "Running":
+            return
+        text = "True" if ready else "False"
+        body = {
+            "status": {
+                "conditions": [
+                    {"type": "ContainersReady", "status": text, "lastTransitionTime": _now()},
+                    {"type": "Ready", "status": text, "lastTransitionTime": _now()},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": c.name,
+                        "image": c.image or "fake",
+                        "imageID": c.image_id or "fake",
+                        "ready": ready,
+                        "restartCount": c.restart_count or 0,
+                        "started": True,
+                        "state": {"running": {"startedAt": _now()}},
+                    }
+                    for c in pod.status.container_statuses or ()
+                ],
+            }
+        }
+        with contextlib.suppress(ApiException):
+            self.core.patch_namespaced_pod_status(name, namespace, body)
+
+    def _set_running(self, pod: Any, ready: bool = True) -> None:
+        text = "True" if ready else "False"
         containers = [
             {
                 "name": c.name,
                 "image": c.image or "fake",
                 "imageID": "fake",
-                "ready": True,
+                "ready": ready,
                 "restartCount": 0,
                 "started": True,
                 "state": {"running": {"startedAt": _now()}},
@@ -192,8 +255,8 @@ class PodLifecycle:
                 "conditions": [
                     {"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()},
                     {"type": "Initialized", "status": "True", "lastTransitionTime": _now()},
-                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": _now()},
-                    {"type": "Ready", "status": "True", "lastTransitionTime": _now()},
+                    {"type": "ContainersReady", "status": text, "lastTransitionTime": _now()},
+                    {"type": "Ready", "status": text, "lastTransitionTime": _now()},
                 ],
                 "containerStatuses": containers,
             }

@@ -32,6 +32,14 @@ KUEUE: dict[str, tuple[str, list[str]]] = {
         "histogram",
         ["cluster_queue", "priority_class", "replica_role"],
     ),
+    "kueue_ready_wait_time_seconds": (
+        "histogram",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
+    "kueue_admitted_until_ready_wait_time_seconds": (
+        "histogram",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
     "kueue_reserving_active_workloads": ("gauge", ["cluster_queue", "replica_role"]),
     "kueue_admitted_active_workloads": ("gauge", ["cluster_queue", "replica_role"]),
     "kueue_finished_workloads": ("gauge", ["cluster_queue", "replica_role"]),
@@ -103,7 +111,12 @@ def populated() -> Metrics:
     metrics.pending_workloads.labels("cq", "active", role).set(1)
     for counter in (metrics.quota_reserved_workloads, metrics.admitted_workloads):
         counter.labels("cq", "", role).inc()
-    for histogram in (metrics.quota_reserved_wait_time, metrics.admission_wait_time):
+    for histogram in (
+        metrics.quota_reserved_wait_time,
+        metrics.admission_wait_time,
+        metrics.ready_wait_time,
+        metrics.admitted_until_ready_wait_time,
+    ):
         histogram.labels("cq", "", role).observe(3)
     metrics.reserving_active_workloads.labels("cq", role).set(1)
     metrics.admitted_active_workloads.labels("cq", role).set(1)
@@ -136,6 +149,8 @@ def test_histograms_use_kueues_buckets() -> None:
     exposed = samples(populated())
     assert exposed["kueue_admission_wait_time_seconds"][2] == set(kueue_buckets(16))
     assert exposed["kueue_quota_reserved_wait_time_seconds"][2] == set(kueue_buckets(14))
+    assert exposed["kueue_ready_wait_time_seconds"][2] == set(kueue_buckets(14))
+    assert exposed["kueue_admitted_until_ready_wait_time_seconds"][2] == set(kueue_buckets(14))
     assert kueue_buckets(4) == (1.0, 2.5, 5.0, 10.0)
     default = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}
     assert exposed["kueue_admission_attempt_duration_seconds"][2] == default
