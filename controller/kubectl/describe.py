@@ -1,6 +1,6 @@
 """`kubectl quotagate describe workload`: queue position, priority and its origin,
-preemptibility and its source, cost, admission, conditions, eviction history, and for a
-pending Workload the exact reason. Pure: works on the live objects and the engine.
+preemptibility and its source, cost, admission, whether its pods are ready (the PodsReady
+condition), conditions, eviction history, and for a pending Workload the exact reason. Pure: works on the live objects and the engine.
 
 The position is the Workload's place in its ClusterQueue's pending queue as the engine
 orders it (priority, then preemption cost, then creation time). The pending reason is
@@ -26,6 +26,7 @@ from controller.kubectl.workload_view import (
     describe_priority,
     engine_workload,
     is_pending,
+    pods_ready_of,
     status_of,
 )
 from controller.plan_command import plan
@@ -63,6 +64,7 @@ def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) ->
         "created": meta.get("creationTimestamp"),
         "podSets": _pod_sets(obj),
         "admission": _admission(admission),
+        "podsReady": pods_ready_of(obj),
         "pendingReason": _pending_reason(obj, key, snapshot, state, now),
         "conditions": [
             {field: c.get(field) for field in ("type", "status", "reason", "message")}
@@ -232,6 +234,8 @@ def render_description(d: Mapping[str, Any], now: float) -> str:
         *_indent(_pod_sets_table(d["podSets"])),
         *_admission_lines(d["admission"]),
     ]
+    if d["admission"] is not None:
+        lines.append(_field("Pods ready", _pods_ready_text(d["podsReady"], now)))
     if d["pendingReason"]:
         reason = d["pendingReason"]
         suffix = f" ({reason['reason']})" if reason.get("reason") else ""
@@ -293,6 +297,14 @@ def _admission_lines(admission: Mapping[str, Any] | None) -> list[str]:
         f"  ClusterQueue: {admission['clusterQueue']}",
         *_indent(format_table(["PODSET", "COUNT", "FLAVORS", "USAGE"], rows)),
     ]
+
+
+def _pods_ready_text(pods_ready: Mapping[str, Any] | None, now: float) -> str:
+    if pods_ready is None:
+        return f"{NONE} (no PodsReady condition: waitForPodsReady is off)"
+    since = pods_ready["since"]
+    text = f"{pods_ready['status']} ({pods_ready['reason']}) since {since} ({age(since, now)} ago)"
+    return f"{text}: {one_line(pods_ready['message'])}" if pods_ready["message"] else text
 
 
 def _conditions_table(conditions: list[Mapping[str, Any]], now: float) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "describe_priority",
     "engine_workload",
     "is_pending",
+    "pods_ready_of",
     "priority_value",
     "status_of",
 ]
@@ -128,3 +129,20 @@ def describe_preemptibility_source(source: str) -> str:
         return _PREEMPTIBILITY_SOURCES[PreemptibilitySource(source)]
     except ValueError:
         return source
+
+
+def pods_ready_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The PodsReady condition of a Workload holding quota, as `describe` shows it: status,
+    reason, message and since when (None: not admitted, or the job side keeps no such
+    condition because waitForPodsReady is off)."""
+    if not has_quota_reservation(obj) or is_finished(obj):
+        return None
+    found = condition(obj, "PodsReady")
+    if found is None:
+        return None
+    return {
+        "status": found.get("status"),
+        "reason": found.get("reason") or "",
+        "message": found.get("message") or "",
+        "since": found.get("lastTransitionTime"),
+    }

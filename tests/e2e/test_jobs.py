@@ -80,6 +80,8 @@ def test_job_waits_suspended_until_quota_then_runs_to_completion(
         timeout=30,
         what="Workload Finished",
     )
+    # waitForPodsReady is off (the default): as in Kueue, the job side writes no PodsReady.
+    assert condition(kueue.get_workload(namespace, "job-three"), "PodsReady") is None
     status = wait_for(
         lambda: (
             (s := kueue.get_cluster_queue(cq).get("status", {})).get("reservingWorkloads") == 0

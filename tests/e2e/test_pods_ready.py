@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from controller.kubectl_plugin import main
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import NOT_READY, READY_AFTER_SECONDS, PodLifecycle, queued_job
@@ -270,7 +271,11 @@ def test_pod_group_pods_ready(
 
 
 def test_a_pod_that_never_becomes_ready_waits_for_start(
-    pods_ready_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+    pods_ready_controller: ControllerProcess,
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     kueue = Kueue(api_client)
     core = client.CoreV1Api(api_client)
@@ -295,3 +300,11 @@ def test_a_pod_that_never_becomes_ready_waits_for_start(
     workload = kueue.get_workload(namespace, "pod-stuck")
     assert condition(workload, "Admitted")["status"] == "True"
     assert found["message"] == "Not all pods are ready or succeeded"
+    # `kubectl quotagate describe` shows it.
+    capsys.readouterr()
+    code = main(
+        ["describe", "workload", "pod-stuck", "-n", namespace, "--kubeconfig", kubeconfig_path]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"Pods ready:       False (WaitForStart) since {found['lastTransitionTime']}" in out, out

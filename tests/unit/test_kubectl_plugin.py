@@ -551,6 +551,38 @@ def test_describe_an_admitted_workload_shows_its_admission() -> None:
     assert "Position:         <none> (not waiting in a queue)" in text
     assert "Pending reason" not in text
     assert "  main     1       cpu=rf    cpu=2" in text
+    assert "Pods ready:       <none> (no PodsReady condition: waitForPodsReady is off)" in text
+
+
+def test_describe_an_admitted_workload_shows_whether_its_pods_are_ready() -> None:
+    waiting = workload(
+        "waiting",
+        admitted_in="cq",
+        conditions=[
+            cond("PodsReady", "False", "WaitForRecovery", "At least one pod has failed, waiting")
+        ],
+    )
+    d = describe_workload(waiting, snapshot(waiting), NOW)
+    assert d["podsReady"] == {
+        "status": "False",
+        "reason": "WaitForRecovery",
+        "message": "At least one pod has failed, waiting",
+        "since": CREATED,
+    }
+    text = render_description(d, NOW)
+    assert (
+        f"Pods ready:       False (WaitForRecovery) since {CREATED} (60s ago): "
+        "At least one pod has failed, waiting"
+    ) in text
+
+
+def test_describe_a_pending_workload_has_no_pods_ready_line() -> None:
+    pending = workload(
+        "pending", conditions=[cond("PodsReady", "False", "WaitForStart", "Not all pods")]
+    )
+    d = describe_workload(pending, snapshot(pending), NOW)
+    assert d["podsReady"] is None
+    assert "Pods ready" not in render_description(d, NOW)
 
 
 # -- whatif ---------------------------------------------------------------------------------
