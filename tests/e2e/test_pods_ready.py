@@ -175,8 +175,12 @@ def test_job_pods_ready_start_and_recovery(
     assert waiting["message"] == "Not all pods are ready or succeeded"
     workload = kueue.get_workload(namespace, "job-slow")
     assert condition(workload, "Admitted")["status"] == "True"
-    managers = {m["manager"] for m in workload["metadata"]["managedFields"]}
-    assert "kueue-job-controller-PodsReady" in managers
+    [entry] = [
+        m
+        for m in workload["metadata"]["managedFields"]
+        if m["manager"] == "kueue-job-controller-PodsReady"
+    ]
+    assert (entry["operation"], entry.get("subresource")) == ("Apply", "status")
     since = workload["metadata"]["resourceVersion"]
 
     # Events that make the integration reconcile but change nothing write nothing: a

@@ -176,3 +176,32 @@ def test_a_deleted_cluster_queue_loses_its_series() -> None:
         line for line in text.splitlines() if line.startswith("kueue_pending_workloads")
     )
     assert 'kueue_pending_workloads{cluster_queue="other"' in text
+
+
+def test_the_controller_observes_the_ready_histograms_for_the_integrations() -> None:
+    from controller.runtime.config import ControllerConfig
+    from controller.runtime.controller import Controller
+
+    config = ControllerConfig.model_validate({"waitForPodsReady": {"enable": True}})
+    controller = Controller(None, config)  # type: ignore[arg-type]
+    assert controller.wait_for_pods_ready
+    assert not Controller(None, ControllerConfig()).wait_for_pods_ready  # type: ignore[arg-type]
+    controller.metrics.set_role(LEADER)
+    workload = {
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"priorityClassRef": {"kind": "WorkloadPriorityClass", "name": "high"}},
+        "status": {"admission": {"clusterQueue": "cq"}},
+    }
+    controller.pods_ready_started(workload, 30.0, 4.0)
+    registry = controller.metrics.registry
+    labels = {"cluster_queue": "cq", "priority_class": "high", "replica_role": LEADER}
+    assert registry.get_sample_value("kueue_ready_wait_time_seconds_sum", labels) == 30.0
+    assert (
+        registry.get_sample_value("kueue_admitted_until_ready_wait_time_seconds_sum", labels) == 4.0
+    )
+    assert (
+        registry.get_sample_value(
+            "kueue_admitted_until_ready_wait_time_seconds_bucket", {**labels, "le": "5.0"}
+        )
+        == 1.0
+    )
