@@ -120,10 +120,10 @@ def _running_pods(core: client.CoreV1Api, namespace: str, count: int) -> list[st
 
 def _pods_ready_writes(
     kueue: Kueue, namespace: str, name: str, since: str, until_reason: str
-) -> list[tuple[str, str]]:
-    """The PodsReady (status, reason) of every change of the Workload after resourceVersion
+) -> list[tuple[str, str, str]]:
+    """The PodsReady (status, reason, lastTransitionTime) of every change of the Workload after resourceVersion
     `since`, up to the one whose PodsReady reason is `until_reason`."""
-    seen: list[tuple[str, str]] = []
+    seen: list[tuple[str, str, str]] = []
     stream = watch.Watch()
     for event in stream.stream(
         kueue.custom.list_namespaced_custom_object,
@@ -136,7 +136,13 @@ def _pods_ready_writes(
         timeout_seconds=60,
     ):
         found = condition(event["object"], "PodsReady") or {}
-        seen.append((str(found.get("status")), str(found.get("reason"))))
+        seen.append(
+            (
+                str(found.get("status")),
+                str(found.get("reason")),
+                str(found.get("lastTransitionTime")),
+            )
+        )
         if found.get("reason") == until_reason:
             stream.stop()
             break
@@ -197,7 +203,7 @@ def test_job_pods_ready_start_and_recovery(
     assert started["message"] == "All pods reached readiness and the workload is running"
     assert started["lastTransitionTime"] >= waiting["lastTransitionTime"]
     assert _pods_ready_writes(kueue, namespace, "job-slow", since, "Started") == [
-        ("True", "Started")
+        ("True", "Started", started["lastTransitionTime"])
     ]
     wait_for(
         lambda: (
@@ -263,9 +269,10 @@ def test_pod_group_pods_ready(
     started = _wait_pods_ready(kueue, namespace, "group-gang", "True", "Started")
     assert started["lastTransitionTime"] >= waiting["lastTransitionTime"]
     writes = _pods_ready_writes(kueue, namespace, "group-gang", since, "Started")
-    # The admission and the ungating may change the Workload; PodsReady is written once.
-    assert writes[-1] == ("True", "Started")
-    assert all(w == ("False", "WaitForStart") for w in writes[:-1])
+    # The admission may change the Workload meanwhile; PodsReady is written once: every
+    # earlier version carries the same WaitForStart, with its first transition time.
+    assert writes[-1] == ("True", "Started", started["lastTransitionTime"])
+    assert all(w == ("False", "WaitForStart", waiting["lastTransitionTime"]) for w in writes[:-1])
 
     # One member loses readiness: the gang is waiting for recovery.
     lifecycle.set_ready(namespace, "member-1", False)
