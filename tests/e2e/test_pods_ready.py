@@ -319,3 +319,53 @@ def test_a_pod_that_never_becomes_ready_waits_for_start(
     out = capsys.readouterr().out
     assert code == 0
     assert f"Pods ready:       False (WaitForStart) since {found['lastTransitionTime']}" in out, out
+
+
+def test_an_evicted_workload_waits_for_a_new_start(
+    pods_ready_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """A ready Job preempted by a higher-priority one: once its Workload has given its quota
+    back, PodsReady reads WaitForStart again, and the preemptor starts on its own."""
+    kueue = Kueue(api_client)
+    batch = client.BatchV1Api(api_client)
+    cq, rf = f"{namespace}-cq", f"{namespace}-rf"
+    kueue.apply(
+        flavor(rf),
+        cluster_queue(cq, {rf: {"cpu": 2}}, preemption={"withinClusterQueue": "LowerPriority"}),
+        local_queue(namespace, "lq", cq),
+    )
+    for name, value in (("low", 10), ("high", 1000)):
+        kueue.custom.create_cluster_custom_object(
+            GROUP,
+            VERSION,
+            "workloadpriorityclasses",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": f"{namespace}-{name}"},
+                "value": value,
+            },
+        )
+    low = queued_job("low", parallelism=2)
+    low["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"{namespace}-low"
+    low["spec"]["template"]["metadata"]["annotations"] = {}  # runs until stopped
+    batch.create_namespaced_job(namespace, low)
+    _wait_pods_ready(kueue, namespace, "job-low", "True", "Started")
+
+    high = queued_job("high", parallelism=2)
+    high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"{namespace}-high"
+    high["spec"]["template"]["metadata"]["annotations"] = {}
+    batch.create_namespaced_job(namespace, high)
+
+    def released() -> dict[str, Any] | None:
+        workload = kueue.get_workload(namespace, "job-low")
+        reserved = condition(workload, "QuotaReserved") or {}
+        found = condition(workload, "PodsReady") or {}
+        if reserved.get("status") == "False" and found.get("reason") == "WaitForStart":
+            return workload
+        return None
+
+    evicted = wait_for(released, timeout=90, what="job-low evicted, released, WaitForStart")
+    assert condition(evicted, "Evicted")["reason"] == "Preempted"
+    assert condition(evicted, "PodsReady")["status"] == "False"
+    _wait_pods_ready(kueue, namespace, "job-high", "True", "Started", timeout=90)
