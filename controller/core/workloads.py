@@ -18,6 +18,7 @@ from controller.core.requests import EMPTY_INT
 from controller.core.selectors import EMPTY_LABELS, Requirement
 
 __all__ = [
+    "ConditionState",
     "PodSet",
     "PriorityClassRef",
     "Toleration",
@@ -77,6 +78,17 @@ class PodSet:
 
 
 @dataclass(frozen=True, slots=True)
+class ConditionState:
+    """One status condition as the engine reads it: status, reason, message and
+    lastTransitionTime (seconds since the epoch; 0 when the condition has none)."""
+
+    status: bool
+    reason: str = ""
+    message: str = ""
+    last_transition: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class PriorityClassRef:
     """`spec.priorityClassRef`; group `kueue.x-k8s.io` or `scheduling.k8s.io`."""
 
@@ -112,6 +124,13 @@ class Workload:
     # spec.disruptionMode: PodGroup (whole) or Pod (KEP-5710)
     disruption_mode: DisruptionMode = DisruptionMode.POD_GROUP
     quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
+    maximum_execution_time_seconds: int | None = None  # spec.maximumExecutionTimeSeconds
+    accumulated_past_execution_time_seconds: int = 0  # status.accumulatedPastExecutionTimeSeconds
+    # Conditions the after-admission timers read (controller/core/after_admission.py).
+    pods_ready: ConditionState | None = None  # PodsReady, written by the job side
+    eviction: ConditionState | None = None  # Evicted=True (reason, time)
+    requeued: ConditionState | None = None  # Requeued
+    deactivation_target: ConditionState | None = None  # DeactivationTarget=True
 
     @property
     def pod_count(self) -> int:

@@ -25,6 +25,7 @@ from controller.core.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api, retrying
+from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.config import ControllerConfig
 from controller.runtime.context import Clock, Context, EventSink, new_state
 from controller.runtime.metrics import Metrics
@@ -58,6 +59,7 @@ class Controller:
         self.sync = WorkloadSync(self.ctx)
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
+        self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
 
     # -- what the operator reads; the integrations' view (integrations/host.py) ----------------
 
@@ -146,7 +148,8 @@ class Controller:
         self.pending.start()
         try:
             while True:
-                # Backoff expiries need no event, so look at least once a second.
+                # Backoff expiries and the after-admission timers (PodsReady timeout,
+                # maximum execution time) need no event, so look at least once a second.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ctx.wake.wait(), timeout=1.0)
                 ctx.wake.clear()
@@ -170,6 +173,7 @@ class Controller:
         metrics.admission_attempts.labels(outcome, metrics.role).inc()
         metrics.admission_attempt_duration.labels(outcome, metrics.role).observe(elapsed)
         self.writers.dispatch(result)
+        self.after_admission.check(now)
         if result.changed:
             ctx.wake.set()
         self.pending.explain_unqueued(now)
