@@ -13,7 +13,8 @@
   `accumulatedPastExecutionTimeSeconds` reaches the limit is deactivated
   (DeactivationTarget, reason MaximumExecutionTimeExceeded).
 - **Backoff finished**: a pending Workload whose PodsReadyTimeout backoff has passed gets
-  Requeued=True with reason BackoffFinished.
+  Requeued=True with reason BackoffFinished; until then (Requeued=False, reason
+  PodsReadyTimeout) it does not compete (`awaits_backoff_finished`, read by the state).
 
 A deactivation is two writes, as in Kueue: the DeactivationTarget condition and
 `spec.active: false`; the Workload is then evicted with reason Deactivated and the
@@ -38,6 +39,7 @@ __all__ = [
     "Deactivate",
     "PodsReadyPolicy",
     "PodsReadyTimeout",
+    "awaits_backoff_finished",
     "backoff_seconds",
     "due",
     "execution_deadline",
@@ -54,6 +56,7 @@ WAIT_FOR_START: Final = "WaitForStart"
 WAIT_FOR_RECOVERY: Final = "WaitForRecovery"
 REQUEUING_LIMIT_EXCEEDED: Final = "RequeuingLimitExceeded"
 MAXIMUM_EXECUTION_TIME_EXCEEDED: Final = "MaximumExecutionTimeExceeded"
+PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,15 +158,19 @@ def execution_deadline(workload: Workload) -> float | None:
     return workload.quota_reserved_at + limit - workload.accumulated_past_execution_time_seconds
 
 
-def _backoff_finished(workload: Workload, now: float) -> bool:
+def awaits_backoff_finished(workload: Workload) -> bool:
+    """Requeued=False after a PodsReadyTimeout eviction: the Workload does not compete
+    until Requeued=True (BackoffFinished) is written (Kueue's `backoffWaitingTimeExpired`)."""
     requeued = workload.requeued
+    return requeued is not None and not requeued.status and requeued.reason == PODS_READY_TIMEOUT
+
+
+def _backoff_finished(workload: Workload, now: float) -> bool:
     return (
         workload.admission is None
         and workload.active
         and not workload.finished
-        and requeued is not None
-        and not requeued.status
-        and requeued.reason == "PodsReadyTimeout"
+        and awaits_backoff_finished(workload)
         and (workload.requeue_at is None or workload.requeue_at <= now)
     )
 
@@ -199,13 +206,15 @@ def due(
                 )
                 continue
             later(limit_at)
-        if policy is None:
-            continue
+        # The end of a backoff is written whatever the configuration (a Workload evicted
+        # before waitForPodsReady was turned off must not wait forever).
         if _backoff_finished(workload, now):
             actions.append(BackoffFinished(key))
             continue
-        if workload.requeue_at is not None and workload.admission is None:
+        if workload.requeue_at is not None and awaits_backoff_finished(workload):
             later(workload.requeue_at)
+        if policy is None:
+            continue
         found = not_ready_deadline(workload, policy)
         if found is None:
             continue

@@ -18,6 +18,7 @@ from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL
 from api.workload_status import Admission
+from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
@@ -348,8 +349,8 @@ class ClusterState:
         if workload.requeue_at is not None and key not in self.backoff_queue:
             self.backoff_queue.add(key, workload.requeue_at)
             return
-        if key in self.backoff_queue:
-            return
+        if key in self.backoff_queue or awaits_backoff_finished(workload):
+            return  # Requeued=True (BackoffFinished) is written first: after_admission.py
         lq_key = self.local_queue_key(key)
         lq = self.local_queues.get(lq_key)
         queue = self.queues.get(lq.cluster_queue) if lq else None

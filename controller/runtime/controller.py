@@ -132,11 +132,17 @@ class Controller:
 
     async def load(self, resources: Any) -> None:
         """Initial state from a full LIST of every watched resource (restart safety: admitted
-        usage comes from `status.admission`, so nothing is admitted twice or forgotten)."""
+        usage comes from `status.admission`, so nothing is admitted twice or forgotten).
+        With `namespaces` configured, namespaced objects of other namespaces are left out,
+        as the watches leave them out."""
         api = self.ctx.api
+        managed = set(self.ctx.config.namespaces)
         for resource in resources:
             items = await retrying(functools.partial(api.list, resource), attempts=10)
             for item in items:
+                namespace = (item.get("metadata") or {}).get("namespace")
+                if managed and resource.namespaced and namespace not in managed:
+                    continue
                 self.apply_event(None, item)
 
     # -- the loop ------------------------------------------------------------------------------

@@ -287,3 +287,21 @@ def test_a_deactivation_target_becomes_the_evictions_underlying_cause() -> None:
     (evict,) = state.take_evictions()
     assert (evict.reason, evict.underlying_cause) == ("Deactivated", "RequeuingLimitExceeded")
     assert evict.message == "The workload is deactivated due to exceeding the maximum"
+
+
+def test_a_timed_out_workload_competes_only_once_its_backoff_is_marked_finished() -> None:
+    waiting = replace(
+        wl("w", cpu="1"),
+        requeue_count=1,
+        requeue_at=170.0,
+        requeued=ConditionState(False, "PodsReadyTimeout"),
+    )
+    state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), waiting)
+    assert not run_cycle(state, 100.0).admitted
+    assert not run_cycle(state, 200.0).admitted  # requeueAt passed, Requeued still False
+    assert due(state.workloads.values(), None, 200.0).actions == (BackoffFinished("ns/w"),)
+    done = replace(
+        waiting, requeue_at=None, requeued=ConditionState(True, "BackoffFinished", "", 200.0)
+    )
+    state.upsert_workload(done)
+    assert [a.workload_key for a in run_cycle(state, 201.0).admitted] == ["ns/w"]
