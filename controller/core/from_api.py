@@ -352,6 +352,10 @@ def _workload(
         finished=true("Finished"),
         requeue_at=r.time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
         requeue_count=r.integer(requeue.get("count"), "status.requeueState.count", 0) or 0,
+        pods_ready=_condition_state(r, conditions, "PodsReady"),
+        eviction=_true_only(_condition_state(r, conditions, "Evicted")),
+        requeued=_condition_state(r, conditions, "Requeued"),
+        deactivation_target=_true_only(_condition_state(r, conditions, "DeactivationTarget")),
         preemptibility=spec.get("preemptibility"),
         owner_preemptibility=_owner_preemptibility(meta, r),
         pod_preemptibility=(meta.get("annotations") or {}).get(POD_PREEMPTIBILITY_ANNOTATION),
@@ -370,10 +374,6 @@ def _workload(
             0,
         )
         or 0,
-        pods_ready=_condition_state(r, conditions, "PodsReady"),
-        eviction=_true_only(_condition_state(r, conditions, "Evicted")),
-        requeued=_condition_state(r, conditions, "Requeued"),
-        deactivation_target=_true_only(_condition_state(r, conditions, "DeactivationTarget")),
         quota_reserved_at=(
             r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
             if admission is not None

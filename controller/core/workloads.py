@@ -116,6 +116,11 @@ class Workload:
     finished: bool = False
     requeue_at: float | None = None  # status.requeueState.requeueAt
     requeue_count: int = 0
+    # Conditions the after-admission timers read (controller/core/after_admission.py).
+    pods_ready: ConditionState | None = None  # PodsReady, written by the job side
+    eviction: ConditionState | None = None  # Evicted=True (reason, time)
+    requeued: ConditionState | None = None  # Requeued
+    deactivation_target: ConditionState | None = None  # DeactivationTarget=True
     preemptibility: str | None = None  # spec.preemptibility as written (resolved by the state)
     # The preemptibility labels of the pods' owners (nearest first) and of the pods, for
     # Workloads made from pods (OWNER_/POD_PREEMPTIBILITY_ANNOTATION).
@@ -126,11 +131,6 @@ class Workload:
     quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
     maximum_execution_time_seconds: int | None = None  # spec.maximumExecutionTimeSeconds
     accumulated_past_execution_time_seconds: int = 0  # status.accumulatedPastExecutionTimeSeconds
-    # Conditions the after-admission timers read (controller/core/after_admission.py).
-    pods_ready: ConditionState | None = None  # PodsReady, written by the job side
-    eviction: ConditionState | None = None  # Evicted=True (reason, time)
-    requeued: ConditionState | None = None  # Requeued
-    deactivation_target: ConditionState | None = None  # DeactivationTarget=True
 
     @property
     def pod_count(self) -> int:
