@@ -37,6 +37,7 @@ from api.constants import (
     EvictionReason,
     Kind,
     QuotaReservedReason,
+    RequeueReason,
     WorkloadConditionType,
 )
 from api.quantities import InvalidQuantity, Quantity
@@ -44,6 +45,7 @@ from api.quantities import InvalidQuantity, Quantity
 __all__ = [
     "ADMISSION_FIELD_MANAGER",
     "ADMISSION_MANAGED_CONDITIONS",
+    "DEACTIVATION_TARGET",
     "JOB_CONTROLLER_FIELD_MANAGER",
     "Admission",
     "Condition",
@@ -58,16 +60,19 @@ __all__ = [
     "count_eviction",
     "evict",
     "finish",
+    "finish_backoff",
     "has_quota_reservation",
     "is_admitted",
     "is_evicted",
     "is_finished",
     "is_true",
     "kueue_status",
+    "parse_rfc3339",
     "pending_changed",
     "release",
     "rfc3339",
     "set_condition",
+    "set_deactivation_target",
     "shrink",
     "unset_quota_reservation",
 ]
@@ -81,6 +86,9 @@ ADMISSION_FIELD_MANAGER: Final = "kueue-admission"
 JOB_CONTROLLER_FIELD_MANAGER: Final = "kueue-job-controller"
 """Kueue's `constants.JobControllerName` (its single-condition writes append `-<type>`)."""
 
+DEACTIVATION_TARGET: Final = "DeactivationTarget"
+"""Kueue's condition marking a Workload the controller is about to deactivate."""
+
 ADMISSION_MANAGED_CONDITIONS: Final = (
     Condition.QUOTA_RESERVED,
     "BlockedOnPreemptionGates",
@@ -88,7 +96,7 @@ ADMISSION_MANAGED_CONDITIONS: Final = (
     Condition.ADMITTED,
     Condition.PREEMPTED,
     Condition.REQUEUED,
-    "DeactivationTarget",
+    DEACTIVATION_TARGET,
     Condition.FINISHED,
     Condition.PODS_READY,
 )
@@ -285,6 +293,17 @@ def admission_from_api(
 # -- status transitions --------------------------------------------------------------------
 
 
+def parse_rfc3339(text: Any) -> float | None:
+    """An RFC 3339 time as Kubernetes writes it (optionally with fractional seconds) as
+    seconds since the epoch; None if it is not one."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def rfc3339(moment: float) -> str:
     """Kubernetes' `metav1.Time` text for an epoch timestamp (second precision, UTC)."""
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -394,6 +413,7 @@ def _sync_admitted(wl: Workload, status: Status, now: float) -> None:
             now,
         )
     elif _condition_in(status, Condition.ADMITTED) is not None or reserved is not None:
+        _accumulate_execution_time(status, now)
         _with_condition(
             wl,
             status,
@@ -403,6 +423,20 @@ def _sync_admitted(wl: Workload, status: Status, now: float) -> None:
             "The workload has no reservation",
             now,
         )
+
+
+def _accumulate_execution_time(status: Status, now: float) -> None:
+    """Admitted True → False: add the whole seconds it was admitted to
+    `accumulatedPastExecutionTimeSeconds`, as Kueue's `SyncAdmittedCondition` does."""
+    admitted = _condition_in(status, Condition.ADMITTED)
+    if admitted is None or admitted.get("status") != "True":
+        return
+    since = parse_rfc3339(admitted.get("lastTransitionTime"))
+    if since is None:
+        return
+    past = status.get("accumulatedPastExecutionTimeSeconds")
+    previous = past if isinstance(past, int) and not isinstance(past, bool) else 0
+    status["accumulatedPastExecutionTimeSeconds"] = previous + max(0, int(now - since))
 
 
 def admit(wl: Workload, admission: Mapping[str, Any], now: float) -> Status:
@@ -462,14 +496,65 @@ def evict(
     now: float,
     preemption_reason: str | None = None,
     underlying_cause: str = "",
+    requeue_state: Mapping[str, Any] | None = None,
 ) -> Status:
     """Evicted=True (and Preempted=True with its variant for a preemption), the eviction
-    counted. Quota stays reserved until the Workload's owner releases it (`release`)."""
+    counted as (reason, underlying_cause). Quota stays reserved until the Workload's owner
+    releases it (`release`).
+
+    As Kueue's deactivation: a Deactivated eviction with a cause carries the condition
+    reason `DeactivatedDueTo<cause>`, and removes the DeactivationTarget condition and
+    `requeueState`. `requeue_state` (a PodsReadyTimeout eviction) replaces requeueState."""
     status = kueue_status(wl)
-    _with_condition(wl, status, Condition.EVICTED, True, reason, message, now)
+    condition_reason = reason
+    if reason == EvictionReason.DEACTIVATED:
+        if underlying_cause:
+            condition_reason = f"{reason}DueTo{underlying_cause}"
+        status["conditions"] = [
+            c for c in status["conditions"] if c.get("type") != DEACTIVATION_TARGET
+        ]
+        status.pop("requeueState", None)
+    if requeue_state is not None:
+        status["requeueState"] = dict(requeue_state)
+    _with_condition(wl, status, Condition.EVICTED, True, condition_reason, message, now)
     if preemption_reason is not None:
         _with_condition(wl, status, Condition.PREEMPTED, True, preemption_reason, message, now)
     count_eviction(status, reason, underlying_cause)
+    return status
+
+
+def set_deactivation_target(
+    wl: Workload, reason: str, message: str, now: float, clear_accumulated: bool = False
+) -> Status:
+    """DeactivationTarget=True (`reason`, `message`): Kueue's mark that the Workload is to
+    be deactivated; with `clear_accumulated`, accumulatedPastExecutionTimeSeconds is
+    dropped (maximum execution time reached)."""
+    status = kueue_status(wl)
+    _with_condition(wl, status, DEACTIVATION_TARGET, True, reason, message, now)
+    if clear_accumulated:
+        status.pop("accumulatedPastExecutionTimeSeconds", None)
+    return status
+
+
+def finish_backoff(wl: Workload, now: float) -> Status:
+    """The requeue backoff has passed: Requeued=True (BackoffFinished) and
+    `requeueState.requeueAt` removed (the count stays), as Kueue's workload controller."""
+    status = kueue_status(wl)
+    requeue = dict(status.get("requeueState") or {})
+    requeue.pop("requeueAt", None)
+    if requeue:
+        status["requeueState"] = requeue
+    else:
+        status.pop("requeueState", None)
+    _with_condition(
+        wl,
+        status,
+        Condition.REQUEUED,
+        True,
+        RequeueReason.BACKOFF_FINISHED,
+        "The workload backoff was finished",
+        now,
+    )
     return status
 
 

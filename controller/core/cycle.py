@@ -17,7 +17,10 @@
    preemption but has no victims reserves, for the rest of the cycle, the part of its
    request its queue is entitled to, so lower-ordered borrowers cannot take it
    (digest §5.6 step 3); the reservation is undone at the end of the cycle.
-6. A non-preemptible Workload (KAI) is never admitted by borrowing.
+6. A non-preemptible Workload (KAI) is never admitted by borrowing. Under
+   waitForPodsReady.blockAdmission, a head that fits is not admitted while any Workload
+   holding quota is not PodsReady (it stays at the head, QuotaReserved=False with reason
+   WaitingForPodsReady, as Kueue's scheduler words it).
 7. Under BestEffortFIFO, when a head is set aside and nothing in its cohort has changed
    since it was assessed, the heads right behind it that ask for exactly the same thing
    (`ClusterState.signature`) are set aside with it, with the same reason. Kueue would
@@ -48,9 +51,21 @@ from controller.core.queues import OrderKey
 from controller.core.state import ClusterState, namespace_matches
 from controller.core.workloads import WorkloadKey
 
-__all__ = ["run_cycle"]
+__all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
 
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+WAITING_FOR_PODS_READY = "waiting for all admitted workloads to be in PodsReady condition"
+"""Kueue's QuotaReserved=False message (reason WaitingForPodsReady) under blockAdmission."""
+
+
+def pods_ready_for_all_admitted(state: ClusterState) -> bool:
+    """Kueue's `PodsReadyForAllAdmittedWorkloads`: every Workload holding quota (admitted
+    or being evicted) has PodsReady=True."""
+    for key in state.admitted:
+        ready = state.records[key].workload.pods_ready
+        if ready is None or not ready.status:
+            return False
+    return True
 
 
 @dataclass(slots=True)
@@ -112,6 +127,9 @@ def run_cycle(
         entries.append(_Entry(cq, item, assignment, state.quota.version(name)))
 
     entries.sort(key=_Entry.sort_key)
+    # blockAdmission (waitForPodsReady): while a Workload holding quota is not PodsReady,
+    # nothing else is admitted; one admitted in this cycle blocks the rest of it.
+    blocked = state.block_admission and not pods_ready_for_all_admitted(state)
     admitted: list[Admit] = list(settled)
     held_back: list[tuple[str, dict[FlavorResource, int]]] = []
     for entry in entries:
@@ -162,6 +180,15 @@ def run_cycle(
             record.reason = NO_LONGER_FITS
             requeued.append(entry.key)
             continue
+        if blocked:
+            state.queues[cq.name].push(entry.item)
+            record = state.records[entry.key]
+            changed |= record.reason != WAITING_FOR_PODS_READY
+            record.reason = WAITING_FOR_PODS_READY
+            inadmissible.append(
+                Inadmissible(entry.key, cq.name, WAITING_FOR_PODS_READY, "WaitingForPodsReady")
+            )
+            continue
         admit = Admit.from_assignment(
             entry.key,
             cq.name,
@@ -171,6 +198,7 @@ def run_cycle(
         state.apply_admit(admit)
         admitted.append(admit)
         changed = True
+        blocked = state.block_admission
 
     for name, usage in reversed(held_back):
         state.quota.remove_usage(name, usage)

@@ -76,6 +76,10 @@ class Evict:
     cluster_queue: str
     reason: str  # Kueue eviction reason, e.g. ClusterQueueStopped, Deactivated
     message: str
+    # Kueue's underlyingCause: why a Deactivated Workload was deactivated
+    # (RequeuingLimitExceeded, MaximumExecutionTimeExceeded), or why PodsReadyTimeout
+    # fired (WaitForStart, WaitForRecovery); "" when there is none.
+    underlying_cause: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from controller.core.priorities import (
 from controller.core.requests import Container, pod_requests
 from controller.core.state import ClusterState
 from controller.core.unsupported import admission_check_names
-from controller.core.workloads import PodSet, PriorityClassRef, Workload
+from controller.core.workloads import ConditionState, PodSet, PriorityClassRef, Workload
 
 __all__ = [
     "KINDS",
@@ -352,6 +352,10 @@ def _workload(
         finished=true("Finished"),
         requeue_at=r.time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
         requeue_count=r.integer(requeue.get("count"), "status.requeueState.count", 0) or 0,
+        pods_ready=_condition_state(r, conditions, "PodsReady"),
+        eviction=_true_only(_condition_state(r, conditions, "Evicted")),
+        requeued=_condition_state(r, conditions, "Requeued"),
+        deactivation_target=_true_only(_condition_state(r, conditions, "DeactivationTarget")),
         preemptibility=spec.get("preemptibility"),
         owner_preemptibility=_owner_preemptibility(meta, r),
         pod_preemptibility=(meta.get("annotations") or {}).get(POD_PREEMPTIBILITY_ANNOTATION),
@@ -361,12 +365,39 @@ def _workload(
             DisruptionMode,
             DisruptionMode.POD_GROUP,
         ),
+        maximum_execution_time_seconds=r.integer(
+            spec.get("maximumExecutionTimeSeconds"), "spec.maximumExecutionTimeSeconds"
+        ),
+        accumulated_past_execution_time_seconds=r.integer(
+            status.get("accumulatedPastExecutionTimeSeconds"),
+            "status.accumulatedPastExecutionTimeSeconds",
+            0,
+        )
+        or 0,
         quota_reserved_at=(
             r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
             if admission is not None
             else None
         ),
     )
+
+
+def _condition_state(
+    r: FieldReader, conditions: Mapping[str, Mapping[str, Any]], kind: str
+) -> ConditionState | None:
+    found = conditions.get(kind)
+    if found is None:
+        return None
+    return ConditionState(
+        status=str(found.get("status")) == "True",
+        reason=str(found.get("reason") or ""),
+        message=str(found.get("message") or ""),
+        last_transition=r.time(found.get("lastTransitionTime"), "status.conditions") or 0.0,
+    )
+
+
+def _true_only(found: ConditionState | None) -> ConditionState | None:
+    return found if found is not None and found.status else None
 
 
 def _owner_preemptibility(meta: Mapping[str, Any], r: FieldReader) -> tuple[str, ...]:

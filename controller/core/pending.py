@@ -16,6 +16,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import StopPolicy
 from controller.core.decisions import Inadmissible
 from controller.core.records import Phase
@@ -153,4 +154,6 @@ def why_pending(state: ClusterState, key: WorkloadKey) -> str:
     if at is not None:
         until = datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
         return f"waiting for eviction backoff until {until}"
+    if awaits_backoff_finished(record.workload):
+        return "waiting for the PodsReadyTimeout backoff to be marked finished (Requeued)"
     return "waiting in queue behind higher-ordered Workloads"

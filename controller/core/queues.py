@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from controller.core.clusterqueues import QueueingStrategy
 from controller.core.workloads import WorkloadKey
 
-__all__ = ["BackoffPolicy", "BackoffQueue", "OrderKey", "PendingQueue", "order_key"]
+__all__ = ["BackoffQueue", "OrderKey", "PendingQueue", "order_key"]
 
 OrderKey = tuple[int, int, float, str, WorkloadKey]
 """(−priority, −preemption cost, creation time, UID, workload key): smaller is first."""
@@ -284,19 +283,6 @@ class PendingQueue:
                 self._heap.append((first, self._seq, run))
         heapq.heapify(self._heap)
         self._parked = [run for run in self._parked if run.live > 0]
-
-
-@dataclass(frozen=True, slots=True)
-class BackoffPolicy:
-    """Requeue delay after an eviction: ``base · 2^(count−1)`` seconds, capped at ``max``."""
-
-    base_seconds: float = 60.0
-    max_seconds: float = 3600.0
-
-    def requeue_at(self, count: int, now: float) -> float:
-        exponent = max(0, count - 1)
-        delay = self.max_seconds if exponent >= 64 else self.base_seconds * (2**exponent)
-        return now + min(delay, self.max_seconds)
 
 
 class BackoffQueue:

@@ -60,7 +60,7 @@ class WorkloadRecord:
     admission: Admission | None = None  # while ADMITTED or EVICTING
     usage: Usage | None = None  # what the admission charges
     nomination: Nomination | None = None  # while NOMINATED
-    eviction: tuple[str, str] | None = None  # (reason, message) decided, not yet issued
+    eviction: tuple[str, str, str] | None = None  # (reason, message, cause) decided, not yet issued
     signature: tuple[object, ...] | None = None  # cached `ClusterState.signature`
     contender: Any = None  # the preemption engine's cached view; cleared on every change
 

@@ -18,13 +18,14 @@ from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL
 from api.workload_status import Admission
+from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
 from controller.core.flavors import ResourceFlavor
 from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
-from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
+from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, order_key
 from controller.core.records import (
     AdmittedView,
     NominatedView,
@@ -58,8 +59,7 @@ class UnknownWorkload(KeyError):
 class ClusterState:
     """Flavors, queues, priority classes, namespaces, Workloads and reserved usage."""
 
-    def __init__(self, backoff: BackoffPolicy | None = None) -> None:
-        self.backoff = backoff or BackoffPolicy()
+    def __init__(self) -> None:
         self.quota = QuotaTree()
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cluster_queues: dict[str, ClusterQueue] = {}
@@ -85,6 +85,11 @@ class ClusterState:
         self.nominated = NominatedView(self.records, self._nominated)
         self.queues: dict[str, PendingQueue] = {}
         self.backoff_queue = BackoffQueue()
+        # Kueue's requeuingStrategy.timestamp: a Workload evicted for PodsReadyTimeout is
+        # ordered by that eviction's time ("Eviction", Kueue's default) or by its creation
+        # time ("Creation"); blockAdmission holds admissions while one is not PodsReady.
+        self.requeuing_timestamp = "Eviction"
+        self.block_admission = False
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
         # Per ClusterQueue, moves on whenever its admitted Workloads change (one admitted,
@@ -231,7 +236,7 @@ class ClusterState:
             self.preemptibility_threshold,
         )
         order = order_key(
-            priority, workload.preemption_cost, workload.creation_timestamp, workload.uid, key
+            priority, workload.preemption_cost, self.queue_order_time(workload), workload.uid, key
         )
         if record is None:
             record = self.records[key] = WorkloadRecord(workload, order, resolution)
@@ -256,7 +261,24 @@ class ClusterState:
         elif workload.admission is None:
             self._place(key)
         if record.holds_quota and not workload.active:
-            self._request_eviction(key, "Deactivated", "The workload is deactivated")
+            target = workload.deactivation_target
+            if target is None:
+                self._request_eviction(key, "Deactivated", "The workload is deactivated")
+            else:  # Kueue: the cause is the DeactivationTarget condition's reason
+                message = f"The workload is deactivated due to {target.message}"
+                self._request_eviction(key, "Deactivated", message, target.reason)
+
+    def queue_order_time(self, workload: Workload) -> float:
+        """Kueue's `GetQueueOrderTimestamp`: the time of an eviction for PodsReadyTimeout
+        under requeuingStrategy.timestamp Eviction, else the creation time."""
+        eviction = workload.eviction
+        if (
+            self.requeuing_timestamp == "Eviction"
+            and eviction is not None
+            and eviction.reason == "PodsReadyTimeout"
+        ):
+            return eviction.last_transition
+        return workload.creation_timestamp
 
     def remove_workload(self, key: WorkloadKey) -> None:
         """Forget a Workload: its quota, its nomination's hold and its place in a queue."""
@@ -327,8 +349,8 @@ class ClusterState:
         if workload.requeue_at is not None and key not in self.backoff_queue:
             self.backoff_queue.add(key, workload.requeue_at)
             return
-        if key in self.backoff_queue:
-            return
+        if key in self.backoff_queue or awaits_backoff_finished(workload):
+            return  # Requeued=True (BackoffFinished) is written first: after_admission.py
         lq_key = self.local_queue_key(key)
         lq = self.local_queues.get(lq_key)
         queue = self.queues.get(lq.cluster_queue) if lq else None
@@ -417,24 +439,15 @@ class ClusterState:
         key: WorkloadKey,
         *,
         requeue: bool = True,
-        now: float | None = None,
-        backoff: bool = False,
     ) -> Usage:
         """Return a Workload's reserved usage (finished, evicted or deleted). With `requeue`
-        it becomes pending again at its original place; with `backoff` (needs `now`) it
-        waits until ``now + base·2^(count−1)`` (capped) first."""
+        it becomes pending again at its original place, after its `requeueState.requeueAt`
+        if it has one (a PodsReadyTimeout eviction's backoff, controller/core/after_admission.py)."""
         record = self.records.get(key)
         if record is None or not record.holds_quota:
             raise UnknownWorkload(f"{key} holds no quota")
         usage = self._unreserve(record)
         workload = replace(record.workload, admission=None, evicted=requeue)
-        if backoff:
-            if now is None:
-                raise ValueError("release with backoff needs the current time")
-            count = workload.requeue_count + 1
-            workload = replace(
-                workload, requeue_count=count, requeue_at=self.backoff.requeue_at(count, now)
-            )
         if requeue:
             record.workload = workload
             self._place(key)
@@ -599,10 +612,12 @@ class ClusterState:
 
     # -- evictions and retries ---------------------------------------------------------------
 
-    def _request_eviction(self, key: WorkloadKey, reason: str, message: str) -> None:
+    def _request_eviction(
+        self, key: WorkloadKey, reason: str, message: str, cause: str = ""
+    ) -> None:
         record = self.records.get(key)
         if record is not None and record.phase is Phase.ADMITTED:
-            record.eviction = (reason, message)
+            record.eviction = (reason, message, cause)
             self._evictions.add(key)
 
     def take_evictions(self) -> list[Evict]:
@@ -613,11 +628,11 @@ class ClusterState:
             record = self.records[key]
             if record.eviction is None or record.phase is not Phase.ADMITTED:
                 continue
-            (reason, message), record.eviction = record.eviction, None
+            (reason, message, cause), record.eviction = record.eviction, None
             record.phase = Phase.EVICTING
             self._touch(record.cluster_queue)
             record.workload = replace(record.workload, evicted=True)
-            out.append(Evict(key, record.cluster_queue, reason, message))
+            out.append(Evict(key, record.cluster_queue, reason, message, cause))
         self._evictions.clear()
         return out
 

@@ -96,14 +96,6 @@ def _local_queue(spec: Mapping[str, Any]) -> list[Finding]:
 
 def _workload(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[Finding]:
     found: list[Finding] = []
-    if spec.get("maximumExecutionTimeSeconds") is not None:
-        found.append(
-            (
-                "spec.maximumExecutionTimeSeconds",
-                f"the execution time limit is {_NOT_IMPLEMENTED}: the Workload is not "
-                "evicted when it runs longer",
-            )
-        )
     for i, pod_set in enumerate(spec.get("podSets") or ()):
         if not isinstance(pod_set, Mapping):
             continue

@@ -18,6 +18,7 @@ from controller.core.requests import EMPTY_INT
 from controller.core.selectors import EMPTY_LABELS, Requirement
 
 __all__ = [
+    "ConditionState",
     "PodSet",
     "PriorityClassRef",
     "Toleration",
@@ -77,6 +78,17 @@ class PodSet:
 
 
 @dataclass(frozen=True, slots=True)
+class ConditionState:
+    """One status condition as the engine reads it: status, reason, message and
+    lastTransitionTime (seconds since the epoch; 0 when the condition has none)."""
+
+    status: bool
+    reason: str = ""
+    message: str = ""
+    last_transition: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class PriorityClassRef:
     """`spec.priorityClassRef`; group `kueue.x-k8s.io` or `scheduling.k8s.io`."""
 
@@ -104,6 +116,11 @@ class Workload:
     finished: bool = False
     requeue_at: float | None = None  # status.requeueState.requeueAt
     requeue_count: int = 0
+    # Conditions the after-admission timers read (controller/core/after_admission.py).
+    pods_ready: ConditionState | None = None  # PodsReady, written by the job side
+    eviction: ConditionState | None = None  # Evicted=True (reason, time)
+    requeued: ConditionState | None = None  # Requeued
+    deactivation_target: ConditionState | None = None  # DeactivationTarget=True
     preemptibility: str | None = None  # spec.preemptibility as written (resolved by the state)
     # The preemptibility labels of the pods' owners (nearest first) and of the pods, for
     # Workloads made from pods (OWNER_/POD_PREEMPTIBILITY_ANNOTATION).
@@ -112,6 +129,8 @@ class Workload:
     # spec.disruptionMode: PodGroup (whole) or Pod (KEP-5710)
     disruption_mode: DisruptionMode = DisruptionMode.POD_GROUP
     quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
+    maximum_execution_time_seconds: int | None = None  # spec.maximumExecutionTimeSeconds
+    accumulated_past_execution_time_seconds: int = 0  # status.accumulatedPastExecutionTimeSeconds
 
     @property
     def pod_count(self) -> int:

@@ -330,6 +330,24 @@ class Api:
         result = await self._patch_status(WORKLOADS, name, namespace, body, field_manager)
         return cast(dict[str, Any], result)
 
+    async def deactivate_workload(
+        self, namespace: str, name: str, uid: str | None = None
+    ) -> dict[str, Any]:
+        """Merge-patch `spec.active: false` (Kueue's workload controller deactivating a
+        Workload whose DeactivationTarget is set); with `uid`, a recreated Workload of the
+        same name is refused (409)."""
+        body: dict[str, Any] = {"spec": {"active": False}}
+        if uid:
+            body["metadata"] = {"uid": uid}
+        result = await self.request(
+            "PATCH",
+            self.path(WORKLOADS, name, namespace),
+            body,
+            content_type=MERGE_PATCH,
+            params={"fieldManager": FIELD_MANAGER},
+        )
+        return cast(dict[str, Any], result)
+
     async def apply_workload_status(
         self, body: dict[str, Any], field_manager: str = ADMISSION_FIELD_MANAGER
     ) -> dict[str, Any]:

@@ -6,11 +6,12 @@ configuration. Unknown keys are errors: a typo must not be silently ignored.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from controller.kube.leader import LeaderElection
 
@@ -23,11 +24,92 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
-class RequeueBackoff(_Section):
-    """Backoff before an evicted Workload competes again: base · 2^(evictions−1), capped."""
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns))+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
-    base_seconds: float = Field(1.0, alias="baseSeconds", ge=0, description="first delay")
-    max_seconds: float = Field(300.0, alias="maxSeconds", ge=0, description="cap on the delay")
+
+def parse_duration(value: Any) -> float:
+    """A Kubernetes `metav1.Duration` ("30m", "1h30m", "2.5s", "0s") in seconds; a bare
+    number is taken as seconds. Negative durations are refused."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration such as 30s or 5m, not {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and _DURATION.match(value.strip()):
+        seconds = sum(
+            float(number) * _UNIT_SECONDS[unit]
+            for number, unit in _DURATION_PART.findall(value.strip())
+        )
+    else:
+        raise ValueError(f"expected a duration such as 30s, 5m or 1h30m, not {value!r}")
+    if seconds < 0:
+        raise ValueError(f"must not be negative, not {value!r}")
+    return seconds
+
+
+class RequeuingStrategy(_Section):
+    """Kueue's `waitForPodsReady.requeuingStrategy`: how a Workload evicted for
+    PodsReadyTimeout waits before it competes again, and when it is given up."""
+
+    timestamp: Literal["Eviction", "Creation"] = Field(
+        "Eviction",
+        description="queue order of a requeued Workload: its PodsReadyTimeout eviction time "
+        "(Eviction) or its creation time (Creation)",
+    )
+    backoff_limit_count: int | None = Field(
+        None,
+        alias="backoffLimitCount",
+        ge=0,
+        description="requeues before the Workload is deactivated (RequeuingLimitExceeded); "
+        "unset = requeue forever",
+    )
+    backoff_base_seconds: int = Field(
+        60, alias="backoffBaseSeconds", ge=0, description="first delay: base·2^(count−1)"
+    )
+    backoff_max_seconds: int = Field(
+        3600, alias="backoffMaxSeconds", ge=0, description="cap on the delay (0 = no cap)"
+    )
+
+
+class WaitForPodsReady(_Section):
+    """Kueue's `waitForPodsReady`: an admitted Workload whose pods are not all ready in
+    time gives its quota back (docs/after-admission.md)."""
+
+    enable: bool = Field(
+        True,
+        description="on when the section is given (Kueue v1beta2); `enable: false` turns it "
+        "off (v1beta1's switch)",
+    )
+    timeout: float = Field(
+        30 * 60.0,
+        description="time from admission to PodsReady=True before eviction (PodsReadyTimeout)",
+    )
+    recovery_timeout: float | None = Field(
+        None,
+        alias="recoveryTimeout",
+        description="time from PodsReady turning False (WaitForRecovery) before eviction; "
+        "unset = timeout, 0s = off",
+    )
+    block_admission: bool = Field(
+        False,
+        alias="blockAdmission",
+        description="admit nothing while an admitted Workload is not PodsReady",
+    )
+    requeuing_strategy: RequeuingStrategy = Field(
+        default_factory=lambda: RequeuingStrategy(), alias="requeuingStrategy"
+    )
+
+    @field_validator("timeout", "recovery_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return None if value is None else parse_duration(value)
+
+    @model_validator(mode="after")
+    def _positive_timeout(self) -> WaitForPodsReady:
+        if self.enable and self.timeout <= 0:
+            raise ValueError("timeout: must be more than 0s")
+        return self
 
 
 class Preemptibility(_Section):
@@ -38,15 +120,6 @@ class Preemptibility(_Section):
         alias="priorityThreshold",
         description="if set, priority < threshold ⇒ preemptible, else non-preemptible "
         "(KAI uses 100); unset keeps Kueue's behaviour: everything is preemptible",
-    )
-
-
-class WaitForPodsReady(_Section):
-    """Kueue's `waitForPodsReady`. With `enable`, the Job and pod integrations keep every
-    managed Workload's `PodsReady` condition (docs/after-admission.md)."""
-
-    enable: bool = Field(
-        False, description="keep the Workloads' PodsReady condition (Kueue's waitForPodsReady)"
     )
 
 
@@ -139,13 +212,12 @@ class ControllerConfig(_Section):
     namespaces: list[str] = Field(
         default_factory=list, description="namespaces to manage; empty = all namespaces"
     )
-    requeue_backoff: RequeueBackoff = Field(
-        default_factory=lambda: RequeueBackoff(), alias="requeueBackoff"
+    wait_for_pods_ready: WaitForPodsReady | None = Field(
+        None,
+        alias="waitForPodsReady",
+        description="Kueue's waitForPodsReady; unset = off (docs/after-admission.md)",
     )
     preemptibility: Preemptibility = Field(default_factory=Preemptibility)
-    wait_for_pods_ready: WaitForPodsReady = Field(
-        default_factory=lambda: WaitForPodsReady(), alias="waitForPodsReady"
-    )
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )
@@ -182,6 +254,17 @@ class ControllerConfig(_Section):
         gt=0,
         description="pause after each admission cycle, so a burst of events is decided in one cycle",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _requeue_backoff_moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "requeueBackoff" in data:
+            raise ValueError(
+                "requeueBackoff was removed: the backoff after a PodsReadyTimeout eviction is "
+                "waitForPodsReady.requeuingStrategy.backoffBaseSeconds/backoffMaxSeconds "
+                "(Kueue's fields); other evictions requeue at once, as in Kueue"
+            )
+        return data
 
 
 def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> ControllerConfig:

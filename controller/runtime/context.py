@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.core.queues import BackoffPolicy
 from controller.core.state import ClusterState
 from controller.kube.client import Api
 from controller.runtime.config import ControllerConfig
@@ -50,8 +49,11 @@ class Context:
 
 
 def new_state(config: ControllerConfig) -> ClusterState:
-    backoff = BackoffPolicy(config.requeue_backoff.base_seconds, config.requeue_backoff.max_seconds)
-    state = ClusterState(backoff=backoff)
+    state = ClusterState()
+    pods_ready = config.wait_for_pods_ready
+    if pods_ready is not None and pods_ready.enable:
+        state.block_admission = pods_ready.block_admission
+        state.requeuing_timestamp = pods_ready.requeuing_strategy.timestamp
     state.preemptibility_threshold = config.preemptibility.priority_threshold
     return state
 

@@ -25,6 +25,7 @@ from controller.core.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api, retrying
+from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.config import ControllerConfig
 from controller.runtime.context import Clock, Context, EventSink, new_state, priority_class_of
 from controller.runtime.metrics import Metrics
@@ -58,6 +59,7 @@ class Controller:
         self.sync = WorkloadSync(self.ctx)
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
+        self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
 
     # -- what the operator reads; the integrations' view (integrations/host.py) ----------------
 
@@ -113,7 +115,8 @@ class Controller:
 
     @property
     def wait_for_pods_ready(self) -> bool:
-        return self.ctx.config.wait_for_pods_ready.enable
+        config = self.ctx.config.wait_for_pods_ready
+        return config is not None and config.enable
 
     def pods_ready_started(
         self, workload: Mapping[str, Any], queued_seconds: float, admitted_seconds: float
@@ -149,11 +152,17 @@ class Controller:
 
     async def load(self, resources: Any) -> None:
         """Initial state from a full LIST of every watched resource (restart safety: admitted
-        usage comes from `status.admission`, so nothing is admitted twice or forgotten)."""
+        usage comes from `status.admission`, so nothing is admitted twice or forgotten).
+        With `namespaces` configured, namespaced objects of other namespaces are left out,
+        as the watches leave them out."""
         api = self.ctx.api
+        managed = set(self.ctx.config.namespaces)
         for resource in resources:
             items = await retrying(functools.partial(api.list, resource), attempts=10)
             for item in items:
+                namespace = (item.get("metadata") or {}).get("namespace")
+                if managed and resource.namespaced and namespace not in managed:
+                    continue
                 self.apply_event(None, item)
 
     # -- the loop ------------------------------------------------------------------------------
@@ -165,7 +174,8 @@ class Controller:
         self.pending.start()
         try:
             while True:
-                # Backoff expiries need no event, so look at least once a second.
+                # Backoff expiries and the after-admission timers (PodsReady timeout,
+                # maximum execution time) need no event, so look at least once a second.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ctx.wake.wait(), timeout=1.0)
                 ctx.wake.clear()
@@ -189,6 +199,7 @@ class Controller:
         metrics.admission_attempts.labels(outcome, metrics.role).inc()
         metrics.admission_attempt_duration.labels(outcome, metrics.role).observe(elapsed)
         self.writers.dispatch(result)
+        self.after_admission.check(now)
         if result.changed:
             ctx.wake.set()
         self.pending.explain_unqueued(now)

@@ -153,7 +153,9 @@ class Metrics:
         r.register(self.finished_workloads_total)
         self.evicted_workloads = Counter(
             "kueue_evicted_workloads",
-            "Workloads evicted, by reason",
+            "Workloads evicted, by reason (Preempted, PodsReadyTimeout, ClusterQueueStopped, "
+            "LocalQueueStopped, Deactivated) and underlying_cause (WaitForStart, "
+            "WaitForRecovery, RequeuingLimitExceeded, MaximumExecutionTimeExceeded, or empty)",
             [cq, "reason", "underlying_cause", pc, ROLE],
             registry=r,
         )

@@ -48,11 +48,12 @@ def _parse_time(text: Any) -> float | None:
         return None
 
 
-def _first_eviction(body: dict[str, Any], reason: str) -> bool:
-    """Whether the eviction just written is the Workload's first with `reason`."""
+def _first_eviction(body: dict[str, Any], reason: str, cause: str = "") -> bool:
+    """Whether the eviction just written is the Workload's first with `reason` (and
+    underlying `cause`)."""
     stats = (body.get("status") or {}).get("schedulingStats") or {}
     return any(
-        e.get("reason") == reason and e.get("underlyingCause", "") == "" and e.get("count") == 1
+        e.get("reason") == reason and e.get("underlyingCause", "") == cause and e.get("count") == 1
         for e in stats.get("evictions") or ()
     )
 
@@ -238,7 +239,14 @@ class DecisionWriter:
                 or not has_quota_reservation(wl)
             ):
                 return None
-            return workload_status.evict(wl, evict.reason, evict.message, now, preemption_reason)
+            return workload_status.evict(
+                wl,
+                evict.reason,
+                evict.message,
+                now,
+                preemption_reason,
+                underlying_cause=evict.underlying_cause,
+            )
 
         try:
             result = await self.sync.write(key, build, "evict")
@@ -252,9 +260,10 @@ class DecisionWriter:
         self.sync.apply_event("MODIFIED", result)
         metrics = ctx.metrics
         role = metrics.role
-        labels = (evict.cluster_queue, evict.reason, "", priority_class_of(result), role)
+        cause = evict.underlying_cause
+        labels = (evict.cluster_queue, evict.reason, cause, priority_class_of(result), role)
         metrics.evicted_workloads.labels(*labels).inc()
-        if _first_eviction(result, evict.reason):
+        if _first_eviction(result, evict.reason, cause):
             metrics.evicted_workloads_once.labels(*labels).inc()
         if preemption_reason is not None and preempting_cluster_queue is not None:
             metrics.preempted_workloads.labels(

@@ -35,12 +35,12 @@ def _warning(core: client.CoreV1Api, namespace: str | None, kind: str, name: str
     )
 
 
-def test_a_workload_with_an_execution_time_limit_is_admitted_and_reported(
+def test_a_workload_with_partial_admission_is_admitted_whole_and_reported(
     controller: ControllerProcess, kueue: Kueue, namespace: str, api_client: client.ApiClient
 ) -> None:
     cq = f"{namespace}-cq"
     limited = workload(namespace, "limited", "lq")
-    limited["spec"]["maximumExecutionTimeSeconds"] = 60
+    limited["spec"]["podSets"][0]["minCount"] = 1
     kueue.apply(
         flavor(f"{namespace}-rf"),
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
@@ -53,13 +53,13 @@ def test_a_workload_with_an_execution_time_limit_is_admitted_and_reported(
         what="the UnsupportedFields condition",
     )
     assert (reported["status"], reported["reason"]) == ("True", "NotImplemented")
-    assert reported["message"].startswith("spec.maximumExecutionTimeSeconds: ")
-    assert "not evicted when it runs longer" in reported["message"]
+    assert reported["message"].startswith("spec.podSets[0].minCount: ")
+    assert "partial admission" in reported["message"]
     core = client.CoreV1Api(api_client)
     event = wait_for(
         lambda: _warning(core, namespace, "Workload", "limited"), what="a Warning Event"
     )
-    assert "spec.maximumExecutionTimeSeconds" in event.message
+    assert "spec.podSets[0].minCount" in event.message
 
 
 def test_a_cluster_queue_with_admission_checks_is_inactive_and_admits_nothing(

@@ -267,3 +267,67 @@ def test_admission_round_trips_through_the_api(
     parsed, problems = ws.admission_from_api(ws.admission_to_api(admission), {})
     assert problems == []
     assert parsed == admission
+
+
+def test_pods_ready_timeout_then_limit_then_deactivation_as_kueue_writes_them() -> None:
+    wl = workload()
+    wl["status"] = ws.admit(wl, ADMISSION, 100.0)
+    requeue = {"count": 1, "requeueAt": "1970-01-01T00:02:50Z"}
+    wl["status"] = ws.evict(
+        wl,
+        "PodsReadyTimeout",
+        "Exceeded the PodsReady timeout ns/w",
+        160.0,
+        underlying_cause="WaitForStart",
+        requeue_state=requeue,
+    )
+    assert by_type(wl["status"])["Evicted"]["reason"] == "PodsReadyTimeout"
+    assert wl["status"]["requeueState"] == requeue
+    assert wl["status"]["schedulingStats"]["evictions"] == [
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
+    ]
+    wl["status"] = ws.release(wl, 161.0)  # the job side: Requeued=False with the reason
+    assert by_type(wl["status"])["Requeued"]["status"] == "False"
+    assert by_type(wl["status"])["Requeued"]["reason"] == "PodsReadyTimeout"
+    assert wl["status"]["accumulatedPastExecutionTimeSeconds"] == 61  # admitted 100 → 161
+    wl["status"] = ws.finish_backoff(wl, 171.0)
+    assert wl["status"]["requeueState"] == {"count": 1}
+    assert by_type(wl["status"])["Requeued"]["reason"] == "BackoffFinished"
+    assert by_type(wl["status"])["Requeued"]["status"] == "True"
+
+    wl["status"] = ws.admit(wl, ADMISSION, 200.0)
+    wl["status"] = ws.set_deactivation_target(
+        wl, "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries", 260.0
+    )
+    assert by_type(wl["status"])["DeactivationTarget"]["status"] == "True"
+    wl["status"] = ws.evict(
+        wl,
+        "Deactivated",
+        "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
+        261.0,
+        underlying_cause="RequeuingLimitExceeded",
+    )
+    conditions = by_type(wl["status"])
+    assert conditions["Evicted"]["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
+    assert "DeactivationTarget" not in conditions and "requeueState" not in wl["status"]
+    assert {"reason": "Deactivated", "underlyingCause": "RequeuingLimitExceeded", "count": 1} in (
+        wl["status"]["schedulingStats"]["evictions"]
+    )
+    wl["status"] = ws.release(wl, 270.0)
+    assert wl["status"]["accumulatedPastExecutionTimeSeconds"] == 61 + 70
+
+
+def test_maximum_execution_time_mark_clears_the_accumulated_time() -> None:
+    wl = workload({"accumulatedPastExecutionTimeSeconds": 30})
+    wl["status"] = ws.admit(wl, ADMISSION, 100.0)
+    wl["status"] = ws.set_deactivation_target(
+        wl, "MaximumExecutionTimeExceeded", "exceeding the maximum execution time", 170.0, True
+    )
+    assert "accumulatedPastExecutionTimeSeconds" not in wl["status"]
+    assert by_type(wl["status"])["DeactivationTarget"]["reason"] == "MaximumExecutionTimeExceeded"
+
+
+def test_parse_rfc3339_reads_kubernetes_times() -> None:
+    assert ws.parse_rfc3339("1970-01-01T00:01:40Z") == 100.0
+    assert ws.parse_rfc3339("1970-01-01T00:01:40.5Z") == 100.5
+    assert ws.parse_rfc3339("yesterday") is None and ws.parse_rfc3339(None) is None

@@ -3,6 +3,8 @@ expected admissions and reasons."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from controller.core.clusterqueues import (
     FlavorFungibility,
     LocalQueue,
@@ -355,10 +357,13 @@ def test_missing_flavor_makes_queue_inactive() -> None:
 def test_backoff_delays_requeue_until_requeue_at() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", cpu="1"))
     settle(state)
-    state.release("ns/w", now=100.0, backoff=True)
+    # The job side releases a Workload evicted with status.requeueState.requeueAt = 160.
+    state.release("ns/w")
+    state.upsert_workload(replace(state.records["ns/w"].workload, requeue_at=160.0))
     assert not run_cycle(state, 159.0).admitted
     assert run_cycle(state, 160.0).admitted
-    state.release("ns/w", now=200.0, backoff=True)  # second eviction: 120 s
+    state.release("ns/w")
+    state.upsert_workload(replace(state.records["ns/w"].workload, requeue_at=320.0))
     assert not run_cycle(state, 319.0).admitted
     assert run_cycle(state, 320.0).admitted
 

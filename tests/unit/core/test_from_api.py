@@ -239,3 +239,55 @@ def test_preemption_policies_become_enums_and_unknown_values_are_refused_by_name
         ("spec.preemption.withinClusterQueue", "unsupported value 'lowerpriority'"),
         ("spec.preemption.borrowWithinCohort.policy", "unsupported value ''"),
     ]
+
+
+def test_after_admission_fields_and_conditions() -> None:
+    body = workload(
+        admission={
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "count": 3, "flavors": {"cpu": "f"}}],
+        },
+        accumulatedPastExecutionTimeSeconds=40,
+        requeueState={"count": 2, "requeueAt": "1970-01-01T00:01:40Z"},
+        conditions=[
+            {
+                "type": "QuotaReserved",
+                "status": "True",
+                "lastTransitionTime": "1970-01-01T00:00:10Z",
+            },
+            {
+                "type": "PodsReady",
+                "status": "False",
+                "reason": "WaitForRecovery",
+                "message": "pod p failed",
+                "lastTransitionTime": "1970-01-01T00:00:50Z",
+            },
+            {"type": "Evicted", "status": "False", "reason": "QuotaReserved"},
+            {"type": "Requeued", "status": "True", "reason": "BackoffFinished"},
+            {"type": "DeactivationTarget", "status": "True", "reason": "RequeuingLimitExceeded"},
+        ],
+    )
+    body["spec"]["maximumExecutionTimeSeconds"] = 600
+    w = convert(body)
+    assert isinstance(w, Workload)
+    assert w.maximum_execution_time_seconds == 600
+    assert w.accumulated_past_execution_time_seconds == 40
+    assert w.quota_reserved_at == 10.0
+    assert w.pods_ready is not None and not w.pods_ready.status
+    assert (w.pods_ready.reason, w.pods_ready.message) == ("WaitForRecovery", "pod p failed")
+    assert w.pods_ready.last_transition == 50.0
+    assert w.eviction is None  # only Evicted=True counts
+    assert w.requeued is not None and w.requeued.status and w.requeued.reason == "BackoffFinished"
+    assert w.deactivation_target is not None
+    assert w.deactivation_target.reason == "RequeuingLimitExceeded"
+    assert (w.requeue_count, w.requeue_at) == (2, 100.0)
+
+
+def test_after_admission_fields_of_the_wrong_type_are_problems() -> None:
+    body = workload(accumulatedPastExecutionTimeSeconds="long")
+    body["spec"]["maximumExecutionTimeSeconds"] = "soon"
+    with pytest.raises(InvalidObject) as raised:
+        convert(body)
+    text = str(raised.value)
+    assert "spec.maximumExecutionTimeSeconds" in text
+    assert "status.accumulatedPastExecutionTimeSeconds" in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.queues import BackoffPolicy, BackoffQueue, OrderKey, PendingQueue, order_key
+from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, order_key
 
 
 def test_order_priority_then_cost_then_age_then_uid() -> None:
@@ -46,11 +46,6 @@ def test_many_updates_stay_compact() -> None:
         queue.push(order_key(i % 7, 0, float(i), str(i), "same"))
     assert len(queue) == 1
     assert len(queue._heap) < 200
-
-
-def test_backoff_policy_doubles_and_caps() -> None:
-    policy = BackoffPolicy(base_seconds=10, max_seconds=60)
-    assert [policy.requeue_at(n, 0) for n in (1, 2, 3, 4, 100)] == [10, 20, 40, 60, 60]
 
 
 def test_backoff_queue_releases_due_keys_once() -> None:

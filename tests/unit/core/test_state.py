@@ -103,7 +103,8 @@ def test_simulate_removal_for_preemption() -> None:
 def test_backoff_reason_names_the_time() -> None:
     state = add(cluster(CQ), wl("w", cpu="1"))
     settle(state)
-    state.release("ns/w", now=0.0, backoff=True)
+    state.release("ns/w")
+    state.upsert_workload(replace(state.records["ns/w"].workload, requeue_at=60.0))
     assert why_pending(state, "ns/w") == "waiting for eviction backoff until 1970-01-01T00:01:00Z"
 
 

@@ -40,7 +40,7 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
             {
                 "kind": "Workload",
                 "spec": {
-                    "maximumExecutionTimeSeconds": 60,
+                    "maximumExecutionTimeSeconds": 60,  # implemented: not reported
                     "podSets": [
                         POD_SET,
                         {**POD_SET, "name": "b", "minCount": 1, "topologyRequest": {}},
@@ -50,7 +50,6 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
                 "status": {"reclaimablePods": [{"name": "main", "count": 1}]},
             },
             [
-                "spec.maximumExecutionTimeSeconds",
                 "spec.podSets[1].minCount",
                 "spec.podSets[1].topologyRequest",
                 "spec.preemptionGates",

@@ -15,7 +15,7 @@ def test_no_file_means_documented_defaults() -> None:
     assert config.namespaces == []
     assert config.preemptibility.priority_threshold is None  # Kueue behaviour by default
     assert config.leader_election.enabled
-    assert config.requeue_backoff.max_seconds >= config.requeue_backoff.base_seconds
+    assert config.wait_for_pods_ready is None  # off unless configured
 
 
 def test_file_values_and_flag_overrides(tmp_path: Path) -> None:
@@ -43,6 +43,28 @@ def test_file_values_and_flag_overrides(tmp_path: Path) -> None:
         ("requeueBackof: {}\n", "requeueBackof"),
         ("leaderElection: {leaseDurationSeconds: 5, renewDeadlineSeconds: 10}\n", "leaderElection"),
         ("preemptibility: {priorityThreshold: high}\n", "preemptibility.priorityThreshold"),
+        ("waitForPodsReady: {timeout: soon}\n", "waitForPodsReady.timeout"),
+        ("waitForPodsReady: {timeout: -5s}\n", "waitForPodsReady.timeout"),
+        ("waitForPodsReady: {timeout: 0s}\n", "waitForPodsReady"),
+        ("waitForPodsReady: {recoveryTimeout: 1x}\n", "waitForPodsReady.recoveryTimeout"),
+        ("waitForPodsReady: {blockAdmision: true}\n", "waitForPodsReady.blockAdmision"),
+        (
+            "waitForPodsReady: {requeuingStrategy: {timestamp: Admission}}\n",
+            "waitForPodsReady.requeuingStrategy.timestamp",
+        ),
+        (
+            "waitForPodsReady: {requeuingStrategy: {backoffLimitCount: -1}}\n",
+            "waitForPodsReady.requeuingStrategy.backoffLimitCount",
+        ),
+        (
+            "waitForPodsReady: {requeuingStrategy: {backoffBaseSeconds: -1}}\n",
+            "waitForPodsReady.requeuingStrategy.backoffBaseSeconds",
+        ),
+        (
+            "waitForPodsReady: {requeuingStrategy: {backoffMaxSeconds: -1}}\n",
+            "waitForPodsReady.requeuingStrategy.backoffMaxSeconds",
+        ),
+        ("requeueBackoff: {baseSeconds: 1}\n", "requeueBackoff was removed"),
     ],
 )
 def test_invalid_config_names_the_offending_key(tmp_path: Path, text: str, key: str) -> None:
@@ -50,6 +72,36 @@ def test_invalid_config_names_the_offending_key(tmp_path: Path, text: str, key: 
     path.write_text(text)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(path)
+
+
+def test_wait_for_pods_ready_has_kueues_defaults_and_formats(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("waitForPodsReady: {}\n")
+    section = load_config(path).wait_for_pods_ready
+    assert section is not None and section.enable  # a configured section is on (v1beta2)
+    assert section.timeout == 1800.0
+    assert section.recovery_timeout is None  # = timeout
+    assert not section.block_admission
+    strategy = section.requeuing_strategy
+    assert strategy.timestamp == "Eviction"
+    assert strategy.backoff_limit_count is None
+    assert (strategy.backoff_base_seconds, strategy.backoff_max_seconds) == (60, 3600)
+    path.write_text(
+        "waitForPodsReady:\n"
+        "  timeout: 1h30m\n"
+        "  recoveryTimeout: 2.5s\n"
+        "  blockAdmission: true\n"
+        "  requeuingStrategy: {timestamp: Creation, backoffLimitCount: 0}\n"
+    )
+    section = load_config(path).wait_for_pods_ready
+    assert section is not None
+    assert (section.timeout, section.recovery_timeout) == (5400.0, 2.5)
+    assert section.block_admission
+    assert section.requeuing_strategy.timestamp == "Creation"
+    assert section.requeuing_strategy.backoff_limit_count == 0
+    path.write_text("waitForPodsReady: {enable: false, timeout: 90}\n")
+    section = load_config(path).wait_for_pods_ready
+    assert section is not None and not section.enable and section.timeout == 90.0
 
 
 def test_unreadable_or_non_mapping_file(tmp_path: Path) -> None:
@@ -63,6 +115,7 @@ def test_unreadable_or_non_mapping_file(tmp_path: Path) -> None:
 
 def test_every_configuration_key_is_documented() -> None:
     """`quotagate run --help` points to docs/configuration.md: it must cover every key."""
+    import typing
     from pathlib import Path
 
     from pydantic import BaseModel
@@ -76,6 +129,10 @@ def test_every_configuration_key_is_documented() -> None:
         for name, field in model.model_fields.items():
             key = prefix + (field.alias or name)
             annotation = field.annotation
+            # An optional section (`Section | None`) is documented key by key too.
+            models = [a for a in typing.get_args(annotation) if isinstance(a, type)]
+            if len(models) == 2 and type(None) in models:
+                annotation = next(a for a in models if a is not type(None))
             if isinstance(annotation, type) and issubclass(annotation, BaseModel):
                 out += keys(annotation, key + ".")
             else:
