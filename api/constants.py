@@ -51,6 +51,10 @@ owner first ("" where an owner has none); read by the preemptibility resolver.""
 POD_PREEMPTIBILITY_ANNOTATION: Final = "quotagate.x-k8s.io/pod-preemptibility"
 """On a Workload made from pods: the pods' preemptibility label."""
 
+MINIMUM_RUNTIME_ANNOTATION: Final = "quotagate.x-k8s.io/minimum-runtime-seconds"
+"""On a ClusterQueue (a whole number of seconds): its Workloads are not preemption
+candidates for that long after their quota reservation, except to reclaim borrowed quota
+(controller/core/preemption/minimum_runtime.py)."""
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 """On pods of a group: how many pods the group expects."""
 

@@ -113,6 +113,9 @@ class ClusterQueue:
     # Admission checks the queue names: quotagate runs none, so such a queue is inactive
     # (controller/core/unsupported.py).
     admission_checks: tuple[str, ...] = ()
+    # quotagate's minimum runtime before preemption, from the annotation
+    # MINIMUM_RUNTIME_ANNOTATION (controller/core/preemption/minimum_runtime.py); None = off.
+    minimum_runtime_seconds: int | None = None
 
     def group_for(self, resource: str) -> ResourceGroup | None:
         """The resource group covering `resource`, or None when the queue does not cover it."""

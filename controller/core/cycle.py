@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
+from api.workload_status import rfc3339
 from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
 from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
 from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
@@ -103,7 +104,8 @@ def run_cycle(
     # capacity was held for them).
     settled, dropped = settle_nominations(state)
     changed = bool(evicted or settled or dropped)
-    searches = VictimSearches(state)
+    state.retry_protected(now)
+    searches = VictimSearches(state, now)
     if oracle is None:
         oracle = preemption_oracle(state, searches)
 
@@ -162,7 +164,7 @@ def run_cycle(
                 state,
                 entry,
                 park_alike,
-                assignment.reason,
+                _with_protection(state, searches, entry, assignment.reason),
                 assignment.condition_reason or "WaitingForQuota",
                 inadmissible,
             )
@@ -209,6 +211,23 @@ def run_cycle(
         tuple(requeued),
         changed,
         tuple(preempting),
+    )
+
+
+def _with_protection(
+    state: ClusterState, searches: VictimSearches, entry: _Entry, reason: str
+) -> str:
+    """The refusal's message, and when candidates within their minimum runtime were passed
+    over, how many and until when; the queue is tried again at that time."""
+    protected = searches.protected.get(entry.key)
+    if protected is None:
+        return reason
+    count, until = protected
+    state.retry_protected_at(entry.cq.name, until)
+    return (
+        f"{reason}; {count} preemption candidate{'s' if count != 1 else ''} within the "
+        f"minimum runtime of {'their ClusterQueues' if count != 1 else 'its ClusterQueue'}, "
+        f"the first preemptible at {rfc3339(until)}"
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from api.constants import (
+    MINIMUM_RUNTIME_ANNOTATION,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
     BorrowWithinCohortPolicy,
@@ -221,7 +222,22 @@ def _cluster_queue(
         ),
         stop_policy=r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
         admission_checks=admission_check_names(spec),
+        minimum_runtime_seconds=_minimum_runtime(r, meta),
     )
+
+
+def _minimum_runtime(r: FieldReader, meta: Mapping[str, Any]) -> int | None:
+    """The ClusterQueue's minimum runtime before preemption (whole seconds), or None."""
+    text = (meta.get("annotations") or {}).get(MINIMUM_RUNTIME_ANNOTATION)
+    if text is None:
+        return None
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit():
+        r.problem(
+            f"metadata.annotations[{MINIMUM_RUNTIME_ANNOTATION}]",
+            f'must be a whole number of seconds (such as "300"), not {text!r}',
+        )
+        return None
+    return int(text) or None
 
 
 def _containers(r: FieldReader, obj: Any, path: str) -> list[Container]:

@@ -97,6 +97,9 @@ class ClusterState:
         # per-queue contender lists.
         self.admitted_versions: dict[str, int] = {}
         self.contender_cache: dict[str, tuple[int, Any]] = {}
+        # Per ClusterQueue whose head found preemption candidates within their minimum
+        # runtime: when the first of them becomes preemptible (its queue is tried again).
+        self._protected_until: dict[str, float] = {}
 
     def record(self, key: WorkloadKey) -> WorkloadRecord:
         """The Workload's record; `UnknownWorkload` if the state does not hold it."""
@@ -372,6 +375,23 @@ class ClusterState:
         if aside is not None:
             aside.discard(key)
 
+    def retry_protected_at(self, cluster_queue: str, at: float) -> None:
+        """Try the queue's parked Workloads again at `at` (a preemption candidate's minimum
+        runtime ends then)."""
+        known = self._protected_until.get(cluster_queue)
+        self._protected_until[cluster_queue] = at if known is None else min(known, at)
+
+    def retry_protected(self, now: float) -> None:
+        """Send back to their queues the Workloads parked while candidates were protected by
+        a minimum runtime that has now ended."""
+        for name, at in list(self._protected_until.items()):
+            if at <= now:
+                del self._protected_until[name]
+                self.retry_inadmissible(name)
+                cohort = self.quota.cohort_of(name)
+                if cohort:
+                    self._retry_cohort(cohort)
+
     def release_backoff(self, now: float) -> None:
         """Queue every Workload whose requeueAt has passed."""
         for key in self.backoff_queue.due(now):
@@ -389,7 +409,11 @@ class ClusterState:
             raise UnknownWorkload(f"{admit.workload_key} already holds quota")
         self._unqueue(record.key)
         record.reason = None
-        record.workload = replace(record.workload, admission=admit.admission, evicted=False)
+        # The reservation's time is known once the write is seen back; until then it
+        # counts as now (a minimum runtime protects it, the ordering takes it as newest).
+        record.workload = replace(
+            record.workload, admission=admit.admission, evicted=False, quota_reserved_at=None
+        )
         self._reserve(record, admit.admission, evicting=False)
 
     def _touch(self, cluster_queue: str) -> None:

@@ -17,6 +17,7 @@ from api.constants import Preemptibility
 from controller.core.assignment import FlavorAssignment, Mode, Preemptible, PreemptionOracle
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
+from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.policy import Preemptor
 from controller.core.preemption.search import find_victims
 from controller.core.preemption.types import Contender, Victim
@@ -104,14 +105,23 @@ class VictimSearches:
     answer holds while the cohort's quota version is unchanged: every admission, nomination
     and eviction in the cohort changes it."""
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, now: float) -> None:
         self.state = state
+        self.now = now
+        self._minimum_runtimes = {
+            name: cq.minimum_runtime_seconds
+            for name, cq in state.cluster_queues.items()
+            if cq.minimum_runtime_seconds
+        }
         self._answers: dict[
             tuple[
                 WorkloadKey, str, frozenset[FlavorResource], frozenset[tuple[FlavorResource, int]]
             ],
-            tuple[int, tuple[Victim, ...] | None],
+            tuple[int, tuple[Victim, ...] | None, tuple[int, float] | None],
         ] = {}
+        # Per preemptor whose last search found no victims because candidates were within
+        # their minimum runtime: how many were passed over, and when the first is free.
+        self.protected: dict[WorkloadKey, tuple[int, float]] = {}
 
     def victims(
         self,
@@ -123,10 +133,18 @@ class VictimSearches:
         question = (workload.key, cq.name, short, frozenset(usage.items()))
         version = self.state.quota.version(cq.name)
         answer = self._answers.get(question)
-        if answer is not None and answer[0] == version:
-            return answer[1]
-        victims = _victims(self.state, cq, workload, usage, short)
-        self._answers[question] = (version, victims)
+        if answer is None or answer[0] != version:
+            protection = RuntimeProtection(self.now, self._minimum_runtimes)
+            victims = _victims(self.state, cq, workload, usage, short, protection)
+            skipped = None
+            if protection.earliest is not None:
+                skipped = (protection.skipped, protection.earliest)
+            answer = self._answers[question] = (version, victims, skipped)
+        _, victims, skipped = answer
+        if not victims and skipped is not None:
+            self.protected[workload.key] = skipped
+        else:
+            self.protected.pop(workload.key, None)
         return victims
 
 
@@ -136,6 +154,7 @@ def _victims(
     workload: Workload,
     usage: dict[FlavorResource, int],
     short: frozenset[FlavorResource],
+    protection: RuntimeProtection,
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`."""
     key = workload.key
@@ -159,17 +178,15 @@ def _victims(
         preemptor,
         state.resolution(key).value,
         contenders(state, cq.name, short),
+        protection,
     )
 
 
-def preemption_oracle(
-    state: ClusterState, searches: VictimSearches | None = None
-) -> PreemptionOracle:
+def preemption_oracle(state: ClusterState, searches: VictimSearches) -> PreemptionOracle:
     """Kueue's preemption oracle for flavor assignment: for one (flavor, resource) a head
     lacks, run the real victim search for that pair alone and say what it found — no
     candidates, victims in the queue itself (preempt) or only in other queues (reclaim) —
     and whether the queue would still borrow once they are gone."""
-    searches = searches or VictimSearches(state)
 
     def oracle(
         cq_name: str, workload: Workload, fr: FlavorResource, requested: int
@@ -200,7 +217,7 @@ def plan_preemption(
     cq: ClusterQueue,
     workload: Workload,
     assignment: FlavorAssignment,
-    searches: VictimSearches | None = None,
+    searches: VictimSearches,
 ) -> Preempt | None:
     """Victims for a head whose flavor assignment needs preemption, nominated at once; or
     None when no set of eligible victims makes it fit."""
@@ -216,7 +233,7 @@ def plan_preemption(
     )
     if not short:
         return None
-    victims = (searches or VictimSearches(state)).victims(cq, workload, usage, short)
+    victims = searches.victims(cq, workload, usage, short)
     if not victims:
         return None
     admit = Admit.from_assignment(key, cq.name, assignment, borrowing=False)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from api.constants import BorrowWithinCohortPolicy, Preemptibility, PreemptionReason
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
+from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.ordering import CandidateSortKey, candidate_sort_key
 from controller.core.preemption.policy import (
     CandidateVariant,
@@ -107,12 +108,14 @@ def find_victims(
     preemptor: Preemptor,
     preemptor_preemptibility: Preemptibility,
     contenders: Mapping[str, Sequence[Contender]],
+    protection: RuntimeProtection | None = None,
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets a Workload needing `usage` in `cq` fit, or None.
 
     `contenders` are the admitted Workloads in reach, per ClusterQueue. `short` are the
     (flavor, resource) pairs the preemptor lacks; only contenders using one of them are
-    considered. `tree` is left exactly as it was.
+    considered. Contenders still within their ClusterQueue's minimum runtime are passed
+    over and counted in `protection` (minimum_runtime.py). `tree` is left exactly as it was.
     """
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
@@ -145,7 +148,9 @@ def find_victims(
                 verdict = verdicts[fact] = eligibility(
                     cq.preemption, preemptor, candidate, candidate_cq_borrowing=borrowing
                 )
-            if verdict.eligible:
+            if verdict.variant is not None:
+                if protection is not None and protection.skips(contender, verdict.variant):
+                    continue
                 entries.append(
                     (candidate_sort_key(candidate, cq.name), index, _Choice(contender, verdict))
                 )
