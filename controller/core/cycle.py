@@ -225,9 +225,9 @@ def _with_protection(
     count, until = protected
     state.retry_protected_at(entry.cq.name, until)
     return (
-        f"{reason}; {count} preemption candidate{'s' if count != 1 else ''} within the "
-        f"minimum runtime of {'their ClusterQueues' if count != 1 else 'its ClusterQueue'}, "
-        f"the first preemptible at {rfc3339(until)}"
+        f"{reason}; {count} preemption candidate{'s' if count != 1 else ''} within "
+        f"{'their' if count != 1 else 'its'} ClusterQueue's minimum runtime, the first "
+        f"preemptible at {rfc3339(until)}"
     )
 
 

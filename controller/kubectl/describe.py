@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.quantities import Format, Quantity
+from api.workload_status import rfc3339
 from controller.core.pending import why_pending
 from controller.core.state import ClusterState
 from controller.core.workloads import WorkloadKey, workload_key
-from controller.kubectl.printing import age, format_table, one_line
+from controller.kubectl.printing import age, format_table, human_duration, one_line
 from controller.kubectl.snapshot import Snapshot
 from controller.kubectl.workload_view import (
     admission_of,
@@ -65,6 +66,7 @@ def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) ->
         "podSets": _pod_sets(obj),
         "admission": _admission(admission),
         "podsReady": pods_ready_of(obj),
+        "minimumRuntime": _minimum_runtime(state, key, now),
         "pendingReason": _pending_reason(obj, key, snapshot, state, now),
         "conditions": [
             {field: c.get(field) for field in ("type", "status", "reason", "message")}
@@ -236,6 +238,8 @@ def render_description(d: Mapping[str, Any], now: float) -> str:
     ]
     if d["admission"] is not None:
         lines.append(_field("Pods ready", _pods_ready_text(d["podsReady"], now)))
+    if d["minimumRuntime"] is not None:
+        lines.append(_field("Preemptible from", _minimum_runtime_text(d["minimumRuntime"])))
     if d["pendingReason"]:
         reason = d["pendingReason"]
         suffix = f" ({reason['reason']})" if reason.get("reason") else ""
@@ -297,6 +301,35 @@ def _admission_lines(admission: Mapping[str, Any] | None) -> list[str]:
         f"  ClusterQueue: {admission['clusterQueue']}",
         *_indent(format_table(["PODSET", "COUNT", "FLAVORS", "USAGE"], rows)),
     ]
+
+
+def _minimum_runtime(state: ClusterState, key: WorkloadKey, now: float) -> dict[str, Any] | None:
+    """When an admitted Workload becomes a preemption candidate under its ClusterQueue's
+    minimum runtime (None: it holds no quota, or its queue sets none)."""
+    record = state.records.get(key)
+    if record is None or not record.holds_quota:
+        return None
+    seconds = state.cluster_queues[record.cluster_queue].minimum_runtime_seconds
+    if not seconds:
+        return None
+    reserved = record.workload.quota_reserved_at
+    until = (now if reserved is None else reserved) + seconds
+    return {
+        "clusterQueue": record.cluster_queue,
+        "seconds": seconds,
+        "at": rfc3339(until),
+        "inSeconds": max(0, round(until - now)),
+    }
+
+
+def _minimum_runtime_text(d: Mapping[str, Any]) -> str:
+    rule = f"minimum runtime {d['seconds']}s of ClusterQueue {d['clusterQueue']}"
+    if d["inSeconds"] <= 0:
+        return f"now (it has run its {rule})"
+    return (
+        f"{d['at']} (in {human_duration(d['inSeconds'])}; {rule}; reclaiming quota its "
+        "queue borrowed may preempt it sooner)"
+    )
 
 
 def _pods_ready_text(pods_ready: Mapping[str, Any] | None, now: float) -> str:

@@ -12,6 +12,7 @@ import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from api.constants import MINIMUM_RUNTIME_ANNOTATION
 from controller.core.from_api import convert
 from controller.core.priorities import ResolvedPriority
 from controller.kubectl.connection import (
@@ -634,6 +635,47 @@ def test_whatif_preempts_the_lower_priority_victim() -> None:
     assert answer["victims"] == [
         {"workload": "ns/low", "clusterQueue": "cq", "reason": "InClusterQueue", "pods": 1}
     ]
+
+
+def _protected_queue(seconds: str) -> dict[str, Any]:
+    queue = cluster_queue(preemption={"withinClusterQueue": "LowerPriority"})
+    queue["metadata"]["annotations"] = {MINIMUM_RUNTIME_ANNOTATION: seconds}
+    return queue
+
+
+def test_whatif_honours_the_minimum_runtime_of_the_victims_queue() -> None:
+    low = workload("low", cpu="3", admitted_in="cq", priority=1)  # reserved a minute ago
+    young = Snapshot.convert([flavor(), _protected_queue("300"), local_queue(), low])
+    answer = _ask(young, requests={"cpu": "2"}, count=1, priority=10)
+    assert answer["decision"] == "pending"
+    assert "1 preemption candidate within its ClusterQueue's minimum runtime" in (answer["reason"])
+    assert "the first preemptible at 2027-01-15T08:04:00Z" in answer["reason"]
+    old = Snapshot.convert([flavor(), _protected_queue("60"), local_queue(), low])
+    answer = _ask(old, requests={"cpu": "2"}, count=1, priority=10)
+    assert answer["decision"] == "preempt"
+
+
+def test_describe_says_when_an_admitted_workload_becomes_preemptible() -> None:
+    running = workload("running", cpu="2", admitted_in="cq")
+    objects = Snapshot.convert([flavor(), _protected_queue("300"), local_queue(), running])
+    d = describe_workload(running, objects, NOW)
+    assert d["minimumRuntime"] == {
+        "clusterQueue": "cq",
+        "seconds": 300,
+        "at": "2027-01-15T08:04:00Z",
+        "inSeconds": 240,
+    }
+    assert (
+        "Preemptible from: 2027-01-15T08:04:00Z (in 4m; minimum runtime 300s of ClusterQueue cq;"
+        " reclaiming quota its queue borrowed may preempt it sooner)"
+    ) in render_description(d, NOW)
+    later = describe_workload(running, objects, NOW + 600)
+    assert "Preemptible from: now (it has run its minimum runtime 300s of ClusterQueue cq)" in (
+        render_description(later, NOW + 600)
+    )
+    plain = describe_workload(running, snapshot(running), NOW)
+    assert plain["minimumRuntime"] is None
+    assert "Preemptible from" not in render_description(plain, NOW)
 
 
 def test_whatif_queues_behind_equal_priority_and_stays_pending_with_the_reason() -> None:

@@ -179,3 +179,32 @@ def test_plan_prints_preempting_with_the_cheaper_victim(capsys: pytest.CaptureFi
         }
     ]
     assert result["admitted"] == [] and result["pending"] == []
+
+
+@pytest.mark.parametrize(
+    ("now", "victim"),
+    [
+        ("2026-01-01T00:59:59Z", None),  # both within their hour: nobody may go yet
+        ("2026-01-01T01:10:00Z", "ns/dear"),  # the cheap one is still protected
+        ("2026-01-01T01:50:00Z", "ns/cheap"),  # both have run an hour: the cheaper goes
+    ],
+)
+def test_plan_honours_the_minimum_runtime(
+    now: str, victim: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ClusterQueue protects each Workload for an hour after its reservation: `dear`
+    was reserved at 00:00, `cheap` at 00:50."""
+    path = Path(__file__).parent / "data" / "plan_minimum_runtime.yaml"
+    assert main(["plan", "-f", str(path), "-o", "json", "--now", now]) == 0
+    result = json.loads(capsys.readouterr().out)
+    if victim is None:
+        assert result["preempting"] == []
+        (pending,) = result["pending"]
+        assert pending["workload"] == "ns/urgent"
+        assert (
+            "2 preemption candidates within their ClusterQueue's minimum runtime, "
+            "the first preemptible at 2026-01-01T01:00:00Z"
+        ) in pending["reason"]
+        return
+    (preempting,) = result["preempting"]
+    assert [v["workload"] for v in preempting["victims"]] == [victim]

@@ -61,7 +61,7 @@ def test_a_fresh_workload_is_not_a_victim_until_its_minimum_runtime_has_passed()
     add(state, wl("high", cpu=4, priority=10))
     assert victims_at(state, 130.0) == {}
     message = why_pending(state, "ns/high")
-    assert "1 preemption candidate within the minimum runtime of its ClusterQueue" in message
+    assert "1 preemption candidate within its ClusterQueue's minimum runtime" in message
     assert "the first preemptible at 1970-01-01T00:02:40Z" in message  # 100 + 60 s
     assert victims_at(state, 159.0) == {}  # parked: not tried before the protection ends
     assert victims_at(state, 160.0) == {"ns/low": "InClusterQueue"}
