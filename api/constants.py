@@ -55,6 +55,9 @@ MINIMUM_RUNTIME_ANNOTATION: Final = "quotagate.x-k8s.io/minimum-runtime-seconds"
 """On a ClusterQueue (a whole number of seconds): its Workloads are not preemption
 candidates for that long after their quota reservation, except to reclaim borrowed quota
 (controller/core/preemption/minimum_runtime.py)."""
+EXPECTED_RUNTIME_ANNOTATION: Final = "quotagate.x-k8s.io/expected-runtime-seconds"
+"""On a Workload (a whole number of seconds): how long it is expected to run once admitted;
+used only by the admission wait-time estimate (`kubectl quotagate describe`)."""
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 """On pods of a group: how many pods the group expects."""
 

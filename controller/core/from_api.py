@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from api.constants import (
+    EXPECTED_RUNTIME_ANNOTATION,
     MINIMUM_RUNTIME_ANNOTATION,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
@@ -226,6 +227,10 @@ def _cluster_queue(
     )
 
 
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def _minimum_runtime(r: FieldReader, meta: Mapping[str, Any]) -> int | None:
     """The ClusterQueue's minimum runtime before preemption (whole seconds), or None."""
     text = (meta.get("annotations") or {}).get(MINIMUM_RUNTIME_ANNOTATION)
@@ -375,6 +380,9 @@ def _workload(
         preemptibility=spec.get("preemptibility"),
         owner_preemptibility=_owner_preemptibility(meta, r),
         pod_preemptibility=(meta.get("annotations") or {}).get(POD_PREEMPTIBILITY_ANNOTATION),
+        expected_runtime=_text_or_none(
+            (meta.get("annotations") or {}).get(EXPECTED_RUNTIME_ANNOTATION)
+        ),
         disruption_mode=r.enum(
             spec.get("disruptionMode"),
             "spec.disruptionMode",

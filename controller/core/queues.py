@@ -310,6 +310,13 @@ class BackoffQueue:
     def requeue_at(self, key: WorkloadKey) -> float | None:
         return self._live.get(key)
 
+    def next_due(self) -> float | None:
+        """The earliest requeueAt still waited for (None: nobody waits)."""
+        heap = self._heap
+        while heap and self._live.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # superseded or removed
+        return heap[0][0] if heap else None
+
     def due(self, now: float) -> list[WorkloadKey]:
         out: list[WorkloadKey] = []
         heap = self._heap

@@ -392,6 +392,13 @@ class ClusterState:
                 if cohort:
                     self._retry_cohort(cohort)
 
+    def next_timed_retry(self) -> float | None:
+        """When a waiting Workload may next be tried without any event: the earliest
+        requeueAt or end of a minimum-runtime protection (None: nothing is timed)."""
+        times = [at for at in (self.backoff_queue.next_due(), *self._protected_until.values())]
+        known = [at for at in times if at is not None]
+        return min(known) if known else None
+
     def release_backoff(self, now: float) -> None:
         """Queue every Workload whose requeueAt has passed."""
         for key in self.backoff_queue.due(now):

@@ -131,6 +131,9 @@ class Workload:
     quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
     maximum_execution_time_seconds: int | None = None  # spec.maximumExecutionTimeSeconds
     accumulated_past_execution_time_seconds: int = 0  # status.accumulatedPastExecutionTimeSeconds
+    # EXPECTED_RUNTIME_ANNOTATION as written: what its owner expects it to run. Read only
+    # by the admission forecast (controller/core/forecast.py), which reports a bad value.
+    expected_runtime: str | None = None
 
     @property
     def pod_count(self) -> int:

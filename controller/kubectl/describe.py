@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from api.constants import EXPECTED_RUNTIME_ANNOTATION
 from api.quantities import Format, Quantity
 from api.workload_status import rfc3339
+from controller.core.forecast import forecast
 from controller.core.pending import why_pending
 from controller.core.state import ClusterState
 from controller.core.workloads import WorkloadKey, workload_key
@@ -68,6 +70,7 @@ def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) ->
         "podsReady": pods_ready_of(obj),
         "minimumRuntime": _minimum_runtime(state, key, now),
         "pendingReason": _pending_reason(obj, key, snapshot, state, now),
+        "estimatedAdmission": _estimate(obj, key, snapshot, state, now),
         "conditions": [
             {field: c.get(field) for field in ("type", "status", "reason", "message")}
             | {"lastTransitionTime": c.get("lastTransitionTime")}
@@ -246,6 +249,8 @@ def render_description(d: Mapping[str, Any], now: float) -> str:
         if reason["source"] == "engine":
             suffix = " (computed by the engine; the controller has written no reason yet)"
         lines.append(_field("Pending reason", reason["message"] + suffix))
+    if d["estimatedAdmission"] is not None:
+        lines += _estimate_lines(d["estimatedAdmission"])
     lines += ["Conditions:", *_indent(_conditions_table(d["conditions"], now))]
     lines += ["Eviction history:", *_indent(_evictions_table(d["evictions"]))]
     return "\n".join(lines)
@@ -301,6 +306,64 @@ def _admission_lines(admission: Mapping[str, Any] | None) -> list[str]:
         f"  ClusterQueue: {admission['clusterQueue']}",
         *_indent(format_table(["PODSET", "COUNT", "FLAVORS", "USAGE"], rows)),
     ]
+
+
+def _estimate(
+    obj: Mapping[str, Any], key: WorkloadKey, snapshot: Snapshot, state: ClusterState, now: float
+) -> dict[str, Any] | None:
+    """The admission wait-time estimate of a pending Workload (controller/core/forecast.py),
+    with the assumptions it rests on."""
+    if not is_pending(obj) or key not in state.workloads:
+        return None
+    answer = forecast(snapshot.state(), key, now)
+    return {
+        "at": None if answer.admitted_at is None else rfc3339(answer.admitted_at),
+        "inSeconds": None if answer.admitted_at is None else round(answer.admitted_at - now),
+        "clusterQueue": answer.cluster_queue,
+        "reason": answer.reason,
+        "assumptions": {
+            "stateAt": rfc3339(now),
+            "runtimesFrom": dict(sorted(answer.runtime_sources.items())),
+            "unknownRuntime": list(answer.unknown),
+            "invalidExpectedRuntime": dict(sorted(answer.invalid.items())),
+            "admittedBefore": answer.admitted_before,
+            "preemptions": answer.preemptions,
+        },
+    }
+
+
+def _estimate_lines(d: Mapping[str, Any]) -> list[str]:
+    if d["at"] is None:
+        head = _field("Estimated admission", f"none: {d['reason']}")
+    else:
+        head = _field(
+            "Estimated admission",
+            f"{d['at']} (in {human_duration(d['inSeconds'])}, ClusterQueue {d['clusterQueue']})",
+        )
+    a = d["assumptions"]
+    sources = ", ".join(f"{n} from {source}" for source, n in a["runtimesFrom"].items()) or NONE
+    lines = [
+        head,
+        "  Assuming:",
+        f"    - nothing new arrives after {a['stateAt']} and no spec changes",
+        f"    - Workloads end when their expected runtime is over (runtimes known: {sources})",
+    ]
+    if a["unknownRuntime"]:
+        names = ", ".join(a["unknownRuntime"][:3]) + (" …" if len(a["unknownRuntime"]) > 3 else "")
+        lines.append(
+            f"    - {len(a['unknownRuntime'])} Workload(s) with no known runtime run beyond it "
+            f"({names})"
+        )
+    for name, value in a["invalidExpectedRuntime"].items():
+        lines.append(
+            f"    - {name}: {EXPECTED_RUNTIME_ANNOTATION}={value!r} is not a whole number of "
+            "seconds (ignored)"
+        )
+    lines.append(
+        f"    - {a['admittedBefore']} Workload(s) admitted before it and {a['preemptions']} "
+        "preemption(s), as the engine decides them; victims release their quota at once"
+    )
+    return lines
 
 
 def _minimum_runtime(state: ClusterState, key: WorkloadKey, now: float) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +21,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from api import workload_status as ws
+from api.constants import EXPECTED_RUNTIME_ANNOTATION
 from controller.kubectl_plugin import main
 from tests.cluster.build import bin_dir
 from tests.cluster.controlplane import free_port
@@ -266,6 +269,63 @@ def test_describe_a_pending_workload_shows_its_reason_and_position(
     assert "insufficient quota for cpu in flavor" in reason_line
     assert written["message"] in reason_line
     assert "Admission:        <none>" in out
+    # Nothing running in its queue has a known runtime: no estimate, and the answer says why.
+    estimate = next(line for line in out.splitlines() if line.startswith("Estimated admission:"))
+    assert estimate.startswith(
+        "Estimated admission: none: cannot estimate: it waits for 2 admitted Workloads whose "
+        "runtime is unknown"
+    )
+    assert f"{scenario.namespace}/steady" in estimate and f"{scenario.namespace}/urgent" in estimate
+
+
+def test_describe_estimates_when_a_pending_workload_will_be_admitted(
+    controller: ControllerProcess,
+    api_client: client.ApiClient,
+    kubeconfig_path: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A 2-CPU queue runs `first` (maximumExecutionTimeSeconds 3600); `second` (expected
+    runtime 600 s, by annotation) waits, then `third`: `third` is admitted when `second`
+    ends, 3600 + 600 s after `first` was reserved."""
+    kueue = Kueue(api_client)
+    ns = f"kp-{uuid.uuid4().hex[:8]}"
+    client.CoreV1Api(api_client).create_namespace({"metadata": {"name": ns}})
+    first = workload(ns, "first", "lq", cpu="2")
+    first["spec"]["maximumExecutionTimeSeconds"] = 3600
+    second = workload(ns, "second", "lq", cpu="2")
+    second["metadata"]["annotations"] = {EXPECTED_RUNTIME_ANNOTATION: "600"}
+    kueue.apply(
+        flavor(f"{ns}-rf"),
+        cluster_queue(f"{ns}-cq", {f"{ns}-rf": {"cpu": 2}}),
+        local_queue(ns, "lq", f"{ns}-cq"),
+        first,
+    )
+    admitted = wait_admitted(kueue, ns, "first")
+    reserved = condition(admitted, "QuotaReserved")["lastTransitionTime"]  # type: ignore[index]
+    kueue.apply(second)
+    wait_pending_reason(kueue, ns, "second")
+    kueue.apply(workload(ns, "third", "lq", cpu="2"))
+    wait_pending_reason(kueue, ns, "third")
+    code, out, _ = Scenario(ns, kubeconfig_path, kueue, "", "", "", "").run(
+        capsys, "describe", "workload", "third", "-n", ns
+    )
+    assert code == 0, out
+    print(out)
+    expected = ws.rfc3339(ws.parse_rfc3339(reserved) + 3600 + 600)  # type: ignore[operator]
+    # 70 minutes after the reservation, less the seconds this test took to get here.
+    assert re.search(rf"Estimated admission: {expected} \(in 6\dm, ClusterQueue {ns}-cq\)", out)
+    assert "no known runtime" not in out  # other namespaces' queues are out of its reach
+    assert (
+        "runtimes known: 1 from quotagate.x-k8s.io/expected-runtime-seconds, "
+        "1 from spec.maximumExecutionTimeSeconds"
+    ) in out
+    assert "1 Workload(s) admitted before it and 0 preemption(s)" in out
+    code, out, _ = Scenario(ns, kubeconfig_path, kueue, "", "", "", "").run(
+        capsys, "describe", "workload", "third", "-n", ns, "-o", "json"
+    )
+    described = json.loads(out)["estimatedAdmission"]
+    assert described["at"] == expected and described["reason"] is None
+    assert described["assumptions"]["admittedBefore"] == 1
 
 
 def test_describe_an_evicted_workload_shows_its_eviction_history(

@@ -1,0 +1,235 @@
+"""When will a pending Workload be admitted? The engine's own cycle run forward in virtual
+time on a copy of the live state (quotagate's, beyond Kueue; Kueue #13159). Pure.
+
+The forecast replays what the controller would do if nothing new arrived:
+
+- every Workload holding quota finishes when its expected runtime is over, counted from its
+  quota reservation and net of `status.accumulatedPastExecutionTimeSeconds`; the expected
+  runtime is the `quotagate.x-k8s.io/expected-runtime-seconds` annotation if it is valid,
+  else `spec.maximumExecutionTimeSeconds` (the controller stops the Workload then), else
+  unknown;
+- a Workload with an unknown runtime never finishes in the forecast (it is assumed to run
+  beyond the answer); if the target can only be admitted once one of them ends, there is no
+  estimate, and the answer names them (those of its ClusterQueue and cohort);
+- admission cycles run at every event (a finish, a victim's release, a requeueAt, the end
+  of a minimum-runtime protection) exactly as `run_cycle` decides them, preemptions
+  included; a victim releases its quota at once and waits again, starting over;
+- Workloads created after the forecast's start, spec changes, PodsReady timeouts and
+  `blockAdmission` are not modelled.
+
+The work is bounded (`max_cycles`, `horizon_seconds`); hitting a bound is an answer of its
+own, never a guess.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Final
+
+from api.constants import EXPECTED_RUNTIME_ANNOTATION
+from api.workload_status import Admission, PodSetAssignment
+from controller.core.cycle import run_cycle
+from controller.core.pending import why_pending
+from controller.core.state import ClusterState
+from controller.core.workloads import Workload, WorkloadKey
+
+__all__ = ["MAXIMUM_EXECUTION_TIME", "Forecast", "Runtime", "expected_runtime", "forecast"]
+
+MAXIMUM_EXECUTION_TIME: Final = "spec.maximumExecutionTimeSeconds"
+_FINISH, _RELEASE = 0, 1
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """A Workload's expected total runtime (None: unknown) and where it comes from."""
+
+    seconds: int | None
+    source: str | None  # EXPECTED_RUNTIME_ANNOTATION | MAXIMUM_EXECUTION_TIME | None
+    invalid: str | None = None  # the annotation's value when it is not a whole number
+
+
+def expected_runtime(workload: Workload) -> Runtime:
+    """The annotation if valid, else `spec.maximumExecutionTimeSeconds`, else unknown."""
+    text = workload.expected_runtime
+    invalid = None
+    if text is not None:
+        if text.isascii() and text.isdigit():
+            return Runtime(int(text), EXPECTED_RUNTIME_ANNOTATION)
+        invalid = text
+    if workload.maximum_execution_time_seconds is not None:
+        return Runtime(workload.maximum_execution_time_seconds, MAXIMUM_EXECUTION_TIME, invalid)
+    return Runtime(None, None, invalid)
+
+
+@dataclass(slots=True)
+class Forecast:
+    """The answer: `admitted_at` (None: no estimate, `reason` says why) and the assumptions
+    it rests on."""
+
+    key: WorkloadKey
+    now: float
+    admitted_at: float | None = None
+    cluster_queue: str | None = None
+    reason: str | None = None
+    # Workloads whose runtime the forecast used, by source (each counted once).
+    runtime_sources: Counter[str] = field(default_factory=Counter)
+    # Workloads that held quota with an unknown runtime when the forecast ended.
+    unknown: list[WorkloadKey] = field(default_factory=list)
+    # Workloads whose expected-runtime annotation is not a whole number (value).
+    invalid: dict[WorkloadKey, str] = field(default_factory=dict)
+    admitted_before: int = 0  # Workloads the forecast admits before the target
+    preemptions: int = 0  # victims the forecast evicts
+    cycles: int = 0
+
+
+def forecast(
+    state: ClusterState,
+    key: WorkloadKey,
+    now: float,
+    *,
+    horizon_seconds: float = 30 * 86400.0,
+    max_cycles: int = 20_000,
+) -> Forecast:
+    """Run the engine forward from `now` until `key` is admitted. `state` is consumed: pass
+    a copy built for the forecast (`Snapshot.state()`)."""
+    answer = Forecast(key, now)
+    record = state.records.get(key)
+    if record is None:
+        answer.reason = "the engine does not hold this Workload"
+        return answer
+    if record.holds_quota:
+        answer.reason = "it already holds quota"
+        return answer
+    events: list[tuple[float, int, int, WorkloadKey, int]] = []
+    sequence = itertools.count()
+    epochs: dict[WorkloadKey, int] = {}
+    seen: set[WorkloadKey] = set()
+
+    def started(held: WorkloadKey, at: float, elapsed: float) -> None:
+        """Schedule the end of a Workload that holds quota from `at - elapsed` on."""
+        workload = state.records[held].workload
+        runtime = expected_runtime(workload)
+        if runtime.invalid is not None:
+            answer.invalid[held] = runtime.invalid
+        if held not in seen and runtime.source is not None:
+            answer.runtime_sources[runtime.source] += 1
+        seen.add(held)
+        if runtime.seconds is None:
+            return
+        left = runtime.seconds - workload.accumulated_past_execution_time_seconds - elapsed
+        epoch = epochs.get(held, 0)
+        heapq.heappush(events, (at + max(0.0, left), next(sequence), _FINISH, held, epoch))
+
+    for held in sorted(state.admitted):
+        reserved = state.records[held].workload.quota_reserved_at
+        started(held, now, max(0.0, now - reserved) if reserved is not None else 0.0)
+
+    at = now
+    while True:
+        while True:  # cycles at this instant until nothing changes
+            if answer.cycles >= max_cycles:
+                answer.reason = f"no estimate within {max_cycles} simulated admission cycles"
+                return _unknown(answer, state)
+            result = run_cycle(state, at)
+            answer.cycles += 1
+            for admit in result.admitted:
+                if admit.workload_key == key:
+                    answer.admitted_at, answer.cluster_queue = at, admit.cluster_queue
+                    return _unknown(answer, state)
+                answer.admitted_before += 1
+                epochs[admit.workload_key] = epochs.get(admit.workload_key, 0) + 1
+                started(admit.workload_key, at, 0.0)
+            for preempt in result.preempting:
+                for victim in preempt.victims:
+                    answer.preemptions += 1
+                    heapq.heappush(
+                        events, (at, next(sequence), _RELEASE, victim.workload_key, victim.pods)
+                    )
+            if not result.changed:
+                break
+        following = (events[0][0] if events else None, state.next_timed_retry())
+        upcoming = [t for t in following if t is not None]
+        if not upcoming:
+            if not _waits_for_unknown(state, key):
+                answer.reason = f"not admitted as things stand: {why_pending(state, key)}"
+            return _unknown(answer, state, blocked=True)
+        at = max(at, min(upcoming))
+        if at - now > horizon_seconds:
+            answer.reason = f"not admitted within {horizon_seconds / 86400:g} days"
+            return _unknown(answer, state)
+        while events and events[0][0] <= at:
+            _, _, kind, held, detail = heapq.heappop(events)
+            holding = state.records.get(held)
+            if holding is None or not holding.holds_quota:
+                continue
+            if kind == _FINISH and detail == epochs.get(held, 0):
+                state.release(held, requeue=False)
+            elif kind == _RELEASE:
+                _release_victim(state, held, detail)
+                epochs[held] = epochs.get(held, 0) + 1  # its scheduled end no longer holds
+
+
+def _release_victim(state: ClusterState, key: WorkloadKey, pods: int) -> None:
+    """The victim's owner acknowledges: all of it waits again, or it keeps fewer pods."""
+    workload = state.records[key].workload
+    admission = workload.admission
+    total = sum(a.count for a in admission.pod_set_assignments) if admission else 0
+    if admission is None or pods >= total or len(admission.pod_set_assignments) != 1:
+        state.upsert_workload(replace(workload, admission=None, evicted=False))
+        return
+    (assignment,) = admission.pod_set_assignments
+    left = assignment.count - pods
+    shrunk = PodSetAssignment(
+        assignment.name,
+        left,
+        assignment.flavors,
+        {r: v // assignment.count * left for r, v in assignment.resource_usage.items()},
+    )
+    state.upsert_workload(
+        replace(workload, admission=Admission(admission.cluster_queue, (shrunk,)), evicted=False)
+    )
+
+
+def _in_reach(state: ClusterState, key: WorkloadKey) -> frozenset[str]:
+    """The ClusterQueues whose usage can hold the Workload back: its own (through its
+    LocalQueue) and the other members of its cohort."""
+    local_queue = state.local_queues.get(state.local_queue_key(key))
+    if local_queue is None:
+        return frozenset()
+    cohort = state.quota.cohort_of(local_queue.cluster_queue)
+    if cohort:
+        return frozenset(state.quota.members(cohort))
+    return frozenset({local_queue.cluster_queue})
+
+
+def _waits_for_unknown(state: ClusterState, key: WorkloadKey) -> bool:
+    reach = _in_reach(state, key)
+    return any(
+        record.cluster_queue in reach and expected_runtime(record.workload).seconds is None
+        for record in state.admitted.values()
+    )
+
+
+def _unknown(answer: Forecast, state: ClusterState, blocked: bool = False) -> Forecast:
+    """Record the Workloads still holding quota with an unknown runtime; when the target
+    is blocked and no reason was given, they are the reason."""
+    reach = _in_reach(state, answer.key)
+    answer.unknown = sorted(
+        held
+        for held, record in state.admitted.items()
+        if held != answer.key
+        and record.cluster_queue in reach
+        and expected_runtime(record.workload).seconds is None
+    )
+    if blocked and answer.reason is None:
+        names = ", ".join(answer.unknown[:3]) + (" …" if len(answer.unknown) > 3 else "")
+        answer.reason = (
+            f"cannot estimate: it waits for {len(answer.unknown)} admitted Workload"
+            f"{'s' if len(answer.unknown) != 1 else ''} whose runtime is unknown ({names}); "
+            f"set spec.maximumExecutionTimeSeconds or the {EXPECTED_RUNTIME_ANNOTATION} "
+            "annotation on them"
+        )
+    return answer
