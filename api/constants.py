@@ -38,6 +38,9 @@ POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
 """On pods: pods with the same value form one Workload (named after the group)."""
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 """On a Job or pod: the WorkloadPriorityClass; wins over the pod's PriorityClass."""
+MAX_EXEC_TIME_LABEL: Final = "kueue.x-k8s.io/max-exec-time-seconds"
+"""On a Job or pod (a whole number of seconds > 0): its Workload's
+`spec.maximumExecutionTimeSeconds` (Kueue's jobframework)."""
 MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
 # The uid of the job a Workload was made for (Kueue puts it in preemption messages).
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"

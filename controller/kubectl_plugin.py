@@ -1,7 +1,7 @@
 """`kubectl quotagate`: inspect queues and Workloads on a live cluster, and ask "what if".
 
     kubectl quotagate list workloads|clusterqueues|localqueues [-n NS | -A] [-o wide|json|yaml]
-    kubectl quotagate describe workload NAME [-n NS] [-o json|yaml]
+    kubectl quotagate describe workload NAME [-n NS] [-o json|yaml] [--estimate-cycles N]
     kubectl quotagate whatif --queue LQ [-n NS] [--priority N | --priority-class NAME]
                              --requests cpu=4,memory=8Gi [--count N] [-o json|yaml]
 
@@ -31,7 +31,11 @@ from controller.kube.client import (
 )
 from controller.kubectl.cluster import Cluster
 from controller.kubectl.connection import ConnectionOptions, KubectlError, connect
-from controller.kubectl.describe import describe_workload, render_description
+from controller.kubectl.describe import (
+    DEFAULT_ESTIMATE_CYCLES,
+    describe_workload,
+    render_description,
+)
 from controller.kubectl.listing import cluster_queue_table, local_queue_table, workload_table
 from controller.kubectl.printing import dump, one_line
 from controller.kubectl.snapshot import Snapshot
@@ -86,14 +90,22 @@ def _requests(text: str) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _positive(text: str) -> int:
+def _integer_at_least(least: int, text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
     return value
+
+
+def _positive(text: str) -> int:
+    return _integer_at_least(1, text)
+
+
+def _non_negative(text: str) -> int:
+    return _integer_at_least(0, text)
 
 
 def _seconds(text: str) -> float:
@@ -158,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("resource", type=_workload_type, metavar="workload")
     describe.add_argument("name")
     describe.add_argument("-o", "--output", choices=("json", "yaml"))
+    describe.add_argument(
+        "--estimate-cycles",
+        type=_non_negative,
+        default=DEFAULT_ESTIMATE_CYCLES,
+        metavar="N",
+        help="simulated admission cycles the admission estimate of a pending Workload may "
+        f"run (default {DEFAULT_ESTIMATE_CYCLES}; 0: no estimate)",
+    )
     describe.set_defaults(handler=_describe)
 
     whatif = commands.add_parser(
@@ -290,7 +310,7 @@ def _describe(args: argparse.Namespace) -> int:
     cluster, namespace = _open(args)
     obj = cluster.get(WORKLOADS, args.name, namespace)
     now = time.time()
-    description = describe_workload(obj, _snapshot(cluster), now)
+    description = describe_workload(obj, _snapshot(cluster), now, args.estimate_cycles)
     if args.output:
         print(dump(description, args.output))
     else:

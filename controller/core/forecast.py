@@ -18,7 +18,8 @@ The forecast replays what the controller would do if nothing new arrived:
   `blockAdmission` are not modelled.
 
 The work is bounded (`max_cycles`, `horizon_seconds`); hitting a bound is an answer of its
-own, never a guess.
+own, never a guess: "not before" the simulated time reached. Each simulated cycle costs what
+a live cycle costs (tests/bench/bench_forecast.py prints the figures).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from api.constants import EXPECTED_RUNTIME_ANNOTATION
-from api.workload_status import Admission, PodSetAssignment
+from api.workload_status import Admission, PodSetAssignment, rfc3339
 from controller.core.cycle import run_cycle
 from controller.core.pending import why_pending
 from controller.core.state import ClusterState
@@ -72,6 +73,8 @@ class Forecast:
     key: WorkloadKey
     now: float
     admitted_at: float | None = None
+    # When a bound was hit: the simulated time reached, a lower bound of the admission.
+    not_before: float | None = None
     cluster_queue: str | None = None
     reason: str | None = None
     # Workloads whose runtime the forecast used, by source (each counted once).
@@ -131,7 +134,11 @@ def forecast(
     while True:
         while True:  # cycles at this instant until nothing changes
             if answer.cycles >= max_cycles:
-                answer.reason = f"no estimate within {max_cycles} simulated admission cycles"
+                answer.not_before = at
+                answer.reason = (
+                    f"no estimate within {max_cycles} simulated admission cycles; under these "
+                    f"assumptions not before {rfc3339(at)}"
+                )
                 return _unknown(answer, state)
             result = run_cycle(state, at)
             answer.cycles += 1
@@ -158,6 +165,7 @@ def forecast(
             return _unknown(answer, state, blocked=True)
         at = max(at, min(upcoming))
         if at - now > horizon_seconds:
+            answer.not_before = now + horizon_seconds
             answer.reason = f"not admitted within {horizon_seconds / 86400:g} days"
             return _unknown(answer, state)
         while events and events[0][0] <= at:

@@ -4,7 +4,9 @@ The webhook creates the Job suspended. This integration (leader only) then keeps
 and its Workload in step, level-triggered and idempotent:
 
 - no Workload yet → create it (podset = the pod template × min(parallelism, completions),
-  owned by the Job so garbage collection removes it with the Job);
+  owned by the Job so garbage collection removes it with the Job; the Job's
+  `kueue.x-k8s.io/max-exec-time-seconds` label becomes `spec.maximumExecutionTimeSeconds`,
+  and follows the label while the Workload holds no quota);
 - Workload admitted, Job suspended → add the flavors' node labels to the pod template's
   nodeSelector (remembering the original in an annotation) and unsuspend;
 - Workload evicted, Job running → suspend it and restore the original template; once no
@@ -36,6 +38,7 @@ from api.constants import (
 )
 from api.workload_status import has_quota_reservation
 from controller.integrations.host import ControllerView, placement_of
+from controller.integrations.job_labels import max_exec_time_seconds
 from controller.integrations.pods_ready import job_pods_ready
 from controller.integrations.serial import SerialReconciler
 from controller.integrations.workload_writes import PodsReadyWriter, apply_workload_status
@@ -112,6 +115,9 @@ def workload_for(job: dict[str, Any], priority: int | None) -> dict[str, Any]:
             body["spec"]["priority"] = priority
     if labels.get(PREEMPTIBILITY_LABEL) in PREEMPTIBILITY_VALUES:
         body["spec"]["preemptibility"] = labels[PREEMPTIBILITY_LABEL]
+    limit = max_exec_time_seconds(job)
+    if limit is not None:
+        body["spec"]["maximumExecutionTimeSeconds"] = limit
     return body
 
 
@@ -234,6 +240,13 @@ class JobIntegration:
                     ),
                 )
             return
+        if not has_quota_reservation(workload):
+            limit = max_exec_time_seconds(job)
+            if (workload.get("spec") or {}).get("maximumExecutionTimeSeconds") != limit:
+                await self._patch_workload(
+                    workload, {"spec": {"maximumExecutionTimeSeconds": limit}}
+                )
+                return  # the Workload's event brings the rest
         # Kueue's step 5: the PodsReady condition first; the Workload's event brings the rest.
         if (
             self.view.wait_for_pods_ready
@@ -286,6 +299,21 @@ class JobIntegration:
             await self.view.events(
                 job, "Normal", "CreatedWorkload", f"Created Workload {body['metadata']['name']}"
             )
+
+    async def _patch_workload(self, workload: dict[str, Any], patch: dict[str, Any]) -> None:
+        """A Job-level label changed while its Workload waits (Kueue rebuilds the Workload
+        then): the Workload's spec follows it."""
+        meta = workload["metadata"]
+        await self.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            meta["namespace"],
+            "workloads",
+            meta["name"],
+            patch,
+            field_manager="quotagate",
+            _content_type=MERGE_PATCH,
+        )
 
     async def _patch_job(self, job: dict[str, Any], patch: dict[str, Any]) -> None:
         meta = job["metadata"]

@@ -20,6 +20,7 @@ from api.constants import (
     QUEUE_NAME_LABEL,
     VERSION,
 )
+from controller.integrations.job_labels import max_exec_time_seconds
 
 CORE_GROUP = "scheduling.k8s.io"
 _DISRUPTION_MODES = {"single": "Pod", "all": "PodGroup", "Pod": "Pod", "PodGroup": "PodGroup"}
@@ -170,6 +171,9 @@ def workload_for(
         },
         "spec": {"queueName": labels[QUEUE_NAME_LABEL], "podSets": [podset]},
     }
+    limit = max_exec_time_seconds(first)
+    if limit is not None:
+        body["spec"]["maximumExecutionTimeSeconds"] = limit
     if annotations:
         body["metadata"]["annotations"] = annotations
     if workload_priority_class:

@@ -1,5 +1,6 @@
 """The mutating admission webhook's decisions: queue-labelled pods get the scheduling gate,
-queue-labelled Jobs are created suspended. Anything without the queue label is answered
+queue-labelled Jobs are created suspended, and either is refused when a Kueue label on it is
+invalid (`kueue.x-k8s.io/max-exec-time-seconds`), naming the label and why. Anything without the queue label is answered
 "allowed, no change" — and the MutatingWebhookConfiguration's selectors (also here) keep it
 from being sent at all. The TLS server and its certificates are the runtime's
 (controller/runtime/webhook_server.py): every replica answers; only the leader acts on the
@@ -11,12 +12,14 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
 from api.constants import ADMISSION_GATE as GATE
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
+from controller.integrations.job_labels import max_exec_time_problem
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,8 @@ def job_patch(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def review_response(review: dict[str, Any]) -> dict[str, Any]:
-    """An AdmissionReview answer: always allowed; a JSONPatch for objects we manage."""
+    """An AdmissionReview answer: a JSONPatch for objects we manage; refused only for an
+    invalid Kueue label on a queue-labelled Job or pod."""
     request = review.get("request") or {}
     obj = request.get("object") or {}
     kind = (request.get("kind") or {}).get("kind")
@@ -65,10 +69,29 @@ def review_response(review: dict[str, Any]) -> dict[str, Any]:
         log.warning("webhook could not read a %s: %s", kind, exc)
         patch = []
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
+    problem = _refusal(request, kind, obj)
+    if problem is not None:
+        response["allowed"] = False
+        response["status"] = {"code": 422, "reason": "Invalid", "message": problem}
+        patch = []
     if patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _refusal(request: Mapping[str, Any], kind: str | None, obj: Mapping[str, Any]) -> str | None:
+    """Why a queue-labelled Job or pod is refused on creation, as Kueue's webhooks refuse it
+    (None: allowed)."""
+    if request.get("operation") != "CREATE" or kind not in ("Job", "Pod"):
+        return None
+    try:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if QUEUE_LABEL not in labels:
+            return None
+        return max_exec_time_problem(obj)
+    except (AttributeError, TypeError):
+        return None  # never reject what we cannot read
 
 
 async def handle(request: web.Request) -> web.Response:

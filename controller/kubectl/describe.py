@@ -34,7 +34,11 @@ from controller.kubectl.workload_view import (
 )
 from controller.plan_command import plan
 
-__all__ = ["describe_workload", "format_quantity", "render_description"]
+__all__ = ["DEFAULT_ESTIMATE_CYCLES", "describe_workload", "format_quantity", "render_description"]
+
+DEFAULT_ESTIMATE_CYCLES = 5000
+"""Simulated admission cycles the estimate may run (`--estimate-cycles`); about 10 s at
+worst on 2 cores (docs/after-admission.md)."""
 
 NONE = "<none>"
 _MEBI = 1024 * 1024
@@ -47,7 +51,12 @@ def format_quantity(milli: int) -> str:
     return str(Quantity(milli, Format.BINARY_SI if binary else Format.DECIMAL_SI))
 
 
-def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) -> dict[str, Any]:
+def describe_workload(
+    obj: Mapping[str, Any],
+    snapshot: Snapshot,
+    now: float,
+    estimate_cycles: int = DEFAULT_ESTIMATE_CYCLES,
+) -> dict[str, Any]:
     """Everything `describe` prints, as plain data (also the `-o json|yaml` output)."""
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     key = workload_key(str(meta.get("namespace")), str(meta.get("name")))
@@ -70,7 +79,7 @@ def describe_workload(obj: Mapping[str, Any], snapshot: Snapshot, now: float) ->
         "podsReady": pods_ready_of(obj),
         "minimumRuntime": _minimum_runtime(state, key, now),
         "pendingReason": _pending_reason(obj, key, snapshot, state, now),
-        "estimatedAdmission": _estimate(obj, key, snapshot, state, now),
+        "estimatedAdmission": _estimate(obj, key, snapshot, state, now, estimate_cycles),
         "conditions": [
             {field: c.get(field) for field in ("type", "status", "reason", "message")}
             | {"lastTransitionTime": c.get("lastTransitionTime")}
@@ -309,16 +318,22 @@ def _admission_lines(admission: Mapping[str, Any] | None) -> list[str]:
 
 
 def _estimate(
-    obj: Mapping[str, Any], key: WorkloadKey, snapshot: Snapshot, state: ClusterState, now: float
+    obj: Mapping[str, Any],
+    key: WorkloadKey,
+    snapshot: Snapshot,
+    state: ClusterState,
+    now: float,
+    cycles: int,
 ) -> dict[str, Any] | None:
     """The admission wait-time estimate of a pending Workload (controller/core/forecast.py),
-    with the assumptions it rests on."""
-    if not is_pending(obj) or key not in state.workloads:
+    with the assumptions it rests on (None: not pending, or `cycles` is 0)."""
+    if cycles <= 0 or not is_pending(obj) or key not in state.workloads:
         return None
-    answer = forecast(snapshot.state(), key, now)
+    answer = forecast(snapshot.state(), key, now, max_cycles=cycles)
     return {
         "at": None if answer.admitted_at is None else rfc3339(answer.admitted_at),
         "inSeconds": None if answer.admitted_at is None else round(answer.admitted_at - now),
+        "notBefore": None if answer.not_before is None else rfc3339(answer.not_before),
         "clusterQueue": answer.cluster_queue,
         "reason": answer.reason,
         "assumptions": {

@@ -3,8 +3,13 @@ webhook over TLS, kube-scheduler places the pods, the Job controller runs the Jo
 
 from __future__ import annotations
 
-from kubernetes import client
+import json
 
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from api.constants import MAX_EXEC_TIME_LABEL
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import queued_job
 from tests.integration.kueue import (
@@ -122,3 +127,47 @@ def test_labelled_pod_is_gated_by_the_webhook(
     )
     assert [g.name for g in created.spec.scheduling_gates] == ["kueue.x-k8s.io/admission"]
     assert core.read_namespaced_pod("queued", namespace).status.phase == "Pending"
+
+
+def test_a_jobs_max_exec_time_label_sets_its_workloads_limit_and_a_bad_one_is_refused(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """Kueue's `kueue.x-k8s.io/max-exec-time-seconds`: the Workload's
+    `spec.maximumExecutionTimeSeconds` at creation, following the label while it waits; the
+    webhook refuses an invalid value, naming the label."""
+    kueue = Kueue(api_client)
+    batch = client.BatchV1Api(api_client)
+    cq = f"{namespace}-cq"
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        cluster_queue(cq, {f"{namespace}-rf": {"cpu": 0}}),  # nothing is admitted here
+        local_queue(namespace, "lq", cq),
+    )
+    limited = queued_job("limited")
+    limited["metadata"]["labels"][MAX_EXEC_TIME_LABEL] = "600"
+    batch.create_namespaced_job(namespace, limited)
+    workload = wait_for(
+        lambda: kueue.workloads(namespace) and kueue.get_workload(namespace, "job-limited"),
+        what="the Job's Workload",
+    )
+    assert workload["spec"]["maximumExecutionTimeSeconds"] == 600
+    batch.patch_namespaced_job(
+        "limited", namespace, {"metadata": {"labels": {MAX_EXEC_TIME_LABEL: "900"}}}
+    )
+    wait_for(
+        lambda: (
+            kueue.get_workload(namespace, "job-limited")["spec"].get("maximumExecutionTimeSeconds")
+            == 900
+        ),
+        what="the Workload to follow the label",
+    )
+
+    bad = queued_job("bad")
+    bad["metadata"]["labels"][MAX_EXEC_TIME_LABEL] = "10m"
+    with pytest.raises(ApiException) as refused:
+        batch.create_namespaced_job(namespace, bad)
+    assert refused.value.status == 422
+    assert (
+        f'metadata.labels[{MAX_EXEC_TIME_LABEL}]: Invalid value: "10m": must be a whole number '
+        "of seconds"
+    ) in json.loads(refused.value.body)["message"]

@@ -326,6 +326,16 @@ def test_describe_estimates_when_a_pending_workload_will_be_admitted(
     described = json.loads(out)["estimatedAdmission"]
     assert described["at"] == expected and described["reason"] is None
     assert described["assumptions"]["admittedBefore"] == 1
+    # A single simulated cycle admits `second`, not `third`: a lower bound, said as such.
+    code, out, _ = Scenario(ns, kubeconfig_path, kueue, "", "", "", "").run(
+        capsys, "describe", "workload", "third", "-n", ns, "--estimate-cycles", "1"
+    )
+    assert code == 0, out
+    assert "Estimated admission: none: no estimate within 1 simulated admission cycles; " in out
+    code, out, _ = Scenario(ns, kubeconfig_path, kueue, "", "", "", "").run(
+        capsys, "describe", "workload", "third", "-n", ns, "--estimate-cycles", "0"
+    )
+    assert code == 0 and "Estimated admission" not in out, out
 
 
 def test_describe_an_evicted_workload_shows_its_eviction_history(

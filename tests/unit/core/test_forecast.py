@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from api.constants import EXPECTED_RUNTIME_ANNOTATION, ReclaimWithinCohortPolicy
+from api.workload_status import rfc3339
 from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.forecast import MAXIMUM_EXECUTION_TIME, expected_runtime, forecast
 from controller.core.state import ClusterState
@@ -117,16 +118,27 @@ def test_a_workload_that_can_never_fit_says_why() -> None:
     assert "insufficient" in answer.reason or "quota" in answer.reason
 
 
-def test_the_work_is_bounded() -> None:
-    state = cluster(cq("cq", {"default": {"cpu": 1}}))
-    running(state, limited(wl("a", cpu=1), 10), reserved_at=0.0)
-    for i in range(20):
-        add(state, limited(wl(f"p{i:02}", cpu=1, created=1.0 + i), 10))
-    add(state, wl("last", cpu=1, created=100.0))
-    answer = forecast(state, "ns/last", now=0.0, max_cycles=5)
-    assert answer.admitted_at is None
-    assert answer.reason == "no estimate within 5 simulated admission cycles"
-    far = forecast(state, "ns/last", now=0.0, horizon_seconds=50)
+def test_the_work_is_bounded_and_a_bound_gives_a_lower_bound() -> None:
+    """Twenty 10-second Workloads ahead in a 1-CPU queue: the target's turn is at 210."""
+
+    def line() -> ClusterState:
+        state = cluster(cq("cq", {"default": {"cpu": 1}}))
+        running(state, limited(wl("a", cpu=1), 10), reserved_at=0.0)
+        for i in range(20):
+            add(state, limited(wl(f"p{i:02}", cpu=1, created=1.0 + i), 10))
+        add(state, wl("last", cpu=1, created=100.0))
+        return state
+
+    assert forecast(line(), "ns/last", now=0.0).admitted_at == 210.0
+    answer = forecast(line(), "ns/last", now=0.0, max_cycles=5)
+    assert answer.admitted_at is None and answer.cycles == 5
+    assert answer.not_before is not None and 0.0 < answer.not_before < 210.0
+    assert answer.reason == (
+        "no estimate within 5 simulated admission cycles; under these assumptions not before "
+        f"{rfc3339(answer.not_before)}"
+    )
+    far = forecast(line(), "ns/last", now=0.0, horizon_seconds=50)
+    assert (far.admitted_at, far.not_before) == (None, 50.0)
     assert far.reason == "not admitted within 0.000578704 days"
 
 

@@ -1,0 +1,98 @@
+"""Kueue's `kueue.x-k8s.io/max-exec-time-seconds` label (controller/integrations/job_labels.py):
+how a Job's or pod's label becomes the Workload's `spec.maximumExecutionTimeSeconds`, and
+how the webhook refuses a bad one."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from api.constants import MAX_EXEC_TIME_LABEL, QUEUE_NAME_LABEL
+from controller.integrations.job_labels import max_exec_time_problem, max_exec_time_seconds
+from controller.integrations.jobs import workload_for
+from controller.integrations.pod_units import Unit
+from controller.integrations.pod_units import workload_for as workload_for_unit
+from controller.integrations.webhook import review_response
+
+PATH = f"metadata.labels[{MAX_EXEC_TIME_LABEL}]"
+
+
+def labelled(value: str | None, queue: bool = True) -> dict[str, Any]:
+    labels = {QUEUE_NAME_LABEL: "lq"} if queue else {}
+    if value is not None:
+        labels[MAX_EXEC_TIME_LABEL] = value
+    return {"metadata": {"name": "j", "namespace": "ns", "uid": "u", "labels": labels}}
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds", "problem"),
+    [
+        (None, None, None),
+        ("600", 600, None),
+        ("1", 1, None),
+        ("0", None, f"{PATH}: Invalid value: 0: should be greater than 0"),
+        ("-5", None, f"{PATH}: Invalid value: -5: should be greater than 0"),
+        ("10m", None, f'{PATH}: Invalid value: "10m": must be a whole number of seconds'),
+        ("1.5", None, f'{PATH}: Invalid value: "1.5": must be a whole number of seconds'),
+        ("", None, f'{PATH}: Invalid value: "": must be a whole number of seconds'),
+        ("2147483648", None, f"{PATH}: Invalid value: 2147483648: must be at most 2147483647"),
+    ],
+)
+def test_the_label_is_read_as_kueue_reads_it(
+    value: str | None, seconds: int | None, problem: str | None
+) -> None:
+    obj = labelled(value)
+    assert max_exec_time_seconds(obj) == seconds
+    assert max_exec_time_problem(obj) == problem
+
+
+def job(value: str | None) -> dict[str, Any]:
+    out = labelled(value)
+    out["spec"] = {"parallelism": 1, "template": {"spec": {"containers": []}}}
+    return out
+
+
+def test_a_jobs_label_becomes_the_workloads_maximum_execution_time() -> None:
+    assert workload_for(job("3600"), None)["spec"]["maximumExecutionTimeSeconds"] == 3600
+    assert "maximumExecutionTimeSeconds" not in workload_for(job(None), None)["spec"]
+
+
+def test_a_pod_units_label_comes_from_its_first_pod() -> None:
+    pod = labelled("90")
+    pod["spec"] = {"containers": []}
+    body = workload_for_unit(Unit("pod", "ns", "j"), [pod], 1)
+    assert body["spec"]["maximumExecutionTimeSeconds"] == 90
+
+
+def review(kind: str, obj: dict[str, Any], operation: str = "CREATE") -> dict[str, Any]:
+    return review_response(
+        {"request": {"uid": "r1", "kind": {"kind": kind}, "operation": operation, "object": obj}}
+    )["response"]
+
+
+@pytest.mark.parametrize("kind", ["Job", "Pod"])
+def test_the_webhook_refuses_a_bad_label_naming_it(kind: str) -> None:
+    obj = job("10m") if kind == "Job" else labelled("10m") | {"spec": {"containers": []}}
+    response = review(kind, obj)
+    assert response["allowed"] is False
+    assert response["status"] == {
+        "code": 422,
+        "reason": "Invalid",
+        "message": f'{PATH}: Invalid value: "10m": must be a whole number of seconds',
+    }
+    assert "patch" not in response
+
+
+def test_the_webhook_lets_a_good_label_through_and_still_suspends() -> None:
+    response = review("Job", job("60"))
+    assert response["allowed"] is True
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert patch == [{"op": "add", "path": "/spec/suspend", "value": True}]
+
+
+def test_the_webhook_leaves_what_it_does_not_queue_alone() -> None:
+    assert review("Job", labelled("10m", queue=False) | {"spec": {}})["allowed"] is True
+    assert review("Job", job("10m"), operation="UPDATE")["allowed"] is True
