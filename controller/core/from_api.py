@@ -38,6 +38,7 @@ from controller.core.clusterqueues import (
     WhenCanBorrow,
     WhenCanPreempt,
 )
+from controller.core.cohort_nodes import Cohort
 from controller.core.flavors import ResourceFlavor, Taint
 from controller.core.priorities import (
     KUEUE_GROUP,
@@ -72,6 +73,7 @@ class Namespace:
 CoreObject = (
     ResourceFlavor
     | ClusterQueue
+    | Cohort
     | LocalQueue
     | WorkloadPriorityClass
     | PriorityClass
@@ -388,6 +390,7 @@ def _owner_preemptibility(meta: Mapping[str, Any], r: FieldReader) -> tuple[str,
 
 KINDS = (
     "ResourceFlavor",
+    "Cohort",
     "ClusterQueue",
     "LocalQueue",
     "WorkloadPriorityClass",
@@ -414,6 +417,12 @@ def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObje
         result = _flavor(r, meta, spec)
     elif kind == "ClusterQueue":
         result = _cluster_queue(r, meta, spec)
+    elif kind == "Cohort":
+        result = Cohort(
+            r.text(meta.get("name"), "metadata.name"),
+            r.text(spec.get("parentName"), "spec.parentName", "") or None,
+            bool(r.seq(spec.get("resourceGroups"), "spec.resourceGroups")),
+        )
     elif kind == "LocalQueue":
         result = LocalQueue(
             r.text(meta.get("namespace"), "metadata.namespace", "default"),
@@ -465,6 +474,8 @@ def apply(state: ClusterState, obj: CoreObject) -> None:
         state.set_flavor(obj)
     elif isinstance(obj, ClusterQueue):
         state.set_cluster_queue(obj)
+    elif isinstance(obj, Cohort):
+        state.set_cohort(obj)
     elif isinstance(obj, LocalQueue):
         state.set_local_queue(obj)
     elif isinstance(obj, WorkloadPriorityClass):

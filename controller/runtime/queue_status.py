@@ -20,7 +20,7 @@ from api.quantities import Quantity
 from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
-from controller.kube.client import CLUSTER_QUEUES, LOCAL_QUEUES, describe
+from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, describe
 from controller.runtime.context import Context
 
 log = logging.getLogger(__name__)
@@ -182,6 +182,10 @@ class QueueStatusWriter:
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
         self.metric_queues = set(state.cluster_queues)
+        for name in list(state.cohorts):
+            cohort_status = {"conditions": self._unsupported(f"Cohort//{name}")}
+            if self.written.get(f"co/{name}") != cohort_status:
+                writes.append(self._write_cohort(name, cohort_status, now))
         for key in list(state.local_queues):
             status = dict(
                 counts.get(key)
@@ -220,6 +224,18 @@ class QueueStatusWriter:
         except ApiException as exc:
             if exc.status != 404:
                 log.info("status of ClusterQueue %s not written: %s", name, describe(exc))
+
+    async def _write_cohort(self, name: str, status: dict[str, Any], now: float) -> None:
+        """A Cohort's `UnsupportedFields` condition (quotagate's; Kueue writes no Cohort
+        conditions); an empty list removes it."""
+        body = {"conditions": self._conditions(status["conditions"], now)}
+        try:
+            async with self.ctx.writes:
+                await self.ctx.api.patch_cluster_status(COHORTS, name, body)
+            self.written[f"co/{name}"] = status
+        except ApiException as exc:
+            if exc.status != 404:
+                log.info("status of Cohort %s not written: %s", name, describe(exc))
 
     async def _write_lq(self, key: str, status: dict[str, Any], now: float) -> None:
         namespace, name = key.split("/", 1)

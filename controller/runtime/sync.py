@@ -178,6 +178,8 @@ class WorkloadSync:
                 state.remove_flavor(name)
             elif kind == "ClusterQueue":
                 state.remove_cluster_queue(name)
+            elif kind == "Cohort":
+                state.remove_cohort(name)
             elif kind == "LocalQueue":
                 state.remove_local_queue(meta.get("namespace", ""), name)
             elif kind == "Namespace":
