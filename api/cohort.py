@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from api.clusterqueue import ResourceGroup
 from api.common import Condition, DNSSubdomain, Int64, KueueModel, atomic_list, list_map
@@ -80,6 +80,18 @@ class CohortSpec(KueueModel):
     )
     """Quota on top of the members' (a shared pool), with limits towards the parent."""
     fair_sharing: FairSharing | None = None
+
+    @model_validator(mode="after")
+    def _limits_need_parent(self) -> CohortSpec:
+        """The CRD rule above, for manifests read without an API server (`plan`)."""
+        if self.parent_name:
+            return self
+        for group in self.resource_groups or ():
+            for flavor in group.flavors:
+                for quota in flavor.resources:
+                    if quota.borrowing_limit is not None or quota.lending_limit is not None:
+                        raise ValueError(f"resourceGroups: {LIMITS_NEED_PARENT_MESSAGE}")
+        return self
 
 
 class CohortFairSharingStatus(KueueModel):

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from api.cohort import LIMITS_NEED_PARENT_MESSAGE
 from api.constants import (
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
@@ -226,6 +227,23 @@ def _cluster_queue(
     )
 
 
+def _cohort(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Cohort:
+    """A Cohort; a limit without a parent is refused as the CRD (Kueue's webhook) does."""
+    parent = r.text(spec.get("parentName"), "spec.parentName", "") or None
+    groups = r.seq(spec.get("resourceGroups"), "spec.resourceGroups")
+    if parent is None:
+        for g, group in enumerate(groups):
+            gp = f"spec.resourceGroups[{g}]"
+            for f, flavor in enumerate(r.seq(r.obj(group, gp).get("flavors"), f"{gp}.flavors")):
+                fp = f"{gp}.flavors[{f}]"
+                for q, quota in enumerate(r.seq(r.obj(flavor, fp).get("resources"), fp)):
+                    qp = f"{fp}.resources[{q}]"
+                    for limit in ("borrowingLimit", "lendingLimit"):
+                        if r.obj(quota, qp).get(limit) is not None:
+                            r.problem(f"{qp}.{limit}", LIMITS_NEED_PARENT_MESSAGE)
+    return Cohort(r.text(meta.get("name"), "metadata.name"), parent, bool(groups))
+
+
 def _containers(r: FieldReader, obj: Any, path: str) -> list[Container]:
     out = []
     for i, item in enumerate(r.seq(obj, path)):
@@ -418,11 +436,7 @@ def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObje
     elif kind == "ClusterQueue":
         result = _cluster_queue(r, meta, spec)
     elif kind == "Cohort":
-        result = Cohort(
-            r.text(meta.get("name"), "metadata.name"),
-            r.text(spec.get("parentName"), "spec.parentName", "") or None,
-            bool(r.seq(spec.get("resourceGroups"), "spec.resourceGroups")),
-        )
+        result = _cohort(r, meta, spec)
     elif kind == "LocalQueue":
         result = LocalQueue(
             r.text(meta.get("namespace"), "metadata.namespace", "default"),
