@@ -182,6 +182,9 @@ class QueueStatusWriter:
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
         self.metric_queues = set(state.cluster_queues)
+        for key in [k for k in self.written if k.startswith("co/")]:
+            if key[3:] not in state.cohorts:  # deleted: a new Cohort of that name starts bare
+                del self.written[key]
         for name in list(state.cohorts):
             cohort_status = {"conditions": self._unsupported(f"Cohort//{name}")}
             if self.written.get(f"co/{name}") != cohort_status:

@@ -182,3 +182,27 @@ def test_a_cohort_tree_is_reported_and_admits_nothing(
         what="the UnsupportedFields condition to go",
     )
     assert cleared
+
+
+def test_a_cohort_deleted_and_created_again_is_reported_again(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    name = f"{namespace}-again"
+
+    def reported() -> dict[str, Any] | None:
+        try:
+            stored = kueue.custom.get_cluster_custom_object(GROUP, VERSION, "cohorts", name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return condition(stored, "UnsupportedFields")
+
+    kueue.apply(cohort(name, {"fairSharing": {"weight": "2"}}))
+    first = wait_for(reported, what="the first UnsupportedFields condition")
+    assert first["message"].startswith("spec.fairSharing: ")
+    kueue.delete_cluster_scoped("cohorts", name)
+    wait_for(lambda: reported() is None, what="the Cohort to go")
+    kueue.apply(cohort(name, {"fairSharing": {"weight": "2"}}))
+    again = wait_for(reported, what="the UnsupportedFields condition on the new Cohort")
+    assert again["message"] == first["message"]

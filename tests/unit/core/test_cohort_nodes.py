@@ -186,3 +186,43 @@ def test_convert_reads_a_cohort() -> None:
     obj = convert(_cohort_object("pool", {"parentName": "org", "resourceGroups": [{}]}))
     assert obj == Cohort("pool", parent="org", has_quota=True)
     assert convert(_cohort_object("pool", {})) == Cohort("pool")
+
+
+NAMES = ("p", "q", "r", "s")
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(NAMES),
+        st.tuples(st.one_of(st.none(), st.sampled_from((*NAMES, "absent"))), st.booleans()),
+        max_size=4,
+    ),
+    st.lists(
+        st.tuples(st.sampled_from(NAMES), st.sampled_from("ab"), st.integers(1, 5)),
+        max_size=10,
+    ),
+)
+def test_random_cohort_objects_never_admit_into_what_the_flat_model_cannot_compute(
+    objects: dict[str, tuple[str | None, bool]], requests: list[tuple[str, str, int]]
+) -> None:
+    queues = [cq(f"{c}-{m}", {"default": {"cpu": 3}}, cohort=c) for c in NAMES for m in "ab"]
+    state = cluster(*queues)
+    for name, (parent, has_quota) in objects.items():
+        state.set_cohort(Cohort(name, parent, has_quota))
+    for i, (c, m, cpu) in enumerate(requests):
+        add(state, wl(f"w{i}", f"{c}-{m}", created=float(i), cpu=cpu))
+    settle(state)
+    for c in NAMES:
+        flat = unsupported_cohort(state.cohorts, c) is None
+        members = (f"{c}-a", f"{c}-b")
+        used = [usage(state, q) for q in members]
+        assert sum(used) <= 6_000  # the cohort's pool is never over-committed
+        if not flat:
+            assert used == [0, 0]
+            assert all(cluster_queue_inactive(state, q) is not None for q in members)
+        else:
+            assert all(cluster_queue_inactive(state, q) is None for q in members)
+            has_parent = objects.get(c, (None, False))[0] is not None
+            is_parent = any(p == c for p, _ in objects.values())
+            assert not has_parent and not is_parent and not objects.get(c, (None, False))[1]
