@@ -3,6 +3,7 @@
 """
 
 from api.clusterqueue import ClusterQueue
+from api.cohort import Cohort
 from api.localqueue import LocalQueue
 from api.objects import InvalidObjectError, KueueObject
 from api.registry import MODELS, load_object
@@ -13,6 +14,7 @@ from api.workloadpriorityclass import WorkloadPriorityClass
 __all__ = [
     "MODELS",
     "ClusterQueue",
+    "Cohort",
     "InvalidObjectError",
     "KueueObject",
     "LocalQueue",

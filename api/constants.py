@@ -28,6 +28,7 @@ class Kind(StrEnum):
     LOCAL_QUEUE = "LocalQueue"
     WORKLOAD = "Workload"
     WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+    COHORT = "Cohort"
 
 
 # --- labels, annotations, gates, finalizers -----------------------------------------

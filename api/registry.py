@@ -8,6 +8,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from api.clusterqueue import ClusterQueue
+from api.cohort import Cohort
 from api.constants import API_VERSION, Kind
 from api.localqueue import LocalQueue
 from api.objects import InvalidObjectError, KueueObject
@@ -20,6 +21,7 @@ __all__ = ["MODELS", "load_object"]
 MODELS: Final[Mapping[Kind, type[KueueObject]]] = {
     Kind.RESOURCE_FLAVOR: ResourceFlavor,
     Kind.CLUSTER_QUEUE: ClusterQueue,
+    Kind.COHORT: Cohort,
     Kind.LOCAL_QUEUE: LocalQueue,
     Kind.WORKLOAD: Workload,
     Kind.WORKLOAD_PRIORITY_CLASS: WorkloadPriorityClass,

@@ -38,6 +38,7 @@ _APPLY_ORDER = (
     "PriorityClass",
     "WorkloadPriorityClass",
     "ResourceFlavor",
+    "Cohort",
     "ClusterQueue",
     "LocalQueue",
     "Workload",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from api.cohort import LIMITS_NEED_PARENT_MESSAGE
 from api.constants import (
     EXPECTED_RUNTIME_ANNOTATION,
     MINIMUM_RUNTIME_ANNOTATION,
@@ -40,6 +41,7 @@ from controller.core.clusterqueues import (
     WhenCanBorrow,
     WhenCanPreempt,
 )
+from controller.core.cohort_nodes import Cohort
 from controller.core.flavors import ResourceFlavor, Taint
 from controller.core.priorities import (
     KUEUE_GROUP,
@@ -74,6 +76,7 @@ class Namespace:
 CoreObject = (
     ResourceFlavor
     | ClusterQueue
+    | Cohort
     | LocalQueue
     | WorkloadPriorityClass
     | PriorityClass
@@ -243,6 +246,23 @@ def _minimum_runtime(r: FieldReader, meta: Mapping[str, Any]) -> int | None:
         )
         return None
     return int(text) or None
+
+
+def _cohort(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Cohort:
+    """A Cohort; a limit without a parent is refused as the CRD (Kueue's webhook) does."""
+    parent = r.text(spec.get("parentName"), "spec.parentName", "") or None
+    groups = r.seq(spec.get("resourceGroups"), "spec.resourceGroups")
+    if parent is None:
+        for g, group in enumerate(groups):
+            gp = f"spec.resourceGroups[{g}]"
+            for f, flavor in enumerate(r.seq(r.obj(group, gp).get("flavors"), f"{gp}.flavors")):
+                fp = f"{gp}.flavors[{f}]"
+                for q, quota in enumerate(r.seq(r.obj(flavor, fp).get("resources"), fp)):
+                    qp = f"{fp}.resources[{q}]"
+                    for limit in ("borrowingLimit", "lendingLimit"):
+                        if r.obj(quota, qp).get(limit) is not None:
+                            r.problem(f"{qp}.{limit}", LIMITS_NEED_PARENT_MESSAGE)
+    return Cohort(r.text(meta.get("name"), "metadata.name"), parent, bool(groups))
 
 
 def _containers(r: FieldReader, obj: Any, path: str) -> list[Container]:
@@ -443,6 +463,7 @@ def _owner_preemptibility(meta: Mapping[str, Any], r: FieldReader) -> tuple[str,
 
 KINDS = (
     "ResourceFlavor",
+    "Cohort",
     "ClusterQueue",
     "LocalQueue",
     "WorkloadPriorityClass",
@@ -469,6 +490,8 @@ def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObje
         result = _flavor(r, meta, spec)
     elif kind == "ClusterQueue":
         result = _cluster_queue(r, meta, spec)
+    elif kind == "Cohort":
+        result = _cohort(r, meta, spec)
     elif kind == "LocalQueue":
         result = LocalQueue(
             r.text(meta.get("namespace"), "metadata.namespace", "default"),
@@ -520,6 +543,8 @@ def apply(state: ClusterState, obj: CoreObject) -> None:
         state.set_flavor(obj)
     elif isinstance(obj, ClusterQueue):
         state.set_cluster_queue(obj)
+    elif isinstance(obj, Cohort):
+        state.set_cohort(obj)
     elif isinstance(obj, LocalQueue):
         state.set_local_queue(obj)
     elif isinstance(obj, WorkloadPriorityClass):

@@ -15,15 +15,18 @@ from __future__ import annotations
 from collections.abc import Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Final
 
 from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import StopPolicy
+from controller.core.cohort_nodes import unsupported_cohort
 from controller.core.decisions import Inadmissible
 from controller.core.records import Phase
 from controller.core.state import ClusterState
 from controller.core.workloads import WorkloadKey
 
 __all__ = [
+    "UNSUPPORTED_COHORT",
     "Inactive",
     "Unqueued",
     "cluster_queue_inactive",
@@ -53,9 +56,16 @@ class Unqueued:
     message: str
 
 
+UNSUPPORTED_COHORT: Final = "UnsupportedCohort"
+"""quotagate's `Active=False` reason for a ClusterQueue whose cohort is a Cohort tree or
+holds quota of its own, which the flat quota model cannot compute yet
+(controller/core/cohort_nodes.py)."""
+
+
 def cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     """Why a ClusterQueue admits nothing now: missing, stopped, a flavor or an admission
-    check missing (quotagate runs no admission checks: controller/core/unsupported.py)."""
+    check missing (quotagate runs no admission checks: controller/core/unsupported.py),
+    or its cohort a Cohort shape quotagate does not compute yet."""
     cq = state.cluster_queues.get(name)
     if cq is None:
         return Inactive("ClusterQueueDoesNotExist", f"ClusterQueue {name} doesn't exist")
@@ -73,6 +83,10 @@ def cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
             "checks and admits nothing without them)"
         )
         return Inactive("AdmissionCheckNotFound", message)
+    unsupported = unsupported_cohort(state.cohorts, cq.cohort) if cq.cohort else None
+    if unsupported is not None:
+        message = f"ClusterQueue {cq.name} is inactive: {unsupported}"
+        return Inactive(UNSUPPORTED_COHORT, message)
     return None
 
 

@@ -20,6 +20,7 @@ from api.constants import PREEMPTIBILITY_LABEL
 from api.workload_status import Admission
 from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
+from controller.core.cohort_nodes import Cohort
 from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
 from controller.core.flavors import ResourceFlavor
@@ -63,6 +64,7 @@ class ClusterState:
         self.quota = QuotaTree()
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cluster_queues: dict[str, ClusterQueue] = {}
+        self.cohorts: dict[str, Cohort] = {}  # the explicit ones (Cohort objects)
         self.local_queues: dict[str, LocalQueue] = {}
         self.priority_classes = PriorityClasses()
         self.namespaces: dict[str, Mapping[str, str]] = {}
@@ -163,6 +165,23 @@ class ClusterState:
             self._place(key)
         if cq.cohort:
             self._retry_cohort(cq.cohort)
+
+    def set_cohort(self, cohort: Cohort) -> None:
+        if self.cohorts.get(cohort.name) == cohort:
+            return
+        self.cohorts[cohort.name] = cohort
+        self._retry_all_cohorts()
+
+    def remove_cohort(self, name: str) -> None:
+        if self.cohorts.pop(name, None) is not None:
+            self._retry_all_cohorts()
+
+    def _retry_all_cohorts(self) -> None:
+        """A Cohort changed: whether its members and those of its parent and children are
+        active may have changed (rare; every ClusterQueue in a cohort is tried again)."""
+        for cq in self.cluster_queues.values():
+            if cq.cohort:
+                self.retry_inadmissible(cq.name)
 
     def set_local_queue(self, lq: LocalQueue) -> None:
         old = self.local_queues.get(lq.key)

@@ -7,6 +7,8 @@ Warning Event and an `UnsupportedFields` condition on the object, `quotagate pla
 them, and the README's compatibility table lists them. Admission checks are the one field
 that changes a decision: a ClusterQueue that names any is inactive (`AdmissionCheckNotFound`,
 as Kueue does for a check that does not exist), so nothing is admitted without its checks.
+Likewise a Cohort with a parent, children or quota of its own: its ClusterQueues are
+inactive (`UnsupportedCohort`, controller/core/cohort_nodes.py), so nothing over-commits.
 
 Pure: dicts in, findings out.
 """
@@ -146,6 +148,36 @@ def _flavor(spec: Mapping[str, Any]) -> list[Finding]:
     ]
 
 
+def _cohort(spec: Mapping[str, Any]) -> list[Finding]:
+    found: list[Finding] = []
+    if spec.get("parentName"):
+        found.append(
+            (
+                "spec.parentName",
+                f"hierarchical cohorts are {_NOT_IMPLEMENTED}: the ClusterQueues of this "
+                "Cohort and of its parent stay inactive (UnsupportedCohort) and admit "
+                "nothing, rather than borrow or lend through a tree they cannot compute",
+            )
+        )
+    if spec.get("resourceGroups"):
+        found.append(
+            (
+                "spec.resourceGroups",
+                f"a Cohort's own quota and limits are {_NOT_IMPLEMENTED}: the ClusterQueues "
+                "of this Cohort stay inactive (UnsupportedCohort) and admit nothing",
+            )
+        )
+    if spec.get("fairSharing") is not None:
+        found.append(
+            (
+                "spec.fairSharing",
+                f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored (a root Cohort's "
+                "weight is compared with no sibling, so this changes no decision)",
+            )
+        )
+    return found
+
+
 def unsupported_fields(obj: Mapping[str, Any]) -> list[Finding]:
     """The Kueue fields of `obj` quotagate does not implement yet, with what it does."""
     kind = obj.get("kind")
@@ -161,6 +193,8 @@ def unsupported_fields(obj: Mapping[str, Any]) -> list[Finding]:
         return _workload(spec, status if isinstance(status, Mapping) else {})
     if kind == "ResourceFlavor":
         return _flavor(spec)
+    if kind == "Cohort":
+        return _cohort(spec)
     return []
 
 

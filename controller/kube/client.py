@@ -59,6 +59,7 @@ class Resource:
 
 
 RESOURCE_FLAVORS = Resource("ResourceFlavor", KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", False)
+COHORTS = Resource("Cohort", KUEUE_GROUP, KUEUE_VERSION, "cohorts", False)
 CLUSTER_QUEUES = Resource("ClusterQueue", KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", False)
 LOCAL_QUEUES = Resource("LocalQueue", KUEUE_GROUP, KUEUE_VERSION, "localqueues", True)
 WORKLOAD_PRIORITY_CLASSES = Resource(
@@ -78,6 +79,7 @@ WATCHED = (
     PRIORITY_CLASSES,
     WORKLOAD_PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
+    COHORTS,
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     WORKLOADS,

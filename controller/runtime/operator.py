@@ -171,6 +171,7 @@ async def _run(
     controller = Controller(api, config, metrics, events=recorder)
     await load_or_fail(controller)
     statuses = QueueStatusWriter(controller.ctx, controller.sync.unsupported)
+    controller.sync.object_deletion_listeners.append(statuses.forget)
 
     jobs = JobIntegration(api_client, controller)
     controller.workload_listeners.append(jobs.on_workload_event)

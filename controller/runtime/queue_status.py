@@ -20,7 +20,7 @@ from api.quantities import Quantity
 from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
-from controller.kube.client import CLUSTER_QUEUES, LOCAL_QUEUES, describe
+from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, describe
 from controller.runtime.context import Context
 
 log = logging.getLogger(__name__)
@@ -113,8 +113,14 @@ class QueueStatusWriter:
         self.ctx = ctx
         self.unsupported = unsupported  # kind/key → unsupported Kueue fields (WorkloadSync)
         self.interval = interval
+        # kind/namespace/name → the status last written (forgotten when the object goes)
         self.written: dict[str, dict[str, Any]] = {}
         self.metric_queues: set[str] = set()  # ClusterQueues with gauge series out
+
+    def forget(self, key: str) -> None:
+        """The object `kind/namespace/name` was deleted: one created again under its name
+        starts with no status, so its status is news again (WorkloadSync calls this)."""
+        self.written.pop(key, None)
 
     async def run_forever(self) -> None:
         while True:
@@ -177,11 +183,15 @@ class QueueStatusWriter:
             active, reason, message = active_condition(cluster_queue_inactive(state, name))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(f"ClusterQueue//{name}")
-            if self.written.get(f"cq/{name}") != status:
+            if self.written.get(f"ClusterQueue//{name}") != status:
                 writes.append(self._write_cq(name, status, now))
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
         self.metric_queues = set(state.cluster_queues)
+        for name in list(state.cohorts):
+            cohort_status = {"conditions": self._unsupported(f"Cohort//{name}")}
+            if self.written.get(f"Cohort//{name}") != cohort_status:
+                writes.append(self._write_cohort(name, cohort_status, now))
         for key in list(state.local_queues):
             status = dict(
                 counts.get(key)
@@ -190,7 +200,7 @@ class QueueStatusWriter:
             active, reason, message = active_condition(local_queue_inactive(state, key))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(f"LocalQueue/{key}")
-            if self.written.get(f"lq/{key}") != status:
+            if self.written.get(f"LocalQueue/{key}") != status:
                 writes.append(self._write_lq(key, status, now))
         if writes:
             await asyncio.gather(*writes)
@@ -216,10 +226,22 @@ class QueueStatusWriter:
         try:
             async with self.ctx.writes:
                 await self.ctx.api.patch_cluster_status(CLUSTER_QUEUES, name, body)
-            self.written[f"cq/{name}"] = status
+            self.written[f"ClusterQueue//{name}"] = status
         except ApiException as exc:
             if exc.status != 404:
                 log.info("status of ClusterQueue %s not written: %s", name, describe(exc))
+
+    async def _write_cohort(self, name: str, status: dict[str, Any], now: float) -> None:
+        """A Cohort's `UnsupportedFields` condition (quotagate's; Kueue writes no Cohort
+        conditions); an empty list removes it."""
+        body = {"conditions": self._conditions(status["conditions"], now)}
+        try:
+            async with self.ctx.writes:
+                await self.ctx.api.patch_cluster_status(COHORTS, name, body)
+            self.written[f"Cohort//{name}"] = status
+        except ApiException as exc:
+            if exc.status != 404:
+                log.info("status of Cohort %s not written: %s", name, describe(exc))
 
     async def _write_lq(self, key: str, status: dict[str, Any], now: float) -> None:
         namespace, name = key.split("/", 1)
@@ -227,7 +249,7 @@ class QueueStatusWriter:
         try:
             async with self.ctx.writes:
                 await self.ctx.api.patch_namespaced_status(LOCAL_QUEUES, namespace, name, body)
-            self.written[f"lq/{key}"] = status
+            self.written[f"LocalQueue/{key}"] = status
         except ApiException as exc:
             if exc.status != 404:
                 log.info("status of LocalQueue %s not written: %s", key, describe(exc))

@@ -91,6 +91,8 @@ class WorkloadSync:
         # and with the key of every Workload deleted.
         self.workload_listeners: list[Callable[[dict[str, Any]], None]] = []
         self.deletion_listeners: list[Callable[[WorkloadKey], None]] = []
+        # Called with `kind/namespace/name` of every other object deleted.
+        self.object_deletion_listeners: list[Callable[[str], None]] = []
 
     def reset(self) -> None:
         """Forget every object (the state is replaced by the caller)."""
@@ -174,10 +176,14 @@ class WorkloadSync:
         meta = body.get("metadata") or {}
         name = meta.get("name", "")
         if event_type == "DELETED":
+            for listener in self.object_deletion_listeners:
+                listener(f"{kind}/{meta.get('namespace', '')}/{name}")
             if kind == "ResourceFlavor":
                 state.remove_flavor(name)
             elif kind == "ClusterQueue":
                 state.remove_cluster_queue(name)
+            elif kind == "Cohort":
+                state.remove_cohort(name)
             elif kind == "LocalQueue":
                 state.remove_local_queue(meta.get("namespace", ""), name)
             elif kind == "Namespace":

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 import subprocess
 import urllib.request
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.build import bin_dir
 from tests.cluster.fixtures import wait_for
@@ -299,3 +302,28 @@ def test_preemption_evicts_the_cheapest_equal_priority_victim(
     assert "admission" not in (cheap.get("status") or {})
     assert condition(cheap, "QuotaReserved")["status"] == "False"
     assert condition(cheap, "Evicted")["status"] == "True"
+
+
+def test_a_cluster_queue_deleted_and_created_again_gets_its_status_again(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    """The status writer writes only what changed; a ClusterQueue created again under the
+    same name starts with no status, so the same status must be written again."""
+    cq = f"{namespace}-again"
+    kueue.apply(flavor(f"{namespace}-rf"), cluster_queue(cq, {f"{namespace}-rf": {"cpu": 1}}))
+
+    def active() -> dict[str, Any] | None:
+        try:
+            return condition(kueue.get_cluster_queue(cq), "Active")
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    first = wait_for(active, what="the first Active condition")
+    assert first["status"] == "True"
+    kueue.delete_cluster_scoped("clusterqueues", cq)
+    wait_for(lambda: active() is None, what="the ClusterQueue to go")
+    kueue.apply(cluster_queue(cq, {f"{namespace}-rf": {"cpu": 1}}))
+    again = wait_for(active, what="the Active condition on the new ClusterQueue")
+    assert (again["status"], again["reason"]) == ("True", "Ready")

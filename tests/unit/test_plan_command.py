@@ -208,3 +208,99 @@ def test_plan_honours_the_minimum_runtime(
         return
     (preempting,) = result["preempting"]
     assert [v["workload"] for v in preempting["victims"]] == [victim]
+
+
+COHORT_STATE = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: research}
+spec: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  cohortName: research
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  cohortName: research
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: main, namespace: team-a}
+spec: {clusterQueue: team-a}
+---
+kind: Workload
+metadata: {name: big, namespace: team-a, creationTimestamp: "2026-01-01T00:02:00Z"}
+spec:
+  queueName: main
+  podSets: [{name: main, count: 1, template: {spec: {containers: [{resources: {requests: {cpu: "6"}}}]}}}]
+"""
+
+
+def test_plan_accepts_a_flat_cohort_and_borrows_through_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "-f", write(tmp_path, COHORT_STATE), "--now", "2026-01-01T01:00:00Z"]) == 0
+    out = capsys.readouterr()
+    result = json.loads(out.out)
+    assert [(a["workload"], a["borrowing"]) for a in result["admitted"]] == [("team-a/big", True)]
+    assert "unsupported" not in result and out.err == ""
+
+
+@pytest.mark.parametrize(
+    ("cohort_spec", "field", "named"),
+    [
+        ("{parentName: org}", "spec.parentName", "Cohort research has spec.parentName org"),
+        (
+            "{resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, "
+            "resources: [{name: cpu, nominalQuota: 2}]}]}]}",
+            "spec.resourceGroups",
+            "Cohort research has spec.resourceGroups",
+        ),
+    ],
+)
+def test_plan_reports_an_unsupported_cohort_and_admits_nothing_through_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cohort_spec: str, field: str, named: str
+) -> None:
+    state = COHORT_STATE.replace("spec: {}", f"spec: {cohort_spec}", 1)
+    assert main(["plan", "-f", write(tmp_path, state), "--now", "2026-01-01T01:00:00Z"]) == 0
+    out = capsys.readouterr()
+    result = json.loads(out.out)
+    assert result["admitted"] == []
+    [pending] = result["pending"]
+    assert pending["workload"] == "team-a/big"
+    assert pending["reason"].startswith(f"ClusterQueue team-a is inactive: {named}")
+    assert [(u["object"], u["field"]) for u in result["unsupported"]] == [
+        ("Cohort research", field)
+    ]
+    assert f"Cohort research: {field}" in out.err
+
+
+def test_plan_rejects_a_limit_on_a_root_cohort(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = COHORT_STATE.replace(
+        "spec: {}",
+        "spec: {resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, "
+        "resources: [{name: cpu, nominalQuota: 2, lendingLimit: 1}]}]}]}",
+        1,
+    )
+    assert main(["plan", "-f", write(tmp_path, state)]) == 2
+    err = capsys.readouterr().err
+    assert "Cohort research" in err and "lendingLimit must be nil when parentName" in err

@@ -154,6 +154,42 @@ LOCAL_QUEUE: dict[str, Any] = {
     },
 }
 
+COHORT: dict[str, Any] = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Cohort",
+    "metadata": {"name": "research", "generation": 2},
+    "spec": {
+        "parentName": "org",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": "default-flavor",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": "8", "lendingLimit": "2"},
+                            {"name": "memory", "nominalQuota": "32Gi", "borrowingLimit": "8Gi"},
+                        ],
+                    }
+                ],
+            }
+        ],
+        "fairSharing": {"weight": "2"},
+    },
+    "status": {
+        "fairSharing": {"weightedShare": 0},
+        "conditions": [
+            {
+                "type": "UnsupportedFields",
+                "status": "True",
+                "reason": "NotImplemented",
+                "message": "spec.parentName: hierarchical cohorts are not implemented",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+    },
+}
+
 WORKLOAD_PRIORITY_CLASS: dict[str, Any] = {
     "apiVersion": "kueue.x-k8s.io/v1beta2",
     "kind": "WorkloadPriorityClass",
@@ -285,6 +321,7 @@ WORKLOAD: dict[str, Any] = {
 ALL: dict[str, dict[str, Any]] = {
     "ResourceFlavor": RESOURCE_FLAVOR,
     "ClusterQueue": CLUSTER_QUEUE,
+    "Cohort": COHORT,
     "LocalQueue": LOCAL_QUEUE,
     "WorkloadPriorityClass": WORKLOAD_PRIORITY_CLASS,
     "Workload": WORKLOAD,

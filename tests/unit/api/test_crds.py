@@ -88,6 +88,7 @@ def test_generation_is_deterministic() -> None:
     [
         ("ResourceFlavor", "resourceflavors", "Cluster", ["flavor", "flavors", "rf"], False),
         ("ClusterQueue", "clusterqueues", "Cluster", ["cq"], True),
+        ("Cohort", "cohorts", "Cluster", ["co"], True),
         ("LocalQueue", "localqueues", "Namespaced", ["queue", "queues", "lq"], True),
         ("Workload", "workloads", "Namespaced", ["kwl", "kueueworkload", "kueueworkloads"], True),
         ("WorkloadPriorityClass", "workloadpriorityclasses", "Cluster", ["wpc"], False),
@@ -158,6 +159,7 @@ KUEUE_COLUMNS = {
     ),
     "WorkloadPriorityClass": ([("Value", ".value", "integer")], []),
     "ResourceFlavor": ([], []),
+    "Cohort": ([], []),
 }
 
 
@@ -277,6 +279,11 @@ BAD = [
     ("Workload", ("status", "resolvedPreemptibility", "source"), "guess"),
     ("Workload", ("spec", "podSets"), []),
     ("WorkloadPriorityClass", ("value",), "high"),
+    ("Cohort", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "lendingLimit"), "-1"),
+    ("Cohort", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 1, "borrowingLimit"), -1),
+    ("Cohort", ("spec", "fairSharing", "weight"), "-1"),
+    ("Cohort", ("spec", "parentName"), "Not_A_Name"),
+    ("Cohort", ("spec", "resourceGroups", 0, "coveredResources"), []),
 ]
 
 
@@ -308,3 +315,16 @@ def test_good_values_are_accepted_by_schema_and_model(
     manifest = _set(sample(kind), path, value)
     assert _errors(kind, manifest) == []
     load_object(manifest)
+
+
+def test_cohort_crd_carries_kueues_rules() -> None:
+    spec = _version("Cohort")["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    [limits] = spec["x-kubernetes-validations"]
+    assert (
+        limits["message"] == "borrowingLimit and lendingLimit must be nil when parentName is empty"
+    )
+    assert limits["fieldPath"] == ".resourceGroups"
+    group = spec["properties"]["resourceGroups"]["items"]
+    [same_size] = group["x-kubernetes-validations"]
+    assert "size(self.coveredResources)" in same_size["rule"]
+    assert spec["properties"]["fairSharing"]["properties"]["weight"]["default"] == 1

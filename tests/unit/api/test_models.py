@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from api import (
     ClusterQueue,
+    Cohort,
     InvalidObjectError,
     LocalQueue,
     ResourceFlavor,
@@ -36,6 +37,7 @@ from tests.unit.api.manifests import ALL, sample
 MODEL_BY_KIND = {
     "ResourceFlavor": ResourceFlavor,
     "ClusterQueue": ClusterQueue,
+    "Cohort": Cohort,
     "LocalQueue": LocalQueue,
     "WorkloadPriorityClass": WorkloadPriorityClass,
     "Workload": Workload,
@@ -264,3 +266,19 @@ def test_wrong_api_version_or_kind() -> None:
     assert "kind" in _problems({**sample("Workload"), "kind": "Job"})
     with pytest.raises(ValidationError, match="kind must be 'Workload'"):
         Workload.model_validate({**sample("Workload"), "kind": "ClusterQueue"})
+
+
+def test_cohort_limits_need_a_parent_as_kueues_webhook_says() -> None:
+    manifest = sample("Cohort")
+    del manifest["spec"]["parentName"]
+    with pytest.raises(InvalidObjectError, match="lendingLimit must be nil when parentName"):
+        load_object(manifest)
+    for group in manifest["spec"]["resourceGroups"]:
+        for flavor in group["flavors"]:
+            for quota in flavor["resources"]:
+                quota.pop("lendingLimit", None)
+                quota.pop("borrowingLimit", None)
+    cohort = load_object(manifest)
+    assert isinstance(cohort, Cohort) and cohort.spec.parent_name is None
+    assert cohort.spec.resource_groups is not None
+    assert str(cohort.spec.resource_groups[0].flavors[0].resources[1].nominal_quota) == "32Gi"
