@@ -558,6 +558,14 @@ def finish_backoff(wl: Workload, now: float) -> Status:
     return status
 
 
+def mark_requeued(wl: Workload, reason: str, message: str, now: float) -> Status:
+    """Requeued=True with `reason`: what held the Workload back is over (Kueue's
+    Reactivated, ClusterQueueRestarted, LocalQueueRestarted)."""
+    status = kueue_status(wl)
+    _with_condition(wl, status, Condition.REQUEUED, True, reason, message, now)
+    return status
+
+
 _REQUEUED_AFTER: Final = (EvictionReason.PREEMPTED, EvictionReason.NODE_FAILURES)
 
 

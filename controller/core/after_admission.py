@@ -15,6 +15,10 @@
 - **Backoff finished**: a pending Workload whose PodsReadyTimeout backoff has passed gets
   Requeued=True with reason BackoffFinished; until then (Requeued=False, reason
   PodsReadyTimeout) it does not compete (`awaits_backoff_finished`, read by the state).
+- **Restarted**: a Workload released with Requeued=False because it was deactivated or its
+  ClusterQueue or LocalQueue was stopped gets Requeued=True once that is over, with
+  Kueue's reason: Reactivated (`spec.active` true again), ClusterQueueRestarted,
+  LocalQueueRestarted.
 
 A deactivation is two writes, as in Kueue: the DeactivationTarget condition and
 `spec.active: false`; the Workload is then evicted with reason Deactivated and the
@@ -25,7 +29,7 @@ Pure: Workloads and the time in, actions and the next deadline out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -39,6 +43,8 @@ __all__ = [
     "Deactivate",
     "PodsReadyPolicy",
     "PodsReadyTimeout",
+    "QueuesRunning",
+    "Requeue",
     "awaits_backoff_finished",
     "backoff_seconds",
     "due",
@@ -102,7 +108,50 @@ class BackoffFinished:
     workload_key: WorkloadKey
 
 
-Action = PodsReadyTimeout | Deactivate | BackoffFinished
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    """Requeued=True with `reason` and `message`: what released the Workload with
+    Requeued=False (a deactivation, a stopped queue) is over."""
+
+    workload_key: WorkloadKey
+    reason: str
+    message: str
+
+
+Action = PodsReadyTimeout | Deactivate | BackoffFinished | Requeue
+
+QueuesRunning = Callable[[Workload], tuple[bool, bool]]
+"""For a Workload: whether its LocalQueue, and its ClusterQueue, exist and are not stopped."""
+
+_RESTARTED: Final = {
+    "Deactivated": ("Reactivated", "The workload was reactivated"),
+    "ClusterQueueStopped": (
+        "ClusterQueueRestarted",
+        "The ClusterQueue was restarted after being stopped",
+    ),
+    "LocalQueueStopped": (
+        "LocalQueueRestarted",
+        "The LocalQueue was restarted after being stopped",
+    ),
+}
+
+
+def _restarted(workload: Workload, running: QueuesRunning | None) -> Requeue | None:
+    """Kueue's workload controller: Requeued=False (Deactivated) on an active Workload →
+    Reactivated; (ClusterQueueStopped / LocalQueueStopped) once the queue runs again →
+    ClusterQueueRestarted / LocalQueueRestarted."""
+    requeued = workload.requeued  # whether it holds quota again does not matter (Kueue)
+    if requeued is None or requeued.status or requeued.reason not in _RESTARTED:
+        return None
+    reason, message = _RESTARTED[requeued.reason]
+    if requeued.reason == "Deactivated":
+        over = workload.active
+    elif running is None:
+        return None
+    else:
+        local_queue, cluster_queue = running(workload)
+        over = local_queue if requeued.reason == "LocalQueueStopped" else cluster_queue
+    return Requeue(workload.key, reason, message) if over else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +229,11 @@ def due(
     policy: PodsReadyPolicy | None,
     now: float,
     jitter: float = 0.0,
+    running: QueuesRunning | None = None,
 ) -> AfterAdmission:
     """The actions due at `now` for `workloads`, and the earliest deadline still ahead.
-    `policy` None: waitForPodsReady is off (only maximum execution time applies)."""
+    `policy` None: waitForPodsReady is off (only maximum execution time applies).
+    `running` says whether a Workload's queues run (None: no queue restart is reported)."""
     actions: list[Action] = []
     ahead: float | None = None
 
@@ -206,6 +257,10 @@ def due(
                 )
                 continue
             later(limit_at)
+        restarted = _restarted(workload, running)
+        if restarted is not None:
+            actions.append(restarted)
+            continue
         # The end of a backoff is written whatever the configuration (a Workload evicted
         # before waitForPodsReady was turned off must not wait forever).
         if _backoff_finished(workload, now):

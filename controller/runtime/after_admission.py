@@ -1,6 +1,7 @@
 """The writers of the after-admission timers (controller/core/after_admission.py):
 PodsReadyTimeout evictions with their requeue state, deactivations (DeactivationTarget,
-then `spec.active: false`) and the end of a requeue backoff.
+then `spec.active: false`), the end of a requeue backoff, and Requeued=True once a
+deactivated Workload is active again or its stopped queue runs again.
 
 `AfterAdmissionWriter.check(now)` runs from the scheduling loop, which wakes at least
 once a second; it asks `core` at most once a second (or sooner when a deadline it knows
@@ -25,9 +26,11 @@ from controller.core.after_admission import (
     Deactivate,
     PodsReadyPolicy,
     PodsReadyTimeout,
+    Requeue,
     due,
 )
-from controller.core.workloads import WorkloadKey
+from controller.core.clusterqueues import StopPolicy
+from controller.core.workloads import Workload, WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.runtime.config import WaitForPodsReady
 from controller.runtime.context import Context, priority_class_of
@@ -76,7 +79,7 @@ class AfterAdmissionWriter:
             return 0
         self._checked_at = now
         state = self.ctx.state
-        result = due(state.workloads.values(), self.policy, now, self.jitter())
+        result = due(state.workloads.values(), self.policy, now, self.jitter(), self._running)
         self._next_deadline = result.next_deadline
         started = 0
         for action in result.actions:
@@ -89,6 +92,8 @@ class AfterAdmissionWriter:
                 self.ctx.spawn(self._guarded(key, self.write_timeout(action, now)))
             elif isinstance(action, Deactivate):
                 self.ctx.spawn(self._guarded(key, self.write_deactivation(action, now)))
+            elif isinstance(action, Requeue):
+                self.ctx.spawn(self._guarded(key, self.write_requeued(action, now)))
             else:
                 self.ctx.spawn(self._guarded(key, self.write_backoff_finished(action, now)))
         return started
@@ -186,6 +191,30 @@ class AfterAdmissionWriter:
                 MAXIMUM_EXECUTION_TIME_EXCEEDED,
                 f"The maximum execution time ({action.maximum_execution_time_seconds}s) exceeded",
             )
+
+    def _running(self, workload: Workload) -> tuple[bool, bool]:
+        """Whether the Workload's LocalQueue, and its ClusterQueue, exist and run."""
+        state = self.ctx.state
+        lq = state.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
+        if lq is None:
+            return False, False
+        cq = state.cluster_queues.get(lq.cluster_queue)
+        return (
+            lq.stop_policy is StopPolicy.NONE,
+            cq is not None and cq.stop_policy is StopPolicy.NONE,
+        )
+
+    async def write_requeued(self, action: Requeue, now: float) -> None:
+        """Requeued=True (Reactivated, ClusterQueueRestarted, LocalQueueRestarted)."""
+
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            if workload_status.is_true(wl, "Requeued"):
+                return None
+            return workload_status.mark_requeued(wl, action.reason, action.message, now)
+
+        result = await self.sync.write(action.workload_key, build, "requeued")
+        if result is not None:
+            self.sync.apply_event("MODIFIED", result)
 
     async def write_backoff_finished(self, action: BackoffFinished, now: float) -> None:
         def build(wl: dict[str, Any]) -> dict[str, Any] | None:

@@ -339,3 +339,42 @@ def test_maximum_execution_time_counts_past_admissions_then_deactivates(
     assert any(
         e.reason == "MaximumExecutionTimeExceeded" and e.type == "Warning" for e in events.items
     )
+
+
+def test_requeued_again_with_kueues_reason_once_reactivated_or_its_queue_restarted(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    """Released with Requeued=False (Deactivated, LocalQueueStopped), a Workload gets
+    Requeued=True with Kueue's reason (Reactivated, LocalQueueRestarted) once `spec.active`
+    is true again or its LocalQueue runs again, and is admitted again."""
+    _queue(kueue, namespace)
+    kueue.apply(workload(namespace, "paused", "lq"))
+    wait_admitted(kueue, namespace, "paused")
+
+    def requeued(reason: str) -> dict[str, Any] | None:
+        found = condition(kueue.get_workload(namespace, "paused"), "Requeued")
+        return found if found and found["reason"] == reason else None
+
+    patch = kueue.custom.patch_namespaced_custom_object
+    patch(GROUP, VERSION, namespace, "workloads", "paused", {"spec": {"active": False}})
+    wait_for(lambda: evicted(kueue, namespace, "paused"), what="evicted as deactivated")
+    release(kueue, namespace, "paused")
+    assert requeued("Deactivated")["status"] == "False"  # type: ignore[index]
+    patch(GROUP, VERSION, namespace, "workloads", "paused", {"spec": {"active": True}})
+    found = wait_for(lambda: requeued("Reactivated"), what="Requeued=True (Reactivated)")
+    assert (found["status"], found["message"]) == ("True", "The workload was reactivated")
+    wait_admitted(kueue, namespace, "paused")
+
+    hold = {"spec": {"stopPolicy": "HoldAndDrain"}}
+    patch(GROUP, VERSION, namespace, "localqueues", "lq", hold)
+    wait_for(lambda: evicted(kueue, namespace, "paused"), what="evicted by the stopped queue")
+    release(kueue, namespace, "paused")
+    assert requeued("LocalQueueStopped")["status"] == "False"  # type: ignore[index]
+    stays(lambda: requeued("LocalQueueStopped") is not None, 2.0, "still stopped")
+    patch(GROUP, VERSION, namespace, "localqueues", "lq", {"spec": {"stopPolicy": "None"}})
+    found = wait_for(lambda: requeued("LocalQueueRestarted"), what="LocalQueueRestarted")
+    assert (found["status"], found["message"]) == (
+        "True",
+        "The LocalQueue was restarted after being stopped",
+    )
+    wait_admitted(kueue, namespace, "paused")

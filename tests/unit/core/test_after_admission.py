@@ -5,6 +5,7 @@ evicted."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from hypothesis import given
@@ -17,6 +18,7 @@ from controller.core.after_admission import (
     Deactivate,
     PodsReadyPolicy,
     PodsReadyTimeout,
+    Requeue,
     backoff_seconds,
     due,
     execution_deadline,
@@ -147,8 +149,62 @@ def test_backoff_finished_after_requeue_at() -> None:
     assert due([pending], POLICY, 170.0).actions == (BackoffFinished("ns/w"),)
     done = replace(pending, requeued=ConditionState(True, "BackoffFinished"))
     assert due([done], POLICY, 170.0).actions == ()
-    preempted = replace(pending, requeued=ConditionState(False, "Deactivated"))
-    assert due([preempted], POLICY, 170.0).actions == ()
+    deactivated = replace(pending, active=False, requeued=ConditionState(False, "Deactivated"))
+    assert due([deactivated], POLICY, 170.0).actions == ()
+
+
+def test_requeued_again_once_reactivated_or_its_queue_restarted_with_kueues_reasons() -> None:
+    """Kueue's workload controller: Requeued=False (Deactivated) on an active Workload →
+    Reactivated; (ClusterQueueStopped / LocalQueueStopped) once that queue runs again."""
+
+    def released(reason: str, **changes: object) -> Workload:
+        base = replace(wl("w", cpu="1"), requeued=ConditionState(False, reason, "", 5.0))
+        return replace(base, **changes)  # type: ignore[arg-type]
+
+    def running(lq: bool, cq: bool) -> Callable[[Workload], tuple[bool, bool]]:
+        return lambda _: (lq, cq)
+
+    both = running(True, True)
+    cases = [
+        (
+            released("Deactivated"),
+            both,
+            Requeue("ns/w", "Reactivated", "The workload was reactivated"),
+        ),
+        (released("Deactivated", active=False), both, None),
+        # A deactivation with a cause (its own reason) is left as Kueue leaves it.
+        (released("DeactivatedDueToRequeuingLimitExceeded"), both, None),
+        (
+            released("ClusterQueueStopped"),
+            running(False, True),
+            Requeue(
+                "ns/w",
+                "ClusterQueueRestarted",
+                "The ClusterQueue was restarted after being stopped",
+            ),
+        ),
+        (released("ClusterQueueStopped"), running(True, False), None),
+        (
+            released("LocalQueueStopped"),
+            running(True, False),
+            Requeue(
+                "ns/w", "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"
+            ),
+        ),
+        (released("LocalQueueStopped"), running(False, True), None),
+        (released("ClusterQueueStopped"), None, None),  # queues unknown: nothing said
+        (released("Preempted"), both, None),
+        # Admitted again already: still said, as Kueue's workload controller says it.
+        (
+            released("Deactivated", admission=ADMISSION),
+            both,
+            Requeue("ns/w", "Reactivated", "The workload was reactivated"),
+        ),
+        (replace(wl("w", cpu="1"), requeued=ConditionState(True, "Preempted")), both, None),
+    ]
+    for workload, queues, expected in cases:
+        actions = due([workload], None, 10.0, running=queues).actions
+        assert actions == ((expected,) if expected else ()), (workload.requeued, queues)
 
 
 def test_off_means_no_pods_ready_actions() -> None:
