@@ -80,7 +80,7 @@ def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender |
         pod_count=pods,
         preemption_cost=workload.preemption_cost,
         quota_reserved_at=workload.quota_reserved_at,
-        creation_timestamp=workload.creation_timestamp,
+        queue_order_timestamp=state.queue_order_time(workload),
         evicted=workload.evicted,
         preemptibility=state.resolution(key).value,
         disruption_mode=workload.disruption_mode,
@@ -162,7 +162,7 @@ def _victims(
     preemptor = Preemptor(
         cluster_queue=cq.name,
         priority=state.priority_of(key),
-        queue_order_timestamp=workload.creation_timestamp,
+        queue_order_timestamp=state.queue_order_time(workload),
         preemption_policy=resolved.preemption_policy,
         needs_borrowing=any(
             state.quota.usage(cq.name, fr) + usage.get(fr, 0)

@@ -140,7 +140,7 @@ def find_victims(
                 same,
                 borrowing,
                 contender.priority,
-                contender.creation_timestamp > preemptor.queue_order_timestamp,
+                contender.queue_order_timestamp > preemptor.queue_order_timestamp,
                 contender.preemptibility,
             )
             verdict = verdicts.get(fact)

@@ -30,7 +30,7 @@ class Contender:
     pod_count: int
     preemption_cost: int = 0
     quota_reserved_at: float | None = None
-    creation_timestamp: float = 0.0
+    queue_order_timestamp: float = 0.0  # Kueue's GetQueueOrderTimestamp
     evicted: bool = False
     preemptibility: Preemptibility = Preemptibility.PREEMPTIBLE
     disruption_mode: DisruptionMode = DisruptionMode.POD_GROUP
@@ -56,7 +56,7 @@ class Contender:
             quota_reserved_at=self.quota_reserved_at,
             evicted=self.evicted,
             preemptibility=self.preemptibility,
-            queue_order_timestamp=self.creation_timestamp,
+            queue_order_timestamp=self.queue_order_timestamp,
         )
 
     def removable_pods(self) -> int:

@@ -8,9 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from api.constants import WithinClusterQueuePolicy
 from api.workload_status import Admission, PodSetAssignment
 from controller.core.after_admission import (
     JITTER_FACTOR,
@@ -24,6 +26,7 @@ from controller.core.after_admission import (
     execution_deadline,
     not_ready_deadline,
 )
+from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.cycle import WAITING_FOR_PODS_READY, run_cycle
 from controller.core.workloads import ConditionState, Workload
 from tests.unit.core.builders import add, cluster, cq, settle, wl
@@ -361,3 +364,24 @@ def test_a_timed_out_workload_competes_only_once_its_backoff_is_marked_finished(
     )
     state.upsert_workload(done)
     assert [a.workload_key for a in run_cycle(state, 201.0).admitted] == ["ns/w"]
+
+
+@pytest.mark.parametrize(("timestamp", "preempts"), [("Eviction", False), ("Creation", True)])
+def test_lower_or_newer_equal_priority_compares_kueues_queue_order_timestamps(
+    timestamp: str, preempts: bool
+) -> None:
+    """Kueue's SatisfiesPreemptionPolicy compares GetQueueOrderTimestamp: a preemptor
+    created at 0 but timed out (PodsReadyTimeout) at 50 is newer than an equal-priority
+    Workload created at 10 under requeuingStrategy.timestamp Eviction, so it may not
+    preempt it; under Creation it is older and may."""
+    policy = PreemptionPolicy(
+        within_cluster_queue=WithinClusterQueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+    )
+    state = cluster(cq("cq", {"default": {"cpu": "6"}}, preemption=policy))
+    state.requeuing_timestamp = timestamp
+    add(state, wl("running", cpu="6", created=10.0))
+    settle(state)
+    add(state, _requeued("old", 0.0, 50.0))
+    result = run_cycle(state, 60.0)
+    victims = [v.workload_key for p in result.preempting for v in p.victims]
+    assert victims == (["ns/running"] if preempts else [])
