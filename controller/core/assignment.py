@@ -16,7 +16,7 @@ candidates, preempt, reclaim, fit (Kueue's `flavorassigner.go`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from api.constants import BorrowWithinCohortPolicy
@@ -88,6 +88,8 @@ class ResourceCheck:
     potential: int
     preemptible: Preemptible | None = None  # for mode PREEMPT: the oracle's answer
     borrows: bool = False  # FIT/BORROW: now; PREEMPT: once the victims are gone
+    # In a tree of cohorts: the level that limits it (QuotaTree.limiting_level).
+    limited_by: tuple[str, str, int, int] | None = None
 
     @property
     def missing(self) -> int:
@@ -101,10 +103,21 @@ class ResourceCheck:
                 f"{head}, at most {show(r, self.potential)} can ever be available "
                 f"(nominal {show(r, self.nominal)})"
             )
-        return (
+        text = (
             f"{head}, available {show(r, self.available)} (nominal {show(r, self.nominal)}, "
             f"reserved {show(r, self.reserved)}, borrowable {show(r, self.borrowable)})"
         )
+        if self.limited_by is None:
+            return text
+        kind, name, limit, used = self.limited_by
+        if kind == "root":
+            where = f"the quota of Cohort {name} ({show(r, used)} of {show(r, limit)} in use)"
+        else:
+            where = (
+                f"the borrowingLimit of {kind} {name} ({show(r, used)} of "
+                f"{show(r, limit)} borrowed)"
+            )
+        return f"{text}; limited by {where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +214,24 @@ def _check(
     numbers = (requested, available, quota.nominal, reserved, borrowable, potential)
     if requested > potential:
         return ResourceCheck(*args, Mode.NO_FIT, *numbers)
+    if requested > available and tree.hierarchical(cq.name):
+        check = _decide(tree, cq, workload, fr, requested, oracle, args, numbers)
+        return replace(check, limited_by=tree.limiting_level(cq.name, fr))
+    return _decide(tree, cq, workload, fr, requested, oracle, args, numbers)
+
+
+def _decide(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    workload: Workload,
+    fr: FlavorResource,
+    requested: int,
+    oracle: PreemptionOracle | None,
+    args: tuple[str, str],
+    numbers: tuple[int, int, int, int, int, int],
+) -> ResourceCheck:
+    quota = tree.quota(cq.name, fr)
+    available = numbers[1]
     borrows = tree.borrowing(cq.name, fr, requested)
     if requested <= available:
         mode = Mode.BORROW if borrows else Mode.FIT

@@ -1,14 +1,10 @@
-"""Explicit Cohort objects, and what today's flat quota model can compute of them.
+"""Explicit Cohort objects (Kueue's `Cohort` kind): a parent and quota of their own.
 
 A ClusterQueue's `cohortName` names a cohort; a `Cohort` object of that name makes it
-explicit. `cohorts.QuotaTree` is flat (one level of cohorts whose members are
-ClusterQueues), so an explicit Cohort with no parent, no quota of its own and no children
-is exactly the implicit cohort of its name. Anything else is a tree or a pool the flat
-model cannot compute: `unsupported_cohort` says which Cohort and field, and the
-ClusterQueues of such a cohort stay inactive (controller/core/pending.py) rather than
-borrow or lend by the wrong numbers. A fair-sharing weight is only reported
-(controller/core/unsupported.py): without a parent a root's weight is compared with no
-sibling, so it changes nothing.
+explicit and may put it in a tree (`spec.parentName`) with quota of its own
+(`spec.resourceGroups`); the arithmetic is `cohorts.QuotaTree`'s. A cycle of parents
+makes every ClusterQueue of the trees it touches inactive (`unsupported_cohort`), as
+Kueue does.
 
 Pure: no I/O.
 """
@@ -17,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from controller.core.clusterqueues import FlavorResource, ResourceGroup, ResourceQuota
 
 __all__ = ["Cohort", "parent_cycle", "unsupported_cohort"]
 
@@ -28,8 +26,20 @@ class Cohort:
     name: str
     parent: str | None = None
     """`spec.parentName` (None: a root)."""
-    has_quota: bool = False
-    """`spec.resourceGroups` is set (a pool of its own, and limits towards the parent)."""
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    """`spec.resourceGroups`: quota of its own, and limits towards the parent."""
+
+    @property
+    def has_quota(self) -> bool:
+        return bool(self.resource_groups)
+
+    def quotas(self) -> dict[FlavorResource, ResourceQuota]:
+        return {
+            (flavor.name, resource): quota
+            for group in self.resource_groups
+            for flavor in group.flavors
+            for resource, quota in flavor.resources.items()
+        }
 
 
 def parent_cycle(cohorts: Mapping[str, Cohort], name: str) -> tuple[str, ...] | None:
@@ -47,25 +57,16 @@ def parent_cycle(cohorts: Mapping[str, Cohort], name: str) -> tuple[str, ...] | 
 
 
 def unsupported_cohort(cohorts: Mapping[str, Cohort], name: str) -> str | None:
-    """Why the flat quota model cannot compute the cohort `name` (a message naming the
-    Cohort and its field), or None when it is the same as the implicit cohort."""
-    cohort = cohorts.get(name)
-    if cohort is not None and cohort.parent is not None:
-        cycle = parent_cycle(cohorts, name)
-        detail = f", a cycle ({' -> '.join(cycle)})" if cycle else ""
-        return (
-            f"Cohort {name} has spec.parentName {cohort.parent}{detail}: hierarchical "
-            "cohorts are not implemented by quotagate yet"
-        )
-    children = sorted(c.name for c in cohorts.values() if c.parent == name)
-    if children:
-        return (
-            f"Cohort {children[0]} has spec.parentName {name}: hierarchical cohorts are "
-            "not implemented by quotagate yet"
-        )
-    if cohort is not None and cohort.has_quota:
-        return (
-            f"Cohort {name} has spec.resourceGroups: a Cohort's own quota and limits are "
-            "not implemented by quotagate yet"
-        )
-    return None
+    """Why the quota of the cohort `name` cannot be computed (a message naming the Cohort
+    and the cycle), or None. As in Kueue, the ClusterQueues of a cohort whose chain of
+    parents has a cycle admit nothing."""
+    seen: list[str] = []
+    current: str | None = name
+    while current is not None and current not in seen:
+        seen.append(current)
+        cohort = cohorts.get(current)
+        current = cohort.parent if cohort is not None else None
+    if current is None:
+        return None
+    cycle = parent_cycle(cohorts, current) or (current,)
+    return f"Cohort {name} is in a tree with a cycle ({' -> '.join(cycle)})"

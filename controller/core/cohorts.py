@@ -1,21 +1,30 @@
-"""Quota arithmetic for ClusterQueues in (flat) cohorts, kept incrementally.
+"""Quota arithmetic for ClusterQueues in cohorts — flat or trees of Cohorts — kept
+incrementally.
 
-Kueue's resource-node model (digest §3), for a cohort whose children are ClusterQueues:
+Kueue's resource-node model (digest §3; Kueue's `pkg/cache/scheduler/resource_node.go`).
+Every node — a ClusterQueue or a cohort — has a *subtree quota* and a *usage*:
 
-- ``local(cq) = max(0, nominal − lendingLimit)`` when lendingLimit is set, else 0:
-  capacity the queue never lends.
-- ``subtree(cohort) = Σ (nominal(cq) − local(cq))``: the lendable pool.
-- ``usage(cohort) = Σ max(0, usage(cq) − local(cq))``: what members take from the pool.
-- ``available(cq) = max(0, local − usage) + min(subtree − usage(cohort),
-  nominal − local − max(0, usage − local) + borrowingLimit)``; a queue without a cohort
-  has ``nominal − usage``.
+- a ClusterQueue's subtree quota is its nominal quota; its usage what it reserves;
+- ``local(node) = max(0, subtree − lendingLimit)`` when the node has a lendingLimit,
+  else 0: capacity its parent never sees;
+- ``subtree(cohort) = own nominal + Σ children (subtree(child) − local(child))``;
+- ``usage(cohort) = Σ children max(0, usage(child) − local(child))``: what the children
+  take from it;
+- ``available(root) = subtree − usage``; for a node with a parent,
+  ``available = max(0, local − usage) + min(available(parent), subtree − local −
+  max(0, usage − local) + borrowingLimit)`` (the min only with a borrowingLimit).
 
-Every change (queue spec, usage) adjusts only the cohort totals of the (flavor, resource)
-pairs it touches. All values are integers in milli-units.
+A cohort is implicit (named by ClusterQueues) or explicit (`set_cohort`: a parent and
+quota of its own). A flat cohort is a root whose children are ClusterQueues. A cycle of
+parents is broken: every cohort on it counts as a root (its ClusterQueues are inactive,
+controller/core/pending.py). Usage changes bubble up the chain of parents; a change of
+structure (a queue's quota or cohort, a Cohort's parent or quota) recomputes the trees it
+touches. All values are integers in milli-units.
 
-A cohort may also hold a *credit* (`credit_pool`): pool usage charged twice for a while
-and not counted as taken. The state uses it while a preemptor's capacity is held and its
-victims in other queues still hold theirs (see `ClusterState.nominate`).
+A root cohort may also hold a *credit* (`credit_pool`): pool usage charged twice for a
+while and not counted as taken. The state uses it while a preemptor's capacity is held and
+its victims in other queues of its (root) cohort still hold theirs (see
+`ClusterState.nominate`).
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ __all__ = ["QuotaTree"]
 
 _NO_QUOTA = ResourceQuota(nominal=0)
 
+Root = tuple[bool, str]  # (True, root cohort) or (False, a ClusterQueue without cohort)
+
 
 def _local(quota: ResourceQuota) -> int:
     if quota.lending_limit is None:
@@ -37,22 +48,31 @@ def _local(quota: ResourceQuota) -> int:
 
 
 class QuotaTree:
-    """Nominal quota, limits and reserved usage per (ClusterQueue, flavor, resource)."""
+    """Nominal quota, limits and reserved usage per (ClusterQueue, flavor, resource), and
+    the cohorts above them."""
 
     def __init__(self) -> None:
         self._cohort_of: dict[str, str | None] = {}
         self._quota: dict[str, Mapping[FlavorResource, ResourceQuota]] = {}
         self._usage: dict[str, dict[FlavorResource, int]] = {}
-        self._pool: dict[str, dict[FlavorResource, int]] = {}
-        self._pool_usage: dict[str, dict[FlavorResource, int]] = {}
+        # Explicit cohorts: the parent they name and their own quota.
+        self._declared_parent: dict[str, str | None] = {}
+        self._cohort_quota: dict[str, Mapping[FlavorResource, ResourceQuota]] = {}
+        # The parent each cohort really has (cycles broken) and the reverse links.
+        self._parent: dict[str, str] = {}
+        self._children: dict[str, set[str]] = {}
+        self._members: dict[str, set[str]] = {}  # a cohort's ClusterQueues (direct)
+        self._pool: dict[str, dict[FlavorResource, int]] = {}  # subtree quota of a cohort
+        self._pool_usage: dict[str, dict[FlavorResource, int]] = {}  # usage of a cohort
         self._pool_credit: dict[str, dict[FlavorResource, int]] = {}
-        self._members: dict[str, set[str]] = {}
-        # A counter per cohort (or cohort-less queue) that moves on every change of quota or
-        # usage in it: equal versions mean every quota query about it answers the same.
-        self._versions: dict[tuple[bool, str], int] = {}
-        # Per cohort (or cohort-less queue) and (flavor, resource): the member queues using
-        # more than their nominal quota of it, kept as usage moves.
-        self._borrowers: dict[tuple[tuple[bool, str], FlavorResource], set[str]] = {}
+        # A counter per tree (root cohort, or cohort-less queue) that moves on every change
+        # of quota or usage in it: equal versions mean every quota query about it answers
+        # the same.
+        self._versions: dict[Root, int] = {}
+        # Per tree and (flavor, resource): the queues using more than their nominal quota
+        # of it, kept as usage moves.
+        self._borrowers: dict[tuple[Root, FlavorResource], set[str]] = {}
+        self._retired: list[Root] = []  # trees a change of structure touches
 
     # -- structure -------------------------------------------------------------------------
 
@@ -60,70 +80,174 @@ class QuotaTree:
         self, name: str, cohort: str | None, quotas: Mapping[FlavorResource, ResourceQuota]
     ) -> None:
         """Add or replace a queue's quota and cohort; its usage is kept."""
-        self._bump(name)
-        self._reindex(name, present=False)
-        self._detach(name)
-        self._quota[name] = dict(quotas)
-        self._cohort_of[name] = cohort or None
-        self._usage.setdefault(name, {})
-        self._attach(name)
-        self._reindex(name, present=True)
-        self._bump(name)
+        with self._restructure(self._root(name)):
+            old = self._cohort_of.get(name)
+            if old is not None and name in self._quota:
+                self._members[old].discard(name)
+            self._quota[name] = dict(quotas)
+            self._cohort_of[name] = cohort or None
+            self._usage.setdefault(name, {})
+            if cohort:
+                self._members.setdefault(cohort, set()).add(name)
+            self._retired.append(self._root(name))
 
     def remove_cluster_queue(self, name: str) -> None:
         """Forget a queue's quota. Usage still held is kept so releases stay balanced."""
-        self._bump(name)
-        self._reindex(name, present=False)
-        self._detach(name)
-        self._quota.pop(name, None)
-        self._cohort_of.pop(name, None)
-        if not self._usage.get(name):
-            self._usage.pop(name, None)
+        with self._restructure(self._root(name)):
+            cohort = self._cohort_of.get(name)
+            if cohort is not None and name in self._quota:
+                self._members[cohort].discard(name)
+            self._quota.pop(name, None)
+            self._cohort_of.pop(name, None)
+            if not self._usage.get(name):
+                self._usage.pop(name, None)
 
-    def _attach(self, name: str) -> None:
-        cohort = self._cohort_of.get(name)
-        if cohort is None:
-            return
-        self._members.setdefault(cohort, set()).add(name)
-        pool = self._pool.setdefault(cohort, {})
-        pool_usage = self._pool_usage.setdefault(cohort, {})
-        quotas = self._quota[name]
-        for fr, quota in quotas.items():
-            pool[fr] = pool.get(fr, 0) + quota.nominal - _local(quota)
-        for fr, used in self._usage.get(name, {}).items():
-            over = used - _local(quotas.get(fr, _NO_QUOTA))
-            if over > 0:
-                pool_usage[fr] = pool_usage.get(fr, 0) + over
+    def set_cohort(
+        self, name: str, parent: str | None, quotas: Mapping[FlavorResource, ResourceQuota]
+    ) -> None:
+        """Add or replace an explicit cohort: its parent and its own quota (a root's
+        borrowing and lending limits are ignored, as the API refuses them)."""
+        with self._restructure((True, self._cohort_root(name))):
+            self._declared_parent[name] = parent or None
+            self._cohort_quota[name] = dict(quotas)
+            self._relink()
+            self._retired.append((True, self._cohort_root(name)))
 
-    def _detach(self, name: str) -> None:
-        cohort = self._cohort_of.get(name)
-        if cohort is None or name not in self._quota:
+    def remove_cohort(self, name: str) -> None:
+        """Forget an explicit cohort; it stays an implicit one while queues name it."""
+        with self._restructure((True, self._cohort_root(name))):
+            children = [c for c, p in self._parent.items() if p == name]
+            self._declared_parent.pop(name, None)
+            self._cohort_quota.pop(name, None)
+            self._relink()
+            self._retired.append((True, self._cohort_root(name)))
+            self._retired.extend((True, self._cohort_root(c)) for c in children)
+
+    @contextmanager
+    def _restructure(self, before: Root) -> Iterator[None]:
+        """Around a change of structure: unindex the trees touched, then recompute and
+        reindex them (the change appends the roots it affects after it to `_retired`)."""
+        self._retired = [before]
+        touched_before = {before}
+        for root in touched_before:
+            self._index_tree(root, present=False)
+            self._bump_root(root)
+        yield
+        roots = set(self._retired)
+        for root in roots | touched_before:
+            self._rebuild(root)
+        for root in roots | touched_before:
+            self._index_tree(root, present=True)
+            self._bump_root(root)
+
+    def _relink(self) -> None:
+        """The effective parents from the declared ones: a cohort on a cycle is a root."""
+        parent: dict[str, str] = {}
+        for name, declared in self._declared_parent.items():
+            if declared is None:
+                continue
+            seen = {name}
+            current: str | None = declared
+            while current is not None and current not in seen:
+                seen.add(current)
+                current = self._declared_parent.get(current)
+            if current != name:  # not on a cycle (a cycle further up is broken there)
+                parent[name] = declared
+        # A cohort whose chain runs into a cycle keeps its parent: the cycle's members
+        # are roots, so the chain ends.
+        self._parent = parent
+        self._children = {}
+        for child, up in parent.items():
+            self._children.setdefault(up, set()).add(child)
+
+    def _cohort_root(self, cohort: str) -> str:
+        seen = {cohort}
+        while (up := self._parent.get(cohort)) is not None and up not in seen:
+            seen.add(up)
+            cohort = up
+        return cohort
+
+    def _subtree_cohorts(self, cohort: str) -> list[str]:
+        """The cohort and every cohort below it, parents before children."""
+        out = [cohort]
+        index = 0
+        while index < len(out):
+            out.extend(sorted(self._children.get(out[index], ())))
+            index += 1
+        return out
+
+    def _exists(self, cohort: str) -> bool:
+        return bool(
+            self._members.get(cohort)
+            or self._children.get(cohort)
+            or cohort in self._declared_parent
+        )
+
+    def _rebuild(self, root: Root) -> None:
+        """Recompute the subtree quota and usage of every cohort of the tree at `root`."""
+        is_cohort, name = root
+        if not is_cohort:
             return
-        pool = self._pool[cohort]
-        pool_usage = self._pool_usage[cohort]
-        quotas = self._quota[name]
-        for fr, quota in quotas.items():
-            pool[fr] -= quota.nominal - _local(quota)
-        for fr, used in self._usage.get(name, {}).items():
-            over = used - _local(quotas.get(fr, _NO_QUOTA))
-            if over > 0:
-                pool_usage[fr] -= over
-        members = self._members[cohort]
-        members.discard(name)
-        if not members:
-            del self._members[cohort], self._pool[cohort], self._pool_usage[cohort]
+        cohorts = self._subtree_cohorts(name)
+        for cohort in reversed(cohorts):  # children first
+            if not self._exists(cohort):
+                self._pool.pop(cohort, None)
+                self._pool_usage.pop(cohort, None)
+                self._members.pop(cohort, None)
+                continue
+            pool: dict[FlavorResource, int] = {}
+            used: dict[FlavorResource, int] = {}
+            for fr, quota in self._cohort_quota.get(cohort, {}).items():
+                pool[fr] = pool.get(fr, 0) + quota.nominal
+            for member in self._members.get(cohort, ()):
+                quotas = self._quota[member]
+                for fr, quota in quotas.items():
+                    pool[fr] = pool.get(fr, 0) + quota.nominal - _local(quota)
+                for fr, value in self._usage.get(member, {}).items():
+                    over = value - _local(quotas.get(fr, _NO_QUOTA))
+                    if over > 0:
+                        used[fr] = used.get(fr, 0) + over
+            for child in self._children.get(cohort, ()):
+                if child not in self._pool:
+                    continue
+                for fr, value in self._pool[child].items():
+                    pool[fr] = pool.get(fr, 0) + value - self._cohort_local(child, fr)
+                for fr, value in self._pool_usage[child].items():
+                    over = value - self._cohort_local(child, fr)
+                    if over > 0:
+                        used[fr] = used.get(fr, 0) + over
+            self._pool[cohort] = pool
+            self._pool_usage[cohort] = used
+
+    def _cohort_local(self, cohort: str, fr: FlavorResource) -> int:
+        """Kueue's localQuota of a cohort with a parent: its subtree beyond its lendingLimit."""
+        if cohort not in self._parent:
+            return 0
+        limit = self._cohort_quota.get(cohort, {}).get(fr, _NO_QUOTA).lending_limit
+        if limit is None:
+            return 0
+        return max(0, self._pool.get(cohort, {}).get(fr, 0) - limit)
+
+    def _index_tree(self, root: Root, present: bool) -> None:
+        is_cohort, name = root
+        if not is_cohort:
+            self._reindex(name, present)
+            return
+        for cohort in self._subtree_cohorts(name):
+            for member in self._members.get(cohort, ()):
+                self._reindex(member, present)
 
     # -- usage -----------------------------------------------------------------------------
 
     def add_usage(self, name: str, usage: Mapping[FlavorResource, int], sign: int = 1) -> None:
         """Charge (sign=1) or refund (sign=-1) `usage` to a queue, bubbling to its cohort
-        only the part beyond the queue's local (non-lendable) quota."""
+        only the part beyond the queue's local (non-lendable) quota, and on up the tree
+        the part beyond each cohort's local quota."""
         self._bump(name)
         own = self._usage.setdefault(name, {})
-        cohort = self._cohort_of.get(name) if name in self._quota else None
-        quotas = self._quota.get(name, {})
-        pool_usage = self._pool_usage[cohort] if cohort is not None else None
         known = name in self._quota
+        cohort = self._cohort_of.get(name) if known else None
+        quotas = self._quota.get(name, {})
         for fr, value in usage.items():
             old = own.get(fr, 0)
             new = old + sign * value
@@ -135,19 +259,43 @@ class QuotaTree:
                 nominal = quotas.get(fr, _NO_QUOTA).nominal
                 if (old > nominal) != (new > nominal):
                     self._index(name, fr, new > nominal)
-            if pool_usage is not None:
+            if cohort is not None:
                 local = _local(quotas.get(fr, _NO_QUOTA))
                 delta = max(0, new - local) - max(0, old - local)
                 if delta:
-                    pool_usage[fr] = pool_usage.get(fr, 0) + delta
+                    self._bubble(cohort, fr, delta)
+
+    def _bubble(self, cohort: str, fr: FlavorResource, delta: int) -> None:
+        """Add `delta` to a cohort's usage of `fr`, and what changes beyond its local quota
+        to its parent's, and so on up."""
+        current: str | None = cohort
+        while current is not None and delta:
+            used = self._pool_usage[current]
+            old = used.get(fr, 0)
+            new = old + delta
+            if new:
+                used[fr] = new
+            else:
+                used.pop(fr, None)
+            parent = self._parent.get(current)
+            if parent is None:
+                return
+            local = self._cohort_local(current, fr)
+            delta = max(0, new - local) - max(0, old - local)
+            current = parent
 
     def remove_usage(self, name: str, usage: Mapping[FlavorResource, int]) -> None:
         self.add_usage(name, usage, sign=-1)
 
+    def is_root(self, cohort: str) -> bool:
+        """Whether the cohort has no parent (a flat cohort is a root)."""
+        return cohort not in self._parent
+
     def credit_pool(
         self, cohort: str, amounts: Mapping[FlavorResource, int], sign: int = 1
     ) -> None:
-        """Give (sign=1) or take back (sign=-1) a credit on the cohort's pool usage."""
+        """Give (sign=1) or take back (sign=-1) a credit on a root cohort's pool usage."""
+        assert self.is_root(cohort), f"a credit is only given to a root cohort, not {cohort}"
         self._bump_root((True, cohort))
         credit = self._pool_credit.setdefault(cohort, {})
         for fr, value in amounts.items():
@@ -177,9 +325,9 @@ class QuotaTree:
 
     # -- versions --------------------------------------------------------------------------
 
-    def _root(self, name: str) -> tuple[bool, str]:
+    def _root(self, name: str) -> Root:
         cohort = self._cohort_of.get(name)
-        return (True, cohort) if cohort else (False, name)
+        return (True, self._cohort_root(cohort)) if cohort else (False, name)
 
     def _index(self, name: str, fr: FlavorResource, borrowing: bool) -> None:
         key = (self._root(name), fr)
@@ -230,7 +378,19 @@ class QuotaTree:
         return self._cohort_of.get(name)
 
     def members(self, cohort: str) -> frozenset[str]:
-        return frozenset(self._members.get(cohort, ()))
+        """Every ClusterQueue of the cohort's whole tree (from its root down): those whose
+        usage can change what the cohort's queues may use."""
+        root = self._cohort_root(cohort)
+        return frozenset(
+            member for node in self._subtree_cohorts(root) for member in self._members.get(node, ())
+        )
+
+    def parent_of(self, cohort: str) -> str | None:
+        return self._parent.get(cohort)
+
+    def cohort_quota(self, cohort: str, fr: FlavorResource) -> ResourceQuota:
+        """An explicit cohort's own quota of `fr` (zero when it has none)."""
+        return self._cohort_quota.get(cohort, {}).get(fr, _NO_QUOTA)
 
     def quota(self, name: str, fr: FlavorResource) -> ResourceQuota:
         return self._quota.get(name, {}).get(fr, _NO_QUOTA)
@@ -264,12 +424,26 @@ class QuotaTree:
         if cohort is None:
             return max(0, quota.nominal - used)
         local = _local(quota)
-        from_pool = self._pool[cohort].get(fr, 0) - self.cohort_usage(cohort, fr)
+        from_pool = self._cohort_available(cohort, fr)
         if quota.borrowing_limit is not None:
             from_pool = min(
                 from_pool, quota.nominal - local - max(0, used - local) + quota.borrowing_limit
             )
         return max(0, max(0, local - used) + from_pool)
+
+    def _cohort_available(self, cohort: str, fr: FlavorResource) -> int:
+        """Kueue's `available` of a cohort (may be negative when over-admitted)."""
+        subtree = self.cohort_pool(cohort, fr)
+        used = self.cohort_usage(cohort, fr)
+        parent = self._parent.get(cohort)
+        if parent is None:
+            return subtree - used
+        local = self._cohort_local(cohort, fr)
+        from_parent = self._cohort_available(parent, fr)
+        limit = self.cohort_quota(cohort, fr).borrowing_limit
+        if limit is not None:
+            from_parent = min(from_parent, subtree - local - max(0, used - local) + limit)
+        return max(0, local - used) + from_parent
 
     def potential_available(self, name: str, fr: FlavorResource) -> int:
         """The most the queue could ever hold of `fr` (ignoring everyone's usage)."""
@@ -277,10 +451,60 @@ class QuotaTree:
         cohort = self._cohort_of.get(name)
         if cohort is None:
             return quota.nominal
-        most = _local(quota) + self._pool[cohort].get(fr, 0)
+        most = _local(quota) + self._cohort_potential(cohort, fr)
         if quota.borrowing_limit is not None:
             most = min(most, quota.nominal + quota.borrowing_limit)
         return most
+
+    def _cohort_potential(self, cohort: str, fr: FlavorResource) -> int:
+        subtree = self.cohort_pool(cohort, fr)
+        parent = self._parent.get(cohort)
+        if parent is None:
+            return subtree
+        most = self._cohort_local(cohort, fr) + self._cohort_potential(parent, fr)
+        limit = self.cohort_quota(cohort, fr).borrowing_limit
+        if limit is not None:
+            most = min(most, subtree + limit)
+        return most
+
+    def hierarchical(self, name: str) -> bool:
+        """Whether the queue's cohort is part of a tree (a parent, child cohorts or quota of
+        its own somewhere): then a refusal names the level that limits it."""
+        cohort = self._cohort_of.get(name)
+        if cohort is None:
+            return False
+        root = self._cohort_root(cohort)
+        return any(
+            c != root or self._cohort_quota.get(c) or self._children.get(c)
+            for c in self._subtree_cohorts(root)
+        )
+
+    def limiting_level(self, name: str, fr: FlavorResource) -> tuple[str, str, int, int]:
+        """The level of the tree that bounds what the queue may take of `fr` now:
+        (kind, name, limit, in use) — kind `ClusterQueue` or `Cohort` for a borrowingLimit
+        (limit = the limit, in use = what it borrows), `root` for the quota of the root
+        cohort (its subtree quota, its usage), `nominal` without a cohort."""
+        quota = self.quota(name, fr)
+        used = self.usage(name, fr)
+        cohort = self._cohort_of.get(name)
+        if cohort is None:
+            return "nominal", name, quota.nominal, used
+        local = _local(quota)
+        if quota.borrowing_limit is not None:
+            cap = quota.nominal - local - max(0, used - local) + quota.borrowing_limit
+            if cap < self._cohort_available(cohort, fr):
+                return "ClusterQueue", name, quota.borrowing_limit, max(0, used - quota.nominal)
+        node = cohort
+        while (parent := self._parent.get(node)) is not None:
+            limit = self.cohort_quota(node, fr).borrowing_limit
+            if limit is not None:
+                subtree, node_used = self.cohort_pool(node, fr), self.cohort_usage(node, fr)
+                node_local = self._cohort_local(node, fr)
+                cap = subtree - node_local - max(0, node_used - node_local) + limit
+                if cap < self._cohort_available(parent, fr):
+                    return "Cohort", node, limit, max(0, node_used - subtree)
+            node = parent
+        return "root", node, self.cohort_pool(node, fr), self.cohort_usage(node, fr)
 
     def borrowing(self, name: str, fr: FlavorResource, extra: int = 0) -> bool:
         """Kueue's `borrowing(cq, fr, extra)`: usage + extra beyond the queue's nominal."""

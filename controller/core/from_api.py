@@ -262,7 +262,7 @@ def _cohort(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) ->
                     for limit in ("borrowingLimit", "lendingLimit"):
                         if r.obj(quota, qp).get(limit) is not None:
                             r.problem(f"{qp}.{limit}", LIMITS_NEED_PARENT_MESSAGE)
-    return Cohort(r.text(meta.get("name"), "metadata.name"), parent, bool(groups))
+    return Cohort(r.text(meta.get("name"), "metadata.name"), parent, _resource_groups(r, spec))
 
 
 def _containers(r: FieldReader, obj: Any, path: str) -> list[Container]:

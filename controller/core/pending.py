@@ -57,15 +57,14 @@ class Unqueued:
 
 
 UNSUPPORTED_COHORT: Final = "UnsupportedCohort"
-"""quotagate's `Active=False` reason for a ClusterQueue whose cohort is a Cohort tree or
-holds quota of its own, which the flat quota model cannot compute yet
-(controller/core/cohort_nodes.py)."""
+"""quotagate's `Active=False` reason for a ClusterQueue whose tree of Cohorts has a cycle
+of parents (controller/core/cohort_nodes.py); Kueue makes such queues inactive too."""
 
 
 def cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     """Why a ClusterQueue admits nothing now: missing, stopped, a flavor or an admission
     check missing (quotagate runs no admission checks: controller/core/unsupported.py),
-    or its cohort a Cohort shape quotagate does not compute yet."""
+    or its tree of Cohorts a cycle."""
     cq = state.cluster_queues.get(name)
     if cq is None:
         return Inactive("ClusterQueueDoesNotExist", f"ClusterQueue {name} doesn't exist")

@@ -170,10 +170,14 @@ class ClusterState:
         if self.cohorts.get(cohort.name) == cohort:
             return
         self.cohorts[cohort.name] = cohort
+        with self._covers_suspended():
+            self.quota.set_cohort(cohort.name, cohort.parent, cohort.quotas())
         self._retry_all_cohorts()
 
     def remove_cohort(self, name: str) -> None:
         if self.cohorts.pop(name, None) is not None:
+            with self._covers_suspended():
+                self.quota.remove_cohort(name)
             self._retry_all_cohorts()
 
     def _retry_all_cohorts(self) -> None:
@@ -551,7 +555,8 @@ class ClusterState:
         other queues of its cohort: the queue's hold shrinks by ``min(U, S_own)`` (its
         usage reads ``max(U, S_own)`` on top of the rest), and the cohort gets a credit of
         ``min(U − min(U, S_own), S_other)`` — only where neither queue keeps local
-        (non-lendable) quota of it, so the pool deltas are exactly those usages. Counted
+        (non-lendable) quota of it and the cohort is a root, so the pool deltas are exactly
+        those usages (in a tree of cohorts the hold counts in full, conservatively). Counted
         usage is then the larger of now (victims, no preemptor) and afterwards (preemptor,
         no victims): never less than either, so the preemptor still fits once they leave.
         """
@@ -581,7 +586,7 @@ class ClusterState:
         pool: dict[tuple[str, str], int] = {}
         for fr, wanted in nomination.usage.items():
             own[fr] = min(wanted, own_left.get(fr, 0))
-            if self.quota.local_quota(queue, fr) == 0:
+            if self.quota.local_quota(queue, fr) == 0 and cohort and self.quota.is_root(cohort):
                 pool[fr] = min(wanted - own[fr], other_left.get(fr, 0))
         cover = _Cover(
             {fr: v for fr, v in own.items() if v}, {fr: v for fr, v in pool.items() if v}, cohort
@@ -589,7 +594,7 @@ class ClusterState:
         if cover.own:
             self.quota.remove_usage(queue, cover.own)
         if cover.pool and cohort is not None:
-            self.quota.credit_pool(cohort, cover.pool)
+            self.quota.credit_pool(cohort, cover.pool)  # a root: see the pool's condition
         self._covers[key] = cover
 
     def _uncover(self, key: WorkloadKey) -> None:

@@ -7,8 +7,6 @@ Warning Event and an `UnsupportedFields` condition on the object, `quotagate pla
 them, and the README's compatibility table lists them. Admission checks are the one field
 that changes a decision: a ClusterQueue that names any is inactive (`AdmissionCheckNotFound`,
 as Kueue does for a check that does not exist), so nothing is admitted without its checks.
-Likewise a Cohort with a parent, children or quota of its own: its ClusterQueues are
-inactive (`UnsupportedCohort`, controller/core/cohort_nodes.py), so nothing over-commits.
 
 Pure: dicts in, findings out.
 """
@@ -149,33 +147,15 @@ def _flavor(spec: Mapping[str, Any]) -> list[Finding]:
 
 
 def _cohort(spec: Mapping[str, Any]) -> list[Finding]:
-    found: list[Finding] = []
-    if spec.get("parentName"):
-        found.append(
-            (
-                "spec.parentName",
-                f"hierarchical cohorts are {_NOT_IMPLEMENTED}: the ClusterQueues of this "
-                "Cohort and of its parent stay inactive (UnsupportedCohort) and admit "
-                "nothing, rather than borrow or lend through a tree they cannot compute",
-            )
-        )
-    if spec.get("resourceGroups"):
-        found.append(
-            (
-                "spec.resourceGroups",
-                f"a Cohort's own quota and limits are {_NOT_IMPLEMENTED}: the ClusterQueues "
-                "of this Cohort stay inactive (UnsupportedCohort) and admit nothing",
-            )
-        )
     if spec.get("fairSharing") is not None:
-        found.append(
+        return [
             (
                 "spec.fairSharing",
-                f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored (a root Cohort's "
-                "weight is compared with no sibling, so this changes no decision)",
+                f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored; quota is shared "
+                "in arrival and priority order",
             )
-        )
-    return found
+        ]
+    return []
 
 
 def unsupported_fields(obj: Mapping[str, Any]) -> list[Finding]:

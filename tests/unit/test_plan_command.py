@@ -264,32 +264,44 @@ def test_plan_accepts_a_flat_cohort_and_borrows_through_it(
 
 
 @pytest.mark.parametrize(
-    ("cohort_spec", "field", "named"),
+    ("cohort_spec", "cpu"),
     [
-        ("{parentName: org}", "spec.parentName", "Cohort research has spec.parentName org"),
-        (
+        ("{parentName: org}", 6),  # the two queues' 8 cpus, through a parent
+        (  # and with the Cohort's own 4: 12
             "{resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, "
-            "resources: [{name: cpu, nominalQuota: 2}]}]}]}",
-            "spec.resourceGroups",
-            "Cohort research has spec.resourceGroups",
+            "resources: [{name: cpu, nominalQuota: 4}]}]}]}",
+            12,
         ),
     ],
 )
-def test_plan_reports_an_unsupported_cohort_and_admits_nothing_through_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], cohort_spec: str, field: str, named: str
+def test_plan_computes_quota_through_a_cohort_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cohort_spec: str, cpu: int
 ) -> None:
     state = COHORT_STATE.replace("spec: {}", f"spec: {cohort_spec}", 1)
+    state = state.replace('cpu: "6"', f'cpu: "{cpu}"')
     assert main(["plan", "-f", write(tmp_path, state), "--now", "2026-01-01T01:00:00Z"]) == 0
     out = capsys.readouterr()
     result = json.loads(out.out)
+    assert [(a["workload"], a["borrowing"]) for a in result["admitted"]] == [("team-a/big", True)]
+    assert "unsupported" not in result and out.err == ""
+
+
+def test_plan_refuses_nothing_but_admits_nothing_through_a_cycle_of_parents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cycle = (
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: org}\n"
+        "spec: {parentName: research}\n---\n"
+    )
+    state = cycle + COHORT_STATE.replace("spec: {}", "spec: {parentName: org}", 1)
+    assert main(["plan", "-f", write(tmp_path, state), "--now", "2026-01-01T01:00:00Z"]) == 0
+    result = json.loads(capsys.readouterr().out)
     assert result["admitted"] == []
     [pending] = result["pending"]
-    assert pending["workload"] == "team-a/big"
-    assert pending["reason"].startswith(f"ClusterQueue team-a is inactive: {named}")
-    assert [(u["object"], u["field"]) for u in result["unsupported"]] == [
-        ("Cohort research", field)
-    ]
-    assert f"Cohort research: {field}" in out.err
+    assert pending["reason"] == (
+        "ClusterQueue team-a is inactive: Cohort research is in a tree with a cycle "
+        "(research -> org -> research)"
+    )
 
 
 def test_plan_rejects_a_limit_on_a_root_cohort(

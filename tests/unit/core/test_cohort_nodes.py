@@ -1,15 +1,15 @@
-"""Explicit Cohort objects on the flat quota model (controller/core/cohort_nodes.py): a flat
-Cohort is its implicit cohort; a tree or a Cohort's own quota is reported and its
-ClusterQueues admit nothing."""
+"""Explicit Cohort objects (controller/core/cohort_nodes.py): a flat Cohort is its implicit
+cohort; a parent and a Cohort's own quota are computed through the tree; a cycle of
+parents makes the ClusterQueues inactive."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.core.clusterqueues import ResourceQuota
 from controller.core.cohort_nodes import Cohort, parent_cycle, unsupported_cohort
 from controller.core.cycle import run_cycle
 from controller.core.from_api import apply, convert
@@ -69,83 +69,71 @@ def test_a_flat_cohort_lets_its_members_borrow() -> None:
     assert usage(state, "a") == 7_000
 
 
-SHAPES = [
-    pytest.param(
-        "pool",
-        [("pool", {"parentName": "org"})],
-        "Cohort pool has spec.parentName org",
-        id="parent",
-    ),
-    pytest.param(
-        "pool",
-        [("team", {"parentName": "pool"})],
-        "Cohort team has spec.parentName pool",
-        id="child",
-    ),
-    pytest.param(
-        "pool",
-        [
-            (
-                "pool",
-                {
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu"],
-                            "flavors": [
-                                {
-                                    "name": "default",
-                                    "resources": [{"name": "cpu", "nominalQuota": 8}],
-                                }
-                            ],
-                        }
-                    ]
-                },
-            )
-        ],
-        "Cohort pool has spec.resourceGroups",
-        id="own-quota",
-    ),
-    pytest.param(
-        "pool",
-        [("pool", {"parentName": "org"}), ("org", {"parentName": "pool"})],
-        "a cycle (pool -> org -> pool)",
-        id="cycle",
-    ),
-]
+OWN_QUOTA = {
+    "resourceGroups": [
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 8}]}],
+        }
+    ]
+}
 
 
-@pytest.mark.parametrize(("cohort", "objects", "named"), SHAPES)
-def test_an_unsupported_cohort_shape_is_never_admitted_into(
-    cohort: str, objects: list[tuple[str, dict[str, Any]]], named: str
-) -> None:
-    state = _pair(cohort)
-    for name, spec in objects:
-        apply(state, convert(_cohort_object(name, spec)))
+def test_a_cohorts_own_quota_is_lent_to_its_queues() -> None:
+    state = _pair()
+    apply(state, convert(_cohort_object("pool", OWN_QUOTA)))
+    assert unsupported_fields(_cohort_object("pool", OWN_QUOTA)) == []
+    add(state, wl("big", "a", cpu=15))  # 4 of its own, 4 of b's, 7 of the Cohort's 8
+    assert [(a.workload_key, a.borrowing) for a in run_cycle(state, 0).admitted] == [
+        ("ns/big", True)
+    ]
+    add(state, wl("more", "b", cpu=2))
+    settle(state, 1.0)
+    assert admitted_keys(state) == {"ns/big"}  # 1 cpu left in the whole tree
+    state.remove_cohort("pool")  # the Cohort's quota goes: the tree is over-committed
+    assert cluster_queue_inactive(state, "a") is None
+
+
+def test_queues_under_a_parent_borrow_through_it() -> None:
+    """pool (a, b) ← org (c): a borrows c's unused quota through org."""
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="pool"),
+        cq("b", {"default": {"cpu": 4}}, cohort="pool"),
+        cq("c", {"default": {"cpu": 4}}, cohort="org"),
+    )
+    apply(state, convert(_cohort_object("pool", {"parentName": "org"})))
+    add(state, wl("big", "a", cpu=12))
+    assert [a.workload_key for a in run_cycle(state, 0).admitted] == ["ns/big"]
+    assert usage(state, "a") == 12_000
+    add(state, wl("c-own", "c", cpu=1))
+    settle(state, 1.0)
+    assert "ns/c-own" not in admitted_keys(state)  # c lent everything; reclaim would preempt
+
+
+def test_a_cycle_of_parents_makes_the_queues_inactive_and_names_it() -> None:
+    state = _pair()
+    apply(state, convert(_cohort_object("pool", {"parentName": "org"})))
+    apply(state, convert(_cohort_object("org", {"parentName": "pool"})))
     add(state, wl("fits", "a", cpu=1))
     assert settle(state)[0].admitted == ()
-    assert admitted_keys(state) == set()
     for queue in ("a", "b"):
         inactive = cluster_queue_inactive(state, queue)
         assert inactive is not None and inactive.reason == UNSUPPORTED_COHORT
-        assert named in inactive.message
-    assert named in why_pending(state, "ns/fits")
-    # Each of those Cohorts reports what it holds that quotagate does not compute.
-    fields = {
-        f for name, spec in objects for f, _ in unsupported_fields(_cohort_object(name, spec))
-    }
-    assert fields & {"spec.parentName", "spec.resourceGroups"}
-    # Once the Cohort objects are gone the cohort is implicit and flat again.
-    for name, _ in objects:
-        state.remove_cohort(name)
+        assert inactive.message == (
+            f"ClusterQueue {queue} is inactive: Cohort pool is in a tree with a cycle "
+            "(pool -> org -> pool)"
+        )
+    assert "a cycle (pool -> org -> pool)" in why_pending(state, "ns/fits")
+    state.remove_cohort("org")
     assert [a.workload_key for a in run_cycle(state, 1).admitted] == ["ns/fits"]
 
 
-def test_other_cohorts_are_not_affected() -> None:
+def test_other_cohorts_are_not_affected_by_a_cycle() -> None:
     state = cluster(
         cq("a", {"default": {"cpu": 4}}, cohort="pool"),
         cq("c", {"default": {"cpu": 4}}, cohort="elsewhere"),
     )
-    state.set_cohort(Cohort("pool", parent="org"))
+    state.set_cohort(Cohort("pool", parent="pool"))
     add(state, wl("in-a", "a", cpu=1), wl("in-c", "c", cpu=1))
     settle(state)
     assert admitted_keys(state) == {"ns/in-c"}
@@ -183,8 +171,9 @@ def test_parent_cycle() -> None:
 
 
 def test_convert_reads_a_cohort() -> None:
-    obj = convert(_cohort_object("pool", {"parentName": "org", "resourceGroups": [{}]}))
-    assert obj == Cohort("pool", parent="org", has_quota=True)
+    obj = convert(_cohort_object("pool", {"parentName": "org", **OWN_QUOTA}))
+    assert isinstance(obj, Cohort) and (obj.name, obj.parent) == ("pool", "org")
+    assert obj.quotas() == {("default", "cpu"): ResourceQuota(8000)}
     assert convert(_cohort_object("pool", {})) == Cohort("pool")
 
 
@@ -195,7 +184,7 @@ NAMES = ("p", "q", "r", "s")
 @given(
     st.dictionaries(
         st.sampled_from(NAMES),
-        st.tuples(st.one_of(st.none(), st.sampled_from((*NAMES, "absent"))), st.booleans()),
+        st.tuples(st.one_of(st.none(), st.sampled_from((*NAMES, "absent"))), st.integers(0, 4)),
         max_size=4,
     ),
     st.lists(
@@ -203,26 +192,27 @@ NAMES = ("p", "q", "r", "s")
         max_size=10,
     ),
 )
-def test_random_cohort_objects_never_admit_into_what_the_flat_model_cannot_compute(
-    objects: dict[str, tuple[str | None, bool]], requests: list[tuple[str, str, int]]
+def test_random_cohort_trees_never_over_commit_and_a_cycle_admits_nothing(
+    objects: dict[str, tuple[str | None, int]], requests: list[tuple[str, str, int]]
 ) -> None:
     queues = [cq(f"{c}-{m}", {"default": {"cpu": 3}}, cohort=c) for c in NAMES for m in "ab"]
     state = cluster(*queues)
-    for name, (parent, has_quota) in objects.items():
-        state.set_cohort(Cohort(name, parent, has_quota))
+    for name, (parent, own) in objects.items():
+        groups = cq("x", {"default": {"cpu": own}}).resource_groups if own else ()
+        state.set_cohort(Cohort(name, parent, groups))
     for i, (c, m, cpu) in enumerate(requests):
         add(state, wl(f"w{i}", f"{c}-{m}", created=float(i), cpu=cpu))
     settle(state)
+    total_quota = 3_000 * 2 * len(NAMES) + 1_000 * sum(own for _, own in objects.values())
+    assert sum(usage(state, q.name) for q in queues) <= total_quota
+    fr = ("default", "cpu")
+    for c in NAMES:  # no tree takes more than its root holds
+        if state.quota.is_root(c):
+            assert state.quota.cohort_usage(c, fr) <= state.quota.cohort_pool(c, fr)
     for c in NAMES:
-        flat = unsupported_cohort(state.cohorts, c) is None
         members = (f"{c}-a", f"{c}-b")
-        used = [usage(state, q) for q in members]
-        assert sum(used) <= 6_000  # the cohort's pool is never over-committed
-        if not flat:
-            assert used == [0, 0]
+        if unsupported_cohort(state.cohorts, c) is not None:
+            assert [usage(state, q) for q in members] == [0, 0]
             assert all(cluster_queue_inactive(state, q) is not None for q in members)
         else:
             assert all(cluster_queue_inactive(state, q) is None for q in members)
-            has_parent = objects.get(c, (None, False))[0] is not None
-            is_parent = any(p == c for p, _ in objects.values())
-            assert not has_parent and not is_parent and not objects.get(c, (None, False))[1]
