@@ -467,6 +467,60 @@ class QuotaTree:
             most = min(most, subtree + limit)
         return most
 
+    def path(self, name: str) -> list[str]:
+        """The cohorts above a queue, from its own up to the root."""
+        out: list[str] = []
+        node = self._cohort_of.get(name)
+        while node is not None and node not in out:
+            out.append(node)
+            node = self._parent.get(node)
+        return out
+
+    def lowest_common_cohort(self, a: str, b: str) -> str | None:
+        """The lowest cohort above both queues (None: not in one tree)."""
+        above = set(self.path(b))
+        return next((node for node in self.path(a) if node in above), None)
+
+    def exceeds_up_to(self, name: str, lca: str | None, frs: frozenset[FlavorResource]) -> bool:
+        """Kueue's test of a reclaim candidate's queue: the queue is above its nominal quota
+        of one of `frs`, and so is every cohort between it and `lca` (above its subtree
+        quota): quota used within a subtree that keeps to its own is not reclaimed."""
+        if not any(self.borrowing(name, fr) for fr in frs):
+            return False
+        for node in self.path(name):
+            if node == lca:
+                return True
+            if not any(self.cohort_usage(node, fr) > self.cohort_pool(node, fr) for fr in frs):
+                return False
+        return True
+
+    def advantage_by_level(
+        self, name: str, request: Mapping[FlavorResource, int]
+    ) -> dict[str, bool]:
+        """Per cohort above the queue: whether a preemptor asking `request` has Kueue's
+        hierarchical advantage over candidates whose lowest common cohort with it is that
+        one — the request fits within the quota of its side of the tree below it (its
+        queue's nominal quota, or a cohort's subtree quota on the way up)."""
+        fits = all(
+            self.usage(name, fr) + v <= self.quota(name, fr).nominal for fr, v in request.items()
+        )
+        remaining = {
+            fr: max(0, v - max(0, _local(self.quota(name, fr)) - self.usage(name, fr)))
+            for fr, v in request.items()
+        }
+        out: dict[str, bool] = {}
+        for node in self.path(name):
+            out[node] = fits
+            fits = fits or all(
+                self.cohort_usage(node, fr) + v <= self.cohort_pool(node, fr)
+                for fr, v in remaining.items()
+            )
+            remaining = {
+                fr: max(0, v - max(0, self._cohort_local(node, fr) - self.cohort_usage(node, fr)))
+                for fr, v in remaining.items()
+            }
+        return out
+
     def hierarchical(self, name: str) -> bool:
         """Whether the queue's cohort is part of a tree (a parent, child cohorts or quota of
         its own somewhere): then a refusal names the level that limits it."""

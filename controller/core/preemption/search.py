@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from api.constants import BorrowWithinCohortPolicy, Preemptibility, PreemptionReason
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
@@ -47,6 +47,7 @@ __all__ = ["find_victims"]
 class _Choice:
     contender: Contender
     eligibility: Eligibility
+    lca: str | None = None  # the lowest cohort above the candidate's queue and the preemptor's
     pods: int = 0  # pods currently removed in the simulation
 
     def per_pod(self) -> dict[FlavorResource, int]:
@@ -123,14 +124,20 @@ def find_victims(
     # combination (10,000 candidates share a handful): same queue, the candidate queue
     # borrowing, priority, newer than the preemptor, preemptibility. Another queue that
     # is not borrowing is skipped whole: nothing is reclaimed from within nominal quota.
-    verdicts: dict[tuple[bool, bool, int, bool, Preemptibility], Eligibility] = {}
+    # In a tree of cohorts the facts also include whether the preemptor has hierarchical
+    # advantage at the lowest cohort above both queues (Kueue's hierarchical reclaim).
+    verdicts: dict[tuple[bool, bool, int, bool, Preemptibility, bool], Eligibility] = {}
     entries: list[tuple[CandidateSortKey, int, _Choice]] = []
     index = 0
+    advantage = tree.advantage_by_level(cq.name, {fr: usage.get(fr, 0) for fr in short})
     for queue, members in contenders.items():
         same = queue == cq.name
-        borrowing = any(tree.borrowing(queue, fr) for fr in short)
+        lca = None if same else tree.lowest_common_cohort(queue, cq.name)
+        borrowing = same or tree.exceeds_up_to(queue, lca, short)
         if not same and not borrowing:
             continue
+        ahead = advantage.get(lca, False) if lca is not None else not preemptor.needs_borrowing
+        level = preemptor if same else replace(preemptor, needs_borrowing=not ahead)
         for contender in members:
             index += 1
             if not any(fr in short for fr in contender.usage):
@@ -142,17 +149,22 @@ def find_victims(
                 contender.priority,
                 contender.queue_order_timestamp > preemptor.queue_order_timestamp,
                 contender.preemptibility,
+                ahead,
             )
             verdict = verdicts.get(fact)
             if verdict is None:
                 verdict = verdicts[fact] = eligibility(
-                    cq.preemption, preemptor, candidate, candidate_cq_borrowing=borrowing
+                    cq.preemption, level, candidate, candidate_cq_borrowing=borrowing
                 )
             if verdict.variant is not None:
                 if protection is not None and protection.skips(contender, verdict.variant):
                     continue
                 entries.append(
-                    (candidate_sort_key(candidate, cq.name), index, _Choice(contender, verdict))
+                    (
+                        candidate_sort_key(candidate, cq.name),
+                        index,
+                        _Choice(contender, verdict, lca),
+                    )
                 )
     if not entries:
         return None
@@ -212,8 +224,8 @@ def _valid(
         return True
     if allow_borrowing and not choice.eligibility.valid_while_borrowing:
         return False
-    # Reclaim only while the lender is still above its nominal quota.
-    return any(tree.borrowing(contender.cluster_queue, fr) for fr in short)
+    # Reclaim only while the lender (and its side of the tree) is still above its quota.
+    return tree.exceeds_up_to(contender.cluster_queue, choice.lca, short)
 
 
 def _attempt(
