@@ -1,6 +1,6 @@
-"""The Cohort kind on the real API server (issue 20, first step): the CRD validates what
-Kueue validates, a flat explicit Cohort shares quota like an implicit cohort, and a Cohort
-shape the flat quota model cannot compute is reported and admits nothing."""
+"""The Cohort kind on the real API server (issue 20): the CRD validates what Kueue
+validates, a flat explicit Cohort shares quota like an implicit cohort, a three-level tree
+shares quota within each level's limits, and a cycle makes the queues inactive."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import subprocess
 from typing import Any
 
 import pytest
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.build import bin_dir
@@ -124,64 +123,83 @@ def test_a_flat_explicit_cohort_lets_its_cluster_queues_borrow(
     assert condition(stored, "UnsupportedFields") is None
 
 
-def _warning(api_client: client.ApiClient, name: str) -> Any:
-    selector = f"involvedObject.kind=Cohort,involvedObject.name={name}"
-    events = (
-        client.CoreV1Api(api_client).list_event_for_all_namespaces(field_selector=selector).items
-    )
-    return next(
-        (e for e in events if e.type == "Warning" and e.reason == "UnsupportedFields"), None
-    )
+def _quota(rf: str, nominal: str, parent: str | None = None, **limits: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {"name": rf, "resources": [{"name": "cpu", "nominalQuota": nominal, **limits}]}
+                ],
+            }
+        ]
+    }
+    if parent:
+        spec["parentName"] = parent
+    return spec
 
 
-def test_a_cohort_tree_is_reported_and_admits_nothing(
-    controller: ControllerProcess, kueue: Kueue, namespace: str, api_client: client.ApiClient
+def test_a_three_level_tree_shares_quota_within_each_levels_limits(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
 ) -> None:
-    rf, team, org = f"{namespace}-rf", f"{namespace}-team", f"{namespace}-org"
-    cq = f"{namespace}-cq"
+    """org (2 cpus of its own) ← dept (may borrow 1 from org) ← team-a (2), team-b (2);
+    org ← research ← lab (2). The tree holds 8 cpus; dept may use 5 of them."""
+    rf = f"{namespace}-rf"
+    org, dept, research = (f"{namespace}-{n}" for n in ("org", "dept", "research"))
+    team_a, team_b, lab = (f"{namespace}-{n}" for n in ("team-a", "team-b", "lab"))
     kueue.apply(
         flavor(rf),
-        cohort(team, {"parentName": org}),
-        cluster_queue(cq, {rf: {"cpu": 4}}, cohort=team),
-        local_queue(namespace, "lq", cq),
-        workload(namespace, "waits", "lq", cpu="1"),
+        cohort(org, _quota(rf, "2")),
+        cohort(dept, _quota(rf, "0", org, borrowingLimit="1")),
+        cohort(research, {"parentName": org}),
+        cluster_queue(team_a, {rf: {"cpu": 2}}, cohort=dept),
+        cluster_queue(team_b, {rf: {"cpu": 2}}, cohort=dept),
+        cluster_queue(lab, {rf: {"cpu": 2}}, cohort=research),
+        local_queue(namespace, "lq-a", team_a),
+        local_queue(namespace, "lq-b", team_b),
+        local_queue(namespace, "lq-lab", lab),
+        workload(namespace, "wide", "lq-a", cpu="5"),
     )
-    active = wait_for(
-        lambda: condition(kueue.get_cluster_queue(cq), "Active"),
-        what="the ClusterQueue's Active condition",
+    wide = wait_admitted(kueue, namespace, "wide")  # team-b's 2 and 1 from org
+    assert wide["status"]["admission"]["clusterQueue"] == team_a
+    kueue.apply(workload(namespace, "more", "lq-b", cpu="1"))
+    reason = wait_pending_reason(kueue, namespace, "more")
+    assert reason == (
+        f"insufficient quota for cpu in flavor {rf}: requested 1, available 0 (nominal 2, "
+        f"reserved 0, borrowable 0); limited by the borrowingLimit of Cohort {dept} "
+        "(1 of 1 borrowed)"
     )
-    assert (active["status"], active["reason"]) == ("False", "UnsupportedCohort")
-    assert f"Cohort {team} has spec.parentName {org}" in active["message"]
-    reported = wait_for(
-        lambda: condition(
-            kueue.custom.get_cluster_custom_object(GROUP, VERSION, "cohorts", team),
-            "UnsupportedFields",
-        ),
-        what="the Cohort's UnsupportedFields condition",
+    # lab takes what is left of the tree: its own 2 and org's last 1.
+    kueue.apply(workload(namespace, "lab-job", "lq-lab", cpu="3"))
+    wait_admitted(kueue, namespace, "lab-job")
+    kueue.apply(workload(namespace, "lab-more", "lq-lab", cpu="1"))
+    assert wait_pending_reason(kueue, namespace, "lab-more").endswith(
+        f"limited by the quota of Cohort {org} (8 of 8 in use)"
     )
-    assert (reported["status"], reported["reason"]) == ("True", "NotImplemented")
-    assert reported["message"].startswith("spec.parentName: hierarchical cohorts")
-    event = wait_for(lambda: _warning(api_client, team), what="a Warning Event on the Cohort")
-    assert "spec.parentName" in event.message
-    reason = wait_pending_reason(kueue, namespace, "waits")
-    assert reason.startswith(f"ClusterQueue {cq} is inactive: Cohort {team} has spec.parentName")
-    assert "admission" not in kueue.get_workload(namespace, "waits").get("status", {})
-    # Removing the parent makes the cohort flat: the Workload is admitted.
+    for name in (team_a, team_b, lab):
+        active = condition(kueue.get_cluster_queue(name), "Active") or {}
+        assert active.get("status") == "True", (name, active)
+    # A cycle of parents: every queue of the tree is inactive, as in Kueue.
     kueue.custom.patch_cluster_custom_object(
-        GROUP, VERSION, "cohorts", team, {"spec": {"parentName": None}}
+        GROUP, VERSION, "cohorts", org, {"spec": {"parentName": dept}}
     )
-    wait_admitted(kueue, namespace, "waits")
-    cleared = wait_for(
+    inactive = wait_for(
         lambda: (
-            condition(
-                kueue.custom.get_cluster_custom_object(GROUP, VERSION, "cohorts", team),
-                "UnsupportedFields",
-            )
-            is None
+            (c := condition(kueue.get_cluster_queue(lab), "Active"))
+            and c["status"] == "False"
+            and c
         ),
-        what="the UnsupportedFields condition to go",
+        what="the cycle to make the queues inactive",
     )
-    assert cleared
+    assert inactive["reason"] == "UnsupportedCohort"
+    assert "in a tree with a cycle" in inactive["message"]
+    kueue.custom.patch_cluster_custom_object(
+        GROUP, VERSION, "cohorts", org, {"spec": {"parentName": None}}
+    )
+    wait_for(
+        lambda: (condition(kueue.get_cluster_queue(lab), "Active") or {}).get("status") == "True",
+        what="the queues to be active again",
+    )
 
 
 def test_a_cohort_deleted_and_created_again_is_reported_again(
