@@ -316,3 +316,17 @@ def test_plan_rejects_a_limit_on_a_root_cohort(
     assert main(["plan", "-f", write(tmp_path, state)]) == 2
     err = capsys.readouterr().err
     assert "Cohort research" in err and "lendingLimit must be nil when parentName" in err
+
+
+def test_plan_reclaims_through_a_tree_from_the_cheapest_over_quota_queue(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """README's worked example: team-b is within its quota, lab is over it; the cheapest
+    of lab's Workloads is reclaimed (the table is the README's)."""
+    path = Path(__file__).parent / "data" / "plan_tree.yaml"
+    assert main(["plan", "-f", str(path), "-o", "table", "--now", "2026-01-01T00:02:00Z"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "WORKLOAD       CLUSTERQUEUE  DECISION  DETAIL",
+        "team-a/urgent  team-a        preempt   victims: lab/lab-idle (lab, InCohortReclamation, "
+        "1 pods)",
+    ]
