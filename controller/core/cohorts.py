@@ -107,21 +107,38 @@ class QuotaTree:
     ) -> None:
         """Add or replace an explicit cohort: its parent and its own quota (a root's
         borrowing and lending limits are ignored, as the API refuses them)."""
-        with self._restructure((True, self._cohort_root(name))):
+        with self._relinking():
             self._declared_parent[name] = parent or None
             self._cohort_quota[name] = dict(quotas)
-            self._relink()
-            self._retired.append((True, self._cohort_root(name)))
 
     def remove_cohort(self, name: str) -> None:
         """Forget an explicit cohort; it stays an implicit one while queues name it."""
-        with self._restructure((True, self._cohort_root(name))):
-            children = [c for c, p in self._parent.items() if p == name]
+        with self._relinking():
             self._declared_parent.pop(name, None)
             self._cohort_quota.pop(name, None)
-            self._relink()
-            self._retired.append((True, self._cohort_root(name)))
-            self._retired.extend((True, self._cohort_root(c)) for c in children)
+
+    @contextmanager
+    def _relinking(self) -> Iterator[None]:
+        """Around a change of a Cohort (rare): every tree may change shape — a subtree
+        moves, a cycle appears or goes — so all of them are recomputed and reindexed."""
+        before = self._all_roots()
+        for root in before:
+            self._index_tree(root, present=False)
+        yield
+        self._relink()
+        after = self._all_roots()
+        for root in after:
+            self._rebuild(root)
+        for root in before - after:  # no longer a root: forget what only it had
+            self._rebuild(root)
+        for root in before | after:
+            self._bump_root(root)
+        for root in after:
+            self._index_tree(root, present=True)
+
+    def _all_roots(self) -> set[Root]:
+        cohorts = {*self._members, *self._declared_parent, *self._parent.values()}
+        return {(True, self._cohort_root(c)) for c in cohorts}
 
     @contextmanager
     def _restructure(self, before: Root) -> Iterator[None]:

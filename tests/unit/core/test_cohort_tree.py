@@ -41,6 +41,16 @@ class Model:
             current = self.parent.get(current)
         return None if current == cohort else declared
 
+    def root(self, q: str) -> str:
+        node = self.cohort_of.get(q)
+        if node is None:
+            return f"queue {q}"
+        seen = {node}
+        while (up := self.effective_parent(node)) is not None and up not in seen:
+            seen.add(up)
+            node = up
+        return node
+
     def cohorts(self) -> set[str]:
         named = {c for c in self.cohort_of.values() if c} | set(self.parent)
         return named | {p for c in named if (p := self.effective_parent(c))}
@@ -166,6 +176,14 @@ def test_the_tree_answers_as_kueues_recursion_computed_from_scratch(
             assert tree.available(q, FR) == model.available(q), (q, step)
             assert tree.potential_available(q, FR) == model.potential(q), (q, step)
             assert tree.fits(q, {FR: model.available(q)})
+            # The borrowers index: the queues of its tree above their nominal quota.
+            expected = {
+                other
+                for other in model.quota
+                if model.root(other) == model.root(q)
+                and model.usage.get(other, 0) > model.quota[other].nominal
+            }
+            assert tree.borrowers(q, frozenset({FR})) == expected, (q, step)
 
 
 def test_a_three_level_tree_lends_and_borrows_within_each_levels_limits() -> None:
