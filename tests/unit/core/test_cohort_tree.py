@@ -265,3 +265,19 @@ def test_flat_cohorts_keep_kueues_message() -> None:
     settle(state)
     assert why_pending(state, "ns/wide").endswith("can ever be available (nominal 4)")
     assert not state.quota.hierarchical("a")
+
+
+def test_a_subtree_cut_loose_keeps_its_borrowers_known() -> None:
+    """dept ← org; team (in dept) borrows. dept's parent goes: dept is a root of its own,
+    and team is still known as a borrower there (preemption looks it up)."""
+    tree = QuotaTree()
+    tree.set_cluster_queue("team", "dept", {FR: ResourceQuota(2)})
+    tree.set_cluster_queue("other", "dept", {FR: ResourceQuota(4)})
+    tree.set_cluster_queue("lab", "org", {FR: ResourceQuota(4)})
+    tree.set_cohort("dept", "org", {})
+    tree.add_usage("team", {FR: 5})
+    assert tree.borrowers("lab", frozenset({FR})) == {"team"}
+    tree.set_cohort("dept", None, {})
+    assert tree.borrowers("other", frozenset({FR})) == {"team"}
+    assert tree.borrowers("lab", frozenset({FR})) == set()
+    assert tree.available("other", FR) == 1 and tree.available("lab", FR) == 4
