@@ -194,9 +194,10 @@ class DecisionWriter:
         await asyncio.gather(*writes)
 
     def _path(self, cluster_queue: str) -> str:
-        """Kueue's path of a ClusterQueue: `/cohort/name`, or `/name` outside a cohort."""
-        cohort = self.ctx.state.quota.cohort_of(cluster_queue)
-        return f"/{cohort}/{cluster_queue}" if cohort else f"/{cluster_queue}"
+        """Kueue's path of a ClusterQueue: `/root/…/cohort/name` through its tree of
+        cohorts, or `/name` outside a cohort."""
+        ancestors = reversed(self.ctx.state.quota.path(cluster_queue))
+        return "/" + "/".join([*ancestors, cluster_queue])
 
     async def _write_partial_preemption(self, key: WorkloadKey, pods: int, message: str) -> None:
         """DisruptionMode Pod: the victim stays admitted with `pods` fewer pods; its owner

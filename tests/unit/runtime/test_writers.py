@@ -11,6 +11,7 @@ import pytest
 
 from api import workload_status
 from api.constants import PreemptionReason
+from controller.core.cohort_nodes import Cohort
 from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.preemption.types import Victim
 from controller.core.workloads import WorkloadKey
@@ -124,9 +125,13 @@ def test_a_superseded_admission_is_rolled_back_to_the_servers_object() -> None:
     assert "ns/w" not in controller.state.admitted
 
 
-def test_a_victims_preempted_condition_carries_kueues_message_word_for_word() -> None:
+@pytest.mark.parametrize(("parent", "path"), [(None, "/co/cq"), ("org", "/org/co/cq")])
+def test_a_victims_preempted_condition_carries_kueues_message_word_for_word(
+    parent: str | None, path: str
+) -> None:
     """Kueue's `preemptionMessage`: the preemptor's UID and job UID, the reason in words,
-    and both ClusterQueues' paths from the root cohort. The Event names the preemptor."""
+    and both ClusterQueues' paths from the root cohort (through the tree of Cohorts). The
+    Event names the preemptor."""
     api = RecordingApi()
     events: list[tuple[str, str, str]] = []
 
@@ -134,6 +139,8 @@ def test_a_victims_preempted_condition_carries_kueues_message_word_for_word() ->
         events.append((body["metadata"]["name"], reason, message))
 
     controller = _leading(api, cohort="co", events=record)
+    if parent:
+        controller.state.set_cohort(Cohort("co", parent))
     preemptor = workload_body("big", uid="u-big")
     preemptor["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": "job-7"}
     controller.apply_event("ADDED", preemptor)
@@ -150,7 +157,7 @@ def test_a_victims_preempted_condition_carries_kueues_message_word_for_word() ->
     [(_, name, status)] = api.patches
     expected = (
         "Preempted to accommodate a workload (UID: u-big, JobUID: job-7) due to "
-        "prioritization in the ClusterQueue; preemptor path: /co/cq; preemptee path: /co/cq"
+        f"prioritization in the ClusterQueue; preemptor path: {path}; preemptee path: {path}"
     )
     assert name == "small"
     assert workload_status.condition({"status": status}, "Preempted")["message"] == expected
