@@ -30,7 +30,7 @@ from api.constants import BorrowWithinCohortPolicy, Preemptibility, PreemptionRe
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
 from controller.core.preemption.minimum_runtime import RuntimeProtection
-from controller.core.preemption.ordering import CandidateSortKey, candidate_sort_key
+from controller.core.preemption.ordering import CandidateSortKey
 from controller.core.preemption.policy import (
     CandidateVariant,
     Eligibility,
@@ -140,7 +140,7 @@ def find_victims(
         level = preemptor if same else replace(preemptor, needs_borrowing=not ahead)
         for contender in members:
             index += 1
-            if not any(fr in short for fr in contender.usage):
+            if short.isdisjoint(contender.usage):
                 continue
             candidate = contender.candidate
             fact = (
@@ -159,16 +159,10 @@ def find_victims(
             if verdict.variant is not None:
                 if protection is not None and protection.skips(contender, verdict.variant):
                     continue
-                entries.append(
-                    (
-                        candidate_sort_key(candidate, cq.name),
-                        index,
-                        _Choice(contender, verdict, lca),
-                    )
-                )
+                entries.append((contender.sort_key(same), index, _Choice(contender, verdict, lca)))
     if not entries:
         return None
-    entries.sort(key=lambda entry: (entry[0], entry[1]))
+    entries.sort()  # (key, index) are unique: the choices themselves are never compared
     ordered = [choice for _, _, choice in entries]
     for allow_borrowing in _attempts(tree, cq, short, ordered, preemptor_preemptibility):
         with _simulating(tree) as simulation:

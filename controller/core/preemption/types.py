@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from api.constants import DisruptionMode, Preemptibility, PreemptionReason
 from api.quantities import Quantity
 from controller.core.clusterqueues import FlavorResource
-from controller.core.preemption.ordering import Candidate
+from controller.core.preemption.ordering import Candidate, CandidateSortKey, candidate_sort_key
 from controller.core.preemption.preemptibility import protected_pods
 from controller.core.workloads import WorkloadKey
 
@@ -37,6 +37,16 @@ class Contender:
     min_count: int | None = None
     single_pod_set: bool = True
     _candidate: Candidate | None = None
+    _sort_keys: tuple[CandidateSortKey, CandidateSortKey] | None = None
+
+    def sort_key(self, same_queue: bool) -> CandidateSortKey:
+        """`candidate_sort_key` for a preemptor in another queue or in its own (built once:
+        the victim search orders the same contenders again and again)."""
+        keys = self._sort_keys
+        if keys is None:
+            other = candidate_sort_key(self.candidate, "")
+            keys = self._sort_keys = (other, (other[0], True, *other[2:]))
+        return keys[1] if same_queue else keys[0]
 
     @property
     def candidate(self) -> Candidate:
