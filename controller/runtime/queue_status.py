@@ -20,7 +20,7 @@ from api.quantities import Quantity
 from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
-from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, describe
+from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
 from controller.runtime.context import Context
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,11 @@ def local_queue_counts(
             if not held.evicting:
                 counts[lq]["admittedWorkloads"] += 1
     return counts
+
+
+def _written_key(resource: Resource, key: str) -> str:
+    """`kind/namespace/name`, as WorkloadSync keys objects (unsupported fields, deletions)."""
+    return f"{resource.kind}/{key}" if resource.namespaced else f"{resource.kind}//{key}"
 
 
 def active_condition(inactive: Inactive | None) -> tuple[bool, str, str]:
@@ -182,16 +187,16 @@ class QueueStatusWriter:
             self.update_metrics(name, status, finished.get(name, 0))
             active, reason, message = active_condition(cluster_queue_inactive(state, name))
             status["conditions"] = [("Active", active, reason, message)]
-            status["conditions"] += self._unsupported(f"ClusterQueue//{name}")
-            if self.written.get(f"ClusterQueue//{name}") != status:
-                writes.append(self._write_cq(name, status, now))
+            status["conditions"] += self._unsupported(_written_key(CLUSTER_QUEUES, name))
+            if self.written.get(_written_key(CLUSTER_QUEUES, name)) != status:
+                writes.append(self._write(CLUSTER_QUEUES, name, status, now))
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
         self.metric_queues = set(state.cluster_queues)
         for name in list(state.cohorts):
-            cohort_status = {"conditions": self._unsupported(f"Cohort//{name}")}
-            if self.written.get(f"Cohort//{name}") != cohort_status:
-                writes.append(self._write_cohort(name, cohort_status, now))
+            cohort_status = {"conditions": self._unsupported(_written_key(COHORTS, name))}
+            if self.written.get(_written_key(COHORTS, name)) != cohort_status:
+                writes.append(self._write(COHORTS, name, cohort_status, now))
         for key in list(state.local_queues):
             status = dict(
                 counts.get(key)
@@ -199,9 +204,9 @@ class QueueStatusWriter:
             )
             active, reason, message = active_condition(local_queue_inactive(state, key))
             status["conditions"] = [("Active", active, reason, message)]
-            status["conditions"] += self._unsupported(f"LocalQueue/{key}")
-            if self.written.get(f"LocalQueue/{key}") != status:
-                writes.append(self._write_lq(key, status, now))
+            status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
+            if self.written.get(_written_key(LOCAL_QUEUES, key)) != status:
+                writes.append(self._write(LOCAL_QUEUES, key, status, now))
         if writes:
             await asyncio.gather(*writes)
 
@@ -221,35 +226,22 @@ class QueueStatusWriter:
             )
         return conditions
 
-    async def _write_cq(self, name: str, status: dict[str, Any], now: float) -> None:
-        body = {**status, "conditions": self._conditions(status["conditions"], now)}
-        try:
-            async with self.ctx.writes:
-                await self.ctx.api.patch_cluster_status(CLUSTER_QUEUES, name, body)
-            self.written[f"ClusterQueue//{name}"] = status
-        except ApiException as exc:
-            if exc.status != 404:
-                log.info("status of ClusterQueue %s not written: %s", name, describe(exc))
-
-    async def _write_cohort(self, name: str, status: dict[str, Any], now: float) -> None:
-        """A Cohort's `UnsupportedFields` condition (quotagate's; Kueue writes no Cohort
+    async def _write(
+        self, resource: Resource, key: str, status: dict[str, Any], now: float
+    ) -> None:
+        """Write a ClusterQueue's, LocalQueue's or Cohort's status (`key`: `name` or
+        `namespace/name`) and remember it; one deleted meanwhile (404) is let go. A
+        Cohort's is only its `UnsupportedFields` condition (Kueue writes no Cohort
         conditions); an empty list removes it."""
-        body = {"conditions": self._conditions(status["conditions"], now)}
-        try:
-            async with self.ctx.writes:
-                await self.ctx.api.patch_cluster_status(COHORTS, name, body)
-            self.written[f"Cohort//{name}"] = status
-        except ApiException as exc:
-            if exc.status != 404:
-                log.info("status of Cohort %s not written: %s", name, describe(exc))
-
-    async def _write_lq(self, key: str, status: dict[str, Any], now: float) -> None:
-        namespace, name = key.split("/", 1)
         body = {**status, "conditions": self._conditions(status["conditions"], now)}
         try:
             async with self.ctx.writes:
-                await self.ctx.api.patch_namespaced_status(LOCAL_QUEUES, namespace, name, body)
-            self.written[f"LocalQueue/{key}"] = status
+                if resource.namespaced:
+                    namespace, name = key.split("/", 1)
+                    await self.ctx.api.patch_namespaced_status(resource, namespace, name, body)
+                else:
+                    await self.ctx.api.patch_cluster_status(resource, key, body)
+            self.written[_written_key(resource, key)] = status
         except ApiException as exc:
             if exc.status != 404:
-                log.info("status of LocalQueue %s not written: %s", key, describe(exc))
+                log.info("status of %s %s not written: %s", resource.kind, key, describe(exc))

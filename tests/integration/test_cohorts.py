@@ -37,13 +37,13 @@ def cohort(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _limited(rf: str, parent: str | None, **limit: str) -> dict[str, Any]:
+def _quota(rf: str, nominal: str, parent: str | None = None, **limits: str) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "resourceGroups": [
             {
                 "coveredResources": ["cpu"],
                 "flavors": [
-                    {"name": rf, "resources": [{"name": "cpu", "nominalQuota": "4", **limit}]}
+                    {"name": rf, "resources": [{"name": "cpu", "nominalQuota": nominal, **limits}]}
                 ],
             }
         ]
@@ -75,12 +75,12 @@ def test_the_crd_rejects_a_bad_limit_naming_the_field(
     message: str,
 ) -> None:
     with pytest.raises(ApiException) as caught:
-        kueue.apply(cohort(f"{namespace}-bad", _limited("rf", parent, **limit)))
+        kueue.apply(cohort(f"{namespace}-bad", _quota("rf", "4", parent, **limit)))
     assert caught.value.status == 422
     body = json.loads(caught.value.body)
     assert field in body["message"] and message in body["message"], body["message"]
     # The same limit under a parent is accepted, as Kueue's webhook accepts it.
-    kueue.apply(cohort(f"{namespace}-good", _limited("rf", "org", lendingLimit="1")))
+    kueue.apply(cohort(f"{namespace}-good", _quota("rf", "4", "org", lendingLimit="1")))
 
 
 def test_kubectl_get_cohorts_shows_kueues_columns(
@@ -121,22 +121,6 @@ def test_a_flat_explicit_cohort_lets_its_cluster_queues_borrow(
     assert active.get("status") == "True"
     stored = kueue.custom.get_cluster_custom_object(GROUP, VERSION, "cohorts", pool)
     assert condition(stored, "UnsupportedFields") is None
-
-
-def _quota(rf: str, nominal: str, parent: str | None = None, **limits: str) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu"],
-                "flavors": [
-                    {"name": rf, "resources": [{"name": "cpu", "nominalQuota": nominal, **limits}]}
-                ],
-            }
-        ]
-    }
-    if parent:
-        spec["parentName"] = parent
-    return spec
 
 
 def test_a_three_level_tree_shares_quota_within_each_levels_limits(
