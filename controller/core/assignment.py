@@ -236,10 +236,12 @@ def _decide(
     if requested <= available:
         mode = Mode.BORROW if borrows else Mode.FIT
         return ResourceCheck(*args, mode, *numbers, borrows=borrows)
-    # Kueue compares the request (not usage + request) with nominal quota (digest §8.1).
+    # Kueue compares the request (not usage + request) with nominal quota (digest §8.1);
+    # in a tree, a request that fits within a subtree below the root may reclaim too.
     if (
         quota.nominal >= requested
         or cq.preemption.borrow_within_cohort is not BorrowWithinCohortPolicy.NEVER
+        or tree.may_reclaim_in_tree(cq.name, fr, requested)
     ):
         preemptible, borrows_after = Preemptible.NO_CANDIDATES, borrows
         if oracle is not None:

@@ -538,6 +538,27 @@ class QuotaTree:
             }
         return out
 
+    def may_reclaim_in_tree(self, name: str, fr: FlavorResource, value: int) -> bool:
+        """Kueue's `FindHeightOfLowestSubtreeThatFits` (its second answer): whether `value`
+        more of `fr` fits within the quota of a subtree below the root — the queue's own
+        nominal quota, or a non-root cohort on its way up — so that reclaiming from the rest
+        of the tree may make room. Always False in a flat cohort where the queue borrows."""
+        cohort = self._cohort_of.get(name)
+        if cohort is None:
+            return False
+        used = self.usage(name, fr)
+        if used + value <= self.quota(name, fr).nominal:
+            return True
+        remaining = value - max(0, _local(self.quota(name, fr)) - used)
+        node: str | None = cohort
+        while node is not None:
+            node_used = self.cohort_usage(node, fr)
+            if node_used + remaining <= self.cohort_pool(node, fr):
+                return node in self._parent
+            remaining -= max(0, self._cohort_local(node, fr) - node_used)
+            node = self._parent.get(node)
+        return False
+
     def hierarchical(self, name: str) -> bool:
         """Whether the queue's cohort is part of a tree (a parent, child cohorts or quota of
         its own somewhere): then a refusal names the level that limits it."""
