@@ -51,3 +51,61 @@ def test_respect_lending_limits(capsys: pytest.CaptureFixture[str]) -> None:
     reclaims admitted_borrowing (priority 0) with InCohortReclamation."""
     result = plan("respect-lending-limits", capsys)
     assert victims(result) == [("ns/admitted_borrowing", "q_borrowing", "InCohortReclamation")]
+
+
+def test_preempt_multiple_with_hierarchical_advantage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """q_borrowing holds C's 2 cpus with admitted1 (priority 1) and admitted2 (priority 2);
+    the incoming 2 cpus (priority 0) fit in C: Kueue reclaims both, InCohortReclamation."""
+    result = plan("preempt-multiple-with-hierarchical-advantage", capsys)
+    assert victims(result) == [
+        ("ns/admitted1", "q_borrowing", "InCohortReclamation"),
+        ("ns/admitted2", "q_borrowing", "InCohortReclamation"),
+    ]
+
+
+def test_prefer_to_preempt_hierarchical_candidate(capsys: pytest.CaptureFixture[str]) -> None:
+    """One cpu is needed; q's own admitted_same_queue has priority -2, q_borrowing's
+    admitted_borrowing priority 1: Kueue reclaims admitted_borrowing (hierarchical
+    candidates come before the preemptor's own queue)."""
+    result = plan("prefer-to-preempt-hierarchical-candidate", capsys)
+    assert victims(result) == [("ns/admitted_borrowing", "q_borrowing", "InCohortReclamation")]
+
+
+def test_forced_to_preempt_priority_candidate(capsys: pytest.CaptureFixture[str]) -> None:
+    """q_nominal (priority -10) is within its quota and is left alone; the incoming 2 cpus
+    do not fit in C without borrowing, so Kueue takes admitted_same_cohort (priority -1)
+    under borrowWithinCohort: InCohortReclaimWhileBorrowing."""
+    result = plan("forced-to-preempt-priority-candidate", capsys)
+    assert victims(result) == [
+        ("ns/admitted_same_cohort", "q_same_cohort", "InCohortReclaimWhileBorrowing")
+    ]
+
+
+def test_incoming_workload_fits_in_cq_nominal_quota(capsys: pytest.CaptureFixture[str]) -> None:
+    """q owns 4 cpus that q_borrowing and q_same_cohort (priority 10 each) use; the
+    incoming 4 cpus fit in q's nominal quota: Kueue reclaims both, InCohortReclamation,
+    whatever their priority."""
+    result = plan("incoming-workload-fits-in-cq-nominal-quota", capsys)
+    assert victims(result) == [
+        ("ns/admitted_borrowing", "q_borrowing", "InCohortReclamation"),
+        ("ns/admitted_same_cohort", "q_same_cohort", "InCohortReclamation"),
+    ]
+
+
+def test_preempt_hierarchical_and_priority_candidates(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """R holds 1 cpu, C 4. Kueue reclaims admitted_borrowing (from outside C:
+    InCohortReclamation) and admitted_same_cohort_preemptible (inside C, lower priority:
+    InCohortReclaimWhileBorrowing), and spares admitted_borrowing_not_preemptible."""
+    result = plan("preempt-hierarchical-and-priority-candidates", capsys)
+    assert victims(result) == [
+        ("ns/admitted_borrowing", "q_borrowing", "InCohortReclamation"),
+        (
+            "ns/admitted_same_cohort_preemptible",
+            "q_same_cohort",
+            "InCohortReclaimWhileBorrowing",
+        ),
+    ]
