@@ -109,3 +109,42 @@ def test_preempt_hierarchical_and_priority_candidates(
             "InCohortReclaimWhileBorrowing",
         ),
     ]
+
+
+def test_preempt_hierarchical_candidates_and_inside_cq(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As the previous case, with q's own admitted_same_queue_preemptible (priority -1)
+    instead of one in q_same_cohort, and reclaimWithinCohort LowerPriority: Kueue takes
+    admitted_borrowing (InCohortReclamation) and admitted_same_queue_preemptible
+    (InClusterQueue)."""
+    result = plan("preempt-hierarchical-candidates-and-inside-cq", capsys)
+    assert victims(result) == [
+        ("ns/admitted_borrowing", "q_borrowing", "InCohortReclamation"),
+        ("ns/admitted_same_queue_preemptible", "q", "InClusterQueue"),
+    ]
+
+
+def test_reclaim_nominal_quota_from_lowest_priority_workload_excluding_non_borrowing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """q_nominal's admitted_nominal (priority -2) is within its quota and is not a
+    candidate; of q_borrowing's three, Kueue reclaims the lowest priority (8)."""
+    result = plan(
+        "reclaim-nominal-quota-from-lowest-priority-workload-excluding-non-borrowing", capsys
+    )
+    assert victims(result) == [
+        ("ns/admitted_borrowing_prio_8", "q_borrowing", "InCohortReclamation")
+    ]
+
+
+def test_infeasible_preemption_all_available_workloads_in_pruned_subtrees(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """q_other borrows, but within C_other, whose subtree keeps to its own 2 cpus: it is
+    pruned, whatever its priority (-10). admitted_same_cohort (priority 0) could only go
+    if q did not borrow afterwards, and q has no quota: Kueue preempts nothing."""
+    result = plan("infeasible-preemption-all-available-workloads-in-pruned-subtrees", capsys)
+    assert result["preempting"] == [] and result["admitted"] == []
+    [pending] = result["pending"]
+    assert pending["workload"] == "ns/in"

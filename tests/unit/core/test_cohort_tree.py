@@ -9,9 +9,16 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
+from api.constants import ReclaimWithinCohortPolicy
+from controller.core.clusterqueues import (
+    FlavorQuotas,
+    PreemptionPolicy,
+    ResourceGroup,
+    ResourceQuota,
+)
 from controller.core.cohort_nodes import Cohort
 from controller.core.cohorts import QuotaTree
+from controller.core.cycle import run_cycle
 from controller.core.pending import why_pending
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, admitted_keys, cluster, cq, settle, wl
@@ -281,3 +288,28 @@ def test_a_subtree_cut_loose_keeps_its_borrowers_known() -> None:
     assert tree.borrowers("other", frozenset({FR})) == {"team"}
     assert tree.borrowers("lab", frozenset({FR})) == set()
     assert tree.available("other", FR) == 1 and tree.available("lab", FR) == 4
+
+
+def test_a_subtree_within_its_quota_is_not_reclaimed_from() -> None:
+    """R ← C (2 of its own) ← q (0); R ← D ← x (2), y (0); R ← outside (0). y borrows x's
+    2 cpus inside D, which keeps within its own quota; outside uses C's 2. q's 2 cpus fit in
+    C: it reclaims from outside (priority 5), never from y (priority -10), as Kueue's
+    hierarchical reclaim prunes subtrees within their quota."""
+    policy = PreemptionPolicy(reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY)
+    state = cluster(
+        cq("q", {"default": {"cpu": 0}}, cohort="c", preemption=policy),
+        cq("x", {"default": {"cpu": 2}}, cohort="d"),
+        cq("y", {"default": {"cpu": 0}}, cohort="d"),
+        cq("outside", {"default": {"cpu": 0}}, cohort="r"),
+    )
+    state.set_cohort(Cohort("r"))
+    state.set_cohort(Cohort("c", "r", cq("z", {"default": {"cpu": 2}}).resource_groups))
+    state.set_cohort(Cohort("d", "r"))
+    add(state, wl("in-y", "y", cpu=2, priority=-10), wl("out", "outside", cpu=2, priority=5))
+    settle(state)
+    assert admitted_keys(state) == {"ns/in-y", "ns/out"}
+    add(state, wl("in", "q", cpu=2, created=1.0))
+    [preempt] = run_cycle(state, 2.0).preempting
+    assert [(v.workload_key, v.reason) for v in preempt.victims] == [
+        ("ns/out", "InCohortReclamation")
+    ]
