@@ -640,7 +640,14 @@ class ClusterState:
         for victim in nomination.victims:
             if self._awaited_by.get(victim.workload_key) == key:
                 del self._awaited_by[victim.workload_key]
+                held = self.records.get(victim.workload_key)
+                if held is not None and held.holds_quota:
+                    self._touch(held.cluster_queue)  # a candidate again if still leaving
         return nomination
+
+    def claimed(self, key: WorkloadKey) -> bool:
+        """Whether a nominated preemptor waits for this Workload to leave."""
+        return key in self._awaited_by
 
     def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""

@@ -148,3 +148,22 @@ def test_infeasible_preemption_all_available_workloads_in_pruned_subtrees(
     assert result["preempting"] == [] and result["admitted"] == []
     [pending] = result["pending"]
     assert pending["workload"] == "ns/in"
+
+
+def test_hiearchical_preemption_with_multiple_resources(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """(Kueue's spelling.) cpu and memory: C holds 4 cpus and 4Gi, R 3 more cpus.
+    admitted_borrowing (q_borrowing, 3 cpus, 1Gi) borrows C's cpus; admitted_same_cohort
+    (priority -2) uses C's memory. The incoming 2 cpus and 1Gi (priority -2) fit in C:
+    Kueue reclaims admitted_borrowing only."""
+    result = plan("hiearchical-preemption-with-multiple-resources", capsys)
+    assert victims(result) == [("ns/admitted_borrowing", "q_borrowing", "InCohortReclamation")]
+
+
+def test_prefer_to_preempt_evicted_workloads(capsys: pytest.CaptureFixture[str]) -> None:
+    """evicted_same_cohort is already evicted and still holds its cpu: Kueue counts it as
+    the preemption in progress and evicts nobody else (admitted_borrowing, priority -10,
+    stays). quotagate waits for it too; its eviction is not written again."""
+    result = plan("prefer-to-preempt-evicted-workloads", capsys)
+    assert [v for v, _, _ in victims(result)] == ["ns/evicted_same_cohort"]

@@ -62,8 +62,10 @@ def contenders(
 
 def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender | None:
     held = state.records[key]  # holds quota: it is in `admitted_in` of its queue
-    if held.evicting:
-        return None  # already being evicted: its capacity is spoken for
+    if held.evicting and state.claimed(key):
+        return None  # leaving for a nominated preemptor: its capacity is spoken for
+    # Leaving for no preemptor (evicted before, stopped queue, deactivated): a candidate,
+    # ordered first, as Kueue's — a preemptor waits for it rather than evict another.
     if held.contender is not None:
         cached: Contender = held.contender
         return cached

@@ -4,12 +4,12 @@ random trees, quotas, limits and usage, with the structure changed mid-stream.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.constants import ReclaimWithinCohortPolicy
+from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.core.clusterqueues import (
     FlavorQuotas,
     PreemptionPolicy,
@@ -313,3 +313,22 @@ def test_a_subtree_within_its_quota_is_not_reclaimed_from() -> None:
     assert [(v.workload_key, v.reason) for v in preempt.victims] == [
         ("ns/out", "InCohortReclamation")
     ]
+
+
+def test_a_workload_leaving_for_nobody_is_waited_for_not_doubled() -> None:
+    """Flat too: a Workload evicted by someone else and still holding quota is the first
+    candidate (Kueue's evicted-first order) — the preemptor waits for it instead of
+    evicting another; once a preemptor waits for it, no other preemptor counts on it."""
+    policy = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)
+    state = cluster(cq("cq", {"default": {"cpu": 2}}, preemption=policy))
+    add(state, wl("leaving", cpu=1, priority=5), wl("staying", cpu=1, priority=0))
+    settle(state)
+    record = state.records["ns/leaving"]
+    state.upsert_workload(replace(record.workload, admission=record.admission, evicted=True))
+    assert state.records["ns/leaving"].evicting
+    add(state, wl("first", cpu=1, priority=10, created=1.0))
+    [preempt] = run_cycle(state, 2.0).preempting
+    assert [v.workload_key for v in preempt.victims] == ["ns/leaving"]
+    add(state, wl("second", cpu=1, priority=10, created=2.0))
+    [preempt] = run_cycle(state, 3.0).preempting
+    assert [v.workload_key for v in preempt.victims] == ["ns/staying"]
