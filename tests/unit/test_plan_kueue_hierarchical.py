@@ -167,3 +167,15 @@ def test_prefer_to_preempt_evicted_workloads(capsys: pytest.CaptureFixture[str])
     stays). quotagate waits for it too; its eviction is not written again."""
     result = plan("prefer-to-preempt-evicted-workloads", capsys)
     assert [v for v, _, _ in victims(result)] == ["ns/evicted_same_cohort"]
+
+
+def test_reclaim_in_complex_hierarchy(capsys: pytest.CaptureFixture[str]) -> None:
+    """Four levels; the incoming 7 cpus in q5 (priority -2). Kueue preempts
+    admitted_borrowing_4 (q2, priority -10; once it goes, c23 is back within its quota, so
+    admitted_borrowing_3 is spared) and admitted_borrowing_1 (q1), both InCohortReclamation;
+    q3's and q4's Workloads stay (their subtrees are within quota, or higher priority)."""
+    result = plan("reclaim-in-complex-hierarchy", capsys)
+    assert sorted(victims(result)) == [
+        ("ns/admitted_borrowing_1", "q1", "InCohortReclamation"),
+        ("ns/admitted_borrowing_4", "q2", "InCohortReclamation"),
+    ]
