@@ -179,3 +179,15 @@ def test_reclaim_in_complex_hierarchy(capsys: pytest.CaptureFixture[str]) -> Non
         ("ns/admitted_borrowing_1", "q1", "InCohortReclamation"),
         ("ns/admitted_borrowing_4", "q2", "InCohortReclamation"),
     ]
+
+
+def test_preempt_in_cohort_and_own_cq(capsys: pytest.CaptureFixture[str]) -> None:
+    """C holds 3 cpus and is over-admitted (4 in use: admitted_preemptible holds 2). The
+    incoming 2 cpus (priority 1) take q's own admitted_own_queue (InClusterQueue) and
+    q_same_cohort's admitted_preemptible (priority 0, InCohortReclaimWhileBorrowing);
+    admitted_not_preemptible (priority 1) stays, as in Kueue."""
+    result = plan("preempt-in-cohort-and-own-cq", capsys)
+    assert sorted(victims(result)) == [
+        ("ns/admitted_own_queue", "q", "InClusterQueue"),
+        ("ns/admitted_preemptible", "q_same_cohort", "InCohortReclaimWhileBorrowing"),
+    ]
