@@ -134,7 +134,7 @@ def report(workloads: int, priorities: int = 50) -> str:
 
 
 def test_forecast_benchmark_small() -> None:
-    print("\n" + report(500))
+    print("\n" + report(200))
 
 
 if __name__ == "__main__":
