@@ -5,23 +5,15 @@ through `quotagate plan`. Each test states what Kueue's test expects."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controller.cli import main
-
-DATA = Path(__file__).parent / "data" / "kueue_hierarchical"
+from tests.unit.kueue_cases import plan_case
 
 
 def plan(case: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    code = main(["plan", "-f", str(DATA / f"{case}.yaml"), "--now", "2026-01-01T00:02:00Z"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    result: dict[str, Any] = json.loads(out)
-    return result
+    return plan_case("kueue_hierarchical", case, capsys)
 
 
 def victims(result: dict[str, Any]) -> list[tuple[str, str, str]]:
