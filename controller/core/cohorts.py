@@ -72,7 +72,6 @@ class QuotaTree:
         # Per tree and (flavor, resource): the queues using more than their nominal quota
         # of it, kept as usage moves.
         self._borrowers: dict[tuple[Root, FlavorResource], set[str]] = {}
-        self._retired: list[Root] = []  # trees a change of structure touches
 
     # -- structure -------------------------------------------------------------------------
 
@@ -80,7 +79,7 @@ class QuotaTree:
         self, name: str, cohort: str | None, quotas: Mapping[FlavorResource, ResourceQuota]
     ) -> None:
         """Add or replace a queue's quota and cohort; its usage is kept."""
-        with self._restructure(self._root(name)):
+        with self._restructure(name):
             old = self._cohort_of.get(name)
             if old is not None and name in self._quota:
                 self._members[old].discard(name)
@@ -89,11 +88,10 @@ class QuotaTree:
             self._usage.setdefault(name, {})
             if cohort:
                 self._members.setdefault(cohort, set()).add(name)
-            self._retired.append(self._root(name))
 
     def remove_cluster_queue(self, name: str) -> None:
         """Forget a queue's quota. Usage still held is kept so releases stay balanced."""
-        with self._restructure(self._root(name)):
+        with self._restructure(name):
             cohort = self._cohort_of.get(name)
             if cohort is not None and name in self._quota:
                 self._members[cohort].discard(name)
@@ -141,19 +139,17 @@ class QuotaTree:
         return {(True, self._cohort_root(c)) for c in cohorts}
 
     @contextmanager
-    def _restructure(self, before: Root) -> Iterator[None]:
-        """Around a change of structure: unindex the trees touched, then recompute and
-        reindex them (the change appends the roots it affects after it to `_retired`)."""
-        self._retired = [before]
-        touched_before = {before}
-        for root in touched_before:
-            self._index_tree(root, present=False)
-            self._bump_root(root)
+    def _restructure(self, name: str) -> Iterator[None]:
+        """Around a change of a queue's quota or cohort: unindex the tree it is in, then
+        recompute and reindex that tree and the one it is in afterwards."""
+        before = self._root(name)
+        self._index_tree(before, present=False)
+        self._bump_root(before)
         yield
-        roots = set(self._retired)
-        for root in roots | touched_before:
+        roots = {before, self._root(name)}
+        for root in roots:
             self._rebuild(root)
-        for root in roots | touched_before:
+        for root in roots:
             self._index_tree(root, present=True)
             self._bump_root(root)
 
