@@ -60,13 +60,7 @@ def unsupported_cohort(cohorts: Mapping[str, Cohort], name: str) -> str | None:
     """Why the quota of the cohort `name` cannot be computed (a message naming the Cohort
     and the cycle), or None. As in Kueue, the ClusterQueues of a cohort whose chain of
     parents has a cycle admit nothing."""
-    seen: list[str] = []
-    current: str | None = name
-    while current is not None and current not in seen:
-        seen.append(current)
-        cohort = cohorts.get(current)
-        current = cohort.parent if cohort is not None else None
-    if current is None:
+    cycle = parent_cycle(cohorts, name)
+    if cycle is None:
         return None
-    cycle = parent_cycle(cohorts, current) or (current,)
     return f"Cohort {name} is in a tree with a cycle ({' -> '.join(cycle)})"
