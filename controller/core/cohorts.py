@@ -398,6 +398,12 @@ class QuotaTree:
             member for node in self._subtree_cohorts(root) for member in self._members.get(node, ())
         )
 
+    def reach(self, name: str) -> frozenset[str]:
+        """The queues whose usage can change what `name` may use: its whole tree, or the
+        queue alone outside a cohort."""
+        cohort = self._cohort_of.get(name)
+        return self.members(cohort) if cohort else frozenset({name})
+
     def parent_of(self, cohort: str) -> str | None:
         return self._parent.get(cohort)
 

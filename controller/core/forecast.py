@@ -207,10 +207,7 @@ def _in_reach(state: ClusterState, key: WorkloadKey) -> frozenset[str]:
     local_queue = state.local_queues.get(state.local_queue_key(key))
     if local_queue is None:
         return frozenset()
-    cohort = state.quota.cohort_of(local_queue.cluster_queue)
-    if cohort:
-        return frozenset(state.quota.members(cohort))
-    return frozenset({local_queue.cluster_queue})
+    return state.quota.reach(local_queue.cluster_queue)
 
 
 def _waits_for_unknown(state: ClusterState, key: WorkloadKey) -> bool:

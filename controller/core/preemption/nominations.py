@@ -96,9 +96,7 @@ def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
     """Cheap gate: may the queue preempt, and is there anything admitted in reach at all?"""
     if not cq.preemption.may_preempt():
         return False
-    cohort = state.quota.cohort_of(cq.name)
-    queues = state.quota.members(cohort) if cohort else frozenset({cq.name})
-    return any(state.admitted_in(name) for name in queues)
+    return any(state.admitted_in(name) for name in state.quota.reach(cq.name))
 
 
 class VictimSearches:
