@@ -17,10 +17,11 @@ import re
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from enum import StrEnum
+from fractions import Fraction
 from functools import total_ordering
 from typing import Final
 
-__all__ = ["Format", "InvalidQuantity", "Quantity", "parse_quantity"]
+__all__ = ["Format", "InvalidQuantity", "Quantity", "exact_value", "parse_quantity"]
 
 
 class InvalidQuantity(ValueError):
@@ -136,7 +137,29 @@ def parse_quantity(value: str | int | float | Quantity) -> Quantity:
     return Quantity.parse(value)
 
 
+def exact_value(value: str | int | float) -> Fraction:
+    """A quantity's exact value as a fraction of units (no milli-unit rounding): for
+    ratios such as a fair-sharing weight, where `1n` must not become `1m`."""
+    if isinstance(value, bool):
+        raise InvalidQuantity(f"invalid quantity {value!r}: not a number")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidQuantity(f"invalid quantity {value!r}: not finite")
+        value = repr(value)
+    if not isinstance(value, str):
+        raise InvalidQuantity(f"invalid quantity {value!r}: expected a string or number")
+    return Fraction(_exact(value)[0])
+
+
 def _parse_text(text: str) -> Quantity:
+    exact, fmt = _exact(text)
+    milli = int((exact * 1000).to_integral_value(rounding=ROUND_CEILING))
+    return Quantity(milli, fmt)
+
+
+def _exact(text: str) -> tuple[Decimal, Format]:
     match = _QUANTITY_RE.match(text)
     if match is None:
         raise InvalidQuantity(
@@ -161,8 +184,7 @@ def _parse_text(text: str) -> Quantity:
         if abs(exponent) > _MAX_EXPONENT:
             raise InvalidQuantity(f"invalid quantity {text!r}: exponent out of range")
         exact = mantissa.scaleb(exponent)
-    milli = int((exact * 1000).to_integral_value(rounding=ROUND_CEILING))
-    return Quantity(milli, fmt)
+    return exact, fmt
 
 
 def canonical(milli: int, fmt: Format) -> str:

@@ -17,10 +17,12 @@ import json
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from controller.config import ConfigError, ControllerConfig, configure_state, load_config
 from controller.core.api_fields import parse_time
 from controller.core.clusterqueues import LocalQueue
 from controller.core.cycle import run_cycle
@@ -64,8 +66,32 @@ def add_plan_command(commands: Any) -> None:
         help="multi-document YAML with the cluster state (repeatable; - for stdin)",
     )
     sub.add_argument("--now", help="the time of the plan (RFC 3339; default: now)")
+    sub.add_argument(
+        "--config",
+        metavar="CONFIG.yaml",
+        help="the controller's configuration file (as `quotagate run --config`): its "
+        "fairSharing, admissionFairSharing, waitForPodsReady and preemptibility apply",
+    )
+    sub.add_argument(
+        "--cycles",
+        type=_positive_int,
+        default=100_000,
+        metavar="N",
+        help="stop after N admission cycles (default: run until nothing changes; 1 shows "
+        "what one cycle of Kueue's scheduler decides)",
+    )
     sub.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="json")
     sub.set_defaults(handler=_plan)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _load(paths: Iterable[str]) -> list[tuple[str, int, Any]]:
@@ -139,9 +165,15 @@ def _convert(docs: list[tuple[str, int, Any]]) -> list[CoreObject]:
     return [obj for _, _, obj in objects]
 
 
-def plan(objects: Iterable[CoreObject], now: float, max_cycles: int = 100_000) -> dict[str, Any]:
-    """Build a state from `objects`, run cycles until nothing changes, return the plan."""
-    state = ClusterState()
+def plan(
+    objects: Iterable[CoreObject],
+    now: float,
+    max_cycles: int = 100_000,
+    state: ClusterState | None = None,
+) -> dict[str, Any]:
+    """Build a state from `objects` (on `state`, configured from the controller's
+    configuration, or an empty one), run cycles until nothing changes, return the plan."""
+    state = state if state is not None else ClusterState()
     ordered = sorted(objects, key=lambda o: _APPLY_ORDER.index(_kind(o)))
     for obj in ordered:
         apply(state, obj)
@@ -260,13 +292,18 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"--now: not an RFC 3339 time: {args.now!r}", file=sys.stderr)
         return 2
     try:
+        config = load_config(Path(args.config)) if args.config else ControllerConfig()
+    except ConfigError as exc:
+        print(f"--config: {exc}", file=sys.stderr)
+        return 2
+    try:
         docs = _load(args.filename)
         objects = _convert(docs)
     except PlanInputError as exc:
         for line in exc.problems:
             print(line, file=sys.stderr)
         return 2
-    result = plan(objects, now)
+    result = plan(objects, now, args.cycles, configure_state(config, ClusterState()))
     unsupported = _unsupported(docs)
     for item in unsupported:
         print(

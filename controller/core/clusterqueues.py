@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 
 from api.constants import (
     BorrowWithinCohortPolicy,
@@ -17,6 +18,7 @@ from api.constants import (
     StopPolicy,
     WithinClusterQueuePolicy,
 )
+from controller.core.fair_sharing import DEFAULT_WEIGHT
 from controller.core.selectors import LabelSelector
 
 __all__ = [
@@ -116,6 +118,8 @@ class ClusterQueue:
     # quotagate's minimum runtime before preemption, from the annotation
     # MINIMUM_RUNTIME_ANNOTATION (controller/core/preemption/minimum_runtime.py); None = off.
     minimum_runtime_seconds: int | None = None
+    # spec.fairSharing.weight, exact (controller/core/fair_sharing.py); used with fair sharing.
+    fair_weight: Fraction = DEFAULT_WEIGHT
 
     def group_for(self, resource: str) -> ResourceGroup | None:
         """The resource group covering `resource`, or None when the queue does not cover it."""

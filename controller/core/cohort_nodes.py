@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from controller.core.clusterqueues import FlavorResource, ResourceGroup, ResourceQuota
+from controller.core.fair_sharing import DEFAULT_WEIGHT
 
 __all__ = ["Cohort", "parent_cycle", "unsupported_cohort"]
 
@@ -28,6 +30,8 @@ class Cohort:
     """`spec.parentName` (None: a root)."""
     resource_groups: tuple[ResourceGroup, ...] = ()
     """`spec.resourceGroups`: quota of its own, and limits towards the parent."""
+    fair_weight: Fraction = DEFAULT_WEIGHT
+    """`spec.fairSharing.weight` (exact), used with fair sharing."""
 
     @property
     def has_quota(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from api.cohort import LIMITS_NEED_PARENT_MESSAGE
@@ -25,6 +26,7 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
+from api.quantities import InvalidQuantity, exact_value
 from api.workload_status import PodSetShape, admission_from_api
 from controller.core.api_fields import FieldReader, parse_time
 from controller.core.clusterqueues import (
@@ -42,6 +44,7 @@ from controller.core.clusterqueues import (
     WhenCanPreempt,
 )
 from controller.core.cohort_nodes import Cohort
+from controller.core.fair_sharing import DEFAULT_WEIGHT
 from controller.core.flavors import ResourceFlavor, Taint
 from controller.core.priorities import (
     KUEUE_GROUP,
@@ -227,7 +230,26 @@ def _cluster_queue(
         stop_policy=r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
         admission_checks=admission_check_names(spec),
         minimum_runtime_seconds=_minimum_runtime(r, meta),
+        fair_weight=_fair_weight(r, spec),
     )
+
+
+def _fair_weight(r: FieldReader, spec: Mapping[str, Any]) -> Fraction:
+    """`spec.fairSharing.weight`, exact (unset: 1); a negative weight is refused, as
+    Kueue's API does."""
+    fair = r.obj(spec.get("fairSharing"), "spec.fairSharing")
+    value = fair.get("weight")
+    if value is None:
+        return DEFAULT_WEIGHT
+    try:
+        weight = exact_value(value)
+    except InvalidQuantity as exc:
+        r.problem("spec.fairSharing.weight", str(exc))
+        return DEFAULT_WEIGHT
+    if weight < 0:
+        r.problem("spec.fairSharing.weight", f"must not be negative, got {value!r}")
+        return DEFAULT_WEIGHT
+    return weight
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -262,7 +284,12 @@ def _cohort(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) ->
                     for limit in ("borrowingLimit", "lendingLimit"):
                         if r.obj(quota, qp).get(limit) is not None:
                             r.problem(f"{qp}.{limit}", LIMITS_NEED_PARENT_MESSAGE)
-    return Cohort(r.text(meta.get("name"), "metadata.name"), parent, _resource_groups(r, spec))
+    return Cohort(
+        r.text(meta.get("name"), "metadata.name"),
+        parent,
+        _resource_groups(r, spec),
+        _fair_weight(r, spec),
+    )
 
 
 def _containers(r: FieldReader, obj: Any, path: str) -> list[Container]:

@@ -18,11 +18,13 @@ from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL
 from api.workload_status import Admission
+from controller.core.admission_fair_sharing import AdmissionFairSharing
 from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohort_nodes import Cohort
 from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
+from controller.core.fair_sharing import FairSharing
 from controller.core.flavors import ResourceFlavor
 from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
@@ -94,6 +96,9 @@ class ClusterState:
         self.block_admission = False
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
+        # Kueue's fairSharing and admissionFairSharing configuration (None = off).
+        self.fair_sharing: FairSharing | None = None
+        self.admission_fair_sharing: AdmissionFairSharing | None = None
         # Per ClusterQueue, moves on whenever its admitted Workloads change (one admitted,
         # released, updated, or claimed by a preemptor); keys the preemption engine's
         # per-queue contender lists.

@@ -20,6 +20,7 @@ from typing import Any
 from api import workload_status
 from api.constants import EvictionReason
 from api.workload_status import has_quota_reservation, rfc3339
+from controller.config import WaitForPodsReady
 from controller.core.after_admission import (
     MAXIMUM_EXECUTION_TIME_EXCEEDED,
     BackoffFinished,
@@ -32,7 +33,6 @@ from controller.core.after_admission import (
 from controller.core.clusterqueues import StopPolicy
 from controller.core.workloads import Workload, WorkloadKey
 from controller.kube.client import API_ERRORS
-from controller.runtime.config import WaitForPodsReady
 from controller.runtime.context import Context, priority_class_of
 from controller.runtime.sync import WorkloadSync
 

@@ -35,8 +35,8 @@ from cryptography.x509.oid import NameOID
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
+from controller.config import InternalCertManagement
 from controller.kube.client import API_ERRORS
-from controller.runtime.config import InternalCertManagement
 
 __all__ = ["CertificateSet", "WebhookCertificates", "issue", "service_dns_names"]
 

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.config import ConfigError, load_config
 from controller.kube.process import run_until_done, setup_logging
-from controller.runtime.config import ConfigError, load_config
 
 
 def add_run_command(commands: Any) -> None:

@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.config import ControllerConfig, configure_state
 from controller.core.state import ClusterState
 from controller.kube.client import Api
-from controller.runtime.config import ControllerConfig
 from controller.runtime.metrics import Metrics
 
 Clock = Callable[[], float]
@@ -49,13 +49,7 @@ class Context:
 
 
 def new_state(config: ControllerConfig) -> ClusterState:
-    state = ClusterState()
-    pods_ready = config.wait_for_pods_ready
-    if pods_ready is not None and pods_ready.enable:
-        state.block_admission = pods_ready.block_admission
-        state.requeuing_timestamp = pods_ready.requeuing_strategy.timestamp
-    state.preemptibility_threshold = config.preemptibility.priority_threshold
-    return state
+    return configure_state(config, ClusterState())
 
 
 def priority_class_of(body: dict[str, Any]) -> str:

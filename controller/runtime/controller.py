@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controller.config import ControllerConfig
 from controller.core.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api, retrying
 from controller.runtime.after_admission import AfterAdmissionWriter
-from controller.runtime.config import ControllerConfig
 from controller.runtime.context import Clock, Context, EventSink, new_state, priority_class_of
 from controller.runtime.metrics import Metrics
 from controller.runtime.pending_reasons import PendingReasons

@@ -21,6 +21,7 @@ import kopf
 from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import QUEUE_NAME_LABEL
+from controller.config import ControllerConfig
 from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
 from controller.kube.client import (
@@ -37,7 +38,6 @@ from controller.kube.health import Readiness, serve_health
 from controller.kube.informer import Informer, WorkloadInformer
 from controller.kube.leader import run_while_leading
 from controller.kube.process import begin_stopping
-from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics

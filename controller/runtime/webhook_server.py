@@ -20,13 +20,13 @@ from aiohttp import web
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
+from controller.config import ControllerConfig
 from controller.integrations import webhook as webhooks
 from controller.integrations.webhook import handle
 from controller.kube.client import API_ERRORS, retrying
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
 from controller.runtime.certs import WebhookCertificates, issue, write_files
-from controller.runtime.config import ControllerConfig
 
 __all__ = ["CertReloader", "ServingCert", "WebhookServer", "self_signed", "serve"]
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from controller.runtime.config import load_config
+from controller.config import load_config
 from tests.cluster.build import bin_dir
 from tests.cluster.chart import CHART, default_manifests, helm, render_chart
 from tests.integration.kueue import (

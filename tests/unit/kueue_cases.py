@@ -13,10 +13,24 @@ from controller.cli import main
 DATA = Path(__file__).parent / "data"
 
 
-def plan_case(folder: str, case: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    """The plan of tests/unit/data/<folder>/<case>.yaml at Kueue's test time."""
+def plan_case(
+    folder: str,
+    case: str,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    config: str | None = None,
+    cycles: int | None = None,
+) -> dict[str, Any]:
+    """The plan of tests/unit/data/<folder>/<case>.yaml at Kueue's test time, with the
+    controller configuration tests/unit/data/<folder>/<config> if given, over at most
+    `cycles` admission cycles (Kueue's TestSchedule runs one) or until nothing changes."""
     path = DATA / folder / f"{case}.yaml"
-    code = main(["plan", "-f", str(path), "--now", "2026-01-01T00:02:00Z"])
+    args = ["plan", "-f", str(path), "--now", "2026-01-01T00:02:00Z"]
+    if config is not None:
+        args += ["--config", str(DATA / folder / config)]
+    if cycles is not None:
+        args += ["--cycles", str(cycles)]
+    code = main(args)
     out = capsys.readouterr().out
     assert code == 0, out
     result: dict[str, Any] = json.loads(out)

@@ -9,9 +9,9 @@ import asyncio
 from typing import Any
 
 from api import workload_status
+from controller.config import ControllerConfig, WaitForPodsReady
 from controller.core.after_admission import Deactivate
 from controller.runtime.after_admission import pods_ready_policy
-from controller.runtime.config import ControllerConfig, WaitForPodsReady
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
 

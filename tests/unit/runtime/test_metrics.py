@@ -179,7 +179,7 @@ def test_a_deleted_cluster_queue_loses_its_series() -> None:
 
 
 def test_the_controller_observes_the_ready_histograms_for_the_integrations() -> None:
-    from controller.runtime.config import ControllerConfig
+    from controller.config import ControllerConfig
     from controller.runtime.controller import Controller
 
     config = ControllerConfig.model_validate({"waitForPodsReady": {"enable": True}})

@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controller.config import ControllerConfig
 from controller.core.workloads import WorkloadKey
-from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import admitted_status, workload_body
 

@@ -11,11 +11,11 @@ import pytest
 
 from api import workload_status
 from api.constants import PreemptionReason
+from controller.config import ControllerConfig
 from controller.core.cohort_nodes import Cohort
 from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.preemption.types import Victim
 from controller.core.workloads import WorkloadKey
-from controller.runtime.config import ControllerConfig
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
 

@@ -1,4 +1,5 @@
-"""The controller's configuration file (`quotagate run --config FILE`).
+"""The controller's configuration file (`quotagate run --config FILE`; `quotagate plan --config`
+reads the same file for the parts that decide admission: `configure_state`).
 
 Every option has a documented default, so an empty file (or none) is a valid
 configuration. Unknown keys are errors: a typo must not be silently ignored.
@@ -13,6 +14,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from controller.core.admission_fair_sharing import AdmissionFairSharing
+from controller.core.fair_sharing import ALLOWED_STRATEGIES, FairSharing, PreemptionStrategy
+from controller.core.state import ClusterState
 from controller.kube.leader import LeaderElection
 
 
@@ -123,6 +127,80 @@ class Preemptibility(_Section):
     )
 
 
+class FairSharingConfig(_Section):
+    """Kueue's `fairSharing`: share idle quota in a cohort by weight (docs/fair-sharing.md)."""
+
+    enable: bool = Field(
+        True,
+        description="on when the section is given (Kueue v1beta2); `enable: false` turns it "
+        "off (v1beta1's switch)",
+    )
+    preemption_strategies: list[PreemptionStrategy] = Field(
+        default_factory=lambda: list(ALLOWED_STRATEGIES[2]),
+        alias="preemptionStrategies",
+        description="LessThanOrEqualToFinalShare, LessThanInitialShare, or both in that order",
+    )
+
+    @field_validator("preemption_strategies")
+    @classmethod
+    def _allowed(cls, value: list[PreemptionStrategy]) -> list[PreemptionStrategy]:
+        if not value:
+            return list(ALLOWED_STRATEGIES[2])  # Kueue: empty means the default pair
+        if tuple(value) not in ALLOWED_STRATEGIES:
+            allowed = ", ".join(str(list(map(str, s))) for s in ALLOWED_STRATEGIES)
+            raise ValueError(f"must be one of {allowed}, not {list(map(str, value))}")
+        return value
+
+    def core(self) -> FairSharing | None:
+        return FairSharing(tuple(self.preemption_strategies)) if self.enable else None
+
+
+class AdmissionFairSharingConfig(_Section):
+    """Kueue's `admissionFairSharing`: order a ClusterQueue's Workloads by their
+    LocalQueue's recent usage (docs/fair-sharing.md)."""
+
+    usage_half_life_time: float = Field(
+        0.0,
+        alias="usageHalfLifeTime",
+        description="time after which consumed usage decays by half; 0s resets it at every sample",
+    )
+    usage_sampling_interval: float = Field(
+        300.0,
+        alias="usageSamplingInterval",
+        description="how often a LocalQueue's consumed usage is updated",
+    )
+    resource_weights: dict[str, float] = Field(
+        default_factory=dict,
+        alias="resourceWeights",
+        description="per resource, its weight in a LocalQueue's usage (unlisted: 1)",
+    )
+
+    @field_validator("usage_half_life_time", "usage_sampling_interval", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value)
+
+    @field_validator("usage_sampling_interval")
+    @classmethod
+    def _positive_interval(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be more than 0s")
+        return value
+
+    @field_validator("resource_weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, weight in value.items():
+            if weight < 0:
+                raise ValueError(f"{name}: a weight must not be negative, not {weight}")
+        return value
+
+    def core(self) -> AdmissionFairSharing:
+        return AdmissionFairSharing(
+            self.usage_half_life_time, self.usage_sampling_interval, dict(self.resource_weights)
+        )
+
+
 class InternalCertManagement(_Section):
     """The controller generates, stores and rotates the webhook's certificates itself, as
     Kueue's internalCertManagement does (controller/runtime/certs.py)."""
@@ -218,6 +296,16 @@ class ControllerConfig(_Section):
         description="Kueue's waitForPodsReady; unset = off (docs/after-admission.md)",
     )
     preemptibility: Preemptibility = Field(default_factory=Preemptibility)
+    fair_sharing: FairSharingConfig | None = Field(
+        None,
+        alias="fairSharing",
+        description="Kueue's fairSharing; unset = off (docs/fair-sharing.md)",
+    )
+    admission_fair_sharing: AdmissionFairSharingConfig | None = Field(
+        None,
+        alias="admissionFairSharing",
+        description="Kueue's admissionFairSharing; unset = off (docs/fair-sharing.md)",
+    )
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )
@@ -302,3 +390,16 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
             raise ConfigError(f"{dotted}: {part} is not a section")
         node = child
     node[leaf] = value
+
+
+def configure_state(config: ControllerConfig, state: ClusterState) -> ClusterState:
+    """Set what the admission engine reads from the configuration on `state`."""
+    pods_ready = config.wait_for_pods_ready
+    if pods_ready is not None and pods_ready.enable:
+        state.block_admission = pods_ready.block_admission
+        state.requeuing_timestamp = pods_ready.requeuing_strategy.timestamp
+    state.preemptibility_threshold = config.preemptibility.priority_threshold
+    state.fair_sharing = config.fair_sharing.core() if config.fair_sharing else None
+    afs = config.admission_fair_sharing
+    state.admission_fair_sharing = afs.core() if afs is not None else None
+    return state

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.runtime.config import ConfigError, ControllerConfig, load_config
+from controller.config import ConfigError, ControllerConfig, load_config
 
 
 def test_no_file_means_documented_defaults() -> None:
@@ -120,9 +120,9 @@ def test_every_configuration_key_is_documented() -> None:
 
     from pydantic import BaseModel
 
-    from controller.runtime.config import ControllerConfig
+    from controller.config import ControllerConfig
 
-    text = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
 
     def keys(model: type[BaseModel], prefix: str = "") -> list[str]:
         out = []
