@@ -117,7 +117,7 @@ def _load(paths: Iterable[str]) -> list[tuple[str, int, Any]]:
     return docs
 
 
-def _unsupported(docs: list[tuple[str, int, Any]]) -> list[dict[str, str]]:
+def _unsupported(docs: list[tuple[str, int, Any]], state: ClusterState) -> list[dict[str, str]]:
     """Kueue fields in the input that quotagate does not implement yet (reported, and the
     plan is computed without them: controller/core/unsupported.py)."""
     found = []
@@ -126,7 +126,11 @@ def _unsupported(docs: list[tuple[str, int, Any]]) -> list[dict[str, str]]:
             continue
         meta = doc.get("metadata") or {}
         name = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
-        for field, message in unsupported_fields(doc):
+        for field, message in unsupported_fields(
+            doc,
+            fair_sharing=state.fair_sharing is not None,
+            admission_fair_sharing=state.admission_fair_sharing is not None,
+        ):
             found.append(
                 {
                     "where": f"{path}: document {index}",
@@ -303,8 +307,9 @@ def _plan(args: argparse.Namespace) -> int:
         for line in exc.problems:
             print(line, file=sys.stderr)
         return 2
-    result = plan(objects, now, args.cycles, configure_state(config, ClusterState()))
-    unsupported = _unsupported(docs)
+    state = configure_state(config, ClusterState())
+    result = plan(objects, now, args.cycles, state)
+    unsupported = _unsupported(docs, state)
     for item in unsupported:
         print(
             f"warning: {item['where']}: {item['object']}: {item['field']}: {item['message']}",

@@ -1,4 +1,5 @@
-"""Kueue fields quotagate accepts but does not implement yet, found in an API object.
+"""Kueue fields quotagate accepts but does not implement yet, found in an API object, and
+those the controller's configuration turns off (a fair-sharing weight without fairSharing).
 
 quotagate serves Kueue's schema, so a Kueue manifest applies unchanged; a field whose
 behaviour is missing must then be *reported*, never admitted as if it were absent. Each
@@ -47,7 +48,13 @@ def admission_check_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _cluster_queue(spec: Mapping[str, Any]) -> list[Finding]:
+_FAIR_SHARING_OFF: Final = (
+    "fair sharing is off in the controller configuration (no fairSharing section): the "
+    "weight has no effect, heads are ordered by borrowing, priority and creation time"
+)
+
+
+def _cluster_queue(spec: Mapping[str, Any], fair_sharing: bool) -> list[Finding]:
     found: list[Finding] = []
     if admission_check_names(spec):
         path = (
@@ -62,14 +69,8 @@ def _cluster_queue(spec: Mapping[str, Any]) -> list[Finding]:
                 "(AdmissionCheckNotFound) and admits nothing, rather than admit without them",
             )
         )
-    if spec.get("fairSharing") is not None:
-        found.append(
-            (
-                "spec.fairSharing",
-                f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored, heads are "
-                "ordered by borrowing, priority and creation time",
-            )
-        )
+    if spec.get("fairSharing") is not None and not fair_sharing:
+        found.append(("spec.fairSharing", _FAIR_SHARING_OFF))
     if spec.get("admissionScope") is not None:
         found.append(
             (
@@ -146,26 +147,24 @@ def _flavor(spec: Mapping[str, Any]) -> list[Finding]:
     ]
 
 
-def _cohort(spec: Mapping[str, Any]) -> list[Finding]:
-    if spec.get("fairSharing") is not None:
-        return [
-            (
-                "spec.fairSharing",
-                f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored; quota is shared "
-                "in arrival and priority order",
-            )
-        ]
+def _cohort(spec: Mapping[str, Any], fair_sharing: bool) -> list[Finding]:
+    if spec.get("fairSharing") is not None and not fair_sharing:
+        return [("spec.fairSharing", _FAIR_SHARING_OFF)]
     return []
 
 
-def unsupported_fields(obj: Mapping[str, Any]) -> list[Finding]:
-    """The Kueue fields of `obj` quotagate does not implement yet, with what it does."""
+def unsupported_fields(
+    obj: Mapping[str, Any], *, fair_sharing: bool = False, admission_fair_sharing: bool = False
+) -> list[Finding]:
+    """The Kueue fields of `obj` quotagate does not implement yet, or that have no effect
+    under the controller's configuration (`fair_sharing`, `admission_fair_sharing`: whether
+    those sections are on), with what it does instead."""
     kind = obj.get("kind")
     spec = obj.get("spec") or {}
     if not isinstance(spec, Mapping):
         return []
     if kind == "ClusterQueue":
-        return _cluster_queue(spec)
+        return _cluster_queue(spec, fair_sharing)
     if kind == "LocalQueue":
         return _local_queue(spec)
     if kind == "Workload":
@@ -174,7 +173,7 @@ def unsupported_fields(obj: Mapping[str, Any]) -> list[Finding]:
     if kind == "ResourceFlavor":
         return _flavor(spec)
     if kind == "Cohort":
-        return _cohort(spec)
+        return _cohort(spec, fair_sharing)
     return []
 
 

@@ -208,7 +208,14 @@ class WorkloadSync:
         if event_type == "DELETED":
             self.unsupported.pop(key, None)
             return
-        message = findings_message(unsupported_fields(body))
+        state = self.ctx.state
+        message = findings_message(
+            unsupported_fields(
+                body,
+                fair_sharing=state.fair_sharing is not None,
+                admission_fair_sharing=state.admission_fair_sharing is not None,
+            )
+        )
         if self.unsupported.get(key, "") == message:
             return
         if message:

@@ -28,13 +28,7 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
             ["spec.admissionChecksStrategy"],
         ),
         ({"kind": "ClusterQueue", "spec": {"admissionChecks": ["prov"]}}, ["spec.admissionChecks"]),
-        (
-            {
-                "kind": "ClusterQueue",
-                "spec": {"fairSharing": {"weight": "2"}, "admissionScope": {}},
-            },
-            ["spec.fairSharing", "spec.admissionScope"],
-        ),
+        ({"kind": "ClusterQueue", "spec": {"admissionScope": {}}}, ["spec.admissionScope"]),
         ({"kind": "LocalQueue", "spec": {"fairSharing": {"weight": "1"}}}, ["spec.fairSharing"]),
         (
             {
@@ -68,6 +62,18 @@ def test_each_unimplemented_field_is_found(obj: dict[str, Any], paths: list[str]
     found = unsupported_fields(obj)
     assert [path for path, _ in found] == paths
     assert all("not implemented by quotagate yet" in message for _, message in found)
+
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+def test_a_fair_sharing_weight_is_reported_only_while_fair_sharing_is_off(kind: str) -> None:
+    """Kueue ignores `spec.fairSharing` silently when its configuration has no fairSharing
+    section; quotagate says so on the object, and says nothing once fair sharing is on."""
+    obj = {"kind": kind, "spec": {"fairSharing": {"weight": "2"}}}
+    [(path, message)] = unsupported_fields(obj)
+    assert path == "spec.fairSharing"
+    assert "fair sharing is off in the controller configuration" in message
+    assert "the weight has no effect" in message
+    assert unsupported_fields(obj, fair_sharing=True) == []
 
 
 def test_a_cluster_queue_with_admission_checks_admits_nothing() -> None:
