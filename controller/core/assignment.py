@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from api.constants import BorrowWithinCohortPolicy
+from api.constants import BorrowWithinCohortPolicy, ReclaimWithinCohortPolicy
 from api.quantities import Format, Quantity
 from controller.core.clusterqueues import (
     ClusterQueue,
@@ -197,13 +197,23 @@ def _preferred(a: _Option, b: _Option, preference: FungibilityPreference) -> boo
     return b.borrowing and not a.borrowing
 
 
+@dataclass(frozen=True, slots=True)
+class _Preemption:
+    """What flavor assignment may ask of preemption: the oracle (None: no engine), and
+    whether a request beyond the queue's nominal quota may preempt (Kueue's
+    `canPreemptWhileBorrowing`: borrowWithinCohort, or fair sharing with reclaim)."""
+
+    oracle: PreemptionOracle | None
+    while_borrowing: bool
+
+
 def _check(
     tree: QuotaTree,
     cq: ClusterQueue,
     workload: Workload,
     fr: FlavorResource,
     requested: int,
-    oracle: PreemptionOracle | None,
+    preemption: _Preemption,
 ) -> ResourceCheck:
     quota = tree.quota(cq.name, fr)
     reserved = tree.usage(cq.name, fr)
@@ -215,9 +225,9 @@ def _check(
     if requested > potential:
         return ResourceCheck(*args, Mode.NO_FIT, *numbers)
     if requested > available and tree.hierarchical(cq.name):
-        check = _decide(tree, cq, workload, fr, requested, oracle, args, numbers)
+        check = _decide(tree, cq, workload, fr, requested, preemption, args, numbers)
         return replace(check, limited_by=tree.limiting_level(cq.name, fr))
-    return _decide(tree, cq, workload, fr, requested, oracle, args, numbers)
+    return _decide(tree, cq, workload, fr, requested, preemption, args, numbers)
 
 
 def _decide(
@@ -226,7 +236,7 @@ def _decide(
     workload: Workload,
     fr: FlavorResource,
     requested: int,
-    oracle: PreemptionOracle | None,
+    preemption: _Preemption,
     args: tuple[str, str],
     numbers: tuple[int, int, int, int, int, int],
 ) -> ResourceCheck:
@@ -240,12 +250,12 @@ def _decide(
     # in a tree, a request that fits within a subtree below the root may reclaim too.
     if (
         quota.nominal >= requested
-        or cq.preemption.borrow_within_cohort is not BorrowWithinCohortPolicy.NEVER
+        or preemption.while_borrowing
         or tree.may_reclaim_in_tree(cq.name, fr, requested)
     ):
         preemptible, borrows_after = Preemptible.NO_CANDIDATES, borrows
-        if oracle is not None:
-            preemptible, borrows_after = oracle(cq.name, workload, fr, requested)
+        if preemption.oracle is not None:
+            preemptible, borrows_after = preemption.oracle(cq.name, workload, fr, requested)
         if preemptible is Preemptible.NO_CANDIDATES:
             borrows_after = borrows  # nothing is removed: Kueue measures the level now
         return ResourceCheck(
@@ -263,7 +273,7 @@ def _scan_group(
     group: ResourceGroup,
     wanted: Mapping[str, int],
     assigned: Mapping[FlavorResource, int],
-    oracle: PreemptionOracle | None,
+    preemption: _Preemption,
 ) -> tuple[_Option | None, list[str], int]:
     fungibility = cq.flavor_fungibility
     best: _Option | None = None
@@ -280,7 +290,12 @@ def _scan_group(
             continue
         checks = tuple(
             _check(
-                tree, cq, workload, (flavor.name, r), assigned.get((flavor.name, r), 0) + v, oracle
+                tree,
+                cq,
+                workload,
+                (flavor.name, r),
+                assigned.get((flavor.name, r), 0) + v,
+                preemption,
             )
             for r, v in wanted.items()
         )
@@ -328,8 +343,18 @@ def assign_flavors(
     cq: ClusterQueue,
     workload: Workload,
     oracle: PreemptionOracle | None = None,
+    *,
+    preempt_while_borrowing: bool = False,
 ) -> FlavorAssignment:
-    """Choose flavors for every podset of `workload` in `cq` against the current usage."""
+    """Choose flavors for every podset of `workload` in `cq` against the current usage.
+    `preempt_while_borrowing`: fair sharing is on, so a queue that may reclaim within its
+    cohort may also preempt for a request beyond its nominal quota (Kueue's
+    `canPreemptWhileBorrowing`)."""
+    policy = cq.preemption
+    may_preempt_borrowing = policy.borrow_within_cohort is not BorrowWithinCohortPolicy.NEVER or (
+        preempt_while_borrowing
+        and policy.reclaim_within_cohort is not ReclaimWithinCohortPolicy.NEVER
+    )
     assigned: dict[FlavorResource, int] = {}
     results: list[PodSetFlavors] = []
     many = len(workload.pod_sets) > 1
@@ -352,7 +377,15 @@ def assign_flavors(
             if not wanted or mode is Mode.NO_FIT:
                 continue
             option, why, group_severity = _scan_group(
-                tree, flavors, cq, workload, pod_set, group, wanted, assigned, oracle
+                tree,
+                flavors,
+                cq,
+                workload,
+                pod_set,
+                group,
+                wanted,
+                assigned,
+                _Preemption(oracle, may_preempt_borrowing),
             )
             if option is None:
                 mode = Mode.NO_FIT

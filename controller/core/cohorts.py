@@ -407,6 +407,30 @@ class QuotaTree:
     def parent_of(self, cohort: str) -> str | None:
         return self._parent.get(cohort)
 
+    def root_of(self, cohort: str) -> str:
+        """The root of the cohort's tree (itself for a root)."""
+        return self._cohort_root(cohort)
+
+    def child_cohorts(self, cohort: str) -> list[str]:
+        """The cohorts whose parent is `cohort`, by name."""
+        return sorted(self._children.get(cohort, ()))
+
+    def child_queues(self, cohort: str) -> list[str]:
+        """The ClusterQueues whose cohort is `cohort` (its direct members), by name."""
+        return sorted(self._members.get(cohort, ()))
+
+    def queue_quotas(self, name: str) -> Mapping[FlavorResource, ResourceQuota]:
+        """A queue's quota per (flavor, resource), zeros included."""
+        return self._quota.get(name, {})
+
+    def subtree_quota(self, cohort: str) -> Mapping[FlavorResource, int]:
+        """Kueue's SubtreeQuota of a cohort per (flavor, resource), zeros included."""
+        return self._pool.get(cohort, {})
+
+    def cohort_potential_available(self, cohort: str, fr: FlavorResource) -> int:
+        """The most the cohort could ever hold of `fr` (Kueue's potentialAvailable)."""
+        return self._cohort_potential(cohort, fr)
+
     def cohort_quota(self, cohort: str, fr: FlavorResource) -> ResourceQuota:
         """An explicit cohort's own quota of `fr` (zero when it has none)."""
         return self._cohort_quota.get(cohort, {}).get(fr, _NO_QUOTA)

@@ -34,6 +34,7 @@ a runtime whose status write fails calls `state.release(key)` to roll one back.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
@@ -49,7 +50,9 @@ from controller.core.preemption.nominations import (
     settle_nominations,
 )
 from controller.core.queues import OrderKey
+from controller.core.shares import shares_of
 from controller.core.state import ClusterState, namespace_matches
+from controller.core.tournament import fair_order
 from controller.core.workloads import WorkloadKey
 
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
@@ -79,6 +82,22 @@ class _Entry:
     @property
     def key(self) -> WorkloadKey:
         return self.item[4]
+
+    @property
+    def cluster_queue(self) -> str:
+        return self.cq.name
+
+    @property
+    def request(self) -> Mapping[FlavorResource, int]:
+        return self.assignment.usage
+
+    @property
+    def priority(self) -> int:
+        return -self.item[0]
+
+    @property
+    def queue_order_time(self) -> float:
+        return self.item[2]
 
     def sort_key(self) -> tuple[bool, int, float, str]:
         # Non-borrowing first, then higher priority, then older, then UID (digest §5.5).
@@ -125,16 +144,27 @@ def run_cycle(
             )
             changed |= _refuse(state, cq, item, reason, "Misconfigured", None, inadmissible, True)
             continue
-        assignment = assign_flavors(state.quota, state.flavors, cq, workload, oracle)
+        assignment = assign_flavors(
+            state.quota,
+            state.flavors,
+            cq,
+            workload,
+            oracle,
+            preempt_while_borrowing=state.fair_sharing is not None,
+        )
         entries.append(_Entry(cq, item, assignment, state.quota.version(name)))
 
-    entries.sort(key=_Entry.sort_key)
+    ordered: Iterable[_Entry]
+    if state.fair_sharing is None:
+        ordered = sorted(entries, key=_Entry.sort_key)
+    else:  # a tournament by dominant resource share, judged afresh for every head
+        ordered = fair_order(state.quota, shares_of(state), entries, _Entry.sort_key)
     # blockAdmission (waitForPodsReady): while a Workload holding quota is not PodsReady,
     # nothing else is admitted; one admitted in this cycle blocks the rest of it.
     blocked = state.block_admission and not pods_ready_for_all_admitted(state)
     admitted: list[Admit] = list(settled)
     held_back: list[tuple[str, dict[FlavorResource, int]]] = []
-    for entry in entries:
+    for entry in ordered:
         assignment, cq = entry.assignment, entry.cq
         workload = state.records[entry.key].workload
         if assignment.mode is Mode.PREEMPT:

@@ -17,10 +17,12 @@ from api.constants import Preemptibility
 from controller.core.assignment import FlavorAssignment, Mode, Preemptible, PreemptionOracle
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
+from controller.core.preemption.fair import find_fair_victims
 from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.policy import Preemptor
 from controller.core.preemption.search import find_victims
 from controller.core.preemption.types import Contender, Victim
+from controller.core.shares import Shares, shares_of
 from controller.core.state import ClusterState
 from controller.core.workloads import Workload, WorkloadKey
 
@@ -122,6 +124,9 @@ class VictimSearches:
         # Per preemptor whose last search found no victims because candidates were within
         # their minimum runtime: how many were passed over, and when the first is free.
         self.protected: dict[WorkloadKey, tuple[int, float]] = {}
+        # Under fair sharing, the victim search judges shares (quota does not change
+        # during a cycle, so what each cohort could lend is computed once).
+        self.shares = shares_of(state) if state.fair_sharing is not None else None
 
     def victims(
         self,
@@ -135,7 +140,7 @@ class VictimSearches:
         answer = self._answers.get(question)
         if answer is None or answer[0] != version:
             protection = RuntimeProtection(self.now, self._minimum_runtimes)
-            victims = _victims(self.state, cq, workload, usage, short, protection)
+            victims = _victims(self.state, cq, workload, usage, short, protection, self.shares)
             skipped = None
             if protection.earliest is not None:
                 skipped = (protection.skipped, protection.earliest)
@@ -155,8 +160,10 @@ def _victims(
     usage: dict[FlavorResource, int],
     short: frozenset[FlavorResource],
     protection: RuntimeProtection,
+    shares: Shares | None,
 ) -> tuple[Victim, ...] | None:
-    """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`."""
+    """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
+    (under fair sharing when `shares` is given)."""
     key = workload.key
     resolved = state.priority_classes.resolve(workload)
     preemptor = Preemptor(
@@ -170,6 +177,18 @@ def _victims(
             for fr in short
         ),
     )
+    if shares is not None and state.fair_sharing is not None:
+        return find_fair_victims(
+            shares,
+            cq,
+            usage,
+            short,
+            preemptor,
+            state.resolution(key).value,
+            contenders(state, cq.name, short),
+            state.fair_sharing.preemption_strategies,
+            protection,
+        )
     return find_victims(
         state.quota,
         cq,

@@ -43,6 +43,7 @@ __all__ = [
     "ReclaimWithinCohortPolicy",
     "WithinClusterQueuePolicy",
     "eligibility",
+    "satisfies",
 ]
 
 
@@ -53,6 +54,7 @@ class CandidateVariant(StrEnum):
     HIERARCHICAL_RECLAIM = "HierarchicalReclaim"  # the preemptor fits without borrowing
     RECLAIM_WITHOUT_BORROWING = "ReclaimWithoutBorrowing"  # only if the preemptor won't borrow
     RECLAIM_WHILE_BORROWING = "ReclaimWhileBorrowing"
+    FAIR_SHARING = "FairSharing"  # fair sharing: taken while the shares allow it
 
 
 _REASON = {
@@ -60,6 +62,7 @@ _REASON = {
     CandidateVariant.HIERARCHICAL_RECLAIM: PreemptionReason.IN_COHORT_RECLAMATION,
     CandidateVariant.RECLAIM_WITHOUT_BORROWING: PreemptionReason.IN_COHORT_RECLAMATION,
     CandidateVariant.RECLAIM_WHILE_BORROWING: PreemptionReason.IN_COHORT_RECLAIM_WHILE_BORROWING,
+    CandidateVariant.FAIR_SHARING: PreemptionReason.IN_COHORT_FAIR_SHARING,
 }
 
 
@@ -123,7 +126,7 @@ def eligibility(
         within = policy.within_cluster_queue
         if within is WithinClusterQueuePolicy.NEVER:
             return _no("withinClusterQueue is Never")
-        if not _satisfies(within, preemptor, candidate):
+        if not satisfies(within, preemptor, candidate):
             return _no(f"{candidate.key} does not satisfy withinClusterQueue {within}")
         return Eligibility(
             CandidateVariant.WITHIN_CLUSTER_QUEUE,
@@ -136,7 +139,7 @@ def eligibility(
     if not candidate_cq_borrowing:
         # Reclaim only from a ClusterQueue that is borrowing (above its nominal quota).
         return _no(f"ClusterQueue {candidate.cluster_queue} is within its nominal quota")
-    if not _satisfies(reclaim, preemptor, candidate):
+    if not satisfies(reclaim, preemptor, candidate):
         return _no(f"{candidate.key} does not satisfy reclaimWithinCohort {reclaim}")
     if not preemptor.needs_borrowing:
         return Eligibility(
@@ -163,7 +166,7 @@ def eligibility(
     )
 
 
-def _satisfies(
+def satisfies(
     policy: WithinClusterQueuePolicy | ReclaimWithinCohortPolicy,
     preemptor: Preemptor,
     candidate: Candidate,

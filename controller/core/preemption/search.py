@@ -22,11 +22,10 @@ All simulated removals are undone before returning: the state is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from api.constants import BorrowWithinCohortPolicy, Preemptibility, PreemptionReason
+from api.constants import BorrowWithinCohortPolicy, Preemptibility
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
 from controller.core.preemption.minimum_runtime import RuntimeProtection
@@ -38,67 +37,17 @@ from controller.core.preemption.policy import (
     PriorityClassPreemptionPolicy,
     eligibility,
 )
+from controller.core.preemption.simulation import (
+    Choice,
+    Simulation,
+    fits,
+    simulating,
+    spare,
+    victims,
+)
 from controller.core.preemption.types import Contender, Victim
 
 __all__ = ["find_victims"]
-
-
-@dataclass(slots=True)
-class _Choice:
-    contender: Contender
-    eligibility: Eligibility
-    lca: str | None = None  # the lowest cohort above the candidate's queue and the preemptor's
-    pods: int = 0  # pods currently removed in the simulation
-
-    def per_pod(self) -> dict[FlavorResource, int]:
-        return {fr: v // self.contender.pod_count for fr, v in self.contender.usage.items()}
-
-    def usage_for(self, pods: int) -> dict[FlavorResource, int]:
-        if pods >= self.contender.pod_count:
-            return dict(self.contender.usage)
-        return {fr: v * pods for fr, v in self.per_pod().items()}
-
-
-class _Simulation:
-    """Removes usage from the quota tree and puts it back exactly."""
-
-    def __init__(self, tree: QuotaTree) -> None:
-        self.tree = tree
-        self.removed: list[tuple[str, dict[FlavorResource, int]]] = []
-        self.versions: dict[tuple[bool, str], int] = {}
-
-    def set_pods(self, choice: _Choice, pods: int) -> None:
-        if pods == choice.pods:
-            return
-        before = choice.usage_for(choice.pods) if choice.pods else {}
-        after = choice.usage_for(pods) if pods else {}
-        delta = {fr: after.get(fr, 0) - before.get(fr, 0) for fr in {*before, *after}}
-        root, version = self.tree.mark(choice.contender.cluster_queue)
-        self.versions.setdefault(root, version)
-        self.tree.add_usage(choice.contender.cluster_queue, delta, sign=-1)
-        self.removed.append((choice.contender.cluster_queue, delta))
-        choice.pods = pods
-
-    def undo(self) -> None:
-        for cq, delta in reversed(self.removed):
-            self.tree.add_usage(cq, delta, sign=1)
-        self.removed.clear()
-        # Undone exactly: every answer about these cohorts is what it was.
-        self.tree.restore(self.versions)
-        self.versions.clear()
-
-
-def _fits(
-    tree: QuotaTree, cq: ClusterQueue, usage: Mapping[FlavorResource, int], allow_borrowing: bool
-) -> bool:
-    for fr, value in usage.items():
-        if not value:
-            continue
-        if not allow_borrowing and tree.borrowing(cq.name, fr, value):
-            return False
-        if value > tree.available(cq.name, fr):
-            return False
-    return True
 
 
 def find_victims(
@@ -127,7 +76,7 @@ def find_victims(
     # In a tree of cohorts the facts also include whether the preemptor has hierarchical
     # advantage at the lowest cohort above both queues (Kueue's hierarchical reclaim).
     verdicts: dict[tuple[bool, bool, int, bool, Preemptibility, bool], Eligibility] = {}
-    entries: list[tuple[CandidateSortKey, int, _Choice]] = []
+    entries: list[tuple[CandidateSortKey, int, Choice]] = []
     index = 0
     advantage = tree.advantage_by_level(cq.name, {fr: usage.get(fr, 0) for fr in short})
     for queue, members in contenders.items():
@@ -159,18 +108,18 @@ def find_victims(
             if verdict.variant is not None:
                 if protection is not None and protection.skips(contender, verdict.variant):
                     continue
-                entries.append((contender.sort_key(same), index, _Choice(contender, verdict, lca)))
+                entries.append((contender.sort_key(same), index, Choice(contender, verdict, lca)))
     if not entries:
         return None
     entries.sort()  # (key, index) are unique: the choices themselves are never compared
     ordered = [choice for _, _, choice in entries]
     for allow_borrowing in _attempts(tree, cq, short, ordered, preemptor_preemptibility):
-        with _simulating(tree) as simulation:
-            victims = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)
+        with simulating(tree) as simulation:
+            found = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)
         for choice in ordered:
             choice.pods = 0
-        if victims is not None:
-            return victims
+        if found is not None:
+            return found
     return None
 
 
@@ -178,7 +127,7 @@ def _attempts(
     tree: QuotaTree,
     cq: ClusterQueue,
     short: frozenset[FlavorResource],
-    ordered: list[_Choice],
+    ordered: list[Choice],
     preemptibility: Preemptibility,
 ) -> list[bool]:
     """Kueue's order of attempts (digest §6.4); a non-preemptible preemptor never borrows."""
@@ -197,20 +146,11 @@ def _attempts(
     return [True, False]
 
 
-@contextmanager
-def _simulating(tree: QuotaTree) -> Iterator[_Simulation]:
-    simulation = _Simulation(tree)
-    try:
-        yield simulation
-    finally:
-        simulation.undo()
-
-
 def _valid(
     tree: QuotaTree,
     cq: ClusterQueue,
     short: frozenset[FlavorResource],
-    choice: _Choice,
+    choice: Choice,
     allow_borrowing: bool,
 ) -> bool:
     contender = choice.contender
@@ -227,74 +167,24 @@ def _attempt(
     cq: ClusterQueue,
     usage: Mapping[FlavorResource, int],
     short: frozenset[FlavorResource],
-    ordered: list[_Choice],
+    ordered: list[Choice],
     allow_borrowing: bool,
-    simulation: _Simulation,
+    simulation: Simulation,
 ) -> tuple[Victim, ...] | None:
-    taken: list[_Choice] = []
-    fits = _fits(tree, cq, usage, allow_borrowing)
+    def preemptor_fits() -> bool:
+        return fits(tree, cq, usage, allow_borrowing)
+
+    taken: list[Choice] = []
+    done = preemptor_fits()
     for choice in ordered:
-        if fits:
+        if done:
             break
         if not _valid(tree, cq, short, choice, allow_borrowing):
             continue
-        partial = choice.contender.removable_pods()
-        if partial:
-            pods = _fewest_pods(tree, cq, usage, allow_borrowing, simulation, choice, 1, partial)
-            simulation.set_pods(choice, pods)
-        else:
-            simulation.set_pods(choice, choice.contender.pod_count)
+        simulation.remove(choice, preemptor_fits)
         taken.append(choice)
-        fits = _fits(tree, cq, usage, allow_borrowing)
-    if not fits:
+        done = preemptor_fits()
+    if not done:
         return None
-    # Minimality: from the most to the least important victim, spare what can be spared.
-    for choice in reversed(taken):
-        removed = choice.pods
-        simulation.set_pods(choice, 0)
-        if _fits(tree, cq, usage, allow_borrowing):
-            continue  # spared entirely
-        partial = choice.contender.removable_pods()
-        if partial:
-            pods = _fewest_pods(
-                tree, cq, usage, allow_borrowing, simulation, choice, 1, min(removed, partial)
-            )
-        else:
-            pods = removed
-        simulation.set_pods(choice, pods)
-    return tuple(
-        Victim(
-            c.contender.key,
-            c.contender.cluster_queue,
-            c.eligibility.reason or PreemptionReason.IN_CLUSTER_QUEUE,
-            c.pods,
-            c.contender.pod_count,
-        )
-        for c in taken
-        if c.pods
-    )
-
-
-def _fewest_pods(
-    tree: QuotaTree,
-    cq: ClusterQueue,
-    usage: Mapping[FlavorResource, int],
-    allow_borrowing: bool,
-    simulation: _Simulation,
-    choice: _Choice,
-    low: int,
-    high: int,
-) -> int:
-    """The fewest pods of `choice` (in [low, high]) whose removal makes the preemptor fit,
-    or `high` when even that does not (binary search; fitting is monotone in pods)."""
-    simulation.set_pods(choice, high)
-    if not _fits(tree, cq, usage, allow_borrowing):
-        return high
-    while low < high:
-        middle = (low + high) // 2
-        simulation.set_pods(choice, middle)
-        if _fits(tree, cq, usage, allow_borrowing):
-            high = middle
-        else:
-            low = middle + 1
-    return high
+    spare(simulation, taken, preemptor_fits)
+    return victims(taken)

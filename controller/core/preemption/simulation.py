@@ -1,0 +1,163 @@
+"""Simulated removal of victims from the quota tree, shared by the classical victim search
+(`search.py`) and the fair-sharing one (`fair.py`).
+
+A `Choice` is a candidate with how many of its pods are removed in the simulation; a
+`Simulation` removes and restores usage exactly (versions included, so every cached
+answer about the cohort stays valid afterwards). `fewest_pods` and `spare` make a victim
+set minimal: a victim that may lose pods one by one (`disruptionMode: Pod`,
+semi-preemptible) loses only as many as needed, and a victim the preemptor fits without
+is spared (KEP-5710's walk-back; Kueue's `fillBackWorkloads`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from api.constants import PreemptionReason
+from controller.core.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.cohorts import QuotaTree
+from controller.core.preemption.policy import Eligibility
+from controller.core.preemption.types import Contender, Victim
+
+__all__ = ["Choice", "Fits", "Simulation", "fewest_pods", "fits", "simulating", "spare", "victims"]
+
+Fits = Callable[[], bool]
+"""Whether the preemptor fits in the quota as the simulation now stands."""
+
+
+@dataclass(slots=True)
+class Choice:
+    """A candidate in a simulation."""
+
+    contender: Contender
+    eligibility: Eligibility
+    lca: str | None = None  # the lowest cohort above the candidate's queue and the preemptor's
+    pods: int = 0  # pods currently removed in the simulation
+    reason: PreemptionReason | None = None  # set when the search decides it (fair sharing)
+
+    def per_pod(self) -> dict[FlavorResource, int]:
+        return {fr: v // self.contender.pod_count for fr, v in self.contender.usage.items()}
+
+    def usage_for(self, pods: int) -> dict[FlavorResource, int]:
+        if pods >= self.contender.pod_count:
+            return dict(self.contender.usage)
+        return {fr: v * pods for fr, v in self.per_pod().items()}
+
+
+class Simulation:
+    """Removes usage from the quota tree and puts it back exactly."""
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.tree = tree
+        self.removed: list[tuple[str, dict[FlavorResource, int]]] = []
+        self.versions: dict[tuple[bool, str], int] = {}
+
+    def set_pods(self, choice: Choice, pods: int) -> None:
+        if pods == choice.pods:
+            return
+        before = choice.usage_for(choice.pods) if choice.pods else {}
+        after = choice.usage_for(pods) if pods else {}
+        delta = {fr: after.get(fr, 0) - before.get(fr, 0) for fr in {*before, *after}}
+        root, version = self.tree.mark(choice.contender.cluster_queue)
+        self.versions.setdefault(root, version)
+        self.tree.add_usage(choice.contender.cluster_queue, delta, sign=-1)
+        self.removed.append((choice.contender.cluster_queue, delta))
+        choice.pods = pods
+
+    def charge(self, queue: str, usage: Mapping[FlavorResource, int], sign: int = 1) -> None:
+        """Add (sign=1) or take back (sign=-1) usage on a queue, undone with the rest (the
+        fair-sharing search judges shares with the preemptor's request charged)."""
+        root, version = self.tree.mark(queue)
+        self.versions.setdefault(root, version)
+        delta = {fr: -sign * v for fr, v in usage.items()}
+        self.tree.add_usage(queue, delta, sign=-1)
+        self.removed.append((queue, delta))
+
+    def remove(self, choice: Choice, fits: Fits) -> None:
+        """Take `choice` out: the fewest pods that make the preemptor fit when it may lose
+        pods one by one, else all of them."""
+        partial = choice.contender.removable_pods()
+        if partial:
+            self.set_pods(choice, fewest_pods(self, choice, 1, partial, fits))
+        else:
+            self.set_pods(choice, choice.contender.pod_count)
+
+    def undo(self) -> None:
+        for cq, delta in reversed(self.removed):
+            self.tree.add_usage(cq, delta, sign=1)
+        self.removed.clear()
+        # Undone exactly: every answer about these cohorts is what it was.
+        self.tree.restore(self.versions)
+        self.versions.clear()
+
+
+@contextmanager
+def simulating(tree: QuotaTree) -> Iterator[Simulation]:
+    simulation = Simulation(tree)
+    try:
+        yield simulation
+    finally:
+        simulation.undo()
+
+
+def fits(
+    tree: QuotaTree, cq: ClusterQueue, usage: Mapping[FlavorResource, int], allow_borrowing: bool
+) -> bool:
+    """Whether `usage` fits in `cq` now (without borrowing unless `allow_borrowing`)."""
+    for fr, value in usage.items():
+        if not value:
+            continue
+        if not allow_borrowing and tree.borrowing(cq.name, fr, value):
+            return False
+        if value > tree.available(cq.name, fr):
+            return False
+    return True
+
+
+def fewest_pods(simulation: Simulation, choice: Choice, low: int, high: int, fits: Fits) -> int:
+    """The fewest pods of `choice` (in [low, high]) whose removal makes the preemptor fit,
+    or `high` when even that does not (binary search; fitting is monotone in pods)."""
+    simulation.set_pods(choice, high)
+    if not fits():
+        return high
+    while low < high:
+        middle = (low + high) // 2
+        simulation.set_pods(choice, middle)
+        if fits():
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
+def spare(simulation: Simulation, taken: Sequence[Choice], fits: Fits) -> None:
+    """Minimality: from the most to the least important victim (the reverse of the order
+    they were taken in), put back every victim, or every pod, the preemptor fits without."""
+    for choice in reversed(taken):
+        removed = choice.pods
+        simulation.set_pods(choice, 0)
+        if fits():
+            continue  # spared entirely
+        partial = choice.contender.removable_pods()
+        if partial:
+            pods = fewest_pods(simulation, choice, 1, min(removed, partial), fits)
+        else:
+            pods = removed
+        simulation.set_pods(choice, pods)
+
+
+def victims(taken: Sequence[Choice]) -> tuple[Victim, ...]:
+    """The victims of a search: the choices with pods still removed."""
+    return tuple(
+        Victim(
+            c.contender.key,
+            c.contender.cluster_queue,
+            c.reason or c.eligibility.reason or PreemptionReason.IN_CLUSTER_QUEUE,
+            c.pods,
+            c.contender.pod_count,
+        )
+        for c in taken
+        if c.pods
+    )
