@@ -53,10 +53,11 @@ class Preemptible(StrEnum):
     RECLAIM = "Reclaim"  # every victim is in another queue of the cohort
 
 
-PreemptionOracle = Callable[[str, Workload, FlavorResource, int], tuple[Preemptible, bool]]
+PreemptionOracle = Callable[[str, Workload, FlavorResource, int], tuple[Preemptible, int]]
 """(cluster_queue, preemptor, (flavor, resource), requested) → what preempting for that
-pair alone could do, and whether the queue would borrow once the victims are gone. None (no
-engine) means no candidates."""
+pair alone could do, and the borrowing level once the victims are gone (0: within the
+queue's nominal quota; see `QuotaTree.lowest_fitting_subtree`). None (no engine) means no
+candidates."""
 
 
 class Mode(StrEnum):
@@ -87,13 +88,19 @@ class ResourceCheck:
     borrowable: int
     potential: int
     preemptible: Preemptible | None = None  # for mode PREEMPT: the oracle's answer
-    borrows: bool = False  # FIT/BORROW: now; PREEMPT: once the victims are gone
+    # Kueue's borrowing level: the height of the lowest subtree whose quota it fits in (0:
+    # the queue's nominal quota). FIT/BORROW: now; PREEMPT: once the victims are gone.
+    level: int = 0
     # In a tree of cohorts: the level that limits it (QuotaTree.limiting_level).
     limited_by: tuple[str, str, int, int] | None = None
 
     @property
     def missing(self) -> int:
         return max(0, self.requested - self.available)
+
+    @property
+    def borrows(self) -> bool:
+        return self.level > 0
 
     def reason(self) -> str:
         r = self.resource
@@ -131,6 +138,7 @@ class PodSetFlavors:
     checks: tuple[ResourceCheck, ...]  # the chosen flavors' checks
     reason: str = ""  # why it does not fit (NO_FIT / PREEMPT)
     condition_reason: str = ""  # Kueue's QuotaReserved=False reason
+    level: int = 0  # the largest borrowing level of its flavors (0: none borrows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +150,9 @@ class FlavorAssignment:
     usage: Mapping[FlavorResource, int]
     reason: str = ""
     condition_reason: str = ""  # NoMatchingFlavor, ExceedsMaxQuota or WaitingForQuota
+    # Kueue's `Borrows()`: how far it borrows (0: not at all); the cycle admits lower
+    # levels first.
+    borrowing_level: int = 0
 
     @property
     def fits(self) -> bool:
@@ -172,29 +183,49 @@ def _rank(check: ResourceCheck) -> int:
     return _FIT
 
 
+Granular = tuple[int, int]
+"""Kueue's granularMode: (rank of the preemption mode, borrowing level)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Option:
     flavor: str
     rank: int
-    borrowing: bool
+    level: int
     checks: tuple[ResourceCheck, ...]
 
 
-def _preferred(a: _Option, b: _Option, preference: FungibilityPreference) -> bool:
-    """Kueue's `isPreferred`: is `a` better than the best so far, `b`? Ties are not."""
-    if a.rank == 0:
+def _preferred(a: Granular, b: Granular, preference: FungibilityPreference) -> bool:
+    """Kueue's `isPreferred`: is mode `a` better than `b`? Ties are not. A lower borrowing
+    level is better: the quota comes from nearer in the tree of cohorts."""
+    (a_rank, a_level), (b_rank, b_level) = a, b
+    if a_rank == 0:
         return False
-    if b.rank == 0:
+    if b_rank == 0:
         return True
-    if (a.rank == _NO_CANDIDATES) != (b.rank == _NO_CANDIDATES):
-        return b.rank == _NO_CANDIDATES
+    if (a_rank == _NO_CANDIDATES) != (b_rank == _NO_CANDIDATES):
+        return b_rank == _NO_CANDIDATES
     if preference is FungibilityPreference.PREEMPTION_OVER_BORROWING:
-        if a.borrowing != b.borrowing:
-            return not a.borrowing
-        return a.rank > b.rank
-    if a.rank != b.rank:
-        return a.rank > b.rank
-    return b.borrowing and not a.borrowing
+        if a_level != b_level:
+            return a_level < b_level
+        return a_rank > b_rank
+    if a_rank != b_rank:
+        return a_rank > b_rank
+    return a_level < b_level
+
+
+def _representative(
+    checks: tuple[ResourceCheck, ...], preference: FungibilityPreference
+) -> Granular:
+    """A flavor's mode: the worst of its resources' (Kueue's representativeMode)."""
+    worst: Granular = (_FIT, 0)
+    for check in checks:
+        mode = (_rank(check), check.level)
+        if _preferred(worst, mode, preference):
+            worst = mode
+        if worst[0] == 0:
+            break
+    return worst
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,26 +273,22 @@ def _decide(
 ) -> ResourceCheck:
     quota = tree.quota(cq.name, fr)
     available = numbers[1]
-    borrows = tree.borrowing(cq.name, fr, requested)
+    level, below_root = tree.lowest_fitting_subtree(cq.name, fr, requested)
     if requested <= available:
-        mode = Mode.BORROW if borrows else Mode.FIT
-        return ResourceCheck(*args, mode, *numbers, borrows=borrows)
+        mode = Mode.BORROW if level else Mode.FIT
+        return ResourceCheck(*args, mode, *numbers, level=level)
     # Kueue compares the request (not usage + request) with nominal quota (digest §8.1);
     # in a tree, a request that fits within a subtree below the root may reclaim too.
-    if (
-        quota.nominal >= requested
-        or preemption.while_borrowing
-        or tree.may_reclaim_in_tree(cq.name, fr, requested)
-    ):
-        preemptible, borrows_after = Preemptible.NO_CANDIDATES, borrows
+    if quota.nominal >= requested or preemption.while_borrowing or below_root:
+        preemptible, level_after = Preemptible.NO_CANDIDATES, level
         if preemption.oracle is not None:
-            preemptible, borrows_after = preemption.oracle(cq.name, workload, fr, requested)
+            preemptible, level_after = preemption.oracle(cq.name, workload, fr, requested)
         if preemptible is Preemptible.NO_CANDIDATES:
-            borrows_after = borrows  # nothing is removed: Kueue measures the level now
+            level_after = level  # nothing is removed: Kueue measures the level now
         return ResourceCheck(
-            *args, Mode.PREEMPT, *numbers, preemptible=preemptible, borrows=borrows_after
+            *args, Mode.PREEMPT, *numbers, preemptible=preemptible, level=level_after
         )
-    return ResourceCheck(*args, Mode.NO_FIT, *numbers, borrows=borrows)
+    return ResourceCheck(*args, Mode.NO_FIT, *numbers, level=level)
 
 
 def _scan_group(
@@ -299,12 +326,7 @@ def _scan_group(
             )
             for r, v in wanted.items()
         )
-        option = _Option(
-            flavor.name,
-            min(_rank(c) for c in checks),
-            any(c.borrows for c in checks if c.mode is not Mode.NO_FIT),
-            checks,
-        )
+        option = _Option(flavor.name, *_representative(checks, fungibility.preference), checks)
         reasons.extend(c.reason() for c in checks if c.mode in (Mode.NO_FIT, Mode.PREEMPT))
         exceeds = any(c.requested > c.potential for c in checks)
         severity = min(severity, 1 if exceeds else 0)
@@ -316,11 +338,13 @@ def _scan_group(
                 option.rank < _FIT
                 and fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR
             )
-            or (option.borrowing and fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR)
+            or (option.level and fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR)
         )
         if not try_next:
             return option, reasons, severity
-        if best is None or _preferred(option, best, fungibility.preference):
+        if best is None or _preferred(
+            (option.rank, option.level), (best.rank, best.level), fungibility.preference
+        ):
             best = option
     return best, reasons, severity
 
@@ -362,7 +386,7 @@ def assign_flavors(
         totals = _totals(cq, pod_set)
         chosen: dict[str, str] = {}
         checks: list[ResourceCheck] = []
-        mode, borrowing, reasons, severity = Mode.FIT, False, [], 0
+        mode, level, reasons, severity = Mode.FIT, 0, [], 0
         by_group: dict[int, dict[str, int]] = {}
         for resource, value in totals.items():
             group = cq.group_for(resource)
@@ -395,10 +419,11 @@ def assign_flavors(
             for resource in wanted:
                 chosen[resource] = option.flavor
             checks.extend(option.checks)
-            borrowing = borrowing or option.borrowing
+            level = max(level, option.level)
             if option.rank < _FIT:
                 mode = Mode.PREEMPT
                 reasons.extend(why)
+        borrowing = level > 0
         if mode is Mode.FIT and borrowing:
             mode = Mode.BORROW
         if mode is not Mode.NO_FIT:
@@ -420,6 +445,7 @@ def assign_flavors(
                 tuple(checks),
                 reason,
                 condition,
+                level,
             )
         )
     worst = min((r.mode for r in results), key=_SEVERITY.__getitem__, default=Mode.FIT)
@@ -435,4 +461,5 @@ def assign_flavors(
             key=_CONDITION_REASONS.index,
             default="",
         ),
+        max((r.level for r in results), default=0),
     )

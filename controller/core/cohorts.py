@@ -565,25 +565,44 @@ class QuotaTree:
         return out
 
     def may_reclaim_in_tree(self, name: str, fr: FlavorResource, value: int) -> bool:
-        """Kueue's `FindHeightOfLowestSubtreeThatFits` (its second answer): whether `value`
-        more of `fr` fits within the quota of a subtree below the root — the queue's own
-        nominal quota, or a non-root cohort on its way up — so that reclaiming from the rest
-        of the tree may make room. Always False in a flat cohort where the queue borrows."""
+        """Whether `value` more of `fr` fits within the quota of a subtree below the root —
+        the queue's own nominal quota, or a non-root cohort on its way up — so that
+        reclaiming from the rest of the tree may make room. Always False in a flat cohort
+        where the queue borrows."""
+        return self.lowest_fitting_subtree(name, fr, value)[1]
+
+    def lowest_fitting_subtree(self, name: str, fr: FlavorResource, value: int) -> tuple[int, bool]:
+        """Kueue's `FindHeightOfLowestSubtreeThatFits`: the height of the lowest subtree
+        holding the queue within whose quota `value` more of `fr` fits (0: the queue's own
+        nominal quota; the whole tree's height when none does), and whether that subtree
+        is below the root. The height is how far the quota is borrowed from (flavor
+        assignment prefers the nearer)."""
         cohort = self._cohort_of.get(name)
         if cohort is None:
-            return False
+            return 0, False
         used = self.usage(name, fr)
         if used + value <= self.quota(name, fr).nominal:
-            return True
+            return 0, True
         remaining = value - max(0, _local(self.quota(name, fr)) - used)
-        node: str | None = cohort
-        while node is not None:
+        node = cohort
+        while True:
             node_used = self.cohort_usage(node, fr)
             if node_used + remaining <= self.cohort_pool(node, fr):
-                return node in self._parent
+                return self.height(node), node in self._parent
             remaining -= max(0, self._cohort_local(node, fr) - node_used)
-            node = self._parent.get(node)
-        return False
+            parent = self._parent.get(node)
+            if parent is None:
+                return self.height(node), False
+            node = parent
+
+    def height(self, cohort: str) -> int:
+        """Kueue's node height: 1 for a cohort with only ClusterQueues under it (0 with
+        none), one more than its highest child cohort otherwise."""
+        children = self._children.get(cohort, ())
+        height = min(len(children) + len(self._members.get(cohort, ())), 1)
+        for child in children:
+            height = max(height, self.height(child) + 1)
+        return height
 
     def hierarchical(self, name: str) -> bool:
         """Whether the queue's cohort is part of a tree (a parent, child cohorts or quota of

@@ -99,9 +99,10 @@ class _Entry:
     def queue_order_time(self) -> float:
         return self.item[2]
 
-    def sort_key(self) -> tuple[bool, int, float, str]:
-        # Non-borrowing first, then higher priority, then older, then UID (digest §5.5).
-        return (self.assignment.borrowing, self.item[0], self.item[2], self.item[3])
+    def sort_key(self) -> tuple[int, int, float, str]:
+        # Non-borrowing first (lower borrowing level: nearer quota), then higher priority,
+        # then older, then UID (digest §5.5, Kueue's classical iterator).
+        return (self.assignment.borrowing_level, self.item[0], self.item[2], self.item[3])
 
 
 def run_cycle(

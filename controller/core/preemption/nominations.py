@@ -205,28 +205,29 @@ def preemption_oracle(state: ClusterState, searches: VictimSearches) -> Preempti
     """Kueue's preemption oracle for flavor assignment: for one (flavor, resource) a head
     lacks, run the real victim search for that pair alone and say what it found — no
     candidates, victims in the queue itself (preempt) or only in other queues (reclaim) —
-    and whether the queue would still borrow once they are gone."""
+    and the borrowing level once they are all gone (Kueue's `SimulatePreemption`)."""
 
     def oracle(
         cq_name: str, workload: Workload, fr: FlavorResource, requested: int
-    ) -> tuple[Preemptible, bool]:
+    ) -> tuple[Preemptible, int]:
         cq = state.cluster_queues[cq_name]
-        borrows = state.quota.borrowing(cq_name, fr, requested)
+        tree = state.quota
         if not cq.preemption.may_preempt():
-            return Preemptible.NO_CANDIDATES, borrows
+            return Preemptible.NO_CANDIDATES, tree.lowest_fitting_subtree(cq_name, fr, requested)[0]
         victims = searches.victims(cq, workload, {fr: requested}, frozenset({fr}))
         if not victims:
-            return Preemptible.NO_CANDIDATES, borrows
-        own = [v for v in victims if v.cluster_queue == cq_name]
-        if not own:
-            return Preemptible.RECLAIM, borrows
-        freed = 0
-        for victim in own:
+            return Preemptible.NO_CANDIDATES, tree.lowest_fitting_subtree(cq_name, fr, requested)[0]
+        freed: dict[str, dict[FlavorResource, int]] = {}
+        for victim in victims:
             record = state.records[victim.workload_key]
-            used = (record.usage or {}).get(fr, 0)
-            freed += used * victim.pods // max(1, victim.total_pods)
-        usage = state.quota.usage(cq_name, fr) - freed
-        return Preemptible.PREEMPT, usage + requested > state.quota.quota(cq_name, fr).nominal
+            for pair, used in (record.usage or {}).items():
+                bucket = freed.setdefault(victim.cluster_queue, {})
+                amount = used * victim.pods // max(1, victim.total_pods)
+                bucket[pair] = bucket.get(pair, 0) + amount
+        with tree.simulate(freed, sign=-1):
+            level = tree.lowest_fitting_subtree(cq_name, fr, requested)[0]
+        own = any(v.cluster_queue == cq_name for v in victims)
+        return (Preemptible.PREEMPT if own else Preemptible.RECLAIM), level
 
     return oracle
 
