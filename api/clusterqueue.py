@@ -9,6 +9,8 @@ from pydantic import Field
 from api.common import (
     Condition,
     DNSSubdomain,
+    FairSharing,
+    FairSharingStatus,
     Int32,
     KueueModel,
     LabelSelector,
@@ -126,6 +128,8 @@ class ClusterQueueSpec(OpenModel):
     )
     stop_policy: StopPolicy = StopPolicy.NONE
     """Hold stops new admissions; HoldAndDrain also evicts admitted Workloads."""
+    fair_sharing: FairSharing | None = None
+    """Its weight when fair sharing is on in the controller configuration."""
 
 
 class ResourceUsage(KueueModel):
@@ -158,6 +162,8 @@ class ClusterQueueStatus(OpenModel):
     flavors_usage: list[FlavorUsage] | None = Field(
         default=None, max_length=64, json_schema_extra=list_map("name")
     )
+    fair_sharing: FairSharingStatus | None = None
+    """Its weighted share while fair sharing is on (written by the controller)."""
 
 
 class ClusterQueue(KueueObject):

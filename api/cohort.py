@@ -16,10 +16,17 @@ from typing import Any, ClassVar, Final
 from pydantic import ConfigDict, Field, model_validator
 
 from api.clusterqueue import ResourceGroup
-from api.common import Condition, DNSSubdomain, Int64, KueueModel, atomic_list, list_map
+from api.common import (
+    Condition,
+    DNSSubdomain,
+    FairSharing,
+    FairSharingStatus,
+    KueueModel,
+    atomic_list,
+    list_map,
+)
 from api.constants import Kind
 from api.objects import CRDNames, KueueObject, Scope
-from api.quantity import NonNegativeQuantity
 
 __all__ = [
     "LIMITS_NEED_PARENT_MESSAGE",
@@ -59,13 +66,6 @@ class CohortResourceGroup(ResourceGroup):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_SAME_SIZE_RULE]})
 
 
-class FairSharing(KueueModel):
-    """A Cohort's (or ClusterQueue's) weight when competing for unused quota."""
-
-    weight: NonNegativeQuantity | None = Field(default=None, json_schema_extra={"default": 1})
-    """Usage above nominal quota is divided by it (0: an infinite share); not negative."""
-
-
 class CohortSpec(KueueModel):
     """CohortSpec: the Cohort's parent, its own quota and its fair-sharing weight."""
 
@@ -94,15 +94,13 @@ class CohortSpec(KueueModel):
         return self
 
 
-class CohortFairSharingStatus(KueueModel):
-    weighted_share: Int64
-    """The largest ratio of usage above nominal to lendable quota, divided by the weight."""
+CohortFairSharingStatus = FairSharingStatus  # the name earlier releases exported
 
 
 class CohortStatus(KueueModel):
     """CohortStatus: fair-sharing state (Kueue's) and conditions (quotagate's)."""
 
-    fair_sharing: CohortFairSharingStatus | None = None
+    fair_sharing: FairSharingStatus | None = None
     conditions: list[Condition] | None = Field(
         default=None, max_length=16, json_schema_extra=list_map("type")
     )

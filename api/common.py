@@ -23,11 +23,14 @@ from api.constants import (
     TaintEffect,
     TolerationOperator,
 )
+from api.quantity import NonNegativeQuantity
 
 __all__ = [
     "PRESERVE_UNKNOWN_FIELDS",
     "Condition",
     "DNSSubdomain",
+    "FairSharing",
+    "FairSharingStatus",
     "Int32",
     "Int64",
     "KueueModel",
@@ -193,3 +196,18 @@ class Taint(KueueModel):
     value: str | None = None
     effect: TaintEffect
     time_added: datetime | None = None
+
+
+class FairSharing(KueueModel):
+    """A ClusterQueue's or Cohort's weight when competing for unused quota (fair sharing)."""
+
+    weight: NonNegativeQuantity | None = Field(default=None, json_schema_extra={"default": 1})
+    """Usage above nominal quota is divided by it (0: an infinite share); not negative."""
+
+
+class FairSharingStatus(KueueModel):
+    """A ClusterQueue's or Cohort's share while fair sharing is on."""
+
+    weighted_share: Int64
+    """The largest ratio of usage above nominal to lendable quota (per mille), divided by
+    the weight, rounded up; 9223372036854775807 with weight 0 while borrowing."""

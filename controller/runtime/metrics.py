@@ -208,6 +208,22 @@ class Metrics:
             labels,
             registry=r,
         )
+        self.cluster_queue_weighted_share = Gauge(
+            "kueue_cluster_queue_weighted_share",
+            "The ClusterQueue's dominant resource share under fair sharing: its usage above "
+            "nominal quota over what its cohort could lend, per mille, divided by its weight "
+            "(0 within nominal quota; NaN with weight 0 while borrowing)",
+            [cq, "cohort", ROLE],
+            registry=r,
+        )
+        self.cohort_weighted_share = Gauge(
+            "kueue_cohort_weighted_share",
+            "The Cohort's dominant resource share under fair sharing: its subtree's usage "
+            "above its quota over what its parent could lend, per mille, divided by its "
+            "weight (0 within its quota; +Inf with weight 0 while borrowing)",
+            ["cohort", ROLE],
+            registry=r,
+        )
         self.build_info = Gauge(
             "kueue_build_info",
             "Build information: 1, labelled by version and runtime",
@@ -269,6 +285,8 @@ class Metrics:
             self.nominal_quota,
             self.borrowing_limit,
             self.lending_limit,
+            self.cluster_queue_weighted_share,
+            self.cohort_weighted_share,
         )
 
     def set_role(self, role: str) -> None:
@@ -285,9 +303,17 @@ class Metrics:
     def forget_cluster_queue(self, name: str) -> None:
         """Remove every queue gauge series of a deleted ClusterQueue (Kueue's
         `ClearClusterQueueMetrics`)."""
-        for gauge in self._queue_gauges():
-            names = list(gauge._labelnames)
-            position = names.index("cluster_queue")
+        self._forget("cluster_queue", name)
+
+    def forget_cohort(self, name: str) -> None:
+        """Remove the weighted-share series of a cohort that no longer exists."""
+        self._forget("cohort", name, (self.cohort_weighted_share,))
+
+    def _forget(self, label: str, name: str, gauges: tuple[Gauge, ...] | None = None) -> None:
+        for gauge in gauges if gauges is not None else self._queue_gauges():
+            if label not in gauge._labelnames:
+                continue
+            position = list(gauge._labelnames).index(label)
             for values in [v for v in list(gauge._metrics) if v[position] == name]:
                 gauge.remove(*values)
 

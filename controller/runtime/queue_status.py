@@ -18,6 +18,7 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.quantities import Quantity
 from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
+from controller.core.shares import Shares, shares_of
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
@@ -121,6 +122,7 @@ class QueueStatusWriter:
         # kind/namespace/name → the status last written (forgotten when the object goes)
         self.written: dict[str, dict[str, Any]] = {}
         self.metric_queues: set[str] = set()  # ClusterQueues with gauge series out
+        self.metric_cohorts: set[str] = set()  # cohorts with a weighted-share series out
 
     def forget(self, key: str) -> None:
         """The object `kind/namespace/name` was deleted: one created again under its name
@@ -182,9 +184,11 @@ class QueueStatusWriter:
         writes = []
         finished: dict[str, int] = {}
         counts = local_queue_counts(state, finished)
+        shares = shares_of(state) if state.fair_sharing is not None else None
         for name in list(state.cluster_queues):
             status = cluster_queue_status(state, name)
             self.update_metrics(name, status, finished.get(name, 0))
+            status["fairSharing"] = self._fair_sharing(shares, name, queue=True)
             active, reason, message = active_condition(cluster_queue_inactive(state, name))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(CLUSTER_QUEUES, name))
@@ -193,8 +197,12 @@ class QueueStatusWriter:
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
         self.metric_queues = set(state.cluster_queues)
+        self._cohort_metrics(shares)
         for name in list(state.cohorts):
-            cohort_status = {"conditions": self._unsupported(_written_key(COHORTS, name))}
+            cohort_status = {
+                "conditions": self._unsupported(_written_key(COHORTS, name)),
+                "fairSharing": self._fair_sharing(shares, name, queue=False),
+            }
             if self.written.get(_written_key(COHORTS, name)) != cohort_status:
                 writes.append(self._write(COHORTS, name, cohort_status, now))
         for key in list(state.local_queues):
@@ -209,6 +217,39 @@ class QueueStatusWriter:
                 writes.append(self._write(LOCAL_QUEUES, key, status, now))
         if writes:
             await asyncio.gather(*writes)
+
+    def _fair_sharing(self, shares: Shares | None, name: str, queue: bool) -> Any:
+        """`status.fairSharing` of a ClusterQueue or Cohort: its weighted share (and the
+        ClusterQueue's gauge) while fair sharing is on; null (removed) while it is off,
+        as Kueue writes it."""
+        if shares is None:
+            return None
+        if not queue:
+            return {"weightedShare": shares.cohort(name).weighted_share()}
+        share = shares.queue(name)
+        metrics = self.ctx.metrics
+        cohort = self.ctx.state.cluster_queues[name].cohort or ""
+        metrics.cluster_queue_weighted_share.labels(name, cohort, metrics.role).set(share.metric())
+        return {"weightedShare": share.weighted_share()}
+
+    def _cohort_metrics(self, shares: Shares | None) -> None:
+        """`kueue_cohort_weighted_share` for every cohort of every tree (implicit ones too,
+        as Kueue's); the series of cohorts that are gone are removed."""
+        metrics = self.ctx.metrics
+        state = self.ctx.state
+        cohorts: set[str] = set()
+        if shares is not None:
+            for cq in state.cluster_queues.values():
+                if cq.cohort:
+                    cohorts.update(state.quota.path(cq.name))
+            cohorts.update(state.cohorts)
+            for name in cohorts:
+                metrics.cohort_weighted_share.labels(name, metrics.role).set(
+                    shares.cohort(name).metric_cohort()
+                )
+        for name in self.metric_cohorts - cohorts:
+            metrics.forget_cohort(name)
+        self.metric_cohorts = cohorts
 
     def _unsupported(self, key: str) -> list[tuple[str, bool, str, str]]:
         """The `UnsupportedFields` condition of a queue with Kueue fields quotagate does not
@@ -231,8 +272,8 @@ class QueueStatusWriter:
     ) -> None:
         """Write a ClusterQueue's, LocalQueue's or Cohort's status (`key`: `name` or
         `namespace/name`) and remember it; one deleted meanwhile (404) is let go. A
-        Cohort's is only its `UnsupportedFields` condition (Kueue writes no Cohort
-        conditions); an empty list removes it."""
+        Cohort's is its `fairSharing` and its `UnsupportedFields` condition (Kueue writes no
+        Cohort conditions); an empty list removes it."""
         body = {**status, "conditions": self._conditions(status["conditions"], now)}
         try:
             async with self.ctx.writes:

@@ -80,11 +80,22 @@ def assert_consistent(state: ClusterState) -> None:
         assert state.admitted_in(name) == frozenset(by_cq.get(name, ()))
         charged = sum(
             (state.records[k].usage or {}).get(("default", "cpu"), 0) for k in by_cq.get(name, ())
-        ) + sum(
-            n.usage.get(("default", "cpu"), 0)
-            for n in state.nominated.values()
-            if n.admit.cluster_queue == name
         )
+        for nomination in state.nominated.values():
+            if nomination.admit.cluster_queue != name:
+                continue
+            # A held preemptor and its leaving victims in its own queue count once: the
+            # larger of the two (ClusterState.nominate, `_cover`).
+            wanted = nomination.usage.get(("default", "cpu"), 0)
+            leaving = sum(
+                (state.records[v.workload_key].usage or {}).get(("default", "cpu"), 0)
+                for v in nomination.victims
+                if v.whole
+                and v.cluster_queue == name
+                and v.workload_key in holding
+                and state.records[v.workload_key].phase is Phase.EVICTING
+            )
+            charged += wanted - min(wanted, leaving)
         assert usage(state, name) == charged
     queued = {k for queue in state.queues.values() for k in queue.workload_keys()}
     for key in queued:
