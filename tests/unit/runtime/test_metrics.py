@@ -73,6 +73,8 @@ KUEUE: dict[str, tuple[str, list[str]]] = {
             "lending_limit",
         )
     },
+    "kueue_cluster_queue_weighted_share": ("gauge", ["cluster_queue", "cohort", "replica_role"]),
+    "kueue_cohort_weighted_share": ("gauge", ["cohort", "replica_role"]),
     "kueue_build_info": (
         "gauge",
         ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
@@ -126,6 +128,8 @@ def populated() -> Metrics:
     metrics.evicted_workloads_once.labels("cq", "Preempted", "", "", role).inc()
     metrics.preempted_workloads.labels("cq", "InClusterQueue", role).inc()
     metrics.cluster_queue_status.labels("cq", "active", role).set(1)
+    metrics.cluster_queue_weighted_share.labels("cq", "co", role).set(0)
+    metrics.cohort_weighted_share.labels("co", role).set(0)
     for gauge in (
         metrics.resource_reservation,
         metrics.resource_usage,
