@@ -18,8 +18,10 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from controller.config import ConfigError, load_config
 from controller.core.from_api import InvalidObject, convert
 from controller.core.workloads import Workload
 from controller.kube.client import (
@@ -170,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("resource", type=_workload_type, metavar="workload")
     describe.add_argument("name")
     describe.add_argument("-o", "--output", choices=("json", "yaml"))
+    _config_flag(describe)
     describe.add_argument(
         "--estimate-cycles",
         type=_non_negative,
@@ -200,8 +203,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--priority-class", metavar="NAME", help="a WorkloadPriorityClass or PriorityClass"
     )
     whatif.add_argument("-o", "--output", choices=("json", "yaml"))
+    _config_flag(whatif)
     whatif.set_defaults(handler=_whatif)
     return parser
+
+
+def _config_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="CONFIG.yaml",
+        help="the controller's configuration file, to decide as it does (fairSharing, "
+        "admissionFairSharing, waitForPodsReady, preemptibility); without it fair sharing "
+        "is on when the ClusterQueues' status has shares",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -299,9 +313,15 @@ def _workload_table(
     )
 
 
-def _snapshot(cluster: Cluster) -> Snapshot:
+def _snapshot(cluster: Cluster, config_path: str | None) -> Snapshot:
+    config = None
+    if config_path is not None:
+        try:
+            config = load_config(Path(config_path))
+        except ConfigError as exc:
+            raise KubectlError(f"error: --config: {exc}", exit_code=2) from None
     inputs, warnings = cluster.engine_inputs()
-    snapshot = Snapshot.convert(inputs, warnings)
+    snapshot = Snapshot.convert(inputs, warnings, config, config_path)
     _warn(snapshot.warnings)
     return snapshot
 
@@ -310,7 +330,7 @@ def _describe(args: argparse.Namespace) -> int:
     cluster, namespace = _open(args)
     obj = cluster.get(WORKLOADS, args.name, namespace)
     now = time.time()
-    description = describe_workload(obj, _snapshot(cluster), now, args.estimate_cycles)
+    description = describe_workload(obj, _snapshot(cluster, args.config), now, args.estimate_cycles)
     if args.output:
         print(dump(description, args.output))
     else:
@@ -321,7 +341,7 @@ def _describe(args: argparse.Namespace) -> int:
 def _whatif(args: argparse.Namespace) -> int:
     cluster, namespace = _open(args)
     cluster.get(LOCAL_QUEUES, args.queue, namespace)  # NotFound reads like kubectl's
-    snapshot = _snapshot(cluster)
+    snapshot = _snapshot(cluster, args.config)
     priority_class = None
     if args.priority_class:
         priority_class = priority_class_ref(args.priority_class, snapshot.objects)
@@ -346,7 +366,8 @@ def _whatif(args: argparse.Namespace) -> int:
         "requests": args.requests,
         "count": args.count,
         "priority": snapshot.priority_classes().resolve(workload).value,
-        **decide([*snapshot.objects, workload], workload.key, now),
+        **decide([*snapshot.objects, workload], workload.key, now, snapshot.new_state()),
+        "engineSettings": snapshot.settings,
     }
     print(dump(answer, args.output) if args.output else render_answer(answer))
     return 0

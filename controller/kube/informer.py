@@ -77,6 +77,10 @@ class Informer:
         async with asyncio.TaskGroup() as tasks:
             for namespace in self.namespaces:
                 tasks.create_task(self._inform(namespace))
+        # A namespace's watch never ends on its own: the group can only end normally when
+        # its tasks were cancelled from outside (kopf cancels every task spawned after it
+        # started when the process stops). So this is cancelled too, never "ended".
+        raise asyncio.CancelledError
 
     async def _inform(self, namespace: str | None) -> None:
         backoff = 0.5

@@ -80,6 +80,7 @@ def describe_workload(
         "minimumRuntime": _minimum_runtime(state, key, now),
         "pendingReason": _pending_reason(obj, key, snapshot, state, now),
         "estimatedAdmission": _estimate(obj, key, snapshot, state, now, estimate_cycles),
+        "engineSettings": snapshot.settings,
         "conditions": [
             {field: c.get(field) for field in ("type", "status", "reason", "message")}
             | {"lastTransitionTime": c.get("lastTransitionTime")}
@@ -209,7 +210,7 @@ def _pending_reason(
 
 
 def _engine_reason(key: WorkloadKey, snapshot: Snapshot, state: ClusterState, now: float) -> str:
-    result = plan(snapshot.objects, now)
+    result = plan(snapshot.objects, now, state=snapshot.new_state())
     for admitted in result["admitted"]:
         if admitted["workload"] == key:
             return (
@@ -260,6 +261,8 @@ def render_description(d: Mapping[str, Any], now: float) -> str:
         lines.append(_field("Pending reason", reason["message"] + suffix))
     if d["estimatedAdmission"] is not None:
         lines += _estimate_lines(d["estimatedAdmission"])
+    if d["pendingReason"] or d["estimatedAdmission"] is not None:
+        lines.append(_field("Engine settings", d["engineSettings"]))
     lines += ["Conditions:", *_indent(_conditions_table(d["conditions"], now))]
     lines += ["Eviction history:", *_indent(_evictions_table(d["evictions"]))]
     return "\n".join(lines)

@@ -2,6 +2,13 @@
 
 An object the engine cannot read is skipped with a warning (the controller ignores it
 too, reporting it in an Event), so one bad object never hides the answer for the rest.
+
+The engine decides as the controller's configuration says (fair sharing, admission fair
+sharing, waitForPodsReady, preemptibility). The plugin is given that file with `--config`;
+without it, fair sharing is taken as on when the controller has written a
+`status.fairSharing` on a ClusterQueue (it does so only while fair sharing is on, as
+Kueue does), with Kueue's default strategies, and everything else as the defaults.
+`settings` says which, so an answer never rests on an unstated assumption.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.config import ControllerConfig, FairSharingConfig, configure_state
 from controller.core.from_api import CoreObject, InvalidObject, apply, convert
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.state import ClusterState
@@ -23,20 +31,48 @@ class Snapshot:
 
     objects: list[CoreObject] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    settings: str = "the controller's defaults (no --config)"
+    """Where the engine's settings come from, said with every answer."""
 
     @classmethod
-    def convert(cls, items: Iterable[dict[str, Any]], warnings: Iterable[str] = ()) -> Snapshot:
+    def convert(
+        cls,
+        items: Iterable[dict[str, Any]],
+        warnings: Iterable[str] = (),
+        config: ControllerConfig | None = None,
+        config_path: str | None = None,
+    ) -> Snapshot:
+        """Convert the live objects; with `config` (read from `config_path`) the engine
+        decides as it says, else as inferred from the ClusterQueues' status."""
         snapshot = cls(warnings=list(warnings))
+        shares_written = False
         for item in items:
+            if item.get("kind") == "ClusterQueue" and (item.get("status") or {}).get("fairSharing"):
+                shares_written = True
             try:
                 snapshot.objects.append(convert(item))
             except InvalidObject as exc:
                 snapshot.warnings.append(f"ignoring invalid {exc}")
+        if config is not None:
+            snapshot.config, snapshot.settings = config, f"--config {config_path}"
+        elif shares_written:
+            snapshot.config = ControllerConfig.model_validate({}).model_copy(
+                update={"fair_sharing": FairSharingConfig()}
+            )
+            snapshot.settings = (
+                "fair sharing on (the ClusterQueues' status has shares), Kueue's default "
+                "preemption strategies; the rest the defaults (no --config)"
+            )
         return snapshot
+
+    def new_state(self) -> ClusterState:
+        """An empty engine state configured as the controller is."""
+        return configure_state(self.config, ClusterState())
 
     def state(self) -> ClusterState:
         """A fresh engine state holding every object (Workloads keep their admission)."""
-        state = ClusterState()
+        state = self.new_state()
         for obj in self.objects:
             apply(state, obj)
         return state

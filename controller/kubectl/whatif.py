@@ -19,6 +19,7 @@ from api.constants import API_VERSION, SCHEDULING_GROUP, Kind
 from api.quantities import InvalidQuantity, Quantity
 from controller.core.from_api import CoreObject
 from controller.core.priorities import KUEUE_GROUP, PriorityClass, WorkloadPriorityClass
+from controller.core.state import ClusterState
 from controller.kubectl.printing import format_table
 from controller.plan_command import plan
 
@@ -124,10 +125,12 @@ def hypothetical_workload(
     }
 
 
-def decide(objects: list[CoreObject], key: str, now: float) -> dict[str, Any]:
-    """Run the plan over `objects` (which include the hypothetical Workload `key`) and
-    return only its decision."""
-    result = plan(objects, now)
+def decide(
+    objects: list[CoreObject], key: str, now: float, state: ClusterState | None = None
+) -> dict[str, Any]:
+    """Run the plan over `objects` (which include the hypothetical Workload `key`), on
+    `state` (configured as the controller is) if given, and return only its decision."""
+    result = plan(objects, now, state=state)
     for admitted in result["admitted"]:
         if admitted["workload"] == key:
             return {
@@ -181,4 +184,6 @@ def render_answer(answer: Mapping[str, Any]) -> str:
     else:
         lines.append(f"  would stay pending in ClusterQueue {cluster_queue}")
         lines.append(f"  reason: {answer['reason']}")
+    if answer.get("engineSettings"):
+        lines.append(f"  decided with: {answer['engineSettings']}")
     return "\n".join(lines)

@@ -5,6 +5,9 @@ admission by share, and reclamation that takes from the largest share."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from controller.kubectl_plugin import main as plugin_main
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for
 from tests.integration.kueue import (
@@ -57,6 +61,8 @@ def fair_controller(
         for process in started:
             process.stop()
             print(f"\n--- controller log tail ---\n{process.log()[-3000:]}")
+            # SIGTERM ends it cleanly, also with a namespaces list (kube/informer.py).
+            assert process.process is not None and process.process.returncode == 0
 
 
 def weighted_share(kueue: Kueue, plural: str, name: str) -> int | None:
@@ -78,15 +84,39 @@ def gauges(port: int, metric: str) -> dict[str, float]:
     return out
 
 
+def whatif(kubeconfig: str, namespace: str, queue: str, requests: str) -> dict[str, Any]:
+    """`kubectl quotagate whatif … -o json` against the real API server."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = plugin_main(
+            [
+                "whatif",
+                "-n",
+                namespace,
+                "--queue",
+                queue,
+                "--requests",
+                requests,
+                "-o",
+                "json",
+                "--kubeconfig",
+                kubeconfig,
+            ]
+        )
+    assert code == 0, out.getvalue()
+    answer: dict[str, Any] = json.loads(out.getvalue())
+    return answer
+
+
 def test_a_tree_shares_by_weight_and_reclaims_from_the_largest_share(
-    fair_controller: Any, kueue: Kueue, namespace: str
+    fair_controller: Any, kueue: Kueue, namespace: str, kubeconfig_path: str
 ) -> None:
     """org ← dept-x (x1, x2: 2 cpus each) and org ← dept-y (y1: 4 cpus); 8 cpus in all.
 
     x1 takes 7 (its 2, x2's 2 and 3 of y1's through org): x1's share is 5 borrowed of the
     8 dept-x could get, 625 per mille; dept-x's, 3 of 8, 375; y1 and dept-y borrow nothing.
     Then y1 asks for its 4 (1 is free): a reclamation within its nominal quota takes from
-    the largest share, x1, its most recent Workload."""
+    the largest share, x1, its first candidate (lower priority)."""
     process = fair_controller(namespace)
     rf = f"{namespace}-rf"
     org, dept_x, dept_y = (f"{namespace}-{n}" for n in ("org", "dept-x", "dept-y"))
@@ -106,7 +136,9 @@ def test_a_tree_shares_by_weight_and_reclaims_from_the_largest_share(
         *queues,
         local_queue(namespace, "lq-x1", x1),
         local_queue(namespace, "lq-y1", y1),
-        workload(namespace, "x1-big", "lq-x1", cpu="4"),
+        # x1-big's priority puts x1-more first among x1's candidates whatever their
+        # reservation times (whole seconds, often equal).
+        workload(namespace, "x1-big", "lq-x1", cpu="4", priority=1),
     )
     wait_admitted(kueue, namespace, "x1-big")
     kueue.apply(workload(namespace, "x1-more", "lq-x1", cpu="3"))
@@ -125,6 +157,19 @@ def test_a_tree_shares_by_weight_and_reclaims_from_the_largest_share(
     assert condition(stored_dept_x, "UnsupportedFields") is None  # the weight is used
     assert gauges(process.metrics_port, "cluster_queue_weighted_share")[x1] == 625.0
     assert gauges(process.metrics_port, "cohort_weighted_share")[dept_x] == 375.0
+
+    # The kubectl plugin decides as the controller does: it sees the shares in the status.
+    answer = whatif(kubeconfig_path, namespace, "lq-y1", "cpu=4")
+    assert answer["decision"] == "preempt", answer
+    assert answer["victims"] == [
+        {
+            "workload": f"{namespace}/x1-more",
+            "clusterQueue": x1,
+            "reason": "InCohortReclamation",
+            "pods": 1,
+        }
+    ]
+    assert answer["engineSettings"].startswith("fair sharing on")
 
     kueue.apply(workload(namespace, "y1-own", "lq-y1", cpu="4"))
     evicted = wait_for(

@@ -13,6 +13,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from api.constants import MINIMUM_RUNTIME_ANNOTATION
+from controller.config import load_config
 from controller.core.from_api import convert
 from controller.core.priorities import ResolvedPriority
 from controller.kubectl.connection import (
@@ -592,7 +593,48 @@ def test_describe_a_pending_workload_has_no_pods_ready_line() -> None:
 def _ask(objects: Snapshot, **kwargs: Any) -> dict[str, Any]:
     body = hypothetical_workload("ns", "whatif-1", "lq", now=NOW, **kwargs)
     hypothetical = convert(body)
-    return decide([*objects.objects, hypothetical], "ns/whatif-1", NOW)
+    return decide([*objects.objects, hypothetical], "ns/whatif-1", NOW, objects.new_state())
+
+
+def _sharing_pair(shares_written: bool) -> list[dict[str, Any]]:
+    """a and b (2 cpus each, may reclaim) in one cohort; b holds 4 with one Workload. The
+    ClusterQueues' status has shares when the controller runs with fair sharing."""
+    preemption = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+    queues = [
+        cluster_queue(n, cpu="2", cohortName="co", preemption=preemption) for n in ("cq", "b")
+    ]
+    if shares_written:
+        for queue in queues:
+            queue["status"] = {"fairSharing": {"weightedShare": 0}}
+    big = workload("big", cpu="4", admitted_in="b")
+    big["spec"]["queueName"] = "lq-b"
+    return [flavor(), *queues, local_queue(), local_queue("lq-b", "b"), big]
+
+
+def test_whatif_decides_with_fair_sharing_when_the_controller_writes_shares(
+    tmp_path: Path,
+) -> None:
+    """3 cpus in cq (nominal 2): without fair sharing nothing may be preempted for a request
+    beyond nominal quota; with it, cq's share once admitted (250) is below b's now (500),
+    so b's Workload goes (rule S2-b). The plugin infers fair sharing from the shares in
+    the ClusterQueues' status, or is told by --config."""
+    plain = Snapshot.convert(_sharing_pair(shares_written=False))
+    assert _ask(plain, requests={"cpu": "3"}, count=1)["decision"] == "pending"
+    assert plain.settings == "the controller's defaults (no --config)"
+    inferred = Snapshot.convert(_sharing_pair(shares_written=True))
+    answer = _ask(inferred, requests={"cpu": "3"}, count=1)
+    assert answer["decision"] == "preempt"
+    assert answer["victims"] == [
+        {"workload": "ns/big", "clusterQueue": "b", "reason": "InCohortFairSharing", "pods": 1}
+    ]
+    assert inferred.settings.startswith("fair sharing on (the ClusterQueues' status has shares)")
+    config = tmp_path / "config.yaml"
+    config.write_text("fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare]}\n")
+    told = Snapshot.convert(
+        _sharing_pair(shares_written=False), config=load_config(config), config_path=str(config)
+    )
+    assert told.settings == f"--config {config}"
+    assert _ask(told, requests={"cpu": "3"}, count=1)["decision"] == "pending"  # S2-a only
 
 
 def test_hypothetical_workload_is_a_v1beta2_workload_created_now() -> None:
