@@ -330,3 +330,32 @@ def test_plan_reclaims_through_a_tree_from_the_cheapest_over_quota_queue(
         "team-a/urgent  team-a        preempt   victims: lab/lab-idle (lab, InCohortReclamation, "
         "1 pods)",
     ]
+
+
+def test_plan_with_fair_sharing_reclaims_from_the_largest_share(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """README's fair-sharing example: research (weight 2) and product (weight 1) each
+    borrow 2 cpus; ops reclaims 3. Without fair sharing the first candidate in order goes
+    (research's r1: cost 0); with it, the queue with the largest share (product: 2 of 12
+    per mille ×1000 / 1 = 167, research's is 83), and in it the cheapest (p-cheap). The
+    tables are the README's; without --config the weight is reported as having no effect."""
+    data = Path(__file__).parent / "data"
+    args = ["plan", "-f", str(data / "plan_fair.yaml"), "-o", "table"]
+    args += ["--now", "2026-01-01T00:02:00Z"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "WORKLOAD     CLUSTERQUEUE  DECISION  DETAIL",
+        "ops/ops-job  ops           preempt   victims: research/r1 (research, "
+        "InCohortReclamation, 1 pods)",
+    ]
+    assert "ClusterQueue research: spec.fairSharing: fair sharing is off" in captured.err
+    assert main([*args, "--config", str(data / "plan_fair_config.yaml")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "WORKLOAD     CLUSTERQUEUE  DECISION  DETAIL",
+        "ops/ops-job  ops           preempt   victims: product/p-cheap (product, "
+        "InCohortReclamation, 1 pods)",
+    ]
+    assert captured.err == ""
