@@ -79,8 +79,11 @@ def find_victims(
     entries: list[tuple[CandidateSortKey, int, Choice]] = []
     index = 0
     advantage = tree.advantage_by_level(cq.name, {fr: usage.get(fr, 0) for fr in short})
+    own_only = _own_queue_only(tree, cq, short, preemptor, preemptor_preemptibility, advantage)
     for queue, members in contenders.items():
         same = queue == cq.name
+        if own_only and not same:
+            continue
         lca = None if same else tree.lowest_common_cohort(queue, cq.name)
         borrowing = same or tree.exceeds_up_to(queue, lca, short)
         if not same and not borrowing:
@@ -121,6 +124,29 @@ def find_victims(
         if found is not None:
             return found
     return None
+
+
+def _own_queue_only(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    short: frozenset[FlavorResource],
+    preemptor: Preemptor,
+    preemptibility: Preemptibility,
+    advantage: Mapping[str, bool],
+) -> bool:
+    """Whether no Workload of another queue can ever be a victim here, so those queues
+    need not be looked at: the queue is not below its nominal quota of what it lacks and
+    `borrowWithinCohort` is Never, so the only attempt is the one where the preemptor
+    borrows (`_attempts`), in which another queue's Workload may only go with hierarchical
+    advantage — and the preemptor has it at no level of the tree. (A full cohort's heads
+    that cannot fit are refused this way without ordering thousands of candidates.)"""
+    if preemptibility is Preemptibility.NON_PREEMPTIBLE or not preemptor.needs_borrowing:
+        return False
+    if cq.preemption.borrow_within_cohort is not BorrowWithinCohortPolicy.NEVER:
+        return False
+    if all(tree.usage(cq.name, fr) < tree.quota(cq.name, fr).nominal for fr in short):
+        return False
+    return not any(advantage.values())
 
 
 def _attempts(
