@@ -18,6 +18,7 @@ from api.common import (
     list_map,
 )
 from api.constants import (
+    AdmissionMode,
     BorrowWithinCohortPolicy,
     FlavorFungibilityPolicy,
     FlavorFungibilityPreference,
@@ -31,6 +32,7 @@ from api.objects import WIDE_AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, S
 from api.quantity import NonNegativeQuantity, QuantityValue
 
 __all__ = [
+    "AdmissionScope",
     "BorrowWithinCohort",
     "ClusterQueue",
     "ClusterQueuePreemption",
@@ -105,6 +107,13 @@ class FlavorFungibility(KueueModel):
     preference: FlavorFungibilityPreference | None = None
 
 
+class AdmissionScope(KueueModel):
+    """Whether the ClusterQueue orders its Workloads by their LocalQueue's recent usage."""
+
+    admission_mode: AdmissionMode
+    """UsageBasedAdmissionFairSharing: the least-used LocalQueue's Workloads go first."""
+
+
 class ClusterQueueSpec(OpenModel):
     """ClusterQueueSpec defines quota, cohort, queueing and preemption of a ClusterQueue."""
 
@@ -126,6 +135,8 @@ class ClusterQueueSpec(OpenModel):
     )
     stop_policy: StopPolicy = StopPolicy.NONE
     """Hold stops new admissions; HoldAndDrain also evicts admitted Workloads."""
+    admission_scope: AdmissionScope | None = None
+    """Admission fair sharing (with the configuration's admissionFairSharing section)."""
 
 
 class ResourceUsage(KueueModel):

@@ -16,10 +16,17 @@ from typing import Any, ClassVar, Final
 from pydantic import ConfigDict, Field, model_validator
 
 from api.clusterqueue import ResourceGroup
-from api.common import Condition, DNSSubdomain, Int64, KueueModel, atomic_list, list_map
+from api.common import (
+    Condition,
+    DNSSubdomain,
+    FairSharing,
+    Int64,
+    KueueModel,
+    atomic_list,
+    list_map,
+)
 from api.constants import Kind
 from api.objects import CRDNames, KueueObject, Scope
-from api.quantity import NonNegativeQuantity
 
 __all__ = [
     "LIMITS_NEED_PARENT_MESSAGE",
@@ -57,13 +64,6 @@ class CohortResourceGroup(ResourceGroup):
     parent)."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_SAME_SIZE_RULE]})
-
-
-class FairSharing(KueueModel):
-    """A Cohort's (or ClusterQueue's) weight when competing for unused quota."""
-
-    weight: NonNegativeQuantity | None = Field(default=None, json_schema_extra={"default": 1})
-    """Usage above nominal quota is divided by it (0: an infinite share); not negative."""
 
 
 class CohortSpec(KueueModel):

@@ -23,11 +23,13 @@ from api.constants import (
     TaintEffect,
     TolerationOperator,
 )
+from api.quantity import NonNegativeQuantity
 
 __all__ = [
     "PRESERVE_UNKNOWN_FIELDS",
     "Condition",
     "DNSSubdomain",
+    "FairSharing",
     "Int32",
     "Int64",
     "KueueModel",
@@ -104,6 +106,13 @@ class OpenModel(KueueModel):
     """A model whose CRD schema keeps unknown fields (Kueue fields quotagate ignores)."""
 
     model_config = ConfigDict(json_schema_extra={PRESERVE_UNKNOWN_FIELDS: True})
+
+
+class FairSharing(KueueModel):
+    """A Cohort's, ClusterQueue's or LocalQueue's weight in fair sharing."""
+
+    weight: NonNegativeQuantity | None = Field(default=None, json_schema_extra={"default": 1})
+    """Usage is divided by it (0: an infinite share, always last); not negative."""
 
 
 class OwnerReference(KueueModel):
