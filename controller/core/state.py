@@ -107,7 +107,7 @@ class ClusterState:
         self.fair_sharing: FairSharing | None = None
         self._admission_fair_sharing: AdmissionFairSharing | None = None
         # Admission fair sharing's per-LocalQueue history and entry penalties.
-        self.usage_ledger = UsageLedger()
+        self.usage_ledger = UsageLedger(self._usage_changed)
         # Per ClusterQueue, moves on whenever its admitted Workloads change (one admitted,
         # released, updated, or claimed by a preemptor); keys the preemption engine's
         # per-queue contender lists.
@@ -153,6 +153,13 @@ class ClusterState:
             lq.fair_weight if lq is not None else Fraction(1),
             settings.resource_weights if settings is not None else {},
         )
+
+    def _usage_changed(self, local_queue: str) -> None:
+        """A LocalQueue's usage may have changed: its ClusterQueue's queue ranks it again."""
+        lq = self.local_queues.get(local_queue)
+        queue = self.queues.get(lq.cluster_queue) if lq is not None else None
+        if isinstance(queue, AdmissionFairQueue):
+            queue.usage_changed(local_queue)
 
     def settle_admission(self, key: WorkloadKey, now: float) -> None:
         """The Workload was seen back Admitted at `now`: in a ClusterQueue with admission
@@ -285,6 +292,8 @@ class ClusterState:
         if old == lq:
             return
         self.local_queues[lq.key] = lq
+        if old is not None and old.fair_weight != lq.fair_weight:
+            self._usage_changed(lq.key)
         if old is not None and (
             old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy
         ):

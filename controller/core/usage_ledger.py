@@ -24,7 +24,7 @@ Amounts are floats in whole units per resource name (a ranking heuristic, as in 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from controller.core.admission_fair_sharing import ResourceAmounts, decayed
@@ -64,16 +64,22 @@ class LedgerEntry:
 
 
 class UsageLedger:
-    """Per LocalQueue (`namespace/name`): consumed usage, entry penalties, admitted usage."""
+    """Per LocalQueue (`namespace/name`): consumed usage, entry penalties, admitted usage.
+    `on_change(local_queue)` is called whenever a LocalQueue's consumed usage or pending
+    penalty changes (its queue ranks it again)."""
 
-    __slots__ = ("_admitted", "_charged", "_penalized", "entries", "version")
+    __slots__ = ("_admitted", "_charged", "_penalized", "entries", "on_change")
 
-    def __init__(self) -> None:
+    def __init__(self, on_change: Callable[[str], None] | None = None) -> None:
         self.entries: dict[str, LedgerEntry] = {}
         self._penalized: dict[WorkloadKey, str] = {}  # Workload → LocalQueue of its penalty
         self._admitted: dict[str, dict[str, int]] = {}  # LocalQueue → milli per resource
         self._charged: dict[WorkloadKey, tuple[str, dict[str, int]]] = {}
-        self.version = 0  # moves on whenever a LocalQueue's usage may have changed
+        self.on_change = on_change
+
+    def _changed(self, local_queue: str) -> None:
+        if self.on_change is not None:
+            self.on_change(local_queue)
 
     def entry(self, local_queue: str) -> LedgerEntry | None:
         return self.entries.get(local_queue)
@@ -95,7 +101,7 @@ class UsageLedger:
         entry.status_accounted = True
         for name, value in consumed.items():
             entry.consumed[name] = entry.consumed.get(name, 0.0) + value
-        self.version += 1
+        self._changed(local_queue)
         return True
 
     def sample(self, local_queue: str, now: float, half_life: float) -> LedgerEntry:
@@ -108,7 +114,7 @@ class UsageLedger:
             entry.last_update = now if entry.last_update is None else max(entry.last_update, now)
         else:
             entry.fold(self.admitted(local_queue), now, half_life)
-        self.version += 1
+        self._changed(local_queue)
         return entry
 
     def forget(self, local_queue: str) -> None:
@@ -117,7 +123,7 @@ class UsageLedger:
         if entry is not None:
             for key in entry.penalties:
                 self._penalized.pop(key, None)
-            self.version += 1
+            self._changed(local_queue)
 
     # -- entry penalties --------------------------------------------------------------------
 
@@ -128,7 +134,7 @@ class UsageLedger:
         entry.penalties[key] = dict(penalty)
         entry._penalty = None
         self._penalized[key] = local_queue
-        self.version += 1
+        self._changed(local_queue)
 
     def drop_penalty(self, key: WorkloadKey) -> dict[str, float] | None:
         """Forget `key`'s pending penalty (it will never settle); returns it, if any."""
@@ -138,7 +144,7 @@ class UsageLedger:
         entry = self.entries[local_queue]
         removed = entry.penalties.pop(key)
         entry._penalty = None
-        self.version += 1
+        self._changed(local_queue)
         return removed
 
     def penalized_local_queue(self, key: WorkloadKey) -> str | None:
@@ -157,7 +163,7 @@ class UsageLedger:
         entry.fold(self.admitted(local_queue), now, half_life)
         for name, value in penalty.items():
             entry.consumed[name] = entry.consumed.get(name, 0.0) + value
-        self.version += 1
+        self._changed(local_queue)
 
     # -- admitted usage now -----------------------------------------------------------------
 

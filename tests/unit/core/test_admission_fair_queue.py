@@ -35,7 +35,8 @@ def test_the_least_used_local_queue_goes_first_whatever_the_priority() -> None:
     queue.push(item("b1", priority=0, created=2))
     assert queue.peek() == item("b1", created=2)
     assert queue.ordered() == [item("b1", created=2), item("a1", 100, 0), item("a2", 0, 1)]
-    usage["b"] = 9.0  # usage changes between cycles: the choice is made at pop time
+    usage["b"] = 9.0  # usage changes between cycles: the queue is told, and ranks b again
+    queue.usage_changed("b")
     popped = queue.pop()
     assert popped is not None and popped[4] == "a1"
     assert len(queue) == 2 and "a1" not in queue and "b1" in queue
@@ -177,6 +178,7 @@ def test_behaves_like_one_queue_sorted_by_usage_then_order(
                 model.put(model.items[k][0], False)
         elif op == "usage":
             usage[local_queue] = amount
+            queue.usage_changed(local_queue)
         else:  # the Workload moves to another LocalQueue: it is queued again there
             where[key] = local_queue
             if key in model.items:

@@ -259,3 +259,31 @@ def test_history_is_seeded_once_and_forgotten_with_the_local_queue() -> None:
     state.remove_local_queue("ns", "lq-a")
     state.set_local_queue(echo)  # created again: its status is history again
     assert state.local_queue_usage("ns/lq-a") == 1.0
+
+
+def test_a_new_weight_or_a_sample_ranks_the_local_queue_again_at_once() -> None:
+    """Kueue's 'admits from the LocalQueue whose weight is raised through the API', and the
+    same after a sample: the queue is told whenever a LocalQueue's usage may change."""
+    state = fair_cluster({"lq-a": 8.0, "lq-b": 2.0})
+    add(state, wl("a1", "lq-a", cpu="8", created=0), wl("b1", "lq-b", cpu="8", created=1))
+    queue = state.queues["cq1"]
+    assert queue.peek() == state.order_of(WorkloadKey("ns/b1"))
+    raised = replace(state.local_queues["ns/lq-a"], fair_weight=Fraction(1_000_000))
+    state.set_local_queue(raised)
+    assert queue.peek() == state.order_of(WorkloadKey("ns/a1"))
+    state.set_local_queue(replace(raised, fair_weight=Fraction(1)))
+    assert queue.peek() == state.order_of(WorkloadKey("ns/b1"))
+    # lq-b has 8 cpus running: ten half-lives later its usage is near 8, lq-a's near 0.
+    running = replace(
+        wl("running", "lq-b", cpu="8"),
+        admission=Admission(
+            "cq1", (PodSetAssignment("main", 1, {"cpu": "default"}, {"cpu": m(8)}),)
+        ),
+    )
+    state.set_cluster_queue(cq("cq1", {"default": {"cpu": "16"}}, admission_mode=USAGE_BASED))
+    add(state, running)
+    for local_queue in ("ns/lq-a", "ns/lq-b"):
+        state.usage_ledger.sample(local_queue, 0.0, AFS.usage_half_life_seconds)
+        state.usage_ledger.sample(local_queue, 100.0, AFS.usage_half_life_seconds)
+    assert state.local_queue_usage("ns/lq-a") < 0.01 < 7.99 < state.local_queue_usage("ns/lq-b")
+    assert queue.peek() == state.order_of(WorkloadKey("ns/a1"))
