@@ -286,8 +286,9 @@ class ClusterState:
                 self.retry_inadmissible(cq.name)
 
     def set_local_queue(self, lq: LocalQueue) -> None:
-        if lq.consumed_status is not None:
-            self.usage_ledger.seed(lq.key, lq.consumed_status)
+        # Admission fair sharing's history is read from the LocalQueue's status when it is
+        # first seen (none: it has none yet); later copies carry our own writes.
+        self.usage_ledger.seed(lq.key, lq.consumed_status or {})
         old = self.local_queues.get(lq.key)
         if old == lq:
             return

@@ -241,8 +241,9 @@ def test_no_penalty_outside_a_usage_based_cluster_queue() -> None:
     add(state, wl("w", "cq1", cpu="2"))
     [admit] = run_cycle(state, 0).admitted
     assert state.usage_ledger.penalized_local_queue(admit.workload_key) is None
-    state.settle_admission(admit.workload_key, 5.0)
-    assert state.usage_ledger.entry("ns/cq1") is None
+    state.settle_admission(admit.workload_key, 5.0)  # nothing folded: not usage-based
+    entry = state.usage_ledger.entry("ns/cq1")
+    assert entry is not None and (entry.consumed, entry.last_update) == ({}, None)
 
 
 def test_history_is_seeded_once_and_forgotten_with_the_local_queue() -> None:
@@ -287,3 +288,17 @@ def test_a_new_weight_or_a_sample_ranks_the_local_queue_again_at_once() -> None:
         state.usage_ledger.sample(local_queue, 100.0, AFS.usage_half_life_seconds)
     assert state.local_queue_usage("ns/lq-a") < 0.01 < 7.99 < state.local_queue_usage("ns/lq-b")
     assert queue.peek() == state.order_of(WorkloadKey("ns/a1"))
+
+
+def test_the_history_written_for_a_new_local_queue_is_not_read_back_as_more() -> None:
+    """A LocalQueue first seen without status has no history; the status the controller then
+    writes comes back on it, and must not be added to what the ledger already holds."""
+    state = fair_cluster()  # lq-a, lq-b without status
+    add(state, wl("a1", "lq-a", cpu="8"))
+    run_cycle(state, 0)
+    state.settle_admission(WorkloadKey("ns/a1"), 1.0)
+    entry = state.usage_ledger.entry("ns/lq-a")
+    assert entry is not None
+    written = dict(entry.consumed)
+    state.set_local_queue(replace(state.local_queues["ns/lq-a"], consumed_status=written))
+    assert entry.consumed == written
