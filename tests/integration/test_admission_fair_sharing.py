@@ -3,7 +3,9 @@
 LocalQueue with the lower recent usage first (before priority), writes each LocalQueue's
 consumed usage to `status.fairSharing` every sampling interval with the usage gauge, and a
 restarted controller carries on from the written history (Kueue's "should retain the
-LocalQueue's historical usage across a restart")."""
+LocalQueue's historical usage across a restart"). Without the configuration section nothing
+of it happens, and the fields are reported as having no effect (Kueue's "Scheduler with
+AdmissionFairSharing = nil ... should ignore FairSharing")."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from tests.integration.kueue import (
     workload,
 )
 
-StartController = Callable[[str], ControllerProcess]
+StartController = Callable[..., ControllerProcess]
 
 # A long half-life keeps the history steady over the test; a 1s interval samples often.
 CONFIG = {"admissionFairSharing": {"usageHalfLifeTime": "1h", "usageSamplingInterval": "1s"}}
@@ -48,9 +50,9 @@ def start_controller(
     namespace; every one started is stopped after the test."""
     started: list[ControllerProcess] = []
 
-    def start(namespace: str) -> ControllerProcess:
+    def start(namespace: str, fair: bool = True) -> ControllerProcess:
         path = tmp_path / "config.yaml"
-        path.write_text(yaml.safe_dump({**CONFIG, "namespaces": [namespace]}))
+        path.write_text(yaml.safe_dump({**(CONFIG if fair else {}), "namespaces": [namespace]}))
         port = free_port()
         process = ControllerProcess(
             kubeconfig_path,
@@ -186,3 +188,36 @@ def test_the_less_used_local_queue_goes_first_and_its_history_survives_a_restart
         "status"
     ) == "False"
     assert second.process is not None and second.process.poll() is None
+
+
+def test_without_the_configuration_section_nothing_is_sampled_and_the_fields_are_reported(
+    start_controller: StartController, kueue: Kueue, namespace: str
+) -> None:
+    cq = f"{namespace}-cq"
+    spec = cluster_queue(cq, {f"{namespace}-rf": {"cpu": 4}})
+    spec["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    lq = local_queue(namespace, "lq", cq)
+    lq["spec"]["fairSharing"] = {"weight": "1"}
+    kueue.apply(flavor(f"{namespace}-rf"), spec, lq, workload(namespace, "w", "lq", cpu="4"))
+    start_controller(namespace, fair=False)
+    wait_admitted(kueue, namespace, "w")
+    on_cluster_queue = wait_for(
+        lambda: condition(kueue.get_cluster_queue(cq), "UnsupportedFields"),
+        what="the ClusterQueue's UnsupportedFields condition",
+    )
+    on_local_queue = wait_for(
+        lambda: condition(kueue.get_local_queue(namespace, "lq"), "UnsupportedFields"),
+        what="the LocalQueue's UnsupportedFields condition",
+    )
+    off = "admission fair sharing is off in the controller configuration"
+    assert on_cluster_queue["message"].startswith(f"spec.admissionScope: {off}")
+    assert on_local_queue["message"].startswith(f"spec.fairSharing: {off}")
+    # The status was written (its counts say the Workload is admitted), without fairSharing.
+    wait_for(
+        lambda: (
+            (kueue.get_local_queue(namespace, "lq").get("status") or {}).get("admittedWorkloads")
+            == 1
+        ),
+        what="the LocalQueue's status",
+    )
+    assert "fairSharing" not in kueue.get_local_queue(namespace, "lq")["status"]
