@@ -20,6 +20,7 @@ from api.common import (
     list_map,
 )
 from api.constants import (
+    AdmissionMode,
     BorrowWithinCohortPolicy,
     FlavorFungibilityPolicy,
     FlavorFungibilityPreference,
@@ -33,6 +34,7 @@ from api.objects import WIDE_AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, S
 from api.quantity import NonNegativeQuantity, QuantityValue
 
 __all__ = [
+    "AdmissionScope",
     "BorrowWithinCohort",
     "ClusterQueue",
     "ClusterQueuePreemption",
@@ -107,6 +109,13 @@ class FlavorFungibility(KueueModel):
     preference: FlavorFungibilityPreference | None = None
 
 
+class AdmissionScope(KueueModel):
+    """Whether the ClusterQueue orders its Workloads by their LocalQueue's recent usage."""
+
+    admission_mode: AdmissionMode
+    """UsageBasedAdmissionFairSharing: the least-used LocalQueue's Workloads go first."""
+
+
 class ClusterQueueSpec(OpenModel):
     """ClusterQueueSpec defines quota, cohort, queueing and preemption of a ClusterQueue."""
 
@@ -130,6 +139,8 @@ class ClusterQueueSpec(OpenModel):
     """Hold stops new admissions; HoldAndDrain also evicts admitted Workloads."""
     fair_sharing: FairSharing | None = None
     """Its weight when fair sharing is on in the controller configuration."""
+    admission_scope: AdmissionScope | None = None
+    """Admission fair sharing (with the configuration's admissionFairSharing section)."""
 
 
 class ResourceUsage(KueueModel):

@@ -109,6 +109,14 @@ class OpenModel(KueueModel):
     model_config = ConfigDict(json_schema_extra={PRESERVE_UNKNOWN_FIELDS: True})
 
 
+class FairSharing(KueueModel):
+    """A Cohort's, ClusterQueue's or LocalQueue's weight in fair sharing."""
+
+    weight: NonNegativeQuantity | None = Field(default=None, json_schema_extra={"default": 1})
+    """Usage (above nominal quota, for a ClusterQueue or Cohort) is divided by it (0: an
+    infinite share); not negative."""
+
+
 class OwnerReference(KueueModel):
     """`metadata.ownerReferences[]`."""
 
@@ -196,13 +204,6 @@ class Taint(KueueModel):
     value: str | None = None
     effect: TaintEffect
     time_added: datetime | None = None
-
-
-class FairSharing(KueueModel):
-    """A ClusterQueue's or Cohort's weight when competing for unused quota (fair sharing)."""
-
-    weight: NonNegativeQuantity | None = Field(default=None, json_schema_extra={"default": 1})
-    """Usage above nominal quota is divided by it (0: an infinite share); not negative."""
 
 
 class FairSharingStatus(KueueModel):

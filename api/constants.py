@@ -197,6 +197,13 @@ class StopPolicy(StrEnum):
     HOLD_AND_DRAIN = "HoldAndDrain"
 
 
+class AdmissionMode(StrEnum):
+    """A ClusterQueue's `spec.admissionScope.admissionMode` (Kueue's admission fair sharing)."""
+
+    USAGE_BASED_ADMISSION_FAIR_SHARING = "UsageBasedAdmissionFairSharing"
+    NO_ADMISSION_FAIR_SHARING = "NoAdmissionFairSharing"
+
+
 class WithinClusterQueuePolicy(StrEnum):
     """`spec.preemption.withinClusterQueue`."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import ClassVar
 
 from pydantic import Field
@@ -9,6 +10,8 @@ from pydantic import Field
 from api.common import (
     Condition,
     DNSSubdomain,
+    FairSharing,
+    Int64,
     KueueModel,
     NonNegativeInt32,
     OpenModel,
@@ -20,6 +23,8 @@ from api.quantity import QuantityValue
 
 __all__ = [
     "LocalQueue",
+    "LocalQueueAdmissionFairSharingStatus",
+    "LocalQueueFairSharingStatus",
     "LocalQueueFlavorUsage",
     "LocalQueueResourceUsage",
     "LocalQueueSpec",
@@ -34,6 +39,8 @@ class LocalQueueSpec(OpenModel):
     """The ClusterQueue that backs this queue (immutable in Kueue)."""
     stop_policy: StopPolicy = StopPolicy.NONE
     """Hold stops new admissions; HoldAndDrain also evicts admitted Workloads."""
+    fair_sharing: FairSharing | None = None
+    """The weight its recent usage is divided by under admission fair sharing."""
 
 
 class LocalQueueResourceUsage(KueueModel):
@@ -48,6 +55,21 @@ class LocalQueueFlavorUsage(KueueModel):
         max_length=64,
         json_schema_extra=list_map("name"),
     )
+
+
+class LocalQueueAdmissionFairSharingStatus(KueueModel):
+    """The LocalQueue's recent usage, as admission fair sharing last sampled it."""
+
+    consumed_resources: dict[str, QuantityValue]
+    """Per resource, admitted usage over time with the half-life decay applied."""
+    last_update: datetime
+    """When consumedResources was last updated."""
+
+
+class LocalQueueFairSharingStatus(KueueModel):
+    weighted_share: Int64
+    """Kueue's share field, required by its schema; 0 for a LocalQueue (no quota of its own)."""
+    admission_fair_sharing_status: LocalQueueAdmissionFairSharingStatus | None = None
 
 
 class LocalQueueStatus(OpenModel):
@@ -71,6 +93,8 @@ class LocalQueueStatus(OpenModel):
         max_length=64,
         json_schema_extra=list_map("name"),
     )
+    fair_sharing: LocalQueueFairSharingStatus | None = None
+    """Admission fair sharing's record of the LocalQueue's recent usage."""
 
 
 class LocalQueue(KueueObject):

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from enum import StrEnum
 from fractions import Fraction
 from functools import total_ordering
 from typing import Final
 
-__all__ = ["Format", "InvalidQuantity", "Quantity", "exact_value", "parse_quantity"]
+__all__ = [
+    "Format",
+    "InvalidQuantity",
+    "Quantity",
+    "decimal_text",
+    "exact_value",
+    "parse_quantity",
+]
 
 
 class InvalidQuantity(ValueError):
@@ -208,3 +215,22 @@ def canonical(milli: int, fmt: Format) -> str:
     if fmt is Format.DECIMAL_EXPONENT:
         return f"{sign}{mantissa}" + (f"e{exp}" if exp != 0 else "")
     return f"{sign}{mantissa}{_DECIMAL_BY_EXP[exp]}"
+
+
+def decimal_text(value: Decimal | float) -> str:
+    """A non-integral amount as a canonical Kubernetes decimal quantity, rounded down to
+    nano-units as Kueue rounds its decayed usage (`MulByFloat`, scale 9): `0.5` → `500m`,
+    `6.25` → `6250m`, `2000` → `2k`, `1e-10` → `0`. A float is read by its shortest repr."""
+    exact = Decimal(repr(value)) if isinstance(value, float) else value
+    if not exact.is_finite():
+        raise InvalidQuantity(f"invalid quantity {value!r}: not finite")
+    nanos = int((exact * 1_000_000_000).to_integral_value(rounding=ROUND_FLOOR))
+    if nanos == 0:
+        return "0"
+    sign = "-" if nanos < 0 else ""
+    mantissa, exp = abs(nanos), -9
+    while mantissa % 1000 == 0 and exp < 18:
+        mantissa //= 1000
+        exp += 3
+    suffix = {-9: "n", -6: "u", **_DECIMAL_BY_EXP}[exp]
+    return f"{sign}{mantissa}{suffix}"

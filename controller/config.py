@@ -157,7 +157,7 @@ class FairSharingConfig(_Section):
 
 class AdmissionFairSharingConfig(_Section):
     """Kueue's `admissionFairSharing`: order a ClusterQueue's Workloads by their
-    LocalQueue's recent usage (docs/fair-sharing.md)."""
+    LocalQueue's recent usage (docs/admission-fair-sharing.md)."""
 
     usage_half_life_time: float = Field(
         0.0,
@@ -304,7 +304,7 @@ class ControllerConfig(_Section):
     admission_fair_sharing: AdmissionFairSharingConfig | None = Field(
         None,
         alias="admissionFairSharing",
-        description="Kueue's admissionFairSharing; unset = off (docs/fair-sharing.md)",
+        description="Kueue's admissionFairSharing; unset = off (docs/admission-fair-sharing.md)",
     )
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"

@@ -4,8 +4,11 @@ Reads multi-document YAML (ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPri
 scheduling.k8s.io PriorityClass, Namespace, Workload), runs cycles until nothing changes
 (evictions are treated as completed: the evicted Workload releases its quota and waits
 again), and prints the Workloads admitted by the plan, the ones that would preempt and the
-ones left pending with the reason. Bad input prints one line per problem and exits 2;
-there is never a partial plan. Kueue fields quotagate does not implement yet are named in
+ones left pending with the reason. With `--config` carrying admissionFairSharing, each
+LocalQueue's `status.fairSharing.admissionFairSharingStatus` seeds its recent usage, and the
+plan ends with every LocalQueue of a usage-based ClusterQueue: its consumed usage, the
+entry penalties of the plan's admissions, and the usage its Workloads were ordered by.
+Bad input prints one line per problem and exits 2; there is never a partial plan. Kueue fields quotagate does not implement yet are named in
 a warning on stderr (and under `unsupported` in JSON/YAML); the plan is computed without
 them.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -31,6 +35,7 @@ from controller.core.from_api import CoreObject, InvalidObject, apply, convert
 from controller.core.pending import why_pending
 from controller.core.state import ClusterState
 from controller.core.unsupported import unsupported_fields
+from controller.core.usage_sampling import LocalQueueUsage, local_queue_usages
 from controller.core.workloads import Workload
 
 __all__ = ["add_plan_command", "plan", "render"]
@@ -209,7 +214,7 @@ def plan(
                 "reason": why_pending(state, key),
             }
         )
-    return {
+    decided: dict[str, Any] = {
         "admitted": [_admitted(admits[key]) for key in sorted(admits)],
         "preempting": [_preempting(preempting[key]) for key in sorted(preempting)],
         "pending": pending,
@@ -217,6 +222,22 @@ def plan(
             {"workload": e.workload_key, "clusterQueue": e.cluster_queue, "reason": e.reason}
             for e in sorted(evictions.values(), key=lambda e: e.workload_key)
         ],
+    }
+    usages = local_queue_usages(state)
+    if usages:
+        decided["localQueueUsage"] = [_local_queue_usage(usage) for usage in usages]
+    return decided
+
+
+def _local_queue_usage(usage: LocalQueueUsage) -> dict[str, Any]:
+    """Admission fair sharing's record of one LocalQueue at the end of the plan (amounts in
+    whole units; `usage` is "+Inf" for a LocalQueue of weight 0)."""
+    return {
+        "localQueue": usage.local_queue,
+        "clusterQueue": usage.cluster_queue,
+        "consumed": dict(sorted(usage.consumed.items())),
+        "pendingPenalty": dict(sorted(usage.penalty.items())),
+        "usage": "+Inf" if math.isinf(usage.usage) else usage.usage,
     }
 
 
@@ -283,10 +304,31 @@ def render(result: dict[str, Any], output: str) -> str:
     for p in result["pending"]:
         rows.append((p["workload"], p["clusterQueue"] or "-", "pending", p["reason"]))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join(
+    table = "\n".join(
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
         for row in rows
     ).rstrip()
+    usage_rows = [("LOCALQUEUE", "CLUSTERQUEUE", "USAGE", "CONSUMED + PENDING PENALTY")]
+    for u in result.get("localQueueUsage", ()):
+        amounts = {**u["consumed"]}
+        for name, value in u["pendingPenalty"].items():
+            amounts[name] = amounts.get(name, 0.0) + value
+        detail = " ".join(f"{name}={value:g}" for name, value in sorted(amounts.items()))
+        usage = u["usage"] if isinstance(u["usage"], str) else f"{u['usage']:g}"
+        usage_rows.append((u["localQueue"], u["clusterQueue"], usage, detail))
+    if len(usage_rows) == 1:
+        return table
+    widths = [max(len(row[i]) for row in usage_rows) for i in range(3)]
+    return (
+        table
+        + "\n\n"
+        + "\n".join(
+            (
+                "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+            ).rstrip()
+            for row in usage_rows
+        )
+    )
 
 
 def _plan(args: argparse.Namespace) -> int:

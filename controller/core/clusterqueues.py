@@ -12,6 +12,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from api.constants import (
+    AdmissionMode,
     BorrowWithinCohortPolicy,
     QueueingStrategy,
     ReclaimWithinCohortPolicy,
@@ -22,6 +23,7 @@ from controller.core.fair_sharing import DEFAULT_WEIGHT
 from controller.core.selectors import LabelSelector
 
 __all__ = [
+    "AdmissionMode",
     "ClusterQueue",
     "FlavorFungibility",
     "FlavorQuotas",
@@ -120,6 +122,10 @@ class ClusterQueue:
     minimum_runtime_seconds: int | None = None
     # spec.fairSharing.weight, exact (controller/core/fair_sharing.py); used with fair sharing.
     fair_weight: Fraction = DEFAULT_WEIGHT
+    # spec.admissionScope.admissionMode (None: no admissionScope); with the configuration's
+    # admissionFairSharing, UsageBasedAdmissionFairSharing orders Workloads by their
+    # LocalQueue's usage (controller/core/admission_fair_queue.py).
+    admission_mode: AdmissionMode | None = None
 
     def group_for(self, resource: str) -> ResourceGroup | None:
         """The resource group covering `resource`, or None when the queue does not cover it."""
@@ -154,6 +160,12 @@ class LocalQueue:
     name: str
     cluster_queue: str
     stop_policy: StopPolicy = StopPolicy.NONE
+    # spec.fairSharing.weight, exact: its usage is divided by it under admission fair sharing.
+    fair_weight: Fraction = DEFAULT_WEIGHT
+    # status.fairSharing.admissionFairSharingStatus.consumedResources (whole units per
+    # resource; None: no such status): seeds its admission fair sharing history once
+    # (controller/core/usage_ledger.py). Not compared: our own status writes come back.
+    consumed_status: Mapping[str, float] | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:

@@ -30,6 +30,7 @@ from api.quantities import InvalidQuantity, exact_value
 from api.workload_status import PodSetShape, admission_from_api
 from controller.core.api_fields import FieldReader, parse_time
 from controller.core.clusterqueues import (
+    AdmissionMode,
     ClusterQueue,
     FlavorFungibility,
     FlavorQuotas,
@@ -231,7 +232,60 @@ def _cluster_queue(
         admission_checks=admission_check_names(spec),
         minimum_runtime_seconds=_minimum_runtime(r, meta),
         fair_weight=_fair_weight(r, spec),
+        admission_mode=_admission_mode(r, spec),
     )
+
+
+def _admission_mode(r: FieldReader, spec: Mapping[str, Any]) -> AdmissionMode | None:
+    """`spec.admissionScope.admissionMode` (None without an admissionScope); Kueue's schema
+    requires the mode once the scope is there."""
+    scope = spec.get("admissionScope")
+    if scope is None:
+        return None
+    mode = r.obj(scope, "spec.admissionScope").get("admissionMode")
+    if mode is None:
+        r.problem("spec.admissionScope.admissionMode", "required in an admissionScope")
+        return None
+    return r.enum(mode, "spec.admissionScope.admissionMode", AdmissionMode, None)
+
+
+def _local_queue(
+    r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> LocalQueue:
+    """A LocalQueue; the consumed usage its status records (admission fair sharing's
+    history, written by an earlier controller or given in a plan's manifest) comes along."""
+    return LocalQueue(
+        r.text(meta.get("namespace"), "metadata.namespace", "default"),
+        r.text(meta.get("name"), "metadata.name"),
+        r.text(spec.get("clusterQueue"), "spec.clusterQueue"),
+        r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
+        _fair_weight(r, spec),
+        _consumed_status(r, status),
+    )
+
+
+def _consumed_status(r: FieldReader, status: Mapping[str, Any]) -> dict[str, float] | None:
+    """`status.fairSharing.admissionFairSharingStatus.consumedResources` in whole units
+    (None without that status). A value that is not a non-negative quantity is refused."""
+    fair = r.obj(status.get("fairSharing"), "status.fairSharing")
+    path = "status.fairSharing.admissionFairSharingStatus"
+    afs = fair.get("admissionFairSharingStatus")
+    if afs is None:
+        return None
+    consumed = r.obj(r.obj(afs, path).get("consumedResources"), f"{path}.consumedResources")
+    out: dict[str, float] = {}
+    for name, value in consumed.items():
+        field = f"{path}.consumedResources[{name}]"
+        try:
+            amount = exact_value(value)
+        except InvalidQuantity as exc:
+            r.problem(field, str(exc))
+            continue
+        if amount < 0:
+            r.problem(field, f"must not be negative, got {value!r}")
+            continue
+        out[str(name)] = float(amount)
+    return out
 
 
 def _fair_weight(r: FieldReader, spec: Mapping[str, Any]) -> Fraction:
@@ -520,12 +574,7 @@ def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObje
     elif kind == "Cohort":
         result = _cohort(r, meta, spec)
     elif kind == "LocalQueue":
-        result = LocalQueue(
-            r.text(meta.get("namespace"), "metadata.namespace", "default"),
-            r.text(meta.get("name"), "metadata.name"),
-            r.text(spec.get("clusterQueue"), "spec.clusterQueue"),
-            r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
-        )
+        result = _local_queue(r, meta, spec, r.obj(data.get("status"), "status"))
     elif kind == "WorkloadPriorityClass":
         result = WorkloadPriorityClass(
             r.text(meta.get("name"), "metadata.name"), r.integer(data.get("value"), "value", 0) or 0

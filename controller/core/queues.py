@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from controller.core.clusterqueues import QueueingStrategy
 from controller.core.workloads import WorkloadKey
 
-__all__ = ["BackoffQueue", "OrderKey", "PendingQueue", "order_key"]
+__all__ = ["BackoffQueue", "OrderKey", "PendingQueue", "WorkloadQueue", "order_key"]
 
 OrderKey = tuple[int, int, float, str, WorkloadKey]
 """(−priority, −preemption cost, creation time, UID, workload key): smaller is first."""
@@ -48,6 +49,33 @@ class _Run:
         self.parked = parked
         self.signature = signature  # shared by every item, when the run was parked alike
         self.tag: object = None  # what the caller parked it with (the refusal reason)
+
+
+class WorkloadQueue(Protocol):
+    """A ClusterQueue's pending Workloads as the state, the cycle and the tools use them:
+    a `PendingQueue`, or with admission fair sharing an `AdmissionFairQueue`
+    (controller/core/admission_fair_queue.py)."""
+
+    strategy: QueueingStrategy
+
+    def __len__(self) -> int: ...
+    def __contains__(self, key: WorkloadKey) -> bool: ...
+    def push(self, item: OrderKey) -> None: ...
+    def park(self, item: OrderKey) -> None: ...
+    def park_run(
+        self, signature_of: Callable[[WorkloadKey], object], signature: object, tag: object = None
+    ) -> int: ...
+    def tag_of(self, key: WorkloadKey) -> object: ...
+    def requeue(self, item: OrderKey, inadmissible: bool) -> None: ...
+    def remove(self, key: WorkloadKey) -> OrderKey | None: ...
+    def has_heads(self) -> bool: ...
+    def peek(self) -> OrderKey | None: ...
+    def pop(self) -> OrderKey | None: ...
+    def retry_inadmissible(self) -> int: ...
+    def is_inadmissible(self, key: WorkloadKey) -> bool: ...
+    def inadmissible_count(self) -> int: ...
+    def workload_keys(self) -> Iterator[WorkloadKey]: ...
+    def ordered(self) -> list[OrderKey]: ...
 
 
 class PendingQueue:
@@ -118,13 +146,18 @@ class PendingQueue:
         self._parked.append(run)
 
     def park_run(
-        self, signature_of: Callable[[WorkloadKey], object], signature: object, tag: object = None
+        self,
+        signature_of: Callable[[WorkloadKey], object],
+        signature: object,
+        tag: object = None,
+        before: OrderKey | None = None,
     ) -> int:
-        """Set aside the heads, in order, for as long as `signature_of(key) == signature`,
-        as one run carrying `tag` (`tag_of`); returns how many. A run parked this way
-        before is taken whole (its items share the signature) when no other head falls
-        inside it, and consecutive runs are merged, smaller into larger, so a queue keeps
-        a few runs however many times it is retried and parked again."""
+        """Set aside the heads, in order, for as long as `signature_of(key) == signature`
+        (and, with `before`, the head comes before it), as one run carrying `tag`
+        (`tag_of`); returns how many. A run parked this way before is taken whole (its
+        items share the signature) when no other head falls inside it, and consecutive
+        runs are merged, smaller into larger, so a queue keeps a few runs however many
+        times it is retried and parked again."""
         parked = 0
         current: _Run | None = None
         while True:
@@ -132,8 +165,12 @@ class PendingQueue:
             if top is None:
                 break
             first, run = top
+            if before is not None and not first < before:
+                break
             if run.signature is not None and run.signature == signature:
                 following = self._next_key(run)
+                if before is not None and (following is None or before < following):
+                    following = before
                 if following is None or run.last < following:
                     heapq.heappop(self._heap)
                     run.parked = True

@@ -14,11 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
-from api.constants import PREEMPTIBILITY_LABEL
+from api.constants import PREEMPTIBILITY_LABEL, AdmissionMode
 from api.workload_status import Admission
-from controller.core.admission_fair_sharing import AdmissionFairSharing
+from controller.core.admission_fair_queue import AdmissionFairQueue
+from controller.core.admission_fair_sharing import (
+    AdmissionFairSharing,
+    resource_totals,
+    weighted_usage,
+)
 from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohort_nodes import Cohort
@@ -28,7 +34,7 @@ from controller.core.fair_sharing import FairSharing
 from controller.core.flavors import ResourceFlavor
 from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
-from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, order_key
+from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, WorkloadQueue, order_key
 from controller.core.records import (
     AdmittedView,
     NominatedView,
@@ -37,6 +43,7 @@ from controller.core.records import (
     WorkloadsView,
 )
 from controller.core.selectors import EMPTY_LABELS
+from controller.core.usage_ledger import UsageLedger
 from controller.core.workloads import Usage, Workload, WorkloadKey
 
 __all__ = ["ClusterState", "UnknownWorkload", "namespace_matches"]
@@ -87,7 +94,7 @@ class ClusterState:
         self.workloads = WorkloadsView(self.records)
         self.admitted = AdmittedView(self.records, self._holding)
         self.nominated = NominatedView(self.records, self._nominated)
-        self.queues: dict[str, PendingQueue] = {}
+        self.queues: dict[str, WorkloadQueue] = {}
         self.backoff_queue = BackoffQueue()
         # Kueue's requeuingStrategy.timestamp: a Workload evicted for PodsReadyTimeout is
         # ordered by that eviction's time ("Eviction", Kueue's default) or by its creation
@@ -98,7 +105,9 @@ class ClusterState:
         self.preemptibility_threshold: int | None = None
         # Kueue's fairSharing and admissionFairSharing configuration (None = off).
         self.fair_sharing: FairSharing | None = None
-        self.admission_fair_sharing: AdmissionFairSharing | None = None
+        self._admission_fair_sharing: AdmissionFairSharing | None = None
+        # Admission fair sharing's per-LocalQueue history and entry penalties.
+        self.usage_ledger = UsageLedger(self._usage_changed)
         # Per ClusterQueue, moves on whenever its admitted Workloads change (one admitted,
         # released, updated, or claimed by a preemptor); keys the preemption engine's
         # per-queue contender lists.
@@ -107,6 +116,89 @@ class ClusterState:
         # Per ClusterQueue whose head found preemption candidates within their minimum
         # runtime: when the first of them becomes preemptible (its queue is tried again).
         self._protected_until: dict[str, float] = {}
+
+    # -- admission fair sharing ---------------------------------------------------------------
+
+    @property
+    def admission_fair_sharing(self) -> AdmissionFairSharing | None:
+        """The configuration's admissionFairSharing (None: off)."""
+        return self._admission_fair_sharing
+
+    @admission_fair_sharing.setter
+    def admission_fair_sharing(self, settings: AdmissionFairSharing | None) -> None:
+        self._admission_fair_sharing = settings
+        for name in list(self.queues):
+            self._rebuild_queue(name)
+
+    def uses_admission_fair_sharing(self, cluster_queue: str) -> bool:
+        """Whether the ClusterQueue orders its Workloads by their LocalQueue's usage: its
+        admissionMode says so and the configuration has admissionFairSharing."""
+        cq = self.cluster_queues.get(cluster_queue)
+        return (
+            self._admission_fair_sharing is not None
+            and cq is not None
+            and cq.admission_mode is AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
+        )
+
+    def local_queue_usage(self, local_queue: str) -> float:
+        """A LocalQueue's admission fair sharing usage now: its consumed usage plus pending
+        entry penalties, resources weighted, divided by its weight (1 for a LocalQueue the
+        state does not hold, as Kueue falls back to)."""
+        settings = self._admission_fair_sharing
+        entry = self.usage_ledger.entry(local_queue)
+        lq = self.local_queues.get(local_queue)
+        return weighted_usage(
+            entry.consumed if entry is not None else {},
+            entry.penalty if entry is not None else {},
+            lq.fair_weight if lq is not None else Fraction(1),
+            settings.resource_weights if settings is not None else {},
+        )
+
+    def _usage_changed(self, local_queue: str) -> None:
+        """A LocalQueue's usage may have changed: its ClusterQueue's queue ranks it again."""
+        lq = self.local_queues.get(local_queue)
+        queue = self.queues.get(lq.cluster_queue) if lq is not None else None
+        if isinstance(queue, AdmissionFairQueue):
+            queue.usage_changed(local_queue)
+
+    def settle_admission(self, key: WorkloadKey, now: float) -> None:
+        """The Workload was seen back Admitted at `now`: in a ClusterQueue with admission
+        fair sharing, its LocalQueue's consumed usage folds in what is admitted now and its
+        entry penalty (Kueue settles on every transition into Admitted)."""
+        settings = self._admission_fair_sharing
+        record = self.records.get(key)
+        if settings is None or record is None or record.admission is None:
+            return
+        if not record.workload.active or not self.uses_admission_fair_sharing(
+            record.admission.cluster_queue
+        ):
+            return
+        self.usage_ledger.settle(
+            key, self.local_queue_key(key), now, settings.usage_half_life_seconds
+        )
+
+    def _new_queue(self, cq: ClusterQueue) -> WorkloadQueue:
+        if self.uses_admission_fair_sharing(cq.name):
+            return AdmissionFairQueue(
+                cq.queueing_strategy, self.local_queue_key, self.local_queue_usage
+            )
+        return PendingQueue(cq.queueing_strategy)
+
+    def _rebuild_queue(self, name: str) -> None:
+        """Give a ClusterQueue the kind of queue its admission mode calls for, with the same
+        Workloads (parked ones stay parked)."""
+        old = self.queues[name]
+        wanted_fair = self.uses_admission_fair_sharing(name)
+        if isinstance(old, AdmissionFairQueue) == wanted_fair:
+            return
+        new = self._new_queue(self.cluster_queues[name])
+        for key in list(old.workload_keys()):
+            item = self.records[key].order
+            if old.is_inadmissible(key):
+                new.park(item)
+            else:
+                new.push(item)
+        self.queues[name] = new
 
     def record(self, key: WorkloadKey) -> WorkloadRecord:
         """The Workload's record; `UnknownWorkload` if the state does not hold it."""
@@ -145,12 +237,13 @@ class ClusterState:
             self.quota.set_cluster_queue(cq.name, cq.cohort, dict(cq.quotas()))
         queue = self.queues.get(cq.name)
         if queue is None:
-            self.queues[cq.name] = PendingQueue(cq.queueing_strategy)
+            self.queues[cq.name] = self._new_queue(cq)
             for lq in self.local_queues.values():
                 if lq.cluster_queue == cq.name:
                     self._place_aside(lq.key)
         else:
             queue.strategy = cq.queueing_strategy
+            self._rebuild_queue(cq.name)  # its admission mode may have changed
         if cq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
             for key in self._admitted_by_cq.get(cq.name, ()):
                 self._request_eviction(key, "ClusterQueueStopped", "The ClusterQueue is stopped")
@@ -193,10 +286,15 @@ class ClusterState:
                 self.retry_inadmissible(cq.name)
 
     def set_local_queue(self, lq: LocalQueue) -> None:
+        # Admission fair sharing's history is read from the LocalQueue's status when it is
+        # first seen (none: it has none yet); later copies carry our own writes.
+        self.usage_ledger.seed(lq.key, lq.consumed_status or {})
         old = self.local_queues.get(lq.key)
         if old == lq:
             return
         self.local_queues[lq.key] = lq
+        if old is not None and old.fair_weight != lq.fair_weight:
+            self._usage_changed(lq.key)
         if old is not None and (
             old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy
         ):
@@ -209,6 +307,7 @@ class ClusterState:
 
     def remove_local_queue(self, namespace: str, name: str) -> None:
         lq = self.local_queues.pop(f"{namespace}/{name}", None)
+        self.usage_ledger.forget(f"{namespace}/{name}")
         if lq is not None:
             self._requeue_local_queue(lq)
 
@@ -272,6 +371,8 @@ class ClusterState:
         if record is None:
             record = self.records[key] = WorkloadRecord(workload, order, resolution)
         else:
+            if record.workload.queue_name != workload.queue_name:
+                self.usage_ledger.drop_penalty(key)  # settlement looks in the new LocalQueue
             record.workload, record.order, record.resolution = workload, order, resolution
             record.signature = None
         if record.holds_quota and (workload.admission != record.admission or workload.finished):
@@ -283,6 +384,7 @@ class ClusterState:
             self._touch(record.cluster_queue)
         self._unqueue(key)
         if workload.finished:
+            self.usage_ledger.drop_penalty(key)  # finished without being seen admitted
             record.phase = Phase.FINISHED
             return
         if record.phase is Phase.FINISHED:
@@ -291,6 +393,8 @@ class ClusterState:
             self._reserve(record, workload.admission, evicting=workload.evicted)
         elif workload.admission is None:
             self._place(key)
+        if not workload.active and not record.holds_quota:
+            self.usage_ledger.drop_penalty(key)
         if record.holds_quota and not workload.active:
             target = workload.deactivation_target
             if target is None:
@@ -320,6 +424,7 @@ class ClusterState:
             self._unreserve(record)
         self.drop_nomination(key, requeue=False)
         self._unqueue(key)
+        self.usage_ledger.drop_penalty(key)
         del self.records[key]
 
     def signature(self, key: WorkloadKey) -> tuple[object, ...]:
@@ -450,6 +555,15 @@ class ClusterState:
             record.workload, admission=admit.admission, evicted=False, quota_reserved_at=None
         )
         self._reserve(record, admit.admission, evicting=False)
+        settings = self._admission_fair_sharing
+        if settings is not None and self.uses_admission_fair_sharing(admit.cluster_queue):
+            # Kueue's entry penalty: the LocalQueue counts as having used a sample's worth
+            # of this admission until it is seen back Admitted (`settle_admission`).
+            self.usage_ledger.push_penalty(
+                self.local_queue_key(record.key),
+                record.key,
+                settings.entry_penalty(resource_totals((record.usage or {}).items())),
+            )
 
     def _touch(self, cluster_queue: str) -> None:
         self.admitted_versions[cluster_queue] = self.admitted_versions.get(cluster_queue, 0) + 1
@@ -462,6 +576,7 @@ class ClusterState:
         self._admitted_by_cq.setdefault(admission.cluster_queue, set()).add(record.key)
         self._holding.add(record.key)
         self.quota.add_usage(admission.cluster_queue, usage)
+        self.usage_ledger.reserve(record.key, self.local_queue_key(record.key), usage.items())
         self._recover_for(record.key)
         if evicting:
             return
@@ -483,6 +598,7 @@ class ClusterState:
         if not members:
             del self._admitted_by_cq[cluster_queue]
         self._holding.discard(record.key)
+        self.usage_ledger.release(record.key)
         record.admission = record.usage = record.eviction = record.contender = None
         self._evictions.discard(record.key)
         record.phase = Phase.QUEUED
@@ -505,6 +621,7 @@ class ClusterState:
         record = self.records.get(key)
         if record is None or not record.holds_quota:
             raise UnknownWorkload(f"{key} holds no quota")
+        self.usage_ledger.drop_penalty(key)  # an admission rolled back never settles
         usage = self._unreserve(record)
         workload = replace(record.workload, admission=None, evicted=requeue)
         if requeue:

@@ -1,5 +1,6 @@
 """Kueue fields quotagate accepts but does not implement yet, found in an API object, and
-those the controller's configuration turns off (a fair-sharing weight without fairSharing).
+those the controller's configuration turns off (a fair-sharing weight without fairSharing,
+an admission scope or LocalQueue weight without admissionFairSharing).
 
 quotagate serves Kueue's schema, so a Kueue manifest applies unchanged; a field whose
 behaviour is missing must then be *reported*, never admitted as if it were absent. Each
@@ -54,7 +55,16 @@ _FAIR_SHARING_OFF: Final = (
 )
 
 
-def _cluster_queue(spec: Mapping[str, Any], fair_sharing: bool) -> list[Finding]:
+_ADMISSION_FAIR_SHARING_OFF: Final = (
+    "admission fair sharing is off in the controller configuration (no admissionFairSharing "
+    "section): {what} has no effect, Workloads of all LocalQueues are ordered together by "
+    "priority and creation time"
+)
+
+
+def _cluster_queue(
+    spec: Mapping[str, Any], fair_sharing: bool, admission_fair_sharing: bool
+) -> list[Finding]:
     found: list[Finding] = []
     if admission_check_names(spec):
         path = (
@@ -71,12 +81,11 @@ def _cluster_queue(spec: Mapping[str, Any], fair_sharing: bool) -> list[Finding]
         )
     if spec.get("fairSharing") is not None and not fair_sharing:
         found.append(("spec.fairSharing", _FAIR_SHARING_OFF))
-    if spec.get("admissionScope") is not None:
+    if spec.get("admissionScope") is not None and not admission_fair_sharing:
         found.append(
             (
                 "spec.admissionScope",
-                f"admission fair sharing is {_NOT_IMPLEMENTED}: Workloads of all LocalQueues "
-                "are ordered together by priority and creation time",
+                _ADMISSION_FAIR_SHARING_OFF.format(what="the admission mode"),
             )
         )
     if spec.get("concurrentAdmissionPolicy") is not None:
@@ -89,10 +98,12 @@ def _cluster_queue(spec: Mapping[str, Any], fair_sharing: bool) -> list[Finding]
     return found
 
 
-def _local_queue(spec: Mapping[str, Any]) -> list[Finding]:
-    if spec.get("fairSharing") is None:
+def _local_queue(spec: Mapping[str, Any], admission_fair_sharing: bool) -> list[Finding]:
+    """A LocalQueue's weight counts only in admission fair sharing (Kueue: "only relevant if
+    AdmissionFairSharing is enabled in the Kueue configuration")."""
+    if spec.get("fairSharing") is None or admission_fair_sharing:
         return []
-    return [("spec.fairSharing", f"fair sharing is {_NOT_IMPLEMENTED}: the weight is ignored")]
+    return [("spec.fairSharing", _ADMISSION_FAIR_SHARING_OFF.format(what="the weight"))]
 
 
 def _workload(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[Finding]:
@@ -164,9 +175,9 @@ def unsupported_fields(
     if not isinstance(spec, Mapping):
         return []
     if kind == "ClusterQueue":
-        return _cluster_queue(spec, fair_sharing)
+        return _cluster_queue(spec, fair_sharing, admission_fair_sharing)
     if kind == "LocalQueue":
-        return _local_queue(spec)
+        return _local_queue(spec, admission_fair_sharing)
     if kind == "Workload":
         status = obj.get("status") or {}
         return _workload(spec, status if isinstance(status, Mapping) else {})

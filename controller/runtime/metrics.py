@@ -177,6 +177,14 @@ class Metrics:
             [cq, "status", ROLE],
             registry=r,
         )
+        self.local_queue_admission_fair_sharing_usage = Gauge(
+            "kueue_local_queue_admission_fair_sharing_usage",
+            "Reports a value representing the LocalQueue's Admission Fair Sharing usage, "
+            "calculated from the resource-weighted sum of consumed resources and pending "
+            "admission penalties, divided by the LocalQueue's fair sharing weight",
+            ["name", "namespace", cq, ROLE],
+            registry=r,
+        )
         labels = ["cohort", cq, "flavor", "resource", ROLE]
         self.resource_reservation = Gauge(
             "kueue_cluster_queue_resource_reservation",
@@ -287,6 +295,7 @@ class Metrics:
             self.lending_limit,
             self.cluster_queue_weighted_share,
             self.cohort_weighted_share,
+            self.local_queue_admission_fair_sharing_usage,
         )
 
     def set_role(self, role: str) -> None:

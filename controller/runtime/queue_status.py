@@ -3,11 +3,17 @@
 Status is computed from the `core` state (counts, reserved and admitted usage per
 flavor and resource, the `Active` condition with a reason when inactive) and
 merge-patched on the status subresource at most once per interval per queue.
+
+With admission fair sharing the same writer runs its sampling tick every
+`usageSamplingInterval` (controller/core/usage_sampling.py) and writes each sampled
+LocalQueue's `status.fairSharing.admissionFairSharingStatus` — when its consumed resources
+changed — and the gauge `kueue_local_queue_admission_fair_sharing_usage`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
@@ -16,11 +22,12 @@ from typing import Any
 from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
-from api.quantities import Quantity
+from api.quantities import Quantity, decimal_text
 from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
 from controller.core.shares import Shares, shares_of
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
+from controller.core.usage_sampling import LocalQueueUsage, fair_local_queues, sample
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
 from controller.runtime.context import Context
 
@@ -100,6 +107,25 @@ def local_queue_counts(
     return counts
 
 
+def admission_fair_sharing_status(
+    usage: LocalQueueUsage, previous: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A sampled LocalQueue's `status.fairSharing`: Kueue's required `weightedShare` (0: a
+    LocalQueue has no quota of its own) and its consumed resources as canonical
+    quantities, with the time of the sample — or the `previous` time when the consumed
+    resources are unchanged, so an idle LocalQueue's status is not written again."""
+    consumed = {name: decimal_text(value) for name, value in sorted(usage.consumed.items())}
+    sampled = previous.get("admissionFairSharingStatus") if previous else None
+    if sampled is not None and sampled["consumedResources"] == consumed:
+        last_update = sampled["lastUpdate"]
+    else:
+        last_update = workload_status.rfc3339(usage.last_update or 0.0)
+    return {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {"consumedResources": consumed, "lastUpdate": last_update},
+    }
+
+
 def _written_key(resource: Resource, key: str) -> str:
     """`kind/namespace/name`, as WorkloadSync keys objects (unsupported fields, deletions)."""
     return f"{resource.kind}/{key}" if resource.namespaced else f"{resource.kind}//{key}"
@@ -123,6 +149,11 @@ class QueueStatusWriter:
         self.written: dict[str, dict[str, Any]] = {}
         self.metric_queues: set[str] = set()  # ClusterQueues with gauge series out
         self.metric_cohorts: set[str] = set()  # cohorts with a weighted-share series out
+        # Admission fair sharing: per LocalQueue its `status.fairSharing` as last sampled,
+        # when the next sample is due, and the usage gauge's series out.
+        self.local_queue_fair_sharing: dict[str, dict[str, Any]] = {}
+        self.next_sample: float | None = None
+        self.usage_series: set[tuple[str, str, str, str]] = set()  # label values with role
 
     def forget(self, key: str) -> None:
         """The object `kind/namespace/name` was deleted: one created again under its name
@@ -130,6 +161,7 @@ class QueueStatusWriter:
         self.written.pop(key, None)
 
     async def run_forever(self) -> None:
+        self.next_sample = None  # a new term samples at once (its history was just read)
         while True:
             try:
                 await self.write_changed()
@@ -178,9 +210,45 @@ class QueueStatusWriter:
             if quota.lending_limit is not None:
                 metrics.lending_limit.labels(*labels).set(quota.lending_limit / 1000)
 
+    def sample_if_due(self, now: float) -> None:
+        """Admission fair sharing's tick: every `usageSamplingInterval`, fold each
+        LocalQueue's admitted usage into its history and take its status and gauge from the
+        result. A LocalQueue of an inactive ClusterQueue keeps what it had; one no longer
+        under admission fair sharing loses its gauge series."""
+        state = self.ctx.state
+        settings = state.admission_fair_sharing
+        if settings is None or (self.next_sample is not None and now < self.next_sample):
+            return
+        self.next_sample = now + settings.usage_sampling_interval_seconds
+        metrics = self.ctx.metrics
+        gauge = metrics.local_queue_admission_fair_sharing_usage
+        fair = set(fair_local_queues(state))
+        for key in set(self.local_queue_fair_sharing) - fair:
+            del self.local_queue_fair_sharing[key]
+        series: set[tuple[str, str, str, str]] = set()
+        for usage in sample(state, now):
+            key = usage.local_queue
+            self.local_queue_fair_sharing[key] = admission_fair_sharing_status(
+                usage, self.local_queue_fair_sharing.get(key)
+            )
+            namespace, name = key.split("/", 1)
+            labels = (name, namespace, usage.cluster_queue, metrics.role)
+            gauge.labels(*labels).set(usage.usage)
+            series.add(labels)
+        for old in self.usage_series - series:
+            name, namespace, cluster_queue, _ = old
+            lq = state.local_queues.get(f"{namespace}/{name}")
+            if lq is not None and lq.cluster_queue == cluster_queue and lq.key in fair:
+                series.add(old)  # not sampled (its ClusterQueue is inactive): kept
+            else:
+                with contextlib.suppress(KeyError):  # gone with a role change already
+                    gauge.remove(*old)
+        self.usage_series = series
+
     async def write_changed(self) -> None:
         state = self.ctx.state
         now = self.ctx.clock()
+        self.sample_if_due(now)
         writes = []
         finished: dict[str, int] = {}
         counts = local_queue_counts(state, finished)
@@ -210,6 +278,9 @@ class QueueStatusWriter:
                 counts.get(key)
                 or {"pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0}
             )
+            fair_sharing = self.local_queue_fair_sharing.get(key)
+            if fair_sharing is not None:
+                status["fairSharing"] = fair_sharing
             active, reason, message = active_condition(local_queue_inactive(state, key))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))

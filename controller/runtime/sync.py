@@ -143,6 +143,14 @@ class WorkloadSync:
         held = state.admitted.get(key)
         cluster_queue = held.cluster_queue if held is not None else None
         from_api.apply(state, workload)
+        if (
+            seen is not None
+            and workload_status.is_admitted(body)
+            and not workload_status.is_admitted(seen.body)
+        ):
+            # Admission fair sharing settles the entry penalty on every transition into
+            # Admitted (Kueue's workload controller); a first copy is no transition.
+            state.settle_admission(key, self.ctx.clock())
         finished = isinstance(workload, Workload) and workload.finished
         if cluster_queue is not None and finished and self.ctx.leading:
             metrics = self.ctx.metrics

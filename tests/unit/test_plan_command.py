@@ -359,3 +359,22 @@ def test_plan_with_fair_sharing_reclaims_from_the_largest_share(
         "InCohortReclamation, 1 pods)",
     ]
     assert captured.err == ""
+
+
+def test_plan_shows_each_local_queues_admission_fair_sharing_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With admissionFairSharing in --config, the table ends with the LocalQueues of
+    usage-based ClusterQueues: their usage, and consumed usage plus pending penalties."""
+    data = Path(__file__).parent / "data" / "kueue_afs"
+    args = ["plan", "-f", str(data / "admits-workload-from-less-active-localqueue.yaml")]
+    args += ["--config", str(data / "config.yaml"), "-o", "table", "--cycles", "2"]
+    assert main(args) == 0
+    table = capsys.readouterr().out.split("\n\n")[1]
+    assert [line.split() for line in table.splitlines()] == [
+        ["LOCALQUEUE", "CLUSTERQUEUE", "USAGE", "CONSUMED", "+", "PENDING", "PENALTY"],
+        ["default/lq-a", "cq1", "8", "cpu=8"],
+        ["default/lq-b", "cq1", "2.53574", "cpu=2.53574"],
+        ["default/lq-c", "cq1", "0"],
+        ["default/lq-zero", "cq1", "+Inf"],
+    ]

@@ -37,7 +37,7 @@ once its victims are gone. The quota tree is left exactly as it was.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from api.constants import (
     Preemptibility,
@@ -50,6 +50,7 @@ from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
 from controller.core.fair_sharing import PreemptionStrategy
 from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.ordering import by_local_queue_usage
 from controller.core.preemption.policy import CandidateVariant, Eligibility, Preemptor, satisfies
 from controller.core.preemption.simulation import (
     Choice,
@@ -81,17 +82,22 @@ def find_fair_victims(
     contenders: Mapping[str, Sequence[Contender]],
     strategies: Sequence[PreemptionStrategy],
     protection: RuntimeProtection | None = None,
+    local_queue_usage: Callable[[Contender], float | None] | None = None,
 ) -> tuple[Victim, ...] | None:
     """The victims that let a Workload needing `usage` in `cq` fit under fair sharing, or
     None. `contenders` are the admitted Workloads in reach, per ClusterQueue (its own queue
-    and the borrowing queues of its tree); `short` the pairs it lacks."""
+    and the borrowing queues of its tree); `short` the pairs it lacks. With admission fair
+    sharing, `local_queue_usage` orders a queue's candidates of different LocalQueues by
+    usage, as in the classical search (Kueue's CandidatesOrdering is the same for both)."""
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
     tree = shares.tree
     allow_borrowing = preemptor_preemptibility is not Preemptibility.NON_PREEMPTIBLE
     with tree.simulate({cq.name: usage}, sign=1):
         within_nominal = not any(tree.borrowing(cq.name, fr) for fr in short)
-    groups = _candidates(tree, cq, short, preemptor, contenders, within_nominal, protection)
+    groups = _candidates(
+        tree, cq, short, preemptor, contenders, within_nominal, protection, local_queue_usage
+    )
     if not groups:
         return None
     with simulating(tree) as simulation:
@@ -119,6 +125,7 @@ def _candidates(
     contenders: Mapping[str, Sequence[Contender]],
     within_nominal: bool,
     protection: RuntimeProtection | None,
+    local_queue_usage: Callable[[Contender], float | None] | None,
 ) -> dict[str, deque[Choice]]:
     """Kueue's `findCandidates`, ordered and grouped by ClusterQueue."""
     policy = cq.preemption
@@ -155,8 +162,16 @@ def _candidates(
             choice = Choice(contender, eligibility, reason=_VARIANT_REASON[variant])
             entries.append((contender.sort_key(same), index, choice))
     entries.sort(key=lambda entry: (entry[0], entry[1]))
+    ordered = [choice for _, _, choice in entries]
+    if local_queue_usage is not None:
+        usage_of = local_queue_usage
+        ordered = by_local_queue_usage(
+            ordered,
+            lambda c: (c.contender.evicted, c.contender.cluster_queue),
+            lambda c: usage_of(c.contender),
+        )
     groups: dict[str, deque[Choice]] = {}
-    for _, _, choice in entries:
+    for choice in ordered:
         groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
     return groups
 

@@ -13,6 +13,8 @@ cycle has not decided to admit once they are gone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from api.constants import Preemptibility
 from controller.core.assignment import FlavorAssignment, Mode, Preemptible, PreemptionOracle
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
@@ -90,6 +92,7 @@ def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender |
         disruption_mode=workload.disruption_mode,
         min_count=workload.pod_sets[0].min_count if len(workload.pod_sets) == 1 else None,
         single_pod_set=len(assignments) == 1,
+        local_queue=state.local_queue_key(key),
     )
     return contender
 
@@ -127,6 +130,21 @@ class VictimSearches:
         # Under fair sharing, the victim search judges shares (quota does not change
         # during a cycle, so what each cohort could lend is computed once).
         self.shares = shares_of(state) if state.fair_sharing is not None else None
+        # Admission fair sharing: each LocalQueue's usage as the cycle's searches first
+        # see it (usage changes between cycles, so it is read once per cycle).
+        self._local_queue_usage: dict[str, float] = {}
+
+    def local_queue_usage(self, contender: Contender) -> float | None:
+        """The usage of a contender's LocalQueue when its ClusterQueue orders Workloads by
+        it (admission fair sharing), else None."""
+        if not self.state.uses_admission_fair_sharing(contender.cluster_queue):
+            return None
+        usage = self._local_queue_usage.get(contender.local_queue)
+        if usage is None:
+            usage = self._local_queue_usage[contender.local_queue] = self.state.local_queue_usage(
+                contender.local_queue
+            )
+        return usage
 
     def victims(
         self,
@@ -140,7 +158,12 @@ class VictimSearches:
         answer = self._answers.get(question)
         if answer is None or answer[0] != version:
             protection = RuntimeProtection(self.now, self._minimum_runtimes)
-            victims = _victims(self.state, cq, workload, usage, short, protection, self.shares)
+            usage_of = (
+                self.local_queue_usage if self.state.admission_fair_sharing is not None else None
+            )
+            victims = _victims(
+                self.state, cq, workload, usage, short, protection, self.shares, usage_of
+            )
             skipped = None
             if protection.earliest is not None:
                 skipped = (protection.skipped, protection.earliest)
@@ -161,6 +184,7 @@ def _victims(
     short: frozenset[FlavorResource],
     protection: RuntimeProtection,
     shares: Shares | None,
+    local_queue_usage: Callable[[Contender], float | None] | None = None,
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
     (under fair sharing when `shares` is given)."""
@@ -188,6 +212,7 @@ def _victims(
             contenders(state, cq.name, short),
             state.fair_sharing.preemption_strategies,
             protection,
+            local_queue_usage,
         )
     return find_victims(
         state.quota,
@@ -198,6 +223,7 @@ def _victims(
         state.resolution(key).value,
         contenders(state, cq.name, short),
         protection,
+        local_queue_usage,
     )
 
 

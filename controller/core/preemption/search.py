@@ -5,6 +5,7 @@
    non-preemptible ones; nothing at all for a preemptor whose priority class says
    `preemptionPolicy: Never`.
 2. Order them first-to-go first (`ordering.order_candidates`: already evicted, other
+   ClusterQueue, with admission fair sharing the higher-usage LocalQueue within one
    ClusterQueue, lower priority, lower preemption cost, single-pod, recently reserved, UID).
 3. For each of Kueue's attempts (without / with borrowing, digest §6.4), walk the order
    removing candidates from the quota — skipping those no longer valid (a lender back
@@ -22,14 +23,14 @@ All simulated removals are undone before returning: the state is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from api.constants import BorrowWithinCohortPolicy, Preemptibility
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
 from controller.core.preemption.minimum_runtime import RuntimeProtection
-from controller.core.preemption.ordering import CandidateSortKey
+from controller.core.preemption.ordering import CandidateSortKey, by_local_queue_usage
 from controller.core.preemption.policy import (
     CandidateVariant,
     Eligibility,
@@ -59,13 +60,16 @@ def find_victims(
     preemptor_preemptibility: Preemptibility,
     contenders: Mapping[str, Sequence[Contender]],
     protection: RuntimeProtection | None = None,
+    local_queue_usage: Callable[[Contender], float | None] | None = None,
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets a Workload needing `usage` in `cq` fit, or None.
 
     `contenders` are the admitted Workloads in reach, per ClusterQueue. `short` are the
     (flavor, resource) pairs the preemptor lacks; only contenders using one of them are
     considered. Contenders still within their ClusterQueue's minimum runtime are passed
-    over and counted in `protection` (minimum_runtime.py). `tree` is left exactly as it was.
+    over and counted in `protection` (minimum_runtime.py). With admission fair sharing,
+    `local_queue_usage` gives a contender's LocalQueue usage (None when its ClusterQueue
+    does not order by it) for the order's LocalQueue step. `tree` is left exactly as it was.
     """
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
@@ -116,6 +120,16 @@ def find_victims(
         return None
     entries.sort()  # (key, index) are unique: the choices themselves are never compared
     ordered = [choice for _, _, choice in entries]
+    if local_queue_usage is not None:
+        ordered = by_local_queue_usage(
+            ordered,
+            lambda c: (
+                c.contender.evicted,
+                c.contender.cluster_queue == cq.name,
+                c.contender.cluster_queue,
+            ),
+            lambda c: local_queue_usage(c.contender),
+        )
     for allow_borrowing in _attempts(tree, cq, short, ordered, preemptor_preemptibility):
         with simulating(tree) as simulation:
             found = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)

@@ -36,6 +36,7 @@ class Contender:
     disruption_mode: DisruptionMode = DisruptionMode.POD_GROUP
     min_count: int | None = None
     single_pod_set: bool = True
+    local_queue: str = ""  # namespace/name of its LocalQueue (admission fair sharing)
     _candidate: Candidate | None = None
     _sort_keys: tuple[CandidateSortKey, CandidateSortKey] | None = None
 
@@ -67,6 +68,7 @@ class Contender:
             evicted=self.evicted,
             preemptibility=self.preemptibility,
             queue_order_timestamp=self.queue_order_timestamp,
+            local_queue=self.local_queue,
         )
 
     def removable_pods(self) -> int:

@@ -95,6 +95,7 @@ CLUSTER_QUEUE: dict[str, Any] = {
         },
         "stopPolicy": "None",
         "fairSharing": {"weight": "1"},
+        "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
         "admissionChecksStrategy": {"admissionChecks": [{"name": "prov", "onFlavors": ["spot"]}]},
     },
     "status": {
@@ -136,7 +137,7 @@ LOCAL_QUEUE: dict[str, Any] = {
     "apiVersion": "kueue.x-k8s.io/v1beta2",
     "kind": "LocalQueue",
     "metadata": {"name": "user-queue", "namespace": "team-a", "uid": "a1", "generation": 1},
-    "spec": {"clusterQueue": "team-a", "stopPolicy": "Hold"},
+    "spec": {"clusterQueue": "team-a", "stopPolicy": "Hold", "fairSharing": {"weight": "2"}},
     "status": {
         "conditions": [
             {
@@ -151,6 +152,13 @@ LOCAL_QUEUE: dict[str, Any] = {
         "reservingWorkloads": 0,
         "admittedWorkloads": 0,
         "flavorsUsage": [{"name": "on-demand", "resources": [{"name": "cpu", "total": "0"}]}],
+        "fairSharing": {
+            "weightedShare": 0,
+            "admissionFairSharingStatus": {
+                "consumedResources": {"cpu": "2500m", "memory": "12Gi"},
+                "lastUpdate": "2026-03-01T09:00:00Z",
+            },
+        },
     },
 }
 

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.quantities import Format, InvalidQuantity, Quantity, canonical, parse_quantity
+from api.quantities import (
+    Format,
+    InvalidQuantity,
+    Quantity,
+    canonical,
+    decimal_text,
+    exact_value,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(
@@ -81,3 +92,32 @@ def test_canonical_text_round_trips(milli: int, fmt: Format) -> None:
 def test_sum_of_parsed_equals_parsed_sum(a: int, b: int) -> None:
     qa, qb = Quantity(a), Quantity(b)
     assert parse_quantity(str(qa)) + parse_quantity(str(qb)) == Quantity(a + b)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.5, "500m"),
+        (6.25, "6250m"),
+        (2000.0, "2k"),
+        (8.0, "8"),
+        (1.2345678919, "1234567891n"),  # rounded down at nano-units, as Kueue's MulByFloat
+        (1.5e-7, "150n"),
+        (1e-10, "0"),
+        (0.0, "0"),
+        (Decimal("1073741824"), "1073741824"),
+    ],
+)
+def test_decimal_text_is_canonical_to_the_nano(value: float | Decimal, text: str) -> None:
+    assert decimal_text(value) == text
+
+
+def test_decimal_text_refuses_what_is_not_a_number() -> None:
+    with pytest.raises(InvalidQuantity, match="not finite"):
+        decimal_text(float("inf"))
+
+
+@given(st.integers(min_value=0, max_value=10**18))
+def test_decimal_text_round_trips_nano_units(nanos: int) -> None:
+    value = Decimal(nanos).scaleb(-9)
+    assert exact_value(decimal_text(value)) == Fraction(nanos, 10**9)

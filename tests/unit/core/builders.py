@@ -12,6 +12,7 @@ from typing import Any
 
 from api.quantities import Quantity
 from controller.core.clusterqueues import (
+    AdmissionMode,
     ClusterQueue,
     FlavorFungibility,
     FlavorQuotas,
@@ -79,6 +80,7 @@ def cq(
     fungibility: FlavorFungibility | None = None,
     stop: StopPolicy = StopPolicy.NONE,
     preemption: PreemptionPolicy | None = None,
+    admission_mode: AdmissionMode | None = None,
 ) -> ClusterQueue:
     resource_groups = (group(flavors),) if flavors else ()
     return ClusterQueue(
@@ -90,6 +92,7 @@ def cq(
         fungibility or FlavorFungibility(),
         preemption or PreemptionPolicy(),
         stop,
+        admission_mode=admission_mode,
     )
 
 

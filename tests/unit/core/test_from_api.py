@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from api.constants import (
     WithinClusterQueuePolicy,
 )
 from controller.core.clusterqueues import (
+    AdmissionMode,
     ClusterQueue,
+    LocalQueue,
     PreemptionPolicy,
     QueueingStrategy,
     WhenCanBorrow,
@@ -20,6 +23,8 @@ from controller.core.clusterqueues import (
 from controller.core.from_api import InvalidObject, Namespace, convert
 from controller.core.priorities import PriorityClass
 from controller.core.workloads import Workload
+
+USAGE = "UsageBasedAdmissionFairSharing"
 
 CQ: dict[str, Any] = {
     "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -291,3 +296,67 @@ def test_after_admission_fields_of_the_wrong_type_are_problems() -> None:
     text = str(raised.value)
     assert "spec.maximumExecutionTimeSeconds" in text
     assert "status.accumulatedPastExecutionTimeSeconds" in text
+
+
+def test_admission_scope_and_local_queue_weight_and_history() -> None:
+    cq = convert({**CQ, "spec": {**CQ["spec"], "admissionScope": {"admissionMode": USAGE}}})
+    assert isinstance(cq, ClusterQueue) and cq.admission_mode is AdmissionMode(USAGE)
+    plain = convert(CQ)
+    assert isinstance(plain, ClusterQueue) and plain.admission_mode is None
+    lq = convert(
+        {
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ns"},
+            "spec": {"clusterQueue": "cq", "fairSharing": {"weight": "1500m"}},
+            "status": {
+                "fairSharing": {
+                    "weightedShare": 0,
+                    "admissionFairSharingStatus": {
+                        "consumedResources": {"cpu": "2500m", "memory": "1Ki", "gpu": 3},
+                        "lastUpdate": "2026-01-01T00:00:00Z",
+                    },
+                }
+            },
+        }
+    )
+    assert isinstance(lq, LocalQueue)
+    assert lq.fair_weight == Fraction(3, 2)
+    assert lq.consumed_status == {"cpu": 2.5, "memory": 1024.0, "gpu": 3.0}
+    bare = convert(
+        {"kind": "LocalQueue", "metadata": {"name": "lq"}, "spec": {"clusterQueue": "c"}}
+    )
+    assert isinstance(bare, LocalQueue)
+    assert (bare.fair_weight, bare.consumed_status) == (Fraction(1), None)
+
+
+def test_admission_fair_sharing_fields_are_refused_by_name() -> None:
+    with pytest.raises(InvalidObject) as raised:
+        convert({**CQ, "spec": {**CQ["spec"], "admissionScope": {"admissionMode": "Sometimes"}}})
+    assert raised.value.problems == [
+        ("spec.admissionScope.admissionMode", "unsupported value 'Sometimes'")
+    ]
+    with pytest.raises(InvalidObject) as raised:
+        convert({**CQ, "spec": {**CQ["spec"], "admissionScope": {}}})
+    assert raised.value.problems == [
+        ("spec.admissionScope.admissionMode", "required in an admissionScope")
+    ]
+    with pytest.raises(InvalidObject) as raised:
+        convert(
+            {
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq"},
+                "spec": {"clusterQueue": "c", "fairSharing": {"weight": "-1"}},
+                "status": {
+                    "fairSharing": {
+                        "admissionFairSharingStatus": {
+                            "consumedResources": {"cpu": "lots", "memory": "-1"}
+                        }
+                    }
+                },
+            }
+        )
+    problems = dict(raised.value.problems)
+    assert problems["spec.fairSharing.weight"] == "must not be negative, got '-1'"
+    path = "status.fairSharing.admissionFairSharingStatus.consumedResources"
+    assert "invalid quantity 'lots'" in problems[f"{path}[cpu]"]
+    assert problems[f"{path}[memory]"] == "must not be negative, got '-1'"

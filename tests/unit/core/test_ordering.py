@@ -202,3 +202,47 @@ def test_property_classes_are_never_interleaved(items: list[Candidate]) -> None:
     for first, second in pairwise(ordered):
         if _same_class(first, second):
             assert first.priority <= second.priority
+
+
+# --- admission fair sharing: the LocalQueue step -------------------------------------------
+
+
+def afs_uids(candidates: list[Candidate], usage: dict[str, float]) -> list[str]:
+    """Order with admission fair sharing on for team-a and team-c (usage per LocalQueue),
+    off for team-b."""
+
+    def usage_of(c: Candidate) -> float | None:
+        return usage[c.local_queue] if c.cluster_queue in (OWN, "team-c") else None
+
+    return [c.uid for c in order_candidates(candidates, OWN, usage_of)]
+
+
+def test_the_higher_usage_local_queue_goes_first_within_a_cluster_queue() -> None:
+    busy = replace(cand("busy", priority=10), local_queue="ns/busy")
+    idle = replace(cand("idle", priority=1), local_queue="ns/idle")
+    assert uids([busy, idle]) == ["idle", "busy"]  # off: priority decides
+    assert afs_uids([busy, idle], {"ns/busy": 8.0, "ns/idle": 2.0}) == ["busy", "idle"]
+    # Equal usage (or one LocalQueue): priority, cost, recency and UID as before.
+    assert afs_uids([busy, idle], {"ns/busy": 2.0, "ns/idle": 2.0}) == ["idle", "busy"]
+
+
+def test_the_local_queue_step_never_crosses_cluster_queues_or_evicted_first() -> None:
+    # Other ClusterQueues: team-c (fair) and team-b (not) interleave by priority as before;
+    # within team-c, the busy LocalQueue's Workload takes the first place team-c holds.
+    c_busy = replace(cand("c-busy", cq="team-c", priority=9), local_queue="ns/c-busy")
+    c_idle = replace(cand("c-idle", cq="team-c", priority=1), local_queue="ns/c-idle")
+    b_mid = replace(cand("b-mid", cq=OTHER, priority=5), local_queue="ns/b")
+    own_busy = replace(cand("own-busy", priority=7), local_queue="ns/own-busy")
+    own_idle = replace(cand("own-idle", priority=3), local_queue="ns/own-idle")
+    gone = replace(cand("gone", cq="team-c", priority=50, evicted=True), local_queue="ns/c-idle")
+    usage = {"ns/c-busy": 9.0, "ns/c-idle": 1.0, "ns/own-busy": 5.0, "ns/own-idle": 0.0}
+    everything = [c_busy, c_idle, b_mid, own_busy, own_idle, gone]
+    assert uids(everything) == ["gone", "c-idle", "b-mid", "c-busy", "own-idle", "own-busy"]
+    assert afs_uids(everything, usage) == [
+        "gone",
+        "c-busy",
+        "b-mid",
+        "c-idle",
+        "own-busy",
+        "own-idle",
+    ]

@@ -10,10 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
-from controller.core.clusterqueues import PreemptionPolicy
+from controller.core.admission_fair_sharing import AdmissionFairSharing
+from controller.core.clusterqueues import AdmissionMode, LocalQueue, PreemptionPolicy
 from controller.core.cycle import run_cycle
 from controller.core.decisions import CycleResult, Preempt
 from controller.core.pending import why_pending
+from controller.core.preemption.nominations import contenders
 from controller.core.priorities import PriorityClass
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, PriorityClassRef, Workload
@@ -483,3 +485,71 @@ def test_cancelled_eviction_lets_the_preemptor_plan_again() -> None:
     result = run_cycle(state, 2.0)
     assert [p.preemptor_key for p in result.preempting] == ["ns/high"]
     assert usage(state, "cq") == m(4)  # planned again: the victim's usage covers the hold
+
+
+@pytest.mark.parametrize("fair", [True, False])
+def test_reclaim_takes_the_busier_local_queues_workload_first_with_admission_fair_sharing(
+    fair: bool,
+) -> None:
+    """Kueue's 'should preempt a workload from LQ with higher recent usage': cq1 (usage-based
+    admission mode) borrows 16 cpus from cq2 with high (lq-a, 20 cpus, priority 10) and low
+    (lq-b, 12 cpus, priority 1); lq-a has the higher recent usage. cq2 reclaims 10 cpus:
+    with admission fair sharing Kueue preempts high despite its priority; without it, low
+    (the lower priority) is enough."""
+    usage_based = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
+    state = cluster(
+        cq("cq1", {"default": {"cpu": 16}}, cohort="all", admission_mode=usage_based),
+        cq("cq2", {"default": {"cpu": 16}}, cohort="all", preemption=RECLAIM),
+    )
+    if fair:
+        state.admission_fair_sharing = AdmissionFairSharing(60.0, 1.0)
+    for name in ("lq-a", "lq-b"):
+        state.set_local_queue(LocalQueue("ns", name, "cq1"))
+    high, low = wl("high", "lq-a", cpu=20, priority=10), wl("low", "lq-b", cpu=12, priority=1)
+    admit(state, high, low)
+    for workload in (high, low):  # both seen back Admitted: their penalties settle
+        state.settle_admission(workload.key, 1.0)
+    if fair:
+        assert state.local_queue_usage("ns/lq-a") > state.local_queue_usage("ns/lq-b") > 0
+    preempt = preempt_once(state, wl("reclaimer", "cq2", cpu=10))
+    expected = "ns/high" if fair else "ns/low"
+    assert victims(preempt) == {expected: ("InCohortReclamation", 1)}
+
+
+def _busy_lq_b() -> ClusterState:
+    """cq1 (usage-based) borrows 16 cpus of cq2 with high (lq-a, 20 cpus, priority 10) and
+    low (lq-b, 12 cpus, priority 1); lq-b has 100 cpus of history: it is the busier."""
+    usage_based = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
+    state = cluster(
+        cq("cq1", {"default": {"cpu": 16}}, cohort="all", admission_mode=usage_based),
+        cq("cq2", {"default": {"cpu": 16}}, cohort="all", preemption=RECLAIM),
+    )
+    state.admission_fair_sharing = AdmissionFairSharing(60.0, 1.0)
+    state.set_local_queue(LocalQueue("ns", "lq-a", "cq1"))
+    state.set_local_queue(LocalQueue("ns", "lq-b", "cq1", consumed_status={"cpu": 100.0}))
+    high, low = wl("high", "lq-a", cpu=20, priority=10), wl("low", "lq-b", cpu=12, priority=1)
+    admit(state, high, low)
+    for workload in (high, low):
+        state.settle_admission(workload.key, 1.0)
+    assert state.local_queue_usage("ns/lq-b") > state.local_queue_usage("ns/lq-a")
+    return state
+
+
+def test_candidates_cached_earlier_are_ordered_by_the_usage_of_the_current_cycle() -> None:
+    """Contenders and their sort keys are cached until their queue's admitted Workloads
+    change; LocalQueue usage moves with time, so it is read per cycle, not cached on them."""
+    as_is = _busy_lq_b()
+    assert victims(preempt_once(as_is, wl("reclaimer", "cq2", cpu=10))) == {
+        "ns/low": ("InCohortReclamation", 1)
+    }
+    state = _busy_lq_b()
+    cached = contenders(state, "cq2", frozenset({("default", "cpu")}))["cq1"]
+    keys = {c.key: c.sort_key(False) for c in cached}  # built and kept on the contenders
+    # Samples much later: lq-b's 100 cpus of history have decayed towards its 12 in use,
+    # lq-a's towards its 20.
+    for local_queue in ("ns/lq-a", "ns/lq-b"):
+        state.usage_ledger.sample(local_queue, 2000.0, 60.0)
+    assert state.local_queue_usage("ns/lq-a") > state.local_queue_usage("ns/lq-b")
+    preempt = preempt_once(state, wl("reclaimer", "cq2", cpu=10))
+    assert victims(preempt) == {"ns/high": ("InCohortReclamation", 1)}
+    assert {c.key: c.sort_key(False) for c in state.contender_cache["cq1"][1]} == keys

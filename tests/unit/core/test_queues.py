@@ -83,7 +83,7 @@ _KEYS = [f"w{i}" for i in range(12)]
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["push", "park", "pop", "park_run", "remove", "retry"]),
+            st.sampled_from(["push", "park", "pop", "park_run", "park_before", "remove", "retry"]),
             st.sampled_from(_KEYS),
             st.integers(0, 2),  # priority
             st.integers(0, 5),  # creation time
@@ -95,8 +95,8 @@ _KEYS = [f"w{i}" for i in range(12)]
 def test_runs_behave_like_one_sorted_queue(
     operations: list[tuple[str, str, int, int]], signatures: dict[str, int]
 ) -> None:
-    """Parking alike in runs (and setting runs aside whole) offers the same heads in the
-    same order as a plain sorted queue would."""
+    """Parking alike in runs (and setting runs aside whole, also up to a bound) offers the
+    same heads in the same order as a plain sorted queue would."""
     queue, model = PendingQueue(), _Model()
 
     def signature_of(key: str) -> int:
@@ -112,15 +112,17 @@ def test_runs_behave_like_one_sorted_queue(
             model.items[key] = (item, True)
         elif op == "pop":
             assert queue.pop() == model.pop()
-        elif op == "park_run":
+        elif op in ("park_run", "park_before"):
+            # park_before: only heads before `item` (a bound an AdmissionFairQueue sets).
+            bound = item if op == "park_before" else None
             wanted = signatures.get(key, 0)
             expected = []
             for head in model.offered():
-                if signature_of(head[4]) != wanted:
+                if signature_of(head[4]) != wanted or (bound is not None and not head < bound):
                     break
                 expected.append(head)
                 model.items[head[4]] = (head, True)
-            assert queue.park_run(signature_of, wanted, tag=key) == len(expected)
+            assert queue.park_run(signature_of, wanted, tag=key, before=bound) == len(expected)
             for head in expected:
                 assert queue.tag_of(head[4]) == key
         elif op == "remove":

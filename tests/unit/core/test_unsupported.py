@@ -28,8 +28,6 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
             ["spec.admissionChecksStrategy"],
         ),
         ({"kind": "ClusterQueue", "spec": {"admissionChecks": ["prov"]}}, ["spec.admissionChecks"]),
-        ({"kind": "ClusterQueue", "spec": {"admissionScope": {}}}, ["spec.admissionScope"]),
-        ({"kind": "LocalQueue", "spec": {"fairSharing": {"weight": "1"}}}, ["spec.fairSharing"]),
         (
             {
                 "kind": "Workload",
@@ -74,6 +72,34 @@ def test_a_fair_sharing_weight_is_reported_only_while_fair_sharing_is_off(kind: 
     assert "fair sharing is off in the controller configuration" in message
     assert "the weight has no effect" in message
     assert unsupported_fields(obj, fair_sharing=True) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "what"),
+    [
+        (
+            "ClusterQueue",
+            {"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}},
+            "the admission mode",
+        ),
+        ("LocalQueue", {"clusterQueue": "cq", "fairSharing": {"weight": "2"}}, "the weight"),
+    ],
+)
+def test_admission_fair_sharing_fields_are_reported_only_while_it_is_off(
+    kind: str, spec: dict[str, Any], what: str
+) -> None:
+    """Kueue ignores an admission scope and a LocalQueue weight without an
+    admissionFairSharing section; quotagate says so, and nothing once it is on."""
+    obj = {"kind": kind, "spec": spec}
+    [(path, message)] = unsupported_fields(obj)
+    assert path == ("spec.admissionScope" if kind == "ClusterQueue" else "spec.fairSharing")
+    assert message.startswith(
+        "admission fair sharing is off in the controller configuration (no "
+        f"admissionFairSharing section): {what} has no effect"
+    )
+    assert unsupported_fields(obj, admission_fair_sharing=True) == []
+    # A ClusterQueue's fairSharing (cohort fair sharing) is another section's business.
+    assert unsupported_fields(obj, fair_sharing=True) == [(path, message)]
 
 
 def test_a_cluster_queue_with_admission_checks_admits_nothing() -> None:

@@ -75,6 +75,10 @@ KUEUE: dict[str, tuple[str, list[str]]] = {
     },
     "kueue_cluster_queue_weighted_share": ("gauge", ["cluster_queue", "cohort", "replica_role"]),
     "kueue_cohort_weighted_share": ("gauge", ["cohort", "replica_role"]),
+    "kueue_local_queue_admission_fair_sharing_usage": (
+        "gauge",
+        ["name", "namespace", "cluster_queue", "replica_role"],
+    ),
     "kueue_build_info": (
         "gauge",
         ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
@@ -138,6 +142,7 @@ def populated() -> Metrics:
         metrics.lending_limit,
     ):
         gauge.labels("co", "cq", "f", "cpu", role).set(1)
+    metrics.local_queue_admission_fair_sharing_usage.labels("lq", "ns", "cq", role).set(2.5)
     return metrics
 
 
@@ -166,6 +171,7 @@ def test_losing_leadership_removes_the_queue_gauges() -> None:
     exposed = samples(metrics)
     assert "kueue_pending_workloads" not in exposed
     assert "kueue_cluster_queue_nominal_quota" not in exposed
+    assert "kueue_local_queue_admission_fair_sharing_usage" not in exposed
     assert "kueue_admitted_workloads_total" in exposed  # counters keep their totals
     assert metrics.is_leader._value.get() == 0
 

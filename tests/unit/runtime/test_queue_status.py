@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from controller.config import ControllerConfig
 from controller.core.pending import Inactive
+from controller.core.usage_sampling import LocalQueueUsage
+from controller.runtime.controller import Controller
+from controller.runtime.metrics import LEADER
 from controller.runtime.queue_status import (
+    QueueStatusWriter,
     active_condition,
+    admission_fair_sharing_status,
     cluster_queue_status,
     local_queue_counts,
 )
@@ -65,3 +71,106 @@ def test_active_condition_carries_the_inactive_reason() -> None:
     assert active_condition(None) == (True, "Ready", "Can admit new workloads")
     stopped = Inactive("Stopped", "ClusterQueue cq is inactive: stopped (Hold)")
     assert active_condition(stopped) == (False, "Stopped", stopped.message)
+
+
+# -- admission fair sharing ---------------------------------------------------------------
+
+
+def _fair_controller(config: dict[str, object]) -> Controller:
+    controller = Controller(None, ControllerConfig.model_validate(config))  # type: ignore[arg-type]
+    controller.metrics.set_role(LEADER)
+    for obj in (
+        {"kind": "ResourceFlavor", "metadata": {"name": "rf"}},
+        {
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4"}]}
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ns"},
+            "spec": {"clusterQueue": "cq", "fairSharing": {"weight": "2"}},
+            "status": {
+                "fairSharing": {
+                    "weightedShare": 0,
+                    "admissionFairSharingStatus": {
+                        "consumedResources": {"cpu": "8"},
+                        "lastUpdate": "2026-01-01T00:00:00Z",
+                    },
+                }
+            },
+        },
+    ):
+        controller.apply_event("ADDED", obj)
+    return controller
+
+
+def _usage_gauge(controller: Controller) -> float | None:
+    labels = {"name": "lq", "namespace": "ns", "cluster_queue": "cq", "replica_role": LEADER}
+    return controller.metrics.registry.get_sample_value(
+        "kueue_local_queue_admission_fair_sharing_usage", labels
+    )
+
+
+def test_each_sampling_tick_takes_the_local_queues_status_and_gauge() -> None:
+    controller = _fair_controller(
+        {"admissionFairSharing": {"usageHalfLifeTime": "10s", "usageSamplingInterval": "1s"}}
+    )
+    writer = QueueStatusWriter(controller.ctx, {})
+    writer.sample_if_due(100.0)  # history read from the status; the first tick folds nothing
+    assert writer.local_queue_fair_sharing["ns/lq"] == {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {
+            "consumedResources": {"cpu": "8"},
+            "lastUpdate": "1970-01-01T00:01:40Z",
+        },
+    }
+    assert _usage_gauge(controller) == 4.0  # 8 cpus over a weight of 2
+    writer.sample_if_due(100.5)  # not due yet
+    assert writer.local_queue_fair_sharing["ns/lq"]["admissionFairSharingStatus"]["consumedResources"] == {
+        "cpu": "8"
+    }
+    writer.sample_if_due(101.0)  # one second idle: 8 × 0.5^0.1, to the nano
+    sampled = writer.local_queue_fair_sharing["ns/lq"]["admissionFairSharingStatus"]
+    assert sampled == {
+        "consumedResources": {"cpu": "7464263932n"},
+        "lastUpdate": "1970-01-01T00:01:41Z",
+    }
+    controller.apply_event(
+        "DELETED", {"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"}}
+    )
+    writer.sample_if_due(102.0)
+    assert writer.local_queue_fair_sharing == {} and _usage_gauge(controller) is None
+
+
+def test_an_unchanged_history_keeps_its_time_so_nothing_is_written_again() -> None:
+    usage = LocalQueueUsage("ns/lq", "cq", {"cpu": 0.0}, 200.0, {}, 0.0)
+    before = {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {"consumedResources": {"cpu": "0"}, "lastUpdate": "then"},
+    }
+    assert admission_fair_sharing_status(usage, before) == before
+    changed = LocalQueueUsage("ns/lq", "cq", {"cpu": 0.25}, 200.0, {}, 0.25)
+    assert admission_fair_sharing_status(changed, before)["admissionFairSharingStatus"] == {
+        "consumedResources": {"cpu": "250m"},
+        "lastUpdate": "1970-01-01T00:03:20Z",
+    }
+
+
+def test_nothing_is_sampled_without_admission_fair_sharing() -> None:
+    controller = _fair_controller({})
+    writer = QueueStatusWriter(controller.ctx, {})
+    writer.sample_if_due(100.0)
+    assert writer.local_queue_fair_sharing == {} and writer.next_sample is None
+    assert _usage_gauge(controller) is None

@@ -8,7 +8,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from controller.config import ControllerConfig
+from controller.core.cycle import run_cycle
 from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import admitted_status, workload_body
@@ -96,3 +99,51 @@ def test_a_deleted_workload_is_forgotten_everywhere() -> None:
     controller.apply_event("DELETED", _body("1", 1))
     assert W not in controller.sync.copies and W not in controller.state.records
     assert W not in controller.pending.written
+
+
+def test_a_workload_seen_admitted_settles_its_entry_penalty() -> None:
+    """Admission fair sharing: the cycle's admission pushes an entry penalty on lq; the
+    write's answer (Admitted=True) settles it into lq's consumed usage at that time. A copy
+    that arrives admitted (a restart's LIST) is no transition: nothing to settle."""
+    config = ControllerConfig.model_validate(
+        {"admissionFairSharing": {"usageHalfLifeTime": "10s", "usageSamplingInterval": "1s"}}
+    )
+    controller = Controller(None, config, clock=lambda: 500.0)  # type: ignore[arg-type]
+    for obj in (
+        {"kind": "ResourceFlavor", "metadata": {"name": "rf"}},
+        {
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4"}]}
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ns"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ):
+        controller.apply_event("ADDED", obj)
+    controller.apply_event("ADDED", workload_body("w", rv="1", uid="u1"))
+    [admit] = run_cycle(controller.state, 400.0).admitted
+    ledger = controller.state.usage_ledger
+    assert ledger.penalized_local_queue(admit.workload_key) == "ns/lq"
+    controller.sync.begin_write(W)
+    controller.sync.end_write(W, workload_body("w", admitted_status(), rv="2", uid="u1"))
+    entry = ledger.entry("ns/lq")
+    assert entry is not None and entry.penalty == {} and entry.last_update == 500.0
+    assert entry.consumed == {"cpu": pytest.approx(1 - 0.5**0.1)}
+
+    restarted = Controller(None, config, clock=lambda: 600.0)  # type: ignore[arg-type]
+    restarted.apply_event("ADDED", workload_body("w", admitted_status(), rv="2", uid="u1"))
+    assert restarted.state.usage_ledger.entry("ns/lq") is None
