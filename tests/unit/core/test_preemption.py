@@ -13,6 +13,7 @@ from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClust
 from controller.core.admission_fair_sharing import AdmissionFairSharing
 from controller.core.clusterqueues import AdmissionMode, LocalQueue, PreemptionPolicy
 from controller.core.cycle import run_cycle
+from controller.core.fair_sharing import FairSharing
 from controller.core.decisions import CycleResult, Preempt
 from controller.core.pending import why_pending
 from controller.core.preemption.nominations import contenders
@@ -487,15 +488,17 @@ def test_cancelled_eviction_lets_the_preemptor_plan_again() -> None:
     assert usage(state, "cq") == m(4)  # planned again: the victim's usage covers the hold
 
 
+@pytest.mark.parametrize("cohort_fair_sharing", [False, True])
 @pytest.mark.parametrize("fair", [True, False])
 def test_reclaim_takes_the_busier_local_queues_workload_first_with_admission_fair_sharing(
-    fair: bool,
+    fair: bool, cohort_fair_sharing: bool
 ) -> None:
     """Kueue's 'should preempt a workload from LQ with higher recent usage': cq1 (usage-based
     admission mode) borrows 16 cpus from cq2 with high (lq-a, 20 cpus, priority 10) and low
     (lq-b, 12 cpus, priority 1); lq-a has the higher recent usage. cq2 reclaims 10 cpus:
     with admission fair sharing Kueue preempts high despite its priority; without it, low
-    (the lower priority) is enough."""
+    (the lower priority) is enough. The same with (cohort) fair sharing on: Kueue's fair
+    preemption orders a queue's candidates as the classical one does."""
     usage_based = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING
     state = cluster(
         cq("cq1", {"default": {"cpu": 16}}, cohort="all", admission_mode=usage_based),
@@ -503,6 +506,8 @@ def test_reclaim_takes_the_busier_local_queues_workload_first_with_admission_fai
     )
     if fair:
         state.admission_fair_sharing = AdmissionFairSharing(60.0, 1.0)
+    if cohort_fair_sharing:
+        state.fair_sharing = FairSharing()
     for name in ("lq-a", "lq-b"):
         state.set_local_queue(LocalQueue("ns", name, "cq1"))
     high, low = wl("high", "lq-a", cpu=20, priority=10), wl("low", "lq-b", cpu=12, priority=1)
