@@ -13,8 +13,8 @@ from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClust
 from controller.core.admission_fair_sharing import AdmissionFairSharing
 from controller.core.clusterqueues import AdmissionMode, LocalQueue, PreemptionPolicy
 from controller.core.cycle import run_cycle
-from controller.core.fair_sharing import FairSharing
 from controller.core.decisions import CycleResult, Preempt
+from controller.core.fair_sharing import FairSharing
 from controller.core.pending import why_pending
 from controller.core.preemption.nominations import contenders
 from controller.core.priorities import PriorityClass

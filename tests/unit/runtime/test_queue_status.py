@@ -138,9 +138,9 @@ def test_each_sampling_tick_takes_the_local_queues_status_and_gauge() -> None:
     }
     assert _usage_gauge(controller) == 4.0  # 8 cpus over a weight of 2
     writer.sample_if_due(100.5)  # not due yet
-    assert writer.local_queue_fair_sharing["ns/lq"]["admissionFairSharingStatus"]["consumedResources"] == {
-        "cpu": "8"
-    }
+    assert writer.local_queue_fair_sharing["ns/lq"]["admissionFairSharingStatus"][
+        "consumedResources"
+    ] == {"cpu": "8"}
     writer.sample_if_due(101.0)  # one second idle: 8 × 0.5^0.1, to the nano
     sampled = writer.local_queue_fair_sharing["ns/lq"]["admissionFairSharingStatus"]
     assert sampled == {
