@@ -88,17 +88,9 @@ class Quantity:
         """Parse a Kubernetes quantity (a string, or a JSON number as the API allows)."""
         if isinstance(value, Quantity):
             return value
-        if isinstance(value, bool):
-            raise InvalidQuantity(f"invalid quantity {value!r}: not a number")
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             return cls(value * 1000)
-        if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise InvalidQuantity(f"invalid quantity {value!r}: not finite")
-            value = repr(value)
-        if not isinstance(value, str):
-            raise InvalidQuantity(f"invalid quantity {value!r}: expected a string or number")
-        return _parse_text(value)
+        return _parse_text(_text(value))
 
     @classmethod
     def from_units(cls, units: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:
@@ -147,17 +139,23 @@ def parse_quantity(value: str | int | float | Quantity) -> Quantity:
 def exact_value(value: str | int | float) -> Fraction:
     """A quantity's exact value as a fraction of units (no milli-unit rounding): for
     ratios such as a fair-sharing weight, where `1n` must not become `1m`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    return Fraction(_exact(_text(value))[0])
+
+
+def _text(value: object) -> str:
+    """A quantity given as a string or a JSON number (not an int: the callers take those
+    exactly), as text; InvalidQuantity for anything else."""
     if isinstance(value, bool):
         raise InvalidQuantity(f"invalid quantity {value!r}: not a number")
-    if isinstance(value, int):
-        return Fraction(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise InvalidQuantity(f"invalid quantity {value!r}: not finite")
-        value = repr(value)
+        return repr(value)
     if not isinstance(value, str):
         raise InvalidQuantity(f"invalid quantity {value!r}: expected a string or number")
-    return Fraction(_exact(value)[0])
+    return value
 
 
 def _parse_text(text: str) -> Quantity:

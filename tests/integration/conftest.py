@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -50,3 +52,43 @@ def controller(
             f"\n--- controller log tail ({process.log_path}) ---\n"
             + "\n".join(process.log().splitlines()[-15:])
         )
+
+
+StartConfigured = Callable[..., ControllerProcess]
+
+
+@pytest.fixture
+def configured_controller(
+    kubeconfig_path: str, crds_installed: list[str], system_namespace: str, tmp_path: Path
+) -> Iterator[StartConfigured]:
+    """`start(config, namespace)`: `quotagate run --config` with the configuration `config`
+    (a mapping), managing only `namespace` (other tests' objects stay behind: there is no
+    namespace controller here), with its own Lease and metrics port. Every one started is
+    stopped after the test, and must have stopped cleanly: exit status 0 on SIGTERM."""
+    started: list[ControllerProcess] = []
+
+    def start(config: dict[str, Any], namespace: str) -> ControllerProcess:
+        index = len(started)
+        path = tmp_path / f"config-{index}.yaml"
+        path.write_text(yaml.safe_dump({**config, "namespaces": [namespace]}))
+        port = free_port()
+        process = ControllerProcess(
+            kubeconfig_path,
+            tmp_path,
+            name=f"controller-{index}",
+            lease_name=f"configured-{namespace}-{index}",  # no wait for an earlier Lease
+            extra=["--config", str(path), "--metrics-port", str(port)],
+        ).start()
+        process.metrics_port = port
+        started.append(process)
+        return process
+
+    try:
+        yield start
+    finally:
+        for process in started:
+            running = process.process is not None and process.process.poll() is None
+            process.stop()
+            print(f"\n--- {process.log_path.name} tail ---\n{process.log()[-3000:]}")
+            if running:
+                assert process.process is not None and process.process.returncode == 0

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
 from api import workload_status as ws
 from api.quantities import exact_value
-from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for
+from tests.integration.conftest import StartConfigured
 from tests.integration.kueue import (
     GROUP,
     VERSION,
@@ -43,34 +41,14 @@ CONFIG = {"admissionFairSharing": {"usageHalfLifeTime": "1h", "usageSamplingInte
 
 
 @pytest.fixture
-def start_controller(
-    kubeconfig_path: str, crds_installed: list[str], system_namespace: str, tmp_path: Path
-) -> Iterator[StartController]:
-    """`quotagate run --config` with admission fair sharing, managing only the test's
-    namespace; every one started is stopped after the test."""
-    started: list[ControllerProcess] = []
+def start_controller(configured_controller: StartConfigured) -> StartController:
+    """`quotagate run --config` with admission fair sharing (or without, `fair=False`),
+    managing only the test's namespace."""
 
     def start(namespace: str, fair: bool = True) -> ControllerProcess:
-        path = tmp_path / "config.yaml"
-        path.write_text(yaml.safe_dump({**(CONFIG if fair else {}), "namespaces": [namespace]}))
-        port = free_port()
-        process = ControllerProcess(
-            kubeconfig_path,
-            tmp_path,
-            name=f"controller-{len(started)}",
-            lease_name=f"afs-{namespace}-{len(started)}",  # no wait for the last one's Lease
-            extra=["--config", str(path), "--metrics-port", str(port)],
-        ).start()
-        process.metrics_port = port
-        started.append(process)
-        return process
+        return configured_controller(CONFIG if fair else {}, namespace)
 
-    try:
-        yield start
-    finally:
-        for process in started:
-            process.stop()
-            print(f"\n--- {process.log_path.name} tail ---\n{process.log()[-3000:]}")
+    return start
 
 
 def _fair_status(kueue: Kueue, namespace: str, name: str) -> dict[str, Any] | None:

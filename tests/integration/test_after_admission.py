@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from api import workload_status as ws
-from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for
+from tests.integration.conftest import StartConfigured
 from tests.integration.kueue import (
     GROUP,
     VERSION,
@@ -46,37 +44,13 @@ TIMEOUTS = {
 
 
 @pytest.fixture
-def start_controller(
-    kubeconfig_path: str,
-    crds_installed: list[str],
-    system_namespace: str,
-    tmp_path: Path,
-) -> Iterator[StartController]:
+def start_controller(configured_controller: StartConfigured) -> StartController:
     """`quotagate run --config` with a waitForPodsReady section, managing only the test's
     namespace (there is no namespace controller here, so earlier tests' Workloads stay
-    behind, and blockAdmission counts every Workload it manages); stopped after the test."""
-    started: list[ControllerProcess] = []
-
-    def start(pods_ready: dict[str, Any], namespace: str) -> ControllerProcess:
-        path = tmp_path / "config.yaml"
-        path.write_text(yaml.safe_dump({"waitForPodsReady": pods_ready, "namespaces": [namespace]}))
-        port = free_port()
-        process = ControllerProcess(
-            kubeconfig_path,
-            tmp_path,
-            lease_name=f"after-admission-{namespace}",
-            extra=["--config", str(path), "--metrics-port", str(port)],
-        ).start()
-        process.metrics_port = port
-        started.append(process)
-        return process
-
-    try:
-        yield start
-    finally:
-        for process in started:
-            process.stop()
-            print(f"\n--- controller log tail ---\n{process.log()[-3000:]}")
+    behind, and blockAdmission counts every Workload it manages)."""
+    return lambda pods_ready, namespace: configured_controller(
+        {"waitForPodsReady": pods_ready}, namespace
+    )
 
 
 def _apply_status(kueue: Kueue, wl: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:

@@ -9,16 +9,14 @@ import contextlib
 import io
 import json
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
 from controller.kubectl_plugin import main as plugin_main
-from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for
+from tests.integration.conftest import StartConfigured
 from tests.integration.kueue import (
     GROUP,
     VERSION,
@@ -35,34 +33,9 @@ from tests.integration.test_cohorts import _quota, cohort
 
 
 @pytest.fixture
-def fair_controller(
-    kubeconfig_path: str, crds_installed: list[str], system_namespace: str, tmp_path: Path
-) -> Iterator[Any]:
+def fair_controller(configured_controller: StartConfigured) -> Callable[[str], ControllerProcess]:
     """`quotagate run --config` with `fairSharing: {}`, managing only the test's namespace."""
-    started: list[ControllerProcess] = []
-
-    def start(namespace: str) -> ControllerProcess:
-        path = tmp_path / "config.yaml"
-        path.write_text(yaml.safe_dump({"fairSharing": {}, "namespaces": [namespace]}))
-        port = free_port()
-        process = ControllerProcess(
-            kubeconfig_path,
-            tmp_path,
-            lease_name=f"fair-{namespace}",
-            extra=["--config", str(path), "--metrics-port", str(port)],
-        ).start()
-        process.metrics_port = port
-        started.append(process)
-        return process
-
-    try:
-        yield start
-    finally:
-        for process in started:
-            process.stop()
-            print(f"\n--- controller log tail ---\n{process.log()[-3000:]}")
-            # SIGTERM ends it cleanly, also with a namespaces list (kube/informer.py).
-            assert process.process is not None and process.process.returncode == 0
+    return lambda namespace: configured_controller({"fairSharing": {}}, namespace)
 
 
 def weighted_share(kueue: Kueue, plural: str, name: str) -> int | None:
