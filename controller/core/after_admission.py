@@ -242,6 +242,13 @@ def due(
         ahead = at if ahead is None else min(ahead, at)
 
     for workload in workloads:
+        requeued = workload.requeued
+        if (
+            workload.admission is None
+            and workload.requeue_at is None
+            and (requeued is None or requeued.status)
+        ):
+            continue  # nothing can be due: no admission, no backoff, no Requeued=False
         key = workload.key
         limit_at = execution_deadline(workload)
         if limit_at is not None:

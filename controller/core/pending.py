@@ -64,7 +64,16 @@ of parents (controller/core/cohort_nodes.py); Kueue makes such queues inactive t
 def cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     """Why a ClusterQueue admits nothing now: missing, stopped, a flavor or an admission
     check missing (quotagate runs no admission checks: controller/core/unsupported.py),
-    or its tree of Cohorts a cycle."""
+    or its tree of Cohorts a cycle. Remembered until a queue, flavor or Cohort changes."""
+    cache = state.inactive
+    if name in cache:
+        found: Inactive | None = cache[name]
+        return found
+    found = cache[name] = _cluster_queue_inactive(state, name)
+    return found
+
+
+def _cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     cq = state.cluster_queues.get(name)
     if cq is None:
         return Inactive("ClusterQueueDoesNotExist", f"ClusterQueue {name} doesn't exist")
@@ -106,19 +115,32 @@ def local_queue_inactive(state: ClusterState, lq_key: str) -> Inactive | None:
     return Inactive("ClusterQueueIsInactive", inactive.message)
 
 
-def unqueued_reason(state: ClusterState, key: WorkloadKey) -> Unqueued | None:
+def unqueued_reason(
+    state: ClusterState,
+    key: WorkloadKey,
+    by_local_queue: dict[str, Unqueued | None] | None = None,
+) -> Unqueued | None:
     """Why a pending Workload is in no active queue, as Kueue's workload controller says
     it (`getQueueBlocker`): deactivated, its LocalQueue or ClusterQueue missing, or one of
     them stopped or inactive. None when it waits in an active queue, in eviction backoff
-    or for its victims (the cycle, the backoff or the preemption explain it)."""
+    or for its victims (the cycle, the backoff or the preemption explain it). What its
+    queues say is kept in `by_local_queue` when given (one pass over many Workloads)."""
     record = state.records[key]
     workload = record.workload
     if not workload.active:
         return Unqueued("Deactivated", "The workload is deactivated")
     if record.phase is Phase.NOMINATED or key in state.backoff_queue:
         return None
-    lq = state.local_queues.get(state.local_queue_key(key))
-    queue = workload.queue_name
+    lq_key = state.local_queue_key(key)
+    if by_local_queue is None:
+        return _queue_blocker(state, lq_key, workload.queue_name)
+    if lq_key not in by_local_queue:
+        by_local_queue[lq_key] = _queue_blocker(state, lq_key, workload.queue_name)
+    return by_local_queue[lq_key]
+
+
+def _queue_blocker(state: ClusterState, lq_key: str, queue: str) -> Unqueued | None:
+    lq = state.local_queues.get(lq_key)
     if lq is None:
         return Unqueued("Misconfigured", f"LocalQueue {queue} doesn't exist")
     if lq.stop_policy is not StopPolicy.NONE:
@@ -137,10 +159,11 @@ def unqueued_decisions(state: ClusterState, skip: Container[WorkloadKey]) -> lis
     as the cycle's own `Inadmissible` decisions are. Workloads in `skip` (being written) and
     nominated preemptors (their reason is the preemption's) are left out."""
     decisions = []
+    by_local_queue: dict[str, Unqueued | None] = {}  # what its queues say, once per queue
     for key in state.pending():
         if key in skip or key in state.nominated:
             continue
-        unqueued = unqueued_reason(state, key)
+        unqueued = unqueued_reason(state, key, by_local_queue)
         if unqueued is not None:
             decisions.append(
                 Inadmissible(key, state.queued_in(key), unqueued.message, unqueued.reason)

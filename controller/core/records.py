@@ -119,6 +119,14 @@ class _RecordView(Mapping[WorkloadKey, V], Generic[V]):
         record = self._records.get(key)  # type: ignore[call-overload]
         return record is not None and self._keep(record)
 
+    def get(self, key: WorkloadKey, default: Any = None) -> Any:
+        """As a dict's `get`, without the KeyError Mapping's default goes through (the
+        cycle asks thousands of times)."""
+        record = self._records.get(key)
+        if record is None or not self._keep(record):
+            return default
+        return self._value(record)
+
     def __iter__(self) -> Iterator[WorkloadKey]:
         keys = self._records if self._index is None else sorted(self._index)
         return (key for key in keys if self._keep(self._records[key]))

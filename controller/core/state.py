@@ -103,6 +103,10 @@ class ClusterState:
         self.block_admission = False
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
+        # Per ClusterQueue, why it admits nothing (None: it is active), as
+        # `pending.cluster_queue_inactive` found it; cleared whenever a ClusterQueue, a
+        # flavor or a Cohort changes (the cycle asks for every queue with a head).
+        self.inactive: dict[str, Any] = {}
         # Kueue's fairSharing and admissionFairSharing configuration (None = off).
         self.fair_sharing: FairSharing | None = None
         self._admission_fair_sharing: AdmissionFairSharing | None = None
@@ -217,10 +221,12 @@ class ClusterState:
         if self.flavors.get(flavor.name) == flavor:
             return
         self.flavors[flavor.name] = flavor
+        self.inactive.clear()
         self._retry_using_flavor(flavor.name)
 
     def remove_flavor(self, name: str) -> None:
         self.flavors.pop(name, None)
+        self.inactive.clear()
         self._retry_using_flavor(name)
 
     def _retry_using_flavor(self, name: str) -> None:
@@ -233,6 +239,7 @@ class ClusterState:
         if old == cq:
             return
         self.cluster_queues[cq.name] = cq
+        self.inactive.clear()
         with self._covers_suspended():
             self.quota.set_cluster_queue(cq.name, cq.cohort, dict(cq.quotas()))
         queue = self.queues.get(cq.name)
@@ -255,6 +262,7 @@ class ClusterState:
         cq = self.cluster_queues.pop(name, None)
         if cq is None:
             return
+        self.inactive.clear()
         with self._covers_suspended():
             self.quota.remove_cluster_queue(name)
         queue = self.queues.pop(name, None)
@@ -268,12 +276,14 @@ class ClusterState:
         if self.cohorts.get(cohort.name) == cohort:
             return
         self.cohorts[cohort.name] = cohort
+        self.inactive.clear()
         with self._covers_suspended():
             self.quota.set_cohort(cohort.name, cohort.parent, cohort.quotas())
         self._retry_all_cohorts()
 
     def remove_cohort(self, name: str) -> None:
         if self.cohorts.pop(name, None) is not None:
+            self.inactive.clear()
             with self._covers_suspended():
                 self.quota.remove_cohort(name)
             self._retry_all_cohorts()

@@ -79,7 +79,8 @@ class AfterAdmissionWriter:
             return 0
         self._checked_at = now
         state = self.ctx.state
-        result = due(state.workloads.values(), self.policy, now, self.jitter(), self._running)
+        workloads = (record.workload for record in state.records.values())
+        result = due(workloads, self.policy, now, self.jitter(), self._running)
         self._next_deadline = result.next_deadline
         started = 0
         for action in result.actions:

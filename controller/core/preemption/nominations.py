@@ -322,14 +322,16 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
 
 
 def _abandoned(state: ClusterState, victim: Victim) -> bool:
-    held = state.admitted.get(victim.workload_key)
-    return victim.whole and held is not None and not held.evicting
+    if not victim.whole:
+        return False
+    held = state.records.get(victim.workload_key)
+    return held is not None and held.holds_quota and not held.evicting
 
 
 def _released(state: ClusterState, key: WorkloadKey, pods_left: int) -> bool:
     """A victim is done when it holds no quota, or (partial) at most `pods_left` pods."""
-    held = state.admitted.get(key)
-    if held is None:
+    held = state.records.get(key)
+    if held is None or not held.holds_quota:
         return True
     if pods_left <= 0 or held.admission is None:
         return False
