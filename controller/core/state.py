@@ -91,6 +91,11 @@ class ClusterState:
         # (`_Cover`); per victim, the preemptor waiting for it.
         self._covers: dict[WorkloadKey, _Cover] = {}
         self._awaited_by: dict[WorkloadKey, WorkloadKey] = {}
+        # Per victim (whole or not), the nominated preemptors waiting for it; and the
+        # preemptors to look at again, because something they wait on changed
+        # (`take_nominations_to_settle`).
+        self._victim_of: dict[WorkloadKey, set[WorkloadKey]] = {}
+        self._to_settle: set[WorkloadKey] = set()
         self.workloads = WorkloadsView(self.records)
         self.admitted = AdmittedView(self.records, self._holding)
         self.nominated = NominatedView(self.records, self._nominated)
@@ -240,6 +245,7 @@ class ClusterState:
             return
         self.cluster_queues[cq.name] = cq
         self.inactive.clear()
+        self._to_settle.update(self._nominated)
         with self._covers_suspended():
             self.quota.set_cluster_queue(cq.name, cq.cohort, dict(cq.quotas()))
         queue = self.queues.get(cq.name)
@@ -263,6 +269,7 @@ class ClusterState:
         if cq is None:
             return
         self.inactive.clear()
+        self._to_settle.update(self._nominated)
         with self._covers_suspended():
             self.quota.remove_cluster_queue(name)
         queue = self.queues.pop(name, None)
@@ -385,6 +392,9 @@ class ClusterState:
                 self.usage_ledger.drop_penalty(key)  # settlement looks in the new LocalQueue
             record.workload, record.order, record.resolution = workload, order, resolution
             record.signature = None
+        if record.nomination is not None:  # active or not, in a queue that runs or not
+            self._to_settle.add(key)
+        self._to_settle.update(self._victim_of.get(key, ()))
         if record.holds_quota and (workload.admission != record.admission or workload.finished):
             self._unreserve(record)
         if record.holds_quota:
@@ -672,11 +682,13 @@ class ClusterState:
         self._nominated.add(key)
         self.quota.add_usage(nomination.admit.cluster_queue, nomination.usage)
         for victim in nomination.victims:
+            self._victim_of.setdefault(victim.workload_key, set()).add(key)
             held = self.records.get(victim.workload_key)
             if held is not None and held.holds_quota and victim.whole:
                 held.phase = Phase.EVICTING
                 self._touch(held.cluster_queue)
                 self._awaited_by[victim.workload_key] = key  # only these can cover the hold
+        self._to_settle.add(key)
         self._cover(key)
 
     def _cover(self, key: WorkloadKey) -> None:
@@ -754,7 +766,9 @@ class ClusterState:
                 self._cover(key)
 
     def _recover_for(self, victim: WorkloadKey) -> None:
-        """A victim's quota changed: recompute the cover of the preemptor waiting for it."""
+        """A victim's quota changed: recompute the cover of the preemptor waiting for it,
+        and look at its preemptors again in the next cycle (they may be done or dropped)."""
+        self._to_settle.update(self._victim_of.get(victim, ()))
         key = self._awaited_by.get(victim)
         if key is not None and key in self._covers:
             self._uncover(key)
@@ -770,12 +784,30 @@ class ClusterState:
         record.phase = Phase.QUEUED
         self.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
         for victim in nomination.victims:
+            waiting = self._victim_of.get(victim.workload_key)
+            if waiting is not None:
+                waiting.discard(key)
+                if not waiting:
+                    del self._victim_of[victim.workload_key]
             if self._awaited_by.get(victim.workload_key) == key:
                 del self._awaited_by[victim.workload_key]
                 held = self.records.get(victim.workload_key)
                 if held is not None and held.holds_quota:
                     self._touch(held.cluster_queue)  # a candidate again if still leaving
         return nomination
+
+    def nominations_to_settle(self) -> frozenset[WorkloadKey]:
+        """The nominated preemptors the next cycle will look at again (not taken)."""
+        return frozenset(self._to_settle & self._nominated)
+
+    def take_nominations_to_settle(self) -> list[WorkloadKey]:
+        """The nominated preemptors to look at again (in key order), forgotten once taken:
+        those something they wait on changed for — a victim's quota or eviction, the
+        preemptor itself, a ClusterQueue — since they were last looked at. The others can
+        neither be admitted nor dropped (`nominations.settle_nominations`)."""
+        keys = sorted(self._to_settle & self._nominated)
+        self._to_settle.clear()
+        return keys
 
     def claimed(self, key: WorkloadKey) -> bool:
         """Whether a nominated preemptor waits for this Workload to leave."""

@@ -34,6 +34,7 @@ __all__ = [
     "may_preempt",
     "plan_preemption",
     "preemption_oracle",
+    "settle_action",
     "settle_nominations",
 ]
 
@@ -289,36 +290,50 @@ def plan_preemption(
 
 def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
     """Admit every nominated preemptor whose victims are gone; drop infeasible nominations.
-    Returns the admissions and the keys whose nominations were dropped."""
+    Returns the admissions and the keys whose nominations were dropped. Only preemptors
+    something changed for since they were last looked at are looked at
+    (`ClusterState.take_nominations_to_settle`): for the others `settle_action` is None."""
     admitted: list[Admit] = []
     dropped: list[str] = []
-    for key, nomination in list(state.nominated.items()):
-        workload = state.workloads.get(key)
-        cq = state.cluster_queues.get(nomination.admit.cluster_queue)
-        if workload is None or not workload.active or cq is None or cq.stopped:
+    for key in state.take_nominations_to_settle():
+        action = settle_action(state, key)
+        if action is None:
+            continue
+        if action == "drop":
             state.drop_nomination(key)
             dropped.append(key)
             continue
-        if any(_abandoned(state, victim) for victim in nomination.victims):
-            # A victim holds its quota and is no longer being evicted (its eviction was
-            # never recorded, and the state was re-read from the API server): the
-            # preemptor queues again and a later cycle decides afresh.
-            state.drop_nomination(key)
-            dropped.append(key)
-            continue
-        if all(
-            _released(state, victim.workload_key, victim.total_pods - victim.pods)
-            for victim in nomination.victims
+        cq_name = state.nominated[key].admit.cluster_queue
+        admit = state.admit_nominated(key)
+        if state.resolution(key).value is Preemptibility.NON_PREEMPTIBLE and any(
+            state.quota.borrowing(cq_name, fr) for fr in admit.usage()
         ):
-            admit = state.admit_nominated(key)
-            if state.resolution(key).value is Preemptibility.NON_PREEMPTIBLE and any(
-                state.quota.borrowing(cq.name, fr) for fr in admit.usage()
-            ):
-                state.release(key)  # never lets a non-preemptible Workload borrow
-                dropped.append(key)
-                continue
-            admitted.append(admit)
+            state.release(key)  # never lets a non-preemptible Workload borrow
+            dropped.append(key)
+            continue
+        admitted.append(admit)
     return admitted, dropped
+
+
+def settle_action(state: ClusterState, key: WorkloadKey) -> str | None:
+    """What a nominated preemptor's nomination comes to now: "drop" (the preemptor is gone
+    or inactive, its queue gone or stopped, or a victim holds its quota and is no longer
+    being evicted — its eviction was never recorded and the state was re-read: a later
+    cycle decides afresh), "admit" (every victim has released what it had to), or None
+    (still waiting)."""
+    nomination = state.nominated[key]
+    workload = state.workloads.get(key)
+    cq = state.cluster_queues.get(nomination.admit.cluster_queue)
+    if workload is None or not workload.active or cq is None or cq.stopped:
+        return "drop"
+    if any(_abandoned(state, victim) for victim in nomination.victims):
+        return "drop"
+    if all(
+        _released(state, victim.workload_key, victim.total_pods - victim.pods)
+        for victim in nomination.victims
+    ):
+        return "admit"
+    return None
 
 
 def _abandoned(state: ClusterState, victim: Victim) -> bool:

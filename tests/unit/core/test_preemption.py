@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.clusterqueues import AdmissionMode, LocalQueue, PreemptionPolicy
+from controller.core.clusterqueues import AdmissionMode, LocalQueue, PreemptionPolicy, StopPolicy
 from controller.core.cycle import run_cycle
 from controller.core.decisions import CycleResult, Preempt
 from controller.core.fair_sharing import FairSharing
@@ -558,3 +558,29 @@ def test_candidates_cached_earlier_are_ordered_by_the_usage_of_the_current_cycle
     preempt = preempt_once(state, wl("reclaimer", "cq2", cpu=10))
     assert victims(preempt) == {"ns/high": ("InCohortReclamation", 1)}
     assert {c.key: c.sort_key(False) for c in state.contender_cache["cq1"][1]} == keys
+
+
+def test_a_nomination_is_looked_at_again_only_when_something_it_waits_on_changes() -> None:
+    """Settling looks at a nominated preemptor again when a victim's quota changes, the
+    preemptor changes (deactivated: dropped) or its ClusterQueue does (stopped: dropped);
+    otherwise it is left alone, cycle after cycle."""
+    state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
+    admit(state, wl("low", cpu=4, priority=1))
+    preempt_once(state, wl("high", cpu=4, priority=10))
+    assert state.nominations_to_settle() == {"ns/high"}  # new: looked at once
+    run_cycle(state, 2.0)
+    assert state.nominations_to_settle() == frozenset()  # nothing changed since
+    state.upsert_workload(replace(state.workloads["ns/high"], active=False))
+    assert state.nominations_to_settle() == {"ns/high"}
+    run_cycle(state, 3.0)
+    assert "ns/high" not in state.nominated  # dropped
+    state.upsert_workload(replace(state.workloads["ns/high"], active=True))
+    run_cycle(state, 4.0)  # plans again: the victim is still leaving, so it is claimed
+    assert "ns/high" in state.nominated
+    run_cycle(state, 5.0)
+    assert state.nominations_to_settle() == frozenset()
+    stopped = replace(state.cluster_queues["cq"], stop_policy=StopPolicy.HOLD)
+    state.set_cluster_queue(stopped)
+    assert state.nominations_to_settle() == {"ns/high"}
+    run_cycle(state, 6.0)
+    assert "ns/high" not in state.nominated

@@ -24,6 +24,7 @@ from controller.core.clusterqueues import (
     WithinClusterQueuePolicy,
 )
 from controller.core.cycle import run_cycle
+from controller.core.preemption.nominations import settle_action
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet
 from tests.unit.core.builders import cluster, cq, quota, wl
@@ -270,6 +271,9 @@ def test_preemption_never_overcommits_while_victims_leave(
     leave = iter(leaves)
 
     def check() -> None:
+        marked = state.nominations_to_settle()
+        for key in state.nominated:  # settling looks only where something changed
+            assert key in marked or settle_action(state, key) is None, key
         now = usage_by_queue(state)
         later = usage_by_queue(state, after_evictions=True)
         assert_within_limits(queues, now)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from api.constants import WithinClusterQueuePolicy
 from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.cycle import run_cycle
+from controller.core.preemption.nominations import settle_action
 from controller.core.records import Phase
 from controller.core.state import ClusterState
 from controller.core.workloads import WorkloadKey
@@ -104,6 +105,12 @@ def assert_consistent(state: ClusterState) -> None:
     for key, record in state.records.items():
         assert (record.admission is not None) == record.holds_quota, key
         assert (record.nomination is not None) == (record.phase is Phase.NOMINATED), key
+    # Settling looks only at the preemptors something changed for: every other one can
+    # neither be admitted nor dropped now.
+    marked = state.nominations_to_settle()
+    for key in state.nominated:
+        if key not in marked:
+            assert settle_action(state, key) is None, key
 
 
 _event = st.one_of(
