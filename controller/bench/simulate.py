@@ -18,6 +18,9 @@ the CPU seconds how fast they are made.
 - Over-use: after every admission each ClusterQueue must hold at most nominal +
   borrowingLimit and each cohort tree (a root Cohort and everything under it) at most its
   total nominal quota, its queues' and its Cohorts' own; any excess is counted.
+- A preemption loop (the engine evicting the same Workload again and again while no
+  simulated time passes: it would decide forever) ends the run with an error naming it,
+  instead of hanging: `FLAPPING_LIMIT` preemptions of one Workload within one instant.
 - A scenario's Cohort tree and weights (`parentCohorts`, `parent:`, `weight:`) are built
   into the state, and its `fairSharing` section turns Kueue's fair sharing on.
 """
@@ -51,12 +54,20 @@ from controller.core.selectors import LabelSelector
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, Workload, WorkloadKey
 
-__all__ = ["build", "lower_bound", "simulate"]
+__all__ = ["FLAPPING_LIMIT", "PreemptionLoop", "build", "lower_bound", "simulate"]
 
 RESOURCE = "cpu"
 FLAVOR = "rf"  # the name Kueue's generator gives its flavor
 
 _ARRIVE, _FINISH, _RELEASE = 0, 1, 2
+
+FLAPPING_LIMIT = 20
+"""Preemptions of one Workload within one simulated instant that make a preemption loop:
+between two of them it was admitted again without running at all."""
+
+
+class PreemptionLoop(RuntimeError):
+    """The engine keeps preempting the same Workload while no simulated time passes."""
 
 
 def _weight(weight: Fraction | None) -> Fraction:
@@ -222,8 +233,11 @@ def simulate(
 
     now = 0.0
     write_queue_status()  # every queue's first event: created, empty
+    preempted_now: dict[str, int] = {}  # per Workload, its preemptions at `now`
     while events:
         now = events[0][0]
+        if now != last_t:
+            preempted_now.clear()
         usage_integral += reserved * (now - last_t)
         last_t = now
         while events and events[0][0] == now:
@@ -280,6 +294,15 @@ def simulate(
             for preempt in result.preempting:
                 for victim in preempt.victims:
                     preemptions += 1
+                    times = preempted_now[victim.workload_key] = (
+                        preempted_now.get(victim.workload_key, 0) + 1
+                    )
+                    if times > FLAPPING_LIMIT:
+                        raise PreemptionLoop(
+                            f"preemption loop at {now:.3f} s: {victim.workload_key} preempted "
+                            f"{times} times while no time passed (last for "
+                            f"{preempt.preemptor_key}, {victim.reason.value})"
+                        )
                     observe(by_key[victim.workload_key], admitted=True, evicted=True)
                     heapq.heappush(
                         events,

@@ -11,7 +11,7 @@ import pytest
 
 from controller.bench.report import render
 from controller.bench.scenario import load, parse
-from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound, simulate
+from controller.bench.simulate import FLAVOR, RESOURCE, PreemptionLoop, build, lower_bound, simulate
 from controller.cli import main
 from controller.core.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
 from controller.core.cohort_nodes import Cohort
@@ -290,3 +290,17 @@ def test_a_tree_runs_to_the_end_within_its_quota(fair_sharing: dict[str, Any] | 
     assert all(f.admitted == f.count for f in report.classes.values())
     assert report.makespan_s >= report.lower_bound_s
     assert report.nominal_total == 8000
+
+
+def test_a_preemption_loop_ends_the_run_naming_the_workload() -> None:
+    """Four queues of one cohort, each preempting its own small Workload to borrow for a
+    medium one, and a queue within its nominal quota reclaiming that medium one: the
+    engine decides forever while no simulated time passes. The run stops instead."""
+    scenario = _scenario(
+        6,
+        None,
+        [_set(20, 150, "small", 1, 1000, 50), _set(5, 750, "medium", 4, 2000, 100)],
+        queues=4,
+    )
+    with pytest.raises(PreemptionLoop, match=r"preemption loop at 1\.600 s: cq-0-\d-c-0/"):
+        simulate(scenario)
