@@ -17,7 +17,15 @@ from controller.bench.scenario import ScenarioError, load
 if TYPE_CHECKING:
     from controller.bench.floor import FloorReport
 
-__all__ = ["add_bench_command"]
+__all__ = ["LIVE_FAIR_SHARING", "add_bench_command"]
+
+LIVE_FAIR_SHARING = (
+    "quotagate bench: the scenario's fairSharing applies to --simulate only; in a live run "
+    "fair sharing is whatever the controller's own configuration says (e.g. `quotagate run "
+    "--config FILE` with `fairSharing: {}`)"
+)
+"""Said at the start of a live run of a scenario with `fairSharing`: a live run cannot set
+the controller's configuration, so fair sharing is never silently assumed."""
 
 EPILOG = """\
 scenarios shipped with quotagate: tests/bench/scenarios/{smoke,baseline,large-scale}.yaml
@@ -106,6 +114,8 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     progress = None if args.quiet else sys.stderr
     mode = "simulated" if args.simulate else "live" if args.live else "API server floor"
+    if args.live and scenario.fair_sharing is not None:
+        print(LIVE_FAIR_SHARING, file=sys.stderr)
     if progress is not None:
         print(
             f"scenario {scenario.name}: {scenario.total_queues()} ClusterQueues, "
