@@ -29,7 +29,8 @@ the controller's configuration, so fair sharing is never silently assumed."""
 
 EPILOG = """\
 scenarios shipped with quotagate: tests/bench/scenarios/{smoke,baseline,large-scale}.yaml
-(Kueue's generator shape). Exit status: 0 done, 1 the run failed (or over-used quota),
+(Kueue's generator shape) and fair-tree.yaml (a tree of Cohorts with fair sharing, quotagate's
+extension of the shape). Exit status: 0 done, 1 the run failed (or over-used quota),
 2 bad arguments or scenario. Kueue's minimalkueue and quotagate side by side on fresh
 local control planes: `make bench-compare` in a quotagate checkout. See docs/benchmark.md.
 """

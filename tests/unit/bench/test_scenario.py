@@ -41,6 +41,7 @@ def _doc(**overrides: Any) -> dict[str, Any]:
         ("smoke", 2, 58),
         ("baseline", 30, 15_000),
         ("large-scale", 1_000, 50_000),
+        ("fair-tree", 12, 944),
     ],
 )
 def test_shipped_scenarios_have_the_published_sizes(name: str, queues: int, workloads: int) -> None:
