@@ -17,11 +17,20 @@ from controller.bench.scenario import ScenarioError, load
 if TYPE_CHECKING:
     from controller.bench.floor import FloorReport
 
-__all__ = ["add_bench_command"]
+__all__ = ["LIVE_FAIR_SHARING", "add_bench_command"]
+
+LIVE_FAIR_SHARING = (
+    "quotagate bench: the scenario's fairSharing applies to --simulate only; in a live run "
+    "fair sharing is whatever the controller's own configuration says (e.g. `quotagate run "
+    "--config FILE` with `fairSharing: {}`)"
+)
+"""Said at the start of a live run of a scenario with `fairSharing`: a live run cannot set
+the controller's configuration, so fair sharing is never silently assumed."""
 
 EPILOG = """\
 scenarios shipped with quotagate: tests/bench/scenarios/{smoke,baseline,large-scale}.yaml
-(Kueue's generator shape). Exit status: 0 done, 1 the run failed (or over-used quota),
+(Kueue's generator shape) and fair-tree.yaml (a tree of Cohorts with fair sharing, quotagate's
+extension of the shape). Exit status: 0 done, 1 the run failed (or over-used quota),
 2 bad arguments or scenario. Kueue's minimalkueue and quotagate side by side on fresh
 local control planes: `make bench-compare` in a quotagate checkout. See docs/benchmark.md.
 """
@@ -106,6 +115,8 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     progress = None if args.quiet else sys.stderr
     mode = "simulated" if args.simulate else "live" if args.live else "API server floor"
+    if args.live and scenario.fair_sharing is not None:
+        print(LIVE_FAIR_SHARING, file=sys.stderr)
     if progress is not None:
         print(
             f"scenario {scenario.name}: {scenario.total_queues()} ClusterQueues, "

@@ -54,7 +54,7 @@ class Job:
     key: str  # namespace/name
     class_name: str
     cluster_queue: str
-    cohort: str
+    root_cohort: str  # the root of its cohort tree: quota moves only within it
     request: int  # milli-units
     runtime: float
     priority: int

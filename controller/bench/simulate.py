@@ -16,7 +16,13 @@ the CPU seconds how fast they are made.
   ClusterQueue usage from each queue's reserved quota, written as its status once per
   simulated instant in which it changed, from 0 to the last completion.
 - Over-use: after every admission each ClusterQueue must hold at most nominal +
-  borrowingLimit and each cohort at most its total nominal quota; any excess is counted.
+  borrowingLimit and each cohort tree (a root Cohort and everything under it) at most its
+  total nominal quota, its queues' and its Cohorts' own; any excess is counted.
+- A preemption loop (the engine evicting the same Workload again and again while no
+  simulated time passes: it would decide forever) ends the run with an error naming it,
+  instead of hanging: `FLAPPING_LIMIT` preemptions of one Workload within one instant.
+- A scenario's Cohort tree and weights (`parentCohorts`, `parent:`, `weight:`) are built
+  into the state, and its `fairSharing` section turns Kueue's fair sharing on.
 """
 
 from __future__ import annotations
@@ -25,12 +31,13 @@ import heapq
 import itertools
 import time
 from dataclasses import replace
+from fractions import Fraction
 from typing import TextIO
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.bench.recorder import ClusterQueueEvent, Recorder, WorkloadEvent
 from controller.bench.report import Job, Progress, Report, Sample, summarize
-from controller.bench.scenario import Scenario
+from controller.bench.scenario import ParentCohort, Scenario
 from controller.core.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
@@ -39,43 +46,79 @@ from controller.core.clusterqueues import (
     ResourceGroup,
     ResourceQuota,
 )
+from controller.core.cohort_nodes import Cohort
 from controller.core.cycle import run_cycle
+from controller.core.fair_sharing import DEFAULT_WEIGHT
 from controller.core.flavors import ResourceFlavor
 from controller.core.selectors import LabelSelector
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, Workload, WorkloadKey
 
-__all__ = ["build", "lower_bound", "simulate"]
+__all__ = ["FLAPPING_LIMIT", "PreemptionLoop", "build", "lower_bound", "simulate"]
 
 RESOURCE = "cpu"
 FLAVOR = "rf"  # the name Kueue's generator gives its flavor
 
 _ARRIVE, _FINISH, _RELEASE = 0, 1, 2
 
+FLAPPING_LIMIT = 20
+"""Preemptions of one Workload within one simulated instant that make a preemption loop:
+between two of them it was admitted again without running at all."""
+
+
+class PreemptionLoop(RuntimeError):
+    """The engine keeps preempting the same Workload while no simulated time passes."""
+
+
+def _weight(weight: Fraction | None) -> Fraction:
+    return DEFAULT_WEIGHT if weight is None else weight  # 0 is a weight (an infinite share)
+
+
+def _cpu_group(quota: ResourceQuota) -> tuple[ResourceGroup, ...]:
+    return (ResourceGroup((RESOURCE,), (FlavorQuotas(FLAVOR, {RESOURCE: quota}),)),)
+
+
+def _parent_cohort(pc: ParentCohort) -> Cohort:
+    groups = (
+        _cpu_group(ResourceQuota(pc.nominal or 0, pc.borrowing_limit, pc.lending_limit))
+        if pc.has_quota
+        else ()
+    )
+    return Cohort(pc.name, pc.parent, groups, _weight(pc.weight))
+
 
 def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
-    """The state (flavor, queues), every Workload's plan (arrival order) and the nominal
-    capacity of each cohort (milli-units)."""
+    """The state (flavor, Cohorts, queues, fair sharing), every Workload's plan (arrival
+    order) and the nominal capacity of each cohort tree, by its root (milli-units)."""
     state = ClusterState()
     state.set_flavor(ResourceFlavor(FLAVOR))
-    jobs: list[Job] = []
+    state.fair_sharing = scenario.fair_sharing
+    roots = scenario.roots()
     capacity: dict[str, int] = {}
+    for pc in scenario.parent_cohorts:
+        state.set_cohort(_parent_cohort(pc))
+        capacity[roots[pc.name]] = capacity.get(roots[pc.name], 0) + (pc.nominal or 0)
+    for cs in scenario.cohort_sets:
+        for c in range(cs.count if cs.explicit else 0):
+            state.set_cohort(Cohort(f"{cs.name}-{c}", cs.parent, (), _weight(cs.weight)))
+    jobs: list[Job] = []
     for name, cohort, qs in scenario.queues():
-        quota = ResourceQuota(qs.nominal, qs.borrowing_limit)
         state.set_cluster_queue(
             ClusterQueue(
                 name,
-                (ResourceGroup((RESOURCE,), (FlavorQuotas(FLAVOR, {RESOURCE: quota}),)),),
+                _cpu_group(ResourceQuota(qs.nominal, qs.borrowing_limit)),
                 cohort,
                 namespace_selector=LabelSelector(),
                 preemption=PreemptionPolicy(
                     reclaim_within_cohort=ReclaimWithinCohortPolicy(qs.reclaim_within_cohort),
                     within_cluster_queue=WithinClusterQueuePolicy(qs.within_cluster_queue),
                 ),
+                fair_weight=_weight(qs.weight),
             )
         )
         state.set_local_queue(LocalQueue(name, name, name))
-        capacity[cohort] = capacity.get(cohort, 0) + qs.nominal
+        root = roots[cohort]
+        capacity[root] = capacity.get(root, 0) + qs.nominal
         for s, ws in enumerate(qs.workload_sets):
             for at, wc, index in ws.arrivals():
                 jobs.append(
@@ -83,7 +126,7 @@ def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
                         f"{name}/{wc.name}-{s}-{index}-{ws.classes.index(wc)}",
                         wc.name,
                         name,
-                        cohort,
+                        root,
                         wc.request,
                         wc.runtime_ms / 1000,
                         wc.priority,
@@ -95,14 +138,14 @@ def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
 
 
 def lower_bound(jobs: list[Job], capacity: dict[str, int]) -> float:
-    """No schedule finishes before the last arrival has run, nor before each cohort has
-    pushed its work (request × runtime) through its total nominal quota — borrowing moves
-    quota inside a cohort, never between cohorts."""
+    """No schedule finishes before the last arrival has run, nor before each cohort tree
+    has pushed its work (request × runtime) through its total nominal quota — borrowing
+    moves quota inside a root's tree, never between trees."""
     bound = 0.0
     work: dict[str, float] = {}
     for job in jobs:
         bound = max(bound, job.created + job.runtime)
-        work[job.cohort] = work.get(job.cohort, 0.0) + job.request * job.runtime
+        work[job.root_cohort] = work.get(job.root_cohort, 0.0) + job.request * job.runtime
     for cohort, amount in work.items():
         if capacity.get(cohort):
             bound = max(bound, amount / capacity[cohort])
@@ -155,7 +198,7 @@ def simulate(
         nonlocal reserved
         reserved += sign * job.request
         per_queue[job.cluster_queue] += sign * job.request
-        per_cohort[job.cohort] += sign * job.request
+        per_cohort[job.root_cohort] += sign * job.request
         reserved_by_class[job.class_name] += sign * job.request
         reserving_in[job.cluster_queue] += sign
         changed_queues.add(job.cluster_queue)
@@ -190,8 +233,11 @@ def simulate(
 
     now = 0.0
     write_queue_status()  # every queue's first event: created, empty
+    preempted_now: dict[str, int] = {}  # per Workload, its preemptions at `now`
     while events:
         now = events[0][0]
+        if now != last_t:
+            preempted_now.clear()
         usage_integral += reserved * (now - last_t)
         last_t = now
         while events and events[0][0] == now:
@@ -238,7 +284,7 @@ def simulate(
                     counters["admitted"] += 1
                 charge(job, 1)
                 limit = limits[job.cluster_queue]
-                if per_cohort[job.cohort] > capacity[job.cohort] or (
+                if per_cohort[job.root_cohort] > capacity[job.root_cohort] or (
                     limit is not None and per_queue[job.cluster_queue] > limit
                 ):
                     overuse += 1
@@ -248,6 +294,15 @@ def simulate(
             for preempt in result.preempting:
                 for victim in preempt.victims:
                     preemptions += 1
+                    times = preempted_now[victim.workload_key] = (
+                        preempted_now.get(victim.workload_key, 0) + 1
+                    )
+                    if times > FLAPPING_LIMIT:
+                        raise PreemptionLoop(
+                            f"preemption loop at {now:.3f} s: {victim.workload_key} preempted "
+                            f"{times} times while no time passed (last for "
+                            f"{preempt.preemptor_key}, {victim.reason.value})"
+                        )
                     observe(by_key[victim.workload_key], admitted=True, evicted=True)
                     heapq.heappush(
                         events,

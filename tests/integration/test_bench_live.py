@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from controller.bench.command import LIVE_FAIR_SHARING
 from controller.bench.live import RUN_LABEL
 from controller.cli import main
 from tests.cluster.controlplane import ControlPlane
@@ -96,3 +97,68 @@ def test_smoke_scenario_runs_live_and_cleans_up(
         "kueue.x-k8s.io", "v1beta2", "workloads", label_selector=f"{RUN_LABEL}={run}"
     )
     assert workloads["items"] == []
+
+
+TREE = """\
+fairSharing: {}
+parentCohorts:
+  - {name: org, nominalQuota: 4}
+cohorts:
+  - className: team
+    count: 2
+    parent: org
+    weight: 2
+    queuesSets:
+      - className: cq
+        count: 1
+        nominalQuota: 1
+        weight: 500m
+        workloadsSets:
+          - count: 3
+            creationIntervalMs: 200
+            workloads:
+              - {className: big, runtimeMs: 500, priority: 1, request: 3}
+"""
+
+
+def test_a_tree_scenario_runs_live_on_its_cohorts_and_cleans_them_up(
+    controller: ControllerProcess,
+    kubeconfig_path: str,
+    api_client: client.ApiClient,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each team's queue has 1 cpu and its Workloads ask for 3: only the org Cohort's own
+    4 cpu, borrowed through the tree, can admit them. The controller runs with its default
+    configuration, so the run says fair sharing is the controller's."""
+    scenario = tmp_path / "tree.yaml"
+    scenario.write_text(TREE)
+    report_path = tmp_path / "tree.json"
+    code = main(
+        [
+            "bench",
+            str(scenario),
+            "--live",
+            "--kubeconfig",
+            kubeconfig_path,
+            "--timeout",
+            "60",
+            "--json",
+            str(report_path),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.err.splitlines()[0] == LIVE_FAIR_SHARING
+    report = json.loads(report_path.read_text())
+    assert report["workloads"] == 6
+    assert report["classes"]["big"]["admitted"] == 6
+    assert report["overuse_events"] == 0
+    assert report["lower_bound_s"] == pytest.approx(1.5)  # 9 cpu·s over the tree's 6 cpu
+    assert report["makespan_s"] >= report["lower_bound_s"]
+    custom = client.CustomObjectsApi(api_client)
+    for plural in ("cohorts", "clusterqueues"):
+        left = custom.list_cluster_custom_object(
+            "kueue.x-k8s.io", "v1beta2", plural, label_selector=f"{RUN_LABEL}={report['run_id']}"
+        )
+        assert left["items"] == [], plural

@@ -2,15 +2,20 @@
 runner creates them: ResourceFlavor `rf`; per ClusterQueue a Namespace of the same name,
 the ClusterQueue (cohort, cpu quota, preemption policy, `namespaceSelector: {}`, its class
 as the label Kueue's generator sets) and a LocalQueue; and the scenario's bare Workloads.
-Every name carries the run id and every object the run's label, so runs never collide and
-cleanup finds them all."""
+A scenario with a tree (quotagate's extension) also gets its Cohort objects, created
+before the ClusterQueues: the parent cohorts (parent, cpu quota and limits, weight) and
+the generated cohorts that have a parent or a weight; and the ClusterQueues their
+`spec.fairSharing.weight`. Every name carries the run id and every object the run's
+label, so runs never collide and cleanup finds them all."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from kubernetes.aio import client as aio_client
@@ -21,11 +26,19 @@ from api.workload_status import is_true
 from controller.bench.live.staging import LiveError
 from controller.bench.recorder import CLASS_LABEL
 from controller.bench.report import Job
-from controller.bench.scenario import Scenario
+from controller.bench.scenario import ParentCohort, QueueSet, Scenario
 from controller.bench.simulate import FLAVOR, RESOURCE
 from controller.kube.client import KUEUE_GROUP, KUEUE_VERSION
 
-__all__ = ["FIELD_MANAGER", "RUNTIME_LABEL", "RUN_LABEL", "LiveCluster", "workload_body"]
+__all__ = [
+    "FIELD_MANAGER",
+    "RUNTIME_LABEL",
+    "RUN_LABEL",
+    "LiveCluster",
+    "cluster_queue_body",
+    "cohort_bodies",
+    "workload_body",
+]
 
 T = TypeVar("T")
 
@@ -38,6 +51,95 @@ _API_VERSION = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 
 def _cpu(milli: int) -> str:
     return str(Quantity(milli))
+
+
+def _weight(weight: Fraction) -> str:
+    """A weight as a quantity, exactly (a scenario's weights are decimal)."""
+    if (weight * 1000).denominator == 1:
+        return str(Quantity(int(weight * 1000)))
+    return str(Decimal(weight.numerator) / Decimal(weight.denominator))
+
+
+def _cpu_groups(flavor: str, quota: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "coveredResources": [RESOURCE],
+            "flavors": [{"name": flavor, "resources": [{"name": RESOURCE, **quota}]}],
+        }
+    ]
+
+
+def _parent_cohort_quota(pc: ParentCohort) -> dict[str, Any] | None:
+    if not pc.has_quota:
+        return None
+    quota = {"nominalQuota": _cpu(pc.nominal or 0)}
+    for key, limit in (("borrowingLimit", pc.borrowing_limit), ("lendingLimit", pc.lending_limit)):
+        if limit is not None:
+            quota[key] = _cpu(limit)
+    return quota
+
+
+def cohort_bodies(
+    scenario: Scenario, name: Callable[[str], str], flavor: str, labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The scenario's Cohort objects (`name` gives a cohort's object name, `flavor` the
+    flavor's): its parent cohorts, then the generated cohorts with a parent or a weight."""
+
+    def body(
+        cohort: str, parent: str | None, quota: dict[str, Any] | None, weight: Fraction | None
+    ) -> dict[str, Any]:
+        spec: dict[str, Any] = {}
+        if parent is not None:
+            spec["parentName"] = name(parent)
+        if quota is not None:
+            spec["resourceGroups"] = _cpu_groups(flavor, quota)
+        if weight is not None:
+            spec["fairSharing"] = {"weight": _weight(weight)}
+        return {
+            "apiVersion": _API_VERSION,
+            "kind": "Cohort",
+            "metadata": {"name": name(cohort), "labels": labels},
+            "spec": spec,
+        }
+
+    bodies = [
+        body(pc.name, pc.parent, _parent_cohort_quota(pc), pc.weight)
+        for pc in scenario.parent_cohorts
+    ]
+    bodies += [
+        body(f"{cs.name}-{c}", cs.parent, None, cs.weight)
+        for cs in scenario.cohort_sets
+        if cs.explicit
+        for c in range(cs.count)
+    ]
+    return bodies
+
+
+def cluster_queue_body(
+    name: str, cohort: str, qs: QueueSet, flavor: str, labels: dict[str, str]
+) -> dict[str, Any]:
+    """A scenario ClusterQueue (object names given): Kueue's generator's, with
+    `spec.fairSharing.weight` when the queue set has a weight."""
+    quota: dict[str, Any] = {"nominalQuota": _cpu(qs.nominal)}
+    if qs.borrowing_limit is not None:
+        quota["borrowingLimit"] = _cpu(qs.borrowing_limit)
+    spec: dict[str, Any] = {
+        "cohortName": cohort,
+        "namespaceSelector": {},
+        "resourceGroups": _cpu_groups(flavor, quota),
+        "preemption": {
+            "reclaimWithinCohort": qs.reclaim_within_cohort,
+            "withinClusterQueue": qs.within_cluster_queue,
+        },
+    }
+    if qs.weight is not None:
+        spec["fairSharing"] = {"weight": _weight(qs.weight)}
+    return {
+        "apiVersion": _API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name, "labels": {**labels, CLASS_LABEL: qs.name}},
+        "spec": spec,
+    }
 
 
 class LiveCluster:
@@ -81,8 +183,13 @@ class LiveCluster:
         async with self.gate:
             return await call
 
+    @property
+    def flavor(self) -> str:
+        return f"{FLAVOR}-{self.run_id}"
+
     async def setup(self, timeout: float) -> None:
-        """Flavor, namespaces and queues; then wait until every ClusterQueue is Active."""
+        """Flavor, Cohorts, namespaces and queues; then wait until every ClusterQueue is
+        Active (the Cohorts exist before any ClusterQueue names them)."""
         await self.custom.create_cluster_custom_object(
             KUEUE_GROUP,
             KUEUE_VERSION,
@@ -90,37 +197,25 @@ class LiveCluster:
             {
                 "apiVersion": _API_VERSION,
                 "kind": "ResourceFlavor",
-                "metadata": {"name": f"{FLAVOR}-{self.run_id}", "labels": self.labels},
+                "metadata": {"name": self.flavor, "labels": self.labels},
                 "spec": {},
             },
         )
+        await asyncio.gather(
+            *(
+                self.guarded(
+                    self.custom.create_cluster_custom_object(
+                        KUEUE_GROUP, KUEUE_VERSION, "cohorts", body
+                    )
+                )
+                for body in cohort_bodies(self.scenario, self.name, self.flavor, self.labels)
+            )
+        )
         creations = []
         for name, cohort, qs in self.scenario.queues():
-            quota: dict[str, Any] = {"name": RESOURCE, "nominalQuota": _cpu(qs.nominal)}
-            if qs.borrowing_limit is not None:
-                quota["borrowingLimit"] = _cpu(qs.borrowing_limit)
-            cq = {
-                "apiVersion": _API_VERSION,
-                "kind": "ClusterQueue",
-                "metadata": {
-                    "name": self.name(name),
-                    "labels": {**self.labels, CLASS_LABEL: qs.name},
-                },
-                "spec": {
-                    "cohortName": self.name(cohort),
-                    "namespaceSelector": {},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": [RESOURCE],
-                            "flavors": [{"name": f"{FLAVOR}-{self.run_id}", "resources": [quota]}],
-                        }
-                    ],
-                    "preemption": {
-                        "reclaimWithinCohort": qs.reclaim_within_cohort,
-                        "withinClusterQueue": qs.within_cluster_queue,
-                    },
-                },
-            }
+            cq = cluster_queue_body(
+                self.name(name), self.name(cohort), qs, self.flavor, self.labels
+            )
             creations.append(self._create_queue(name, cq))
         await asyncio.gather(*creations)
         await self._wait_active(timeout)
@@ -175,7 +270,8 @@ class LiveCluster:
             await asyncio.sleep(0.5)
 
     async def cleanup(self) -> None:
-        """Workloads, LocalQueues, namespaces, ClusterQueues and the flavor, by label."""
+        """Workloads, LocalQueues, namespaces, ClusterQueues, Cohorts and the flavor, by
+        label."""
         names = [self.name(name) for name, _, _ in self.scenario.queues()]
 
         async def namespace(ns: str) -> None:
@@ -190,7 +286,7 @@ class LiveCluster:
                 await self.guarded(self.core.delete_namespace(ns))
 
         await asyncio.gather(*(namespace(ns) for ns in names))
-        for plural in ("clusterqueues", "resourceflavors"):
+        for plural in ("clusterqueues", "cohorts", "resourceflavors"):
             with contextlib.suppress(ApiException):
                 await self.custom.delete_collection_cluster_custom_object(
                     KUEUE_GROUP, KUEUE_VERSION, plural, label_selector=self.selector

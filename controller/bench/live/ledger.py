@@ -1,7 +1,7 @@
 """The live run's quota ledger: reserved quota per ClusterQueue, cohort and class, replayed
 in the Workload watch's (etcd) order. It integrates reserved quota over time and counts
 over-use: after an admission, a ClusterQueue above nominal + borrowingLimit or a cohort
-above its total nominal quota."""
+tree above its total nominal quota."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Ledger:
-    """Reserved quota per ClusterQueue and cohort, replayed in watch order."""
+    """Reserved quota per ClusterQueue and cohort tree, replayed in watch order."""
 
     limits: dict[str, int | None]  # per ClusterQueue: nominal + borrowingLimit, or no limit
-    capacity: dict[str, int]  # per cohort: its total nominal quota
+    capacity: dict[str, int]  # per cohort tree (by its root): its total nominal quota
     per_queue: dict[str, int] = field(default_factory=dict)
     per_cohort: dict[str, int] = field(default_factory=dict)
     per_class: dict[str, int] = field(default_factory=dict)
@@ -40,16 +40,16 @@ class Ledger:
         amount = sign * job.request
         self.reserved += amount
         q = self.per_queue[job.cluster_queue] = self.per_queue.get(job.cluster_queue, 0) + amount
-        c = self.per_cohort[job.cohort] = self.per_cohort.get(job.cohort, 0) + amount
+        c = self.per_cohort[job.root_cohort] = self.per_cohort.get(job.root_cohort, 0) + amount
         self.per_class[job.class_name] = self.per_class.get(job.class_name, 0) + amount
         limit = self.limits[job.cluster_queue]
-        if sign > 0 and (c > self.capacity[job.cohort] or (limit is not None and q > limit)):
+        if sign > 0 and (c > self.capacity[job.root_cohort] or (limit is not None and q > limit)):
             self.overuse += 1
             log.error(
-                "quota over-use: %s admitted with %s at %.0fm in its queue, %.0fm in cohort %s",
+                "quota over-use: %s admitted with %s at %.0fm in its queue, %.0fm in cohort tree %s",
                 job.key,
                 job.cluster_queue,
                 q,
                 c,
-                job.cohort,
+                job.root_cohort,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,11 @@ import pytest
 
 from controller.bench.report import render
 from controller.bench.scenario import load, parse
-from controller.bench.simulate import build, lower_bound, simulate
+from controller.bench.simulate import FLAVOR, RESOURCE, PreemptionLoop, build, lower_bound, simulate
 from controller.cli import main
+from controller.core.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
+from controller.core.cohort_nodes import Cohort
+from controller.core.fair_sharing import FairSharing
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
 SMOKE = SCENARIOS / "smoke.yaml"
@@ -31,6 +35,11 @@ def _scenario(
     if borrowing is not None:
         qs["borrowingLimit"] = borrowing
     return parse({"cohorts": [{"className": "c", "count": 1, "queuesSets": [qs]}]}, "t")
+
+
+def _cpu_groups(nominal: int, borrowing_limit: int | None = None) -> tuple[ResourceGroup, ...]:
+    quota = ResourceQuota(nominal, borrowing_limit)
+    return (ResourceGroup((RESOURCE,), (FlavorQuotas(FLAVOR, {RESOURCE: quota}),)),)
 
 
 def _set(
@@ -183,3 +192,115 @@ def test_cli_bad_scenario_exits_2_naming_the_key(
     err = capsys.readouterr().err
     assert "bad.yaml: cohorts[0].queuesSets: expected a non-empty list" in err
     assert "Traceback" not in err
+
+
+# -- a tree of Cohorts and fair sharing ----------------------------------------------------
+
+
+def _tree_scenario(fair_sharing: dict[str, Any] | None = None) -> Any:
+    """org (2 units of its own) > eng (weight 2, borrowingLimit 1) > team-0, team-1, each
+    with one queue of 2 units (weight 3); and a separate root cohort `solo-0`."""
+    team = _scenario(2, None, [_set(4, 10, "a", 1, 1000, 1)], queues=1).cohort_sets[0]
+    doc: dict[str, Any] = {
+        "parentCohorts": [
+            {"name": "org", "nominalQuota": 2},
+            {"name": "eng", "parent": "org", "weight": 2, "borrowingLimit": 1},
+        ],
+        "cohorts": [
+            {
+                "className": "team",
+                "count": 2,
+                "parent": "eng",
+                "queuesSets": [_queue_doc(team.queue_sets[0], weight=3)],
+            },
+            {
+                "className": "solo",
+                "count": 1,
+                "queuesSets": [_queue_doc(team.queue_sets[0])],
+            },
+        ],
+    }
+    if fair_sharing is not None:
+        doc["fairSharing"] = fair_sharing
+    return parse(doc, "tree")
+
+
+def _queue_doc(qs: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "className": qs.name,
+        "count": qs.count,
+        "nominalQuota": qs.nominal // 1000,
+        "reclaimWithinCohort": qs.reclaim_within_cohort,
+        "withinClusterQueue": qs.within_cluster_queue,
+        "workloadsSets": [
+            _set(ws.count, ws.interval_ms, wc.name, wc.request // 1000, wc.runtime_ms, wc.priority)
+            for ws in qs.workload_sets
+            for wc in ws.classes
+        ],
+        **extra,
+    }
+
+
+def test_build_puts_the_tree_and_the_weights_into_the_state() -> None:
+    state, jobs, capacity = build(_tree_scenario({}))
+    assert state.fair_sharing == FairSharing()
+    assert state.cohorts["org"] == Cohort("org", None, _cpu_groups(2000))
+    assert state.cohorts["eng"] == Cohort(
+        "eng", "org", _cpu_groups(0, borrowing_limit=1000), Fraction(2)
+    )
+    assert state.cohorts["team-1"] == Cohort("team-1", "eng")
+    assert "solo-0" not in state.cohorts  # neither parent nor weight: an implicit cohort
+    assert state.cluster_queues["cq-0-0-team-0"].fair_weight == 3
+    assert state.cluster_queues["cq-0-0-solo-0"].fair_weight == 1
+    # Quota moves within a root's whole tree: its queues' and its Cohorts' own.
+    assert capacity == {"org": 2000 + 2 * 2000, "solo-0": 2000}
+    assert {job.root_cohort for job in jobs} == {"org", "solo-0"}
+    assert build(_tree_scenario())[0].fair_sharing is None
+
+
+def test_a_weight_of_zero_is_kept() -> None:
+    doc: dict[str, Any] = {
+        "cohorts": [
+            {
+                "className": "c",
+                "count": 1,
+                "weight": 0,
+                "queuesSets": [_queue_doc(_tree_scenario().cohort_sets[1].queue_sets[0], weight=0)],
+            }
+        ]
+    }
+    state, _, _ = build(parse(doc))
+    assert state.cohorts["c-0"].fair_weight == 0
+    assert state.cluster_queues["cq-0-0-c-0"].fair_weight == 0
+
+
+def test_lower_bound_is_per_root_tree() -> None:
+    _, jobs, capacity = build(_tree_scenario())
+    # org: 2 queues × 4 × 1 unit × 1 s = 8 unit·s over 6 units (not 4 over each team's 2).
+    in_org = [job for job in jobs if job.root_cohort == "org"]
+    assert lower_bound(in_org, capacity) == pytest.approx(8 / 6)
+    # solo-0: 4 unit·s over its 2 units.
+    assert lower_bound(jobs, capacity) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("fair_sharing", [None, {}])
+def test_a_tree_runs_to_the_end_within_its_quota(fair_sharing: dict[str, Any] | None) -> None:
+    report = simulate(_tree_scenario(fair_sharing))
+    assert report.overuse_events == 0
+    assert all(f.admitted == f.count for f in report.classes.values())
+    assert report.makespan_s >= report.lower_bound_s
+    assert report.nominal_total == 8000
+
+
+def test_a_preemption_loop_ends_the_run_naming_the_workload() -> None:
+    """Four queues of one cohort, each preempting its own small Workload to borrow for a
+    medium one, and a queue within its nominal quota reclaiming that medium one: the
+    engine decides forever while no simulated time passes. The run stops instead."""
+    scenario = _scenario(
+        6,
+        None,
+        [_set(20, 150, "small", 1, 1000, 50), _set(5, 750, "medium", 4, 2000, 100)],
+        queues=4,
+    )
+    with pytest.raises(PreemptionLoop, match=r"preemption loop at 1\.600 s: cq-0-\d-c-0/"):
+        simulate(scenario)
