@@ -402,8 +402,15 @@ def test_whatif_preempts_a_named_lower_priority_victim(
     print(out)
     assert "priority 50)" in out
     assert f"would be admitted by ClusterQueue {scenario.cq} after preempting 1 workload" in out
-    victim_row = out.splitlines()[-1].split()
-    assert victim_row == [f"{scenario.namespace}/steady", scenario.cq, "InClusterQueue", "1"]
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["VICTIM"])
+    assert lines[header + 1].split() == [
+        f"{scenario.namespace}/steady",
+        scenario.cq,
+        "InClusterQueue",
+        "1",
+    ]
+    assert lines[header + 2].strip() == "decided with: the controller's defaults (no --config)"
 
 
 def test_whatif_without_room_or_victims_stays_pending_with_the_reason(
