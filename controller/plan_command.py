@@ -33,6 +33,7 @@ from controller.core.cycle import run_cycle
 from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.from_api import CoreObject, InvalidObject, apply, convert
 from controller.core.pending import why_pending
+from controller.core.preemption.types import Victim
 from controller.core.state import ClusterState
 from controller.core.unsupported import unsupported_fields
 from controller.core.usage_sampling import LocalQueueUsage, local_queue_usages
@@ -250,16 +251,20 @@ def _preempting(preempt: Preempt) -> dict[str, Any]:
     return {
         "workload": preempt.preemptor_key,
         "clusterQueue": preempt.cluster_queue,
-        "victims": [
-            {
-                "workload": v.workload_key,
-                "clusterQueue": v.cluster_queue,
-                "reason": v.reason,
-                "pods": v.pods,
-            }
-            for v in sorted(preempt.victims, key=lambda v: v.workload_key)
-        ],
+        "victims": [_victim(v) for v in sorted(preempt.victims, key=lambda v: v.workload_key)],
     }
+
+
+def _victim(victim: Victim) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "workload": victim.workload_key,
+        "clusterQueue": victim.cluster_queue,
+        "reason": victim.reason,
+        "pods": victim.pods,
+    }
+    if victim.leaving:
+        out["alreadyEvicting"] = True  # waited for; evicted for another reason or preemptor
+    return out
 
 
 def _admitted(admit: Admit) -> dict[str, Any]:
@@ -295,7 +300,8 @@ def render(result: dict[str, Any], output: str) -> str:
         )
     for p in result["preempting"]:
         victims = ", ".join(
-            f"{v['workload']} ({v['clusterQueue']}, {v['reason']}, {v['pods']} pods)"
+            f"{v['workload']} ({v['clusterQueue']}, {v['reason']}, {v['pods']} pods"
+            + (", already evicting)" if v.get("alreadyEvicting") else ")")
             for v in p["victims"]
         )
         rows.append((p["workload"], p["clusterQueue"], "preempt", f"victims: {victims}"))

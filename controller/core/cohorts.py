@@ -21,10 +21,10 @@ controller/core/pending.py). Usage changes bubble up the chain of parents; a cha
 structure (a queue's quota or cohort, a Cohort's parent or quota) recomputes the trees it
 touches. All values are integers in milli-units.
 
-A root cohort may also hold a *credit* (`credit_pool`): pool usage charged twice for a
-while and not counted as taken. The state uses it while a preemptor's capacity is held and
-its victims in other queues of its (root) cohort still hold theirs (see
-`ClusterState.nominate`).
+A cohort may also be given a *credit* (`credit_pool`): usage charged twice for a while and
+not counted as taken, there and above (`credit_reaches` says where that is exact). The
+state uses it while a preemptor's capacity is held and its victims in other queues of its
+tree still hold theirs (see `ClusterState.nominate`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,6 @@ class QuotaTree:
         self._members: dict[str, set[str]] = {}  # a cohort's ClusterQueues (direct)
         self._pool: dict[str, dict[FlavorResource, int]] = {}  # subtree quota of a cohort
         self._pool_usage: dict[str, dict[FlavorResource, int]] = {}  # usage of a cohort
-        self._pool_credit: dict[str, dict[FlavorResource, int]] = {}
         # A counter per tree (root cohort, or cohort-less queue) that moves on every change
         # of quota or usage in it: equal versions mean every quota query about it answers
         # the same.
@@ -307,18 +306,22 @@ class QuotaTree:
     def credit_pool(
         self, cohort: str, amounts: Mapping[FlavorResource, int], sign: int = 1
     ) -> None:
-        """Give (sign=1) or take back (sign=-1) a credit on a root cohort's pool usage."""
-        assert self.is_root(cohort), f"a credit is only given to a root cohort, not {cohort}"
-        self._bump_root((True, cohort))
-        credit = self._pool_credit.setdefault(cohort, {})
+        """Give (sign=1) or take back (sign=-1) a credit on a cohort's usage, carried up to
+        its root like any change of usage. Exact only where `credit_reaches`."""
+        self._bump_root((True, self._cohort_root(cohort)))
         for fr, value in amounts.items():
-            new = credit.get(fr, 0) + sign * value
-            if new:
-                credit[fr] = new
-            else:
-                credit.pop(fr, None)
-        if not credit:
-            del self._pool_credit[cohort]
+            if value:
+                self._bubble(cohort, fr, -sign * value)
+
+    def credit_reaches(self, name: str, cohort: str, fr: FlavorResource) -> bool:
+        """Whether every unit of `fr` the queue uses counts in full in `cohort`'s usage and
+        in every cohort above it, whatever the rest uses: no node from the queue to the
+        root keeps local (non-lendable) quota of it. Then a credit given to `cohort`
+        takes back exactly what the queue's usage adds there and above."""
+        if _local(self.quota(name, fr)):
+            return False
+        path = self.path(name)
+        return cohort in path and not any(self._cohort_local(node, fr) for node in path)
 
     @contextmanager
     def simulate(
@@ -451,9 +454,8 @@ class QuotaTree:
 
     def cohort_usage(self, cohort: str, fr: FlavorResource) -> int:
         """How much of the pool the members use (usage beyond each one's local quota),
-        less the cohort's credit."""
-        used = self._pool_usage.get(cohort, {}).get(fr, 0)
-        return used - self._pool_credit.get(cohort, {}).get(fr, 0)
+        less the credits given to it and below it."""
+        return self._pool_usage.get(cohort, {}).get(fr, 0)
 
     def local_quota(self, name: str, fr: FlavorResource) -> int:
         """The part of the queue's nominal quota of `fr` it never lends."""

@@ -248,8 +248,15 @@ def run_cycle(
 def _with_protection(
     state: ClusterState, searches: VictimSearches, entry: _Entry, reason: str
 ) -> str:
-    """The refusal's message, and when candidates within their minimum runtime were passed
+    """The refusal's message: whether a queue below its nominal quota kept the head from
+    preempting to borrow, and when candidates within their minimum runtime were passed
     over, how many and until when; the queue is tried again at that time."""
+    contested = searches.contested.get(entry.key)
+    if contested is not None:
+        reason = (
+            f"{reason}; it may not preempt to borrow: ClusterQueue {contested} is below its "
+            "nominal quota with pending Workloads and would reclaim it"
+        )
     protected = searches.protected.get(entry.key)
     if protected is None:
         return reason

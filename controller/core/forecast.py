@@ -151,6 +151,8 @@ def forecast(
                 started(admit.workload_key, at, 0.0)
             for preempt in result.preempting:
                 for victim in preempt.victims:
+                    if victim.leaving:
+                        continue  # already being evicted: its release is on its way
                     answer.preemptions += 1
                     heapq.heappush(
                         events, (at, next(sequence), _RELEASE, victim.workload_key, victim.pods)

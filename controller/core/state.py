@@ -33,6 +33,7 @@ from controller.core.decisions import Admit, Evict, Nomination
 from controller.core.fair_sharing import FairSharing
 from controller.core.flavors import ResourceFlavor
 from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
+from controller.core.preemption.types import Release
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, WorkloadQueue, order_key
 from controller.core.records import (
@@ -52,11 +53,14 @@ __all__ = ["ClusterState", "UnknownWorkload", "namespace_matches"]
 @dataclass(frozen=True, slots=True)
 class _Cover:
     """What `ClusterState._cover` took off a nominated preemptor's hold: from its queue's
-    usage (`own`), and as a credit on its cohort's pool (`pool`, in `cohort`)."""
+    usage (`own`), and as credits on cohorts (`pool`, per cohort); and per victim, the part
+    of that victim's usage it counts and where — None for the preemptor's queue, else the
+    cohort credited (`by_victim`: each unit of a victim's usage covers at most one unit of
+    one preemptor's hold)."""
 
     own: dict[tuple[str, str], int]
-    pool: dict[tuple[str, str], int]
-    cohort: str | None
+    pool: dict[str, dict[tuple[str, str], int]]
+    by_victim: dict[WorkloadKey, tuple[str | None, dict[tuple[str, str], int]]]
 
 
 _NAME_LABEL = "kubernetes.io/metadata.name"
@@ -88,9 +92,11 @@ class ClusterState:
         self._aside: dict[str, set[WorkloadKey]] = {}
         self._evictions: set[WorkloadKey] = set()  # records with an eviction to issue
         # Per nominated preemptor, the part of its held capacity its victims still hold
-        # (`_Cover`); per victim, the preemptor waiting for it.
+        # (`_Cover`); per whole victim, the preemptors waiting for it to leave, and how much
+        # of its usage their covers count.
         self._covers: dict[WorkloadKey, _Cover] = {}
-        self._awaited_by: dict[WorkloadKey, WorkloadKey] = {}
+        self._awaited_by: dict[WorkloadKey, set[WorkloadKey]] = {}
+        self._covered: dict[WorkloadKey, dict[tuple[str, str], int]] = {}
         # Per victim (whole or not), the nominated preemptors waiting for it; and the
         # preemptors to look at again, because something they wait on changed
         # (`take_nominations_to_settle`).
@@ -687,58 +693,80 @@ class ClusterState:
             if held is not None and held.holds_quota and victim.whole:
                 held.phase = Phase.EVICTING
                 self._touch(held.cluster_queue)
-                self._awaited_by[victim.workload_key] = key  # only these can cover the hold
+                # Only whole victims cover a hold; several preemptors may wait for one.
+                self._awaited_by.setdefault(victim.workload_key, set()).add(key)
         self._to_settle.add(key)
         self._cover(key)
 
     def _cover(self, key: WorkloadKey) -> None:
         """Count only once what the nominated preemptor `key` and its victims both hold.
 
-        Per (flavor, resource) of the preemptor's usage U, with S_own the usage of its whole
-        victims still holding quota in its own ClusterQueue and S_other that of those in
-        other queues of its cohort: the queue's hold shrinks by ``min(U, S_own)`` (its
-        usage reads ``max(U, S_own)`` on top of the rest), and the cohort gets a credit of
-        ``min(U − min(U, S_own), S_other)`` — only where neither queue keeps local
-        (non-lendable) quota of it and the cohort is a root, so the pool deltas are exactly
-        those usages (in a tree of cohorts the hold counts in full, conservatively). Counted
-        usage is then the larger of now (victims, no preemptor) and afterwards (preemptor,
-        no victims): never less than either, so the preemptor still fits once they leave.
+        Per (flavor, resource) of the preemptor's usage U: its whole victims still holding
+        quota cover it, each with the part of its usage no other preemptor's cover counts
+        yet — first those in its own ClusterQueue (the queue's hold shrinks by what they
+        cover, S_own: its usage reads ``max(U, S_own)`` on top of the rest), then those in
+        other queues of its tree (the lowest cohort above both queues gets a credit of what
+        they cover, carried up to the root; only where neither queue nor any cohort above
+        them keeps local (non-lendable) quota of it, so the usage both add there is exactly
+        theirs: `QuotaTree.credit_reaches`; elsewhere the hold counts in full,
+        conservatively). Counted usage is then never less than now (victims, no
+        preemptors) nor than afterwards (preemptors, no victims), at every queue and
+        cohort, so every preemptor still fits once its victims leave, however many wait for
+        the same victim.
         """
         record = self.records[key]
         nomination = record.nomination
         assert nomination is not None
         queue = nomination.admit.cluster_queue
-        cohort = self.quota.cohort_of(queue)
-        own_left: dict[tuple[str, str], int] = {}
-        other_left: dict[tuple[str, str], int] = {}
+        tree = self.quota
+        own_victims: list[tuple[WorkloadKey, Mapping[tuple[str, str], int], str | None]] = []
+        other_victims: list[tuple[WorkloadKey, Mapping[tuple[str, str], int], str | None]] = []
         for victim in nomination.victims:
             held = self.records.get(victim.workload_key)
             if not victim.whole or held is None or held.phase is not Phase.EVICTING:
                 continue
             victim_queue = held.cluster_queue
-            same_queue = victim_queue == queue
-            if not same_queue and (cohort is None or self.quota.cohort_of(victim_queue) != cohort):
-                continue
-            for fr, value in (held.usage or {}).items():
-                if fr not in nomination.usage:
-                    continue
-                if same_queue:
-                    own_left[fr] = own_left.get(fr, 0) + value
-                elif self.quota.local_quota(victim_queue, fr) == 0:
-                    other_left[fr] = other_left.get(fr, 0) + value
+            if victim_queue == queue:
+                own_victims.append((victim.workload_key, held.usage or {}, None))
+            elif (lca := tree.lowest_common_cohort(queue, victim_queue)) is not None:
+                other_victims.append((victim.workload_key, held.usage or {}, lca))
         own: dict[tuple[str, str], int] = {}
-        pool: dict[tuple[str, str], int] = {}
+        pool: dict[str, dict[tuple[str, str], int]] = {}
+        by_victim: dict[WorkloadKey, tuple[str | None, dict[tuple[str, str], int]]] = {}
+
+        def take(
+            victims: list[tuple[WorkloadKey, Mapping[tuple[str, str], int], str | None]],
+            fr: tuple[str, str],
+            wanted: int,
+        ) -> int:
+            taken = 0
+            for victim_key, usage, lca in victims:
+                if taken == wanted:
+                    break
+                if lca is not None and not (
+                    tree.credit_reaches(queue, lca, fr)
+                    and tree.credit_reaches(self.records[victim_key].cluster_queue, lca, fr)
+                ):
+                    continue  # not counted in full at their lowest common cohort
+                covered = self._covered.setdefault(victim_key, {})
+                part = min(wanted - taken, usage.get(fr, 0) - covered.get(fr, 0))
+                if part > 0:
+                    covered[fr] = covered.get(fr, 0) + part
+                    by_victim.setdefault(victim_key, (lca, {}))[1][fr] = part
+                    if lca is not None:
+                        credit = pool.setdefault(lca, {})
+                        credit[fr] = credit.get(fr, 0) + part
+                    taken += part
+            return taken
+
         for fr, wanted in nomination.usage.items():
-            own[fr] = min(wanted, own_left.get(fr, 0))
-            if self.quota.local_quota(queue, fr) == 0 and cohort and self.quota.is_root(cohort):
-                pool[fr] = min(wanted - own[fr], other_left.get(fr, 0))
-        cover = _Cover(
-            {fr: v for fr, v in own.items() if v}, {fr: v for fr, v in pool.items() if v}, cohort
-        )
+            own[fr] = take(own_victims, fr, wanted)
+            take(other_victims, fr, wanted - own[fr])
+        cover = _Cover({fr: v for fr, v in own.items() if v}, pool, by_victim)
         if cover.own:
-            self.quota.remove_usage(queue, cover.own)
-        if cover.pool and cohort is not None:
-            self.quota.credit_pool(cohort, cover.pool)  # a root: see the pool's condition
+            tree.remove_usage(queue, cover.own)
+        for cohort, credit in cover.pool.items():
+            tree.credit_pool(cohort, credit)
         self._covers[key] = cover
 
     def _uncover(self, key: WorkloadKey) -> None:
@@ -747,10 +775,41 @@ class ClusterState:
         record = self.records.get(key)
         if cover is None or record is None or record.nomination is None:
             return
+        for victim_key, (_, parts) in cover.by_victim.items():
+            covered = self._covered.get(victim_key)
+            if covered is None:
+                continue
+            for fr, part in parts.items():
+                left = covered.get(fr, 0) - part
+                if left > 0:
+                    covered[fr] = left
+                else:
+                    covered.pop(fr, None)
+            if not covered:
+                del self._covered[victim_key]
         if cover.own:
             self.quota.add_usage(record.nomination.admit.cluster_queue, cover.own)
-        if cover.pool and cover.cohort is not None:
-            self.quota.credit_pool(cover.cohort, cover.pool, sign=-1)
+        for cohort, credit in cover.pool.items():
+            self.quota.credit_pool(cohort, credit, sign=-1)
+
+    def releases(self, victim: WorkloadKey) -> tuple[Release, ...]:
+        """What taking the leaving `victim` out of the quota gives back besides its own
+        usage: the covers it gives nominated preemptors' holds (their holds count in full
+        without it). Empty for a Workload no preemptor waits for."""
+        out: list[Release] = []
+        for key in sorted(self._awaited_by.get(victim, ())):
+            cover = self._covers.get(key)
+            entry = cover.by_victim.get(victim) if cover is not None else None
+            if entry is None:
+                continue
+            cohort, parts = entry
+            if cohort is None:
+                nomination = self.records[key].nomination
+                assert nomination is not None
+                out.append(Release(nomination.admit.cluster_queue, dict(parts), pool=False))
+            else:
+                out.append(Release(cohort, dict(parts), pool=True))
+        return tuple(out)
 
     @contextmanager
     def _covers_suspended(self) -> Iterator[None]:
@@ -766,12 +825,13 @@ class ClusterState:
                 self._cover(key)
 
     def _recover_for(self, victim: WorkloadKey) -> None:
-        """A victim's quota changed: recompute the cover of the preemptor waiting for it,
+        """A victim's quota changed: recompute the covers of the preemptors waiting for it,
         and look at its preemptors again in the next cycle (they may be done or dropped)."""
         self._to_settle.update(self._victim_of.get(victim, ()))
-        key = self._awaited_by.get(victim)
-        if key is not None and key in self._covers:
+        keys = [key for key in sorted(self._awaited_by.get(victim, ())) if key in self._covers]
+        for key in keys:
             self._uncover(key)
+        for key in keys:
             self._cover(key)
 
     def _end_nomination(self, record: WorkloadRecord) -> Nomination:
@@ -789,11 +849,14 @@ class ClusterState:
                 waiting.discard(key)
                 if not waiting:
                     del self._victim_of[victim.workload_key]
-            if self._awaited_by.get(victim.workload_key) == key:
-                del self._awaited_by[victim.workload_key]
+            awaiting = self._awaited_by.get(victim.workload_key)
+            if awaiting is not None and key in awaiting:
+                awaiting.discard(key)
+                if not awaiting:
+                    del self._awaited_by[victim.workload_key]
                 held = self.records.get(victim.workload_key)
                 if held is not None and held.holds_quota:
-                    self._touch(held.cluster_queue)  # a candidate again if still leaving
+                    self._touch(held.cluster_queue)  # its candidate changes
         return nomination
 
     def nominations_to_settle(self) -> frozenset[WorkloadKey]:
@@ -812,6 +875,16 @@ class ClusterState:
     def claimed(self, key: WorkloadKey) -> bool:
         """Whether a nominated preemptor waits for this Workload to leave."""
         return key in self._awaited_by
+
+    def claimed_in(self, cluster_queue: str) -> list[WorkloadKey]:
+        """The Workloads of a ClusterQueue leaving for nominated preemptors, by key."""
+        return sorted(
+            key
+            for key in self._awaited_by
+            if (held := self.records.get(key)) is not None
+            and held.holds_quota
+            and held.cluster_queue == cluster_queue
+        )
 
     def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""

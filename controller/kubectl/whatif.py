@@ -178,7 +178,15 @@ def render_answer(answer: Mapping[str, Any]) -> str:
             f"  would be admitted by ClusterQueue {cluster_queue} after preempting "
             f"{len(victims)} workload{'s' if len(victims) != 1 else ''}:"
         )
-        rows = [[v["workload"], v["clusterQueue"], v["reason"], str(v["pods"])] for v in victims]
+        rows = [
+            [
+                v["workload"],
+                v["clusterQueue"],
+                v["reason"] + (" (already evicting)" if v.get("alreadyEvicting") else ""),
+                str(v["pods"]),
+            ]
+            for v in victims
+        ]
         table = format_table(["VICTIM", "CLUSTERQUEUE", "REASON", "PODS"], rows)
         lines += ["    " + line for line in table.splitlines()]
     else:

@@ -156,13 +156,16 @@ class DecisionWriter:
     # -- preemption and eviction ---------------------------------------------------------------
 
     async def write_preemption(self, preempt: Preempt) -> None:
-        """Evict the victims (or take pods from partial ones) and tell the preemptor why it
-        waits; it is admitted by a later cycle once the victims have released their quota."""
+        """Evict the victims (or take pods from partial ones; those already being evicted
+        are only waited for) and tell the preemptor why it waits; it is admitted by a later
+        cycle once the victims have released their quota."""
         meta = (self.sync.body(preempt.preemptor_key) or {}).get("metadata") or {}
         uid = meta.get("uid") or "UNKNOWN"
         job_uid = (meta.get("labels") or {}).get(JOB_UID_LABEL) or "UNKNOWN"
         writes = []
         for victim in preempt.victims:
+            if victim.leaving:
+                continue  # already being evicted: waited for, not evicted again
             # Kueue's message, word for word (pkg/scheduler/preemption `preemptionMessage`):
             # tools that read it find the preemptor's UID where Kueue puts it.
             text = _PREEMPTION_TEXT.get(victim.reason, "UNKNOWN")

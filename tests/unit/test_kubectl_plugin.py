@@ -679,6 +679,34 @@ def test_whatif_preempts_the_lower_priority_victim() -> None:
     ]
 
 
+def test_whatif_waits_for_a_victim_already_evicting() -> None:
+    """The lower-priority Workload is already being evicted (it still holds its quota): the
+    answer waits for it rather than evicting something else, and says it is leaving."""
+    low = workload("low", cpu="3", admitted_in="cq", priority=1)
+    low["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "x"}
+    )
+    objects = Snapshot.convert(
+        [
+            flavor(),
+            cluster_queue(preemption={"withinClusterQueue": "LowerPriority"}),
+            local_queue(),
+            low,
+        ]
+    )
+    answer = _ask(objects, requests={"cpu": "2"}, count=1, priority=10)
+    assert answer["decision"] == "preempt"
+    assert answer["victims"] == [
+        {
+            "workload": "ns/low",
+            "clusterQueue": "cq",
+            "reason": "InClusterQueue",
+            "pods": 1,
+            "alreadyEvicting": True,
+        }
+    ]
+
+
 def _protected_queue(seconds: str) -> dict[str, Any]:
     queue = cluster_queue(preemption={"withinClusterQueue": "LowerPriority"})
     queue["metadata"]["annotations"] = {MINIMUM_RUNTIME_ANNOTATION: seconds}
@@ -784,6 +812,14 @@ def test_render_answer() -> None:
         "    VICTIM   CLUSTERQUEUE   REASON           PODS",
         "    ns/low   cq             InClusterQueue   1",
     ]
+    leaving = [{**victims[0], "alreadyEvicting": True}]
+    waiting = render_answer(
+        {**base, "decision": "preempt", "clusterQueue": "cq", "victims": leaving}
+    )
+    assert (
+        waiting.splitlines()[-1]
+        == "    ns/low   cq             InClusterQueue (already evicting)   1"
+    )
     pending = render_answer({**base, "decision": "pending", "clusterQueue": None, "reason": "why"})
     assert pending.splitlines()[1:] == [
         "  would stay pending in ClusterQueue <none>",

@@ -378,3 +378,38 @@ def test_plan_shows_each_local_queues_admission_fair_sharing_usage(
         ["default/lq-c", "cq1", "0"],
         ["default/lq-zero", "cq1", "+Inf"],
     ]
+
+
+def test_plan_waits_for_a_victim_already_evicting_instead_of_evicting_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dearer Workload is already being evicted (Evicted, still holding its quota): the
+    preemptor waits for it (Kueue's "preemption ongoing") instead of evicting the cheaper
+    one too, and the plan says so."""
+    text = (Path(__file__).parent / "data" / "plan_preempt.yaml").read_text()
+    held = (
+        'lastTransitionTime: "2026-01-01T00:00:00Z"}]\n---\n'
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n"
+        "metadata: {name: urgent"
+    )
+    evicted = (
+        'lastTransitionTime: "2026-01-01T00:00:00Z"}, {type: Evicted, status: "True", '
+        'reason: Preempted, message: x, lastTransitionTime: "2026-01-01T00:05:00Z"}]\n---\n'
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n"
+        "metadata: {name: urgent"
+    )
+    assert text.count(held) == 1  # the condition list of "dear", just before "urgent"
+    path = write(tmp_path, text.replace(held, evicted))
+    assert main(["plan", "-f", path, "-o", "json"]) == 0
+    victims = json.loads(capsys.readouterr().out)["preempting"][0]["victims"]
+    assert victims == [
+        {
+            "workload": "ns/dear",
+            "clusterQueue": "cq",
+            "reason": "InClusterQueue",
+            "pods": 2,
+            "alreadyEvicting": True,
+        }
+    ]
+    assert main(["plan", "-f", path, "-o", "table"]) == 0
+    assert "ns/dear (cq, InClusterQueue, 2 pods, already evicting)" in capsys.readouterr().out

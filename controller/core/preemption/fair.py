@@ -78,7 +78,7 @@ def find_fair_victims(
     usage: Mapping[FlavorResource, int],
     short: frozenset[FlavorResource],
     preemptor: Preemptor,
-    preemptor_preemptibility: Preemptibility,
+    may_borrow: bool,
     contenders: Mapping[str, Sequence[Contender]],
     strategies: Sequence[PreemptionStrategy],
     protection: RuntimeProtection | None = None,
@@ -88,11 +88,12 @@ def find_fair_victims(
     None. `contenders` are the admitted Workloads in reach, per ClusterQueue (its own queue
     and the borrowing queues of its tree); `short` the pairs it lacks. With admission fair
     sharing, `local_queue_usage` orders a queue's candidates of different LocalQueues by
-    usage, as in the classical search (Kueue's CandidatesOrdering is the same for both)."""
+    usage, as in the classical search (Kueue's CandidatesOrdering is the same for both).
+    Unless `may_borrow`, the preemptor must end up within its nominal quota."""
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
     tree = shares.tree
-    allow_borrowing = preemptor_preemptibility is not Preemptibility.NON_PREEMPTIBLE
+    allow_borrowing = may_borrow
     with tree.simulate({cq.name: usage}, sign=1):
         within_nominal = not any(tree.borrowing(cq.name, fr) for fr in short)
     groups = _candidates(

@@ -13,9 +13,9 @@ cycle has not decided to admit once they are gone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 
-from api.constants import Preemptibility
+from api.constants import Preemptibility, ReclaimWithinCohortPolicy
 from controller.core.assignment import FlavorAssignment, Mode, Preemptible, PreemptionOracle
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.decisions import Admit, Nomination, Preempt
@@ -24,7 +24,7 @@ from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.policy import Preemptor
 from controller.core.preemption.search import find_victims
 from controller.core.preemption.types import Contender, Victim
-from controller.core.shares import Shares, shares_of
+from controller.core.shares import shares_of
 from controller.core.state import ClusterState
 from controller.core.workloads import Workload, WorkloadKey
 
@@ -44,9 +44,10 @@ def contenders(
 ) -> dict[str, list[Contender]]:
     """Admitted Workloads in reach of a preemptor in `cluster_queue` lacking `short`, per
     ClusterQueue: its own queue's, and those of the cohort members borrowing one of
-    `short` (nothing is reclaimed from a queue within its nominal quota) — none already
-    claimed by another preemptor. Each queue's list is cached until its admitted
-    Workloads change."""
+    `short` (nothing is reclaimed from a queue within its nominal quota). Each queue's
+    list is cached until its admitted Workloads change; those leaving for nominated
+    preemptors are added afresh (what their leaving gives back changes with every
+    nomination)."""
     names = state.quota.borrowers(cluster_queue, short)
     names.add(cluster_queue)
     by_queue: dict[str, list[Contender]] = {}
@@ -55,23 +56,34 @@ def contenders(
         cached = state.contender_cache.get(name)
         if cached is None or cached[0] != version:
             members = [
-                contender
+                _contender(state, key, name)
                 for key in state.admitted_in(name)
-                if (contender := _contender(state, key, name)) is not None
+                if not state.claimed(key)
             ]
             cached = state.contender_cache[name] = (version, members)
-        if cached[1]:
+        claimed = state.claimed_in(name)
+        if claimed:
+            by_queue[name] = [*cached[1], *(_leaving(state, key, name) for key in claimed)]
+        elif cached[1]:
             by_queue[name] = cached[1]
     return by_queue
 
 
-def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender | None:
+def _leaving(state: ClusterState, key: WorkloadKey, queue: str) -> Contender:
+    """A Workload leaving for nominated preemptors: still a candidate, ordered first, as in
+    Kueue — another preemptor may wait for it too rather than evict another, and take
+    what it frees beyond what the preemptors already waiting for it hold."""
+    contender = replace(_contender(state, key, queue), releases=state.releases(key))
+    contender._candidate = contender._sort_keys = None  # not shared with the cached one
+    return contender
+
+
+def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender:
     held = state.records[key]  # holds quota: it is in `admitted_in` of its queue
-    if held.evicting and state.claimed(key):
-        return None  # leaving for a nominated preemptor: its capacity is spoken for
-    # Leaving for no preemptor (evicted before, stopped queue, deactivated): a candidate,
-    # ordered first, as Kueue's — a preemptor waits for it rather than evict another.
-    if held.contender is not None:
+    # One already leaving (for no preemptor: evicted before, stopped queue, deactivated;
+    # or for one) is a candidate ordered first, as Kueue's: a preemptor waits for it
+    # rather than evict another.
+    if held.contender is not None and held.contender.leaving == held.evicting:
         cached: Contender = held.contender
         return cached
     workload = held.workload
@@ -88,12 +100,13 @@ def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender |
         preemption_cost=workload.preemption_cost,
         quota_reserved_at=workload.quota_reserved_at,
         queue_order_timestamp=state.queue_order_time(workload),
-        evicted=workload.evicted,
+        evicted=workload.evicted or held.evicting,
         preemptibility=state.resolution(key).value,
         disruption_mode=workload.disruption_mode,
         min_count=workload.pod_sets[0].min_count if len(workload.pod_sets) == 1 else None,
         single_pod_set=len(assignments) == 1,
         local_queue=state.local_queue_key(key),
+        leaving=held.evicting,
     )
     return contender
 
@@ -123,11 +136,15 @@ class VictimSearches:
             tuple[
                 WorkloadKey, str, frozenset[FlavorResource], frozenset[tuple[FlavorResource, int]]
             ],
-            tuple[int, tuple[Victim, ...] | None, tuple[int, float] | None],
+            tuple[int, tuple[Victim, ...] | None, tuple[int, float] | None, str | None],
         ] = {}
         # Per preemptor whose last search found no victims because candidates were within
         # their minimum runtime: how many were passed over, and when the first is free.
         self.protected: dict[WorkloadKey, tuple[int, float]] = {}
+        # Per preemptor kept from borrowing by its last search: the queue below its
+        # nominal quota that would reclaim what it borrowed (`_contested`).
+        self.contested: dict[WorkloadKey, str] = {}
+        self._pending: dict[tuple[str, str], list[tuple[int, int]]] = {}
         # Under fair sharing, the victim search judges shares (quota does not change
         # during a cycle, so what each cohort could lend is computed once).
         self.shares = shares_of(state) if state.fair_sharing is not None else None
@@ -159,73 +176,117 @@ class VictimSearches:
         answer = self._answers.get(question)
         if answer is None or answer[0] != version:
             protection = RuntimeProtection(self.now, self._minimum_runtimes)
-            usage_of = (
-                self.local_queue_usage if self.state.admission_fair_sharing is not None else None
-            )
-            victims = _victims(
-                self.state, cq, workload, usage, short, protection, self.shares, usage_of
-            )
+            victims, contested = self._search(cq, workload, usage, short, protection)
             skipped = None
             if protection.earliest is not None:
                 skipped = (protection.skipped, protection.earliest)
-            answer = self._answers[question] = (version, victims, skipped)
-        _, victims, skipped = answer
+            answer = self._answers[question] = (version, victims, skipped, contested)
+        _, victims, skipped, contested = answer
         if not victims and skipped is not None:
             self.protected[workload.key] = skipped
         else:
             self.protected.pop(workload.key, None)
+        if not victims and contested is not None:
+            self.contested[workload.key] = contested
+        else:
+            self.contested.pop(workload.key, None)
         return victims
 
-
-def _victims(
-    state: ClusterState,
-    cq: ClusterQueue,
-    workload: Workload,
-    usage: dict[FlavorResource, int],
-    short: frozenset[FlavorResource],
-    protection: RuntimeProtection,
-    shares: Shares | None,
-    local_queue_usage: Callable[[Contender], float | None] | None = None,
-) -> tuple[Victim, ...] | None:
-    """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
-    (under fair sharing when `shares` is given)."""
-    key = workload.key
-    resolved = state.priority_classes.resolve(workload)
-    preemptor = Preemptor(
-        cluster_queue=cq.name,
-        priority=state.priority_of(key),
-        queue_order_timestamp=state.queue_order_time(workload),
-        preemption_policy=resolved.preemption_policy,
-        needs_borrowing=any(
-            state.quota.usage(cq.name, fr) + usage.get(fr, 0)
-            > state.quota.quota(cq.name, fr).nominal
-            for fr in short
-        ),
-    )
-    if shares is not None and state.fair_sharing is not None:
-        return find_fair_victims(
-            shares,
-            cq,
-            usage,
-            short,
-            preemptor,
-            state.resolution(key).value,
-            contenders(state, cq.name, short),
-            state.fair_sharing.preemption_strategies,
-            protection,
-            local_queue_usage,
+    def _search(
+        self,
+        cq: ClusterQueue,
+        workload: Workload,
+        usage: dict[FlavorResource, int],
+        short: frozenset[FlavorResource],
+        protection: RuntimeProtection,
+    ) -> tuple[tuple[Victim, ...] | None, str | None]:
+        """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
+        (under fair sharing when the state has it); and the queue that kept the preemptor
+        from borrowing, if one did (`_contested`)."""
+        state = self.state
+        key = workload.key
+        resolved = state.priority_classes.resolve(workload)
+        preemptor = Preemptor(
+            cluster_queue=cq.name,
+            priority=state.priority_of(key),
+            queue_order_timestamp=state.queue_order_time(workload),
+            preemption_policy=resolved.preemption_policy,
+            needs_borrowing=any(
+                state.quota.usage(cq.name, fr) + usage.get(fr, 0)
+                > state.quota.quota(cq.name, fr).nominal
+                for fr in short
+            ),
         )
-    return find_victims(
-        state.quota,
-        cq,
-        usage,
-        short,
-        preemptor,
-        state.resolution(key).value,
-        contenders(state, cq.name, short),
-        protection,
-        local_queue_usage,
-    )
+        contested = None
+        may_borrow = state.resolution(key).value is not Preemptibility.NON_PREEMPTIBLE
+        if may_borrow and preemptor.needs_borrowing:
+            contested = self._contested(cq, preemptor, short)
+            may_borrow = contested is None
+        usage_of = self.local_queue_usage if state.admission_fair_sharing is not None else None
+        in_reach = contenders(state, cq.name, short)
+        if self.shares is not None and state.fair_sharing is not None:
+            found = find_fair_victims(
+                self.shares,
+                cq,
+                usage,
+                short,
+                preemptor,
+                may_borrow,
+                in_reach,
+                state.fair_sharing.preemption_strategies,
+                protection,
+                usage_of,
+            )
+        else:
+            found = find_victims(
+                state.quota, cq, usage, short, preemptor, may_borrow, in_reach, protection, usage_of
+            )
+        return found, contested
+
+    def _contested(
+        self, cq: ClusterQueue, preemptor: Preemptor, short: frozenset[FlavorResource]
+    ) -> str | None:
+        """Another queue of the tree that would reclaim what the preemptor borrows, if any:
+        below its nominal quota of a pair the preemptor lacks, with a pending Workload that
+        fits in the rest of that nominal quota and that its `reclaimWithinCohort` lets
+        reclaim from the preemptor. Preempting to borrow there starts a loop: the victims
+        go, the preemptor borrows, that queue reclaims it, it preempts again. Kueue goes
+        round; quotagate searches only for victims that let it fit without borrowing."""
+        tree = self.state.quota
+        for name in sorted(tree.reach(cq.name)):
+            other = self.state.cluster_queues.get(name)
+            if name == cq.name or other is None:
+                continue
+            reclaim = other.preemption.reclaim_within_cohort
+            if reclaim is ReclaimWithinCohortPolicy.NEVER:
+                continue
+            for fr in short:
+                free = tree.quota(name, fr).nominal - tree.usage(name, fr)
+                if free <= 0:
+                    continue
+                for request, priority in self._pending_requests(name, fr[1]):
+                    if request > free:
+                        break
+                    if reclaim is ReclaimWithinCohortPolicy.ANY or priority > preemptor.priority:
+                        return name
+        return None
+
+    def _pending_requests(self, cluster_queue: str, resource: str) -> list[tuple[int, int]]:
+        """(request of `resource`, priority) of the queue's pending Workloads that request
+        it, smallest request first; read once per cycle."""
+        cached = self._pending.get((cluster_queue, resource))
+        if cached is None:
+            state = self.state
+            queue = state.queues.get(cluster_queue)
+            cached = []
+            for key in queue.workload_keys() if queue is not None else ():
+                workload = state.records[key].workload
+                request = sum(ps.count * ps.requests.get(resource, 0) for ps in workload.pod_sets)
+                if request:
+                    cached.append((request, state.priority_of(key)))
+            cached.sort()
+            self._pending[(cluster_queue, resource)] = cached
+        return cached
 
 
 def preemption_oracle(state: ClusterState, searches: VictimSearches) -> PreemptionOracle:

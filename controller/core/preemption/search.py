@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from api.constants import BorrowWithinCohortPolicy, Preemptibility
+from api.constants import BorrowWithinCohortPolicy
 from controller.core.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.cohorts import QuotaTree
 from controller.core.preemption.minimum_runtime import RuntimeProtection
@@ -38,6 +38,7 @@ from controller.core.preemption.policy import (
     PriorityClassPreemptionPolicy,
     eligibility,
 )
+from controller.core.preemption.preemptibility import Preemptibility
 from controller.core.preemption.simulation import (
     Choice,
     Simulation,
@@ -57,12 +58,14 @@ def find_victims(
     usage: Mapping[FlavorResource, int],
     short: frozenset[FlavorResource],
     preemptor: Preemptor,
-    preemptor_preemptibility: Preemptibility,
+    may_borrow: bool,
     contenders: Mapping[str, Sequence[Contender]],
     protection: RuntimeProtection | None = None,
     local_queue_usage: Callable[[Contender], float | None] | None = None,
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets a Workload needing `usage` in `cq` fit, or None.
+    Unless `may_borrow`, only without borrowing (a non-preemptible preemptor, or capacity
+    contested by a queue below its nominal quota: `nominations.VictimSearches`).
 
     `contenders` are the admitted Workloads in reach, per ClusterQueue. `short` are the
     (flavor, resource) pairs the preemptor lacks; only contenders using one of them are
@@ -83,7 +86,7 @@ def find_victims(
     entries: list[tuple[CandidateSortKey, int, Choice]] = []
     index = 0
     advantage = tree.advantage_by_level(cq.name, {fr: usage.get(fr, 0) for fr in short})
-    own_only = _own_queue_only(tree, cq, short, preemptor, preemptor_preemptibility, advantage)
+    own_only = _own_queue_only(tree, cq, short, preemptor, may_borrow, advantage)
     for queue, members in contenders.items():
         same = queue == cq.name
         if own_only and not same:
@@ -130,7 +133,7 @@ def find_victims(
             ),
             lambda c: local_queue_usage(c.contender),
         )
-    for allow_borrowing in _attempts(tree, cq, short, ordered, preemptor_preemptibility):
+    for allow_borrowing in _attempts(tree, cq, short, ordered, may_borrow):
         with simulating(tree) as simulation:
             found = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)
         for choice in ordered:
@@ -145,7 +148,7 @@ def _own_queue_only(
     cq: ClusterQueue,
     short: frozenset[FlavorResource],
     preemptor: Preemptor,
-    preemptibility: Preemptibility,
+    may_borrow: bool,
     advantage: Mapping[str, bool],
 ) -> bool:
     """Whether no Workload of another queue can ever be a victim here, so those queues
@@ -154,7 +157,7 @@ def _own_queue_only(
     borrows (`_attempts`), in which another queue's Workload may only go with hierarchical
     advantage — and the preemptor has it at no level of the tree. (A full cohort's heads
     that cannot fit are refused this way without ordering thousands of candidates.)"""
-    if preemptibility is Preemptibility.NON_PREEMPTIBLE or not preemptor.needs_borrowing:
+    if not may_borrow or not preemptor.needs_borrowing:
         return False
     if cq.preemption.borrow_within_cohort is not BorrowWithinCohortPolicy.NEVER:
         return False
@@ -168,10 +171,11 @@ def _attempts(
     cq: ClusterQueue,
     short: frozenset[FlavorResource],
     ordered: list[Choice],
-    preemptibility: Preemptibility,
+    may_borrow: bool,
 ) -> list[bool]:
-    """Kueue's order of attempts (digest §6.4); a non-preemptible preemptor never borrows."""
-    if preemptibility is Preemptibility.NON_PREEMPTIBLE:
+    """Kueue's order of attempts (digest §6.4); only the one without borrowing unless
+    `may_borrow`."""
+    if not may_borrow:
         return [False]
     others = [c for c in ordered if c.contender.cluster_queue != cq.name]
     forbidden = cq.preemption.borrow_within_cohort is BorrowWithinCohortPolicy.NEVER

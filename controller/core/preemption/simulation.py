@@ -47,11 +47,14 @@ class Choice:
 
 
 class Simulation:
-    """Removes usage from the quota tree and puts it back exactly."""
+    """Removes usage from the quota tree and puts it back exactly. Taking out a victim that
+    already leaves for other preemptors also gives back what it covered of their holds
+    (`Contender.releases`): afterwards the tree reads as once it has left."""
 
     def __init__(self, tree: QuotaTree) -> None:
         self.tree = tree
-        self.removed: list[tuple[str, dict[FlavorResource, int]]] = []
+        # (queue, usage taken off it) — or (root cohort, pool credit taken back, True).
+        self.removed: list[tuple[str, dict[FlavorResource, int], bool]] = []
         self.versions: dict[tuple[bool, str], int] = {}
 
     def set_pods(self, choice: Choice, pods: int) -> None:
@@ -63,7 +66,19 @@ class Simulation:
         root, version = self.tree.mark(choice.contender.cluster_queue)
         self.versions.setdefault(root, version)
         self.tree.add_usage(choice.contender.cluster_queue, delta, sign=-1)
-        self.removed.append((choice.contender.cluster_queue, delta))
+        self.removed.append((choice.contender.cluster_queue, delta, False))
+        releases = choice.contender.releases
+        if releases and (choice.pods == 0) != (pods == 0):
+            sign = 1 if pods else -1  # taken out: the covered holds count in full again
+            for release in releases:
+                if release.pool:  # a cohort of the victim's tree (its root marked above)
+                    credit = {fr: sign * v for fr, v in release.amounts.items()}
+                    self.tree.credit_pool(release.name, credit, sign=-1)
+                    self.removed.append((release.name, credit, True))
+                else:
+                    taken = {fr: -sign * v for fr, v in release.amounts.items()}
+                    self.tree.add_usage(release.name, taken, sign=-1)
+                    self.removed.append((release.name, taken, False))
         choice.pods = pods
 
     def charge(self, queue: str, usage: Mapping[FlavorResource, int], sign: int = 1) -> None:
@@ -73,7 +88,7 @@ class Simulation:
         self.versions.setdefault(root, version)
         delta = {fr: -sign * v for fr, v in usage.items()}
         self.tree.add_usage(queue, delta, sign=-1)
-        self.removed.append((queue, delta))
+        self.removed.append((queue, delta, False))
 
     def remove(self, choice: Choice, fits: Fits) -> None:
         """Take `choice` out: the fewest pods that make the preemptor fit when it may lose
@@ -85,8 +100,11 @@ class Simulation:
             self.set_pods(choice, choice.contender.pod_count)
 
     def undo(self) -> None:
-        for cq, delta in reversed(self.removed):
-            self.tree.add_usage(cq, delta, sign=1)
+        for name, delta, pool in reversed(self.removed):
+            if pool:
+                self.tree.credit_pool(name, delta, sign=1)
+            else:
+                self.tree.add_usage(name, delta, sign=1)
         self.removed.clear()
         # Undone exactly: every answer about these cohorts is what it was.
         self.tree.restore(self.versions)
@@ -157,6 +175,7 @@ def victims(taken: Sequence[Choice]) -> tuple[Victim, ...]:
             c.reason or c.eligibility.reason or PreemptionReason.IN_CLUSTER_QUEUE,
             c.pods,
             c.contender.pod_count,
+            c.contender.leaving,
         )
         for c in taken
         if c.pods

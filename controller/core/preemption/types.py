@@ -1,5 +1,7 @@
 """The shared types of the preemption package: a `Contender` (an admitted Workload as the
-victim search sees it) and a `Victim` (what the search decided to take from it)."""
+victim search sees it), a `Victim` (what the search decided to take from it) and a
+`Release` (what taking out a victim that already leaves for another preemptor gives back
+of that preemptor's hold)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,19 @@ from controller.core.preemption.ordering import Candidate, CandidateSortKey, can
 from controller.core.preemption.preemptibility import protected_pods
 from controller.core.workloads import WorkloadKey
 
-__all__ = ["Contender", "Victim"]
+__all__ = ["Contender", "Release", "Victim"]
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """What taking a leaving victim out of the quota also gives back: the part of a
+    nominated preemptor's hold its usage covers (`ClusterState._cover`), on the
+    preemptor's queue (`pool` False) or as a credit on the lowest cohort above both
+    queues (`pool` True, `name` that cohort)."""
+
+    name: str
+    amounts: Mapping[FlavorResource, int]
+    pool: bool
 
 
 @dataclass(slots=True, eq=False)
@@ -37,6 +51,11 @@ class Contender:
     min_count: int | None = None
     single_pod_set: bool = True
     local_queue: str = ""  # namespace/name of its LocalQueue (admission fair sharing)
+    # Already being evicted (for a preemptor or not): it goes whole, is waited for and is
+    # not evicted again. `releases` is what its leaving gives back of the holds of the
+    # preemptors already waiting for it.
+    leaving: bool = False
+    releases: tuple[Release, ...] = ()
     _candidate: Candidate | None = None
     _sort_keys: tuple[CandidateSortKey, CandidateSortKey] | None = None
 
@@ -73,7 +92,7 @@ class Contender:
 
     def removable_pods(self) -> int:
         """Pods that may be taken one by one; 0 means only the whole Workload may go."""
-        if self.pod_count <= 1 or not self.single_pod_set:
+        if self.pod_count <= 1 or not self.single_pod_set or self.leaving:
             return 0
         if self.preemptibility is Preemptibility.SEMI_PREEMPTIBLE:
             return self.pod_count - protected_pods(
@@ -86,13 +105,17 @@ class Contender:
 
 @dataclass(frozen=True, slots=True)
 class Victim:
-    """A Workload to evict for a preemptor: all its pods, or (`pods` < total) some of them."""
+    """A Workload to evict for a preemptor: all its pods, or (`pods` < total) some of them.
+    A `leaving` one is already being evicted (for another preemptor, or for no preemptor):
+    the preemptor waits for it, but it is not evicted again nor counted as preempted
+    again (Kueue's "preemption ongoing")."""
 
     workload_key: WorkloadKey
     cluster_queue: str
     reason: PreemptionReason
     pods: int
     total_pods: int
+    leaving: bool = False
 
     @property
     def whole(self) -> bool:

@@ -16,6 +16,7 @@ from controller.cli import main
 from controller.core.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
 from controller.core.cohort_nodes import Cohort
 from controller.core.fair_sharing import FairSharing
+from controller.core.preemption.nominations import VictimSearches
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
 SMOKE = SCENARIOS / "smoke.yaml"
@@ -292,15 +293,27 @@ def test_a_tree_runs_to_the_end_within_its_quota(fair_sharing: dict[str, Any] | 
     assert report.nominal_total == 8000
 
 
-def test_a_preemption_loop_ends_the_run_naming_the_workload() -> None:
-    """Four queues of one cohort, each preempting its own small Workload to borrow for a
-    medium one, and a queue within its nominal quota reclaiming that medium one: the
-    engine decides forever while no simulated time passes. The run stops instead."""
-    scenario = _scenario(
+def _loop_scenario() -> Any:
+    """Four queues of one cohort, small and medium Workloads. Kueue's rules let a queue's
+    medium Workload preempt its own small ones to borrow what a queue below its nominal
+    quota is waiting for; that queue reclaims it at once, and so on, while no simulated
+    time passes."""
+    return _scenario(
         6,
         None,
         [_set(20, 150, "small", 1, 1000, 50), _set(5, 750, "medium", 4, 2000, 100)],
         queues=4,
     )
-    with pytest.raises(PreemptionLoop, match=r"preemption loop at 1\.600 s: cq-0-\d-c-0/"):
-        simulate(scenario)
+
+
+def test_no_preemption_loop_where_kueues_rules_go_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """quotagate does not preempt to borrow what a queue below its nominal quota waits for
+    (`VictimSearches._contested`): the run ends, and no Workload is preempted twice in one
+    instant."""
+    report = simulate(_loop_scenario())
+    assert all(f.admitted == f.count for f in report.classes.values())
+    assert report.overuse_events == 0
+    # Without that rule — Kueue's — the engine decides forever; the run stops, naming it.
+    monkeypatch.setattr(VictimSearches, "_contested", lambda *_: None)
+    with pytest.raises(PreemptionLoop, match=r"preemption loop at \d+\.\d{3} s: cq-0-\d-c-0/"):
+        simulate(_loop_scenario())

@@ -6,6 +6,8 @@ test over random trees."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from fractions import Fraction
 
@@ -161,7 +163,6 @@ def test_preemption_policy_never_preempts_nothing() -> None:
     state = three()
     admit(state, *(wl(f"b{i}", "b", cpu=1) for i in range(1, 7)))
     incoming = wl("a-in", "a", cpu=3)
-    key = incoming.key
     add(state, incoming)
     cq_a = state.cluster_queues["a"]
     short = frozenset({("default", "cpu")})
@@ -173,7 +174,7 @@ def test_preemption_policy_never_preempts_nothing() -> None:
         request,
         short,
         preemptor,
-        state.resolution(key).value,
+        True,
         contenders(state, "a", short),
         (PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
     )
@@ -186,7 +187,7 @@ def test_preemption_policy_never_preempts_nothing() -> None:
             request,
             short,
             never,
-            state.resolution(key).value,
+            True,
             contenders(state, "a", short),
             (PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
         )
@@ -315,7 +316,7 @@ def test_fair_victims_are_allowed_sufficient_minimal_and_leave_the_tree_unchange
         request,
         short,
         preemptor,
-        state.resolution(incoming.key).value,
+        state.resolution(incoming.key).value is not Preemptibility.NON_PREEMPTIBLE,
         contenders(state, name, short),
         state.fair_sharing.preemption_strategies,
     )
@@ -343,8 +344,32 @@ def test_fair_victims_are_allowed_sufficient_minimal_and_leave_the_tree_unchange
             bucket[fr] = bucket.get(fr, 0) + per_pod * pods
         return out
 
+    @contextmanager
+    def released(pods_back: dict[str, int]) -> Iterator[None]:
+        # A victim already leaving for a nominated preemptor (settle() may have nominated
+        # some) frees only what that preemptor's hold does not already count on.
+        gone = [
+            release
+            for victim in found
+            if victim.leaving and not pods_back.get(victim.workload_key)
+            for release in state.releases(victim.workload_key)
+        ]
+        for release in gone:
+            if release.pool:
+                tree.credit_pool(release.name, release.amounts, sign=-1)
+            else:
+                tree.add_usage(release.name, release.amounts)
+        try:
+            yield
+        finally:
+            for release in gone:
+                if release.pool:
+                    tree.credit_pool(release.name, release.amounts)
+                else:
+                    tree.add_usage(release.name, release.amounts, sign=-1)
+
     def fits(pods_back: dict[str, int]) -> bool:
-        with tree.simulate(removed(pods_back), sign=-1):
+        with tree.simulate(removed(pods_back), sign=-1), released(pods_back):
             return request[fr] <= tree.available(name, fr)
 
     assert fits({}), "the victims must make room"

@@ -1,6 +1,7 @@
 """Fair sharing over random trees (hypothesis): with the tournament and fair preemption
 on, quota is never over-committed anywhere in the tree — now, and once every nominated
-preemptor has replaced its victims — through random streams of arrivals, cycles,
+preemptor has replaced its victims — and every queue and cohort counts at least the
+larger of the two, through random streams of arrivals, cycles,
 completions and acknowledged evictions; a non-preemptible Workload is never a victim and
 never borrows; releasing everything returns every counter to zero.
 
@@ -32,14 +33,18 @@ QUEUES = ("q1", "q2", "q3", "q4", "q5")
 
 limits = st.none() | st.integers(0, 6)
 queue_quota = st.builds(ResourceQuota, st.integers(0, 6), limits, st.none() | st.integers(0, 6))
+queue_quota_lending_all = st.builds(ResourceQuota, st.integers(0, 6), limits)
 
 
 @st.composite
-def trees(draw: st.DrawFn) -> tuple[ClusterState, Model]:
+def trees(draw: st.DrawFn, lending_limits: bool = True) -> tuple[ClusterState, Model]:
+    """Five queues in up to three cohorts, with or without lending limits (without them,
+    every queue and cohort lends everything: what a held preemptor and its victims in
+    other queues both count is counted once, at their lowest common cohort)."""
     model = Model()
     queues = []
     for name in QUEUES:
-        q = draw(queue_quota)
+        q = draw(queue_quota if lending_limits else queue_quota_lending_all)
         if q.lending_limit is not None and q.lending_limit > q.nominal:
             q = replace(q, lending_limit=q.nominal)
         cohort = draw(st.sampled_from(COHORTS))
@@ -66,7 +71,7 @@ def trees(draw: st.DrawFn) -> tuple[ClusterState, Model]:
         parent = draw(st.none() | st.sampled_from(above)) if above else None
         own = draw(st.integers(0, 4))
         borrow = draw(limits) if parent else None
-        lend = draw(st.none() | st.integers(0, 4)) if parent else None
+        lend = draw(st.none() | st.integers(0, 4)) if parent and lending_limits else None
         quota = ResourceQuota(own, borrow, lend)
         state.set_cohort(
             Cohort(
@@ -108,7 +113,7 @@ steps = st.lists(st.one_of(add, add, add, cycle, cycle, leave), min_size=30, max
 
 
 @settings(max_examples=250, deadline=None)
-@given(trees(), steps)
+@given(trees() | trees(lending_limits=False), steps)
 def test_fair_sharing_never_over_commits_a_tree(
     scene: tuple[ClusterState, Model], ops: list[tuple[str, str, int, int, bool]]
 ) -> None:
@@ -123,7 +128,11 @@ def test_fair_sharing_never_over_commits_a_tree(
         for name in QUEUES:
             assert state.quota.usage(name, FR) >= max(now.get(name, 0), later.get(name, 0))
         assert_not_over_committed(model, now)
+        used_now = {cohort: model.used(cohort) for cohort in model.cohorts()}
         assert_not_over_committed(model, later)
+        for cohort in model.cohorts():  # the held capacity: counted once, never less
+            counted = state.quota.cohort_usage(cohort, FR)
+            assert counted >= max(used_now[cohort], model.used(cohort)), cohort
         for nomination in state.nominated.values():
             assert not non_preemptible & {v.workload_key for v in nomination.victims}
 

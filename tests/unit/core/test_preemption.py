@@ -398,6 +398,113 @@ def test_a_preemptor_processed_later_cannot_use_victims_already_claimed() -> Non
     assert not run_cycle(state, 2.0).preempting
 
 
+def test_a_victim_already_leaving_is_shared_rather_than_another_evicted() -> None:
+    """b borrows 4 with two Workloads. a reclaims 1: b-big (the lower priority) goes.
+    c then reclaims 1 too: b-big frees 5 more than a takes, so c waits for it as well
+    (Kueue's "preemption ongoing") instead of evicting b-small; b-big is not evicted
+    again, and both are admitted once it has left."""
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("c", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("a-1", "a", cpu=2), wl("c-1", "c", cpu=2))
+    admit(state, wl("b-big", "b", cpu=6, priority=1), wl("b-small", "b", cpu=2, priority=5))
+    first = preempt_once(state, wl("a-new", "a", cpu=1, priority=10))
+    assert victims(first) == {"ns/b-big": ("InCohortReclamation", 1)}
+    second = preempt_once(state, wl("c-new", "c", cpu=1, priority=10))
+    assert [(v.workload_key, v.leaving) for v in second.victims] == [("ns/b-big", True)]
+    assert not first.victims[0].leaving
+    # Counted: the larger of now (12) and once b-big has left (2 + 1 + 2 + 1 + 2 = 8).
+    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(12)
+    state.release("ns/b-big")
+    result = run_cycle(state, 3.0)
+    assert sorted(a.workload_key for a in result.admitted) == ["ns/a-new", "ns/c-new"]
+    assert "ns/b-small" in state.admitted and not state.admitted["ns/b-small"].evicting
+    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(8)
+
+
+def test_a_leaving_victim_too_small_for_the_next_preemptor_is_not_waited_for() -> None:
+    """What b-big frees beyond a's hold (1) is less than c needs (3), and b-small alone
+    frees enough: c evicts b-small and does not wait for b-big."""
+    state = cluster(
+        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+        cq("c", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("a-1", "a", cpu=1), wl("c-1", "c", cpu=1))
+    admit(state, wl("b-big", "b", cpu=4, priority=1), wl("b-small", "b", cpu=6, priority=5))
+    preempt_once(state, wl("a-new", "a", cpu=3, priority=10))
+    second = preempt_once(state, wl("c-new", "c", cpu=3, priority=10))
+    assert [(v.workload_key, v.leaving) for v in second.victims] == [("ns/b-small", False)]
+
+
+def _contested_cohort(a_reclaim: ReclaimWithinCohortPolicy) -> ClusterState:
+    """a (nominal 6) holds 4 and waits with a Workload larger than the cohort at its head
+    and a small one behind it that fits in a's nominal quota. b (nominal 6) is full with a
+    medium and two small Workloads; the cohort has 2 free."""
+    a_policy = PreemptionPolicy(
+        within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
+        reclaim_within_cohort=a_reclaim,
+    )
+    state = cluster(
+        cq("a", {"default": {"cpu": 6}}, cohort="co", preemption=a_policy),
+        cq("b", {"default": {"cpu": 6}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("a-medium", "a", cpu=4, priority=100))
+    admit(
+        state,
+        wl("b-medium", "b", cpu=4, priority=100),
+        wl("b-small-1", "b", cpu=1, priority=50),
+        wl("b-small-2", "b", cpu=1, priority=50),
+    )
+    add(
+        state,
+        wl("a-huge", "a", cpu=20, priority=100, created=5.0),
+        wl("a-small", "a", cpu=1, priority=50, created=6.0),
+    )
+    return state
+
+
+def test_no_preemption_to_borrow_what_a_queue_below_its_nominal_quota_waits_for() -> None:
+    """b's new medium Workload could preempt b's two small ones and borrow a's unused 2.
+    But a is below its nominal quota with a pending Workload that fits in it, and would
+    reclaim that at once (evicting b's 4-CPU medium for its 1-CPU small one), and b's
+    medium would preempt again: Kueue goes round that loop. Here b's medium waits, and
+    says why; a's small Workload is admitted next without evicting anything."""
+    state = _contested_cohort(ReclaimWithinCohortPolicy.ANY)
+    add(state, wl("b-medium-2", "b", cpu=4, priority=100, created=7.0))
+    first = run_cycle(state, 1.0)
+    assert not first.preempting
+    reason = state.records["ns/b-medium-2"].reason or ""
+    assert (
+        "it may not preempt to borrow: ClusterQueue a is below its nominal quota with "
+        "pending Workloads and would reclaim it" in reason
+    ), reason
+    results = settle(state, 2.0)
+    assert not any(r.preempting for r in results)
+    assert "ns/a-small" in state.admitted
+    assert {"ns/b-small-1", "ns/b-small-2", "ns/b-medium"} <= set(state.admitted)
+
+
+@pytest.mark.parametrize(
+    "a_reclaim", [ReclaimWithinCohortPolicy.NEVER, ReclaimWithinCohortPolicy.LOWER_PRIORITY]
+)
+def test_preemption_to_borrow_goes_ahead_when_the_queue_below_nominal_could_not_reclaim(
+    a_reclaim: ReclaimWithinCohortPolicy,
+) -> None:
+    """a could not take back what b's medium borrows (reclaimWithinCohort Never, or
+    LowerPriority with only a small Workload of lower priority than b's medium waiting):
+    preempting to borrow starts no loop, so b's medium preempts b's small Workloads as
+    Kueue's would."""
+    state = _contested_cohort(a_reclaim)
+    preempt = preempt_once(state, wl("b-medium-2", "b", cpu=4, priority=100, created=7.0))
+    assert victims(preempt) == {
+        "ns/b-small-1": ("InClusterQueue", 1),
+        "ns/b-small-2": ("InClusterQueue", 1),
+    }
+
+
 # -- properties --------------------------------------------------------------------------------
 
 

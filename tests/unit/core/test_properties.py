@@ -243,6 +243,31 @@ def test_admit_then_release_returns_usage_to_exactly_zero(
     assert all(state.quota.cohort_usage("c", (f, "cpu")) == 0 for f in FLAVORS)
 
 
+def check_held(state: ClusterState, queues: list[Spec]) -> None:
+    """With nominated preemptors: reserved usage fits every limit now and once every
+    preemptor has replaced its victims, the quota tree counts at least the larger of the
+    two per queue and per cohort, and settling looks at every nomination that could
+    change."""
+    marked = state.nominations_to_settle()
+    for key in state.nominated:  # settling looks only where something changed
+        assert key in marked or settle_action(state, key) is None, key
+    now = usage_by_queue(state)
+    later = usage_by_queue(state, after_evictions=True)
+    assert_within_limits(queues, now)
+    assert_within_limits(queues, later)
+    for s in queues:
+        for flavor in FLAVORS:
+            counted = state.quota.usage(s.name, (flavor, "cpu"))
+            assert counted >= now.get(s.name, {}).get(flavor, 0)
+            assert counted >= later.get(s.name, {}).get(flavor, 0)
+    taken_now, taken_later = cohort_taken(queues, now), cohort_taken(queues, later)
+    for cohort in ("c1", "c2"):
+        for flavor in FLAVORS:
+            key = (cohort, flavor)
+            counted = state.quota.cohort_usage(cohort, (flavor, "cpu"))
+            assert counted >= max(taken_now.get(key, 0), taken_later.get(key, 0)), key
+
+
 PREEMPTING = PreemptionPolicy(
     within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
     reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY,
@@ -271,24 +296,7 @@ def test_preemption_never_overcommits_while_victims_leave(
     leave = iter(leaves)
 
     def check() -> None:
-        marked = state.nominations_to_settle()
-        for key in state.nominated:  # settling looks only where something changed
-            assert key in marked or settle_action(state, key) is None, key
-        now = usage_by_queue(state)
-        later = usage_by_queue(state, after_evictions=True)
-        assert_within_limits(queues, now)
-        assert_within_limits(queues, later)
-        for s in queues:
-            for flavor in FLAVORS:
-                counted = state.quota.usage(s.name, (flavor, "cpu"))
-                assert counted >= now.get(s.name, {}).get(flavor, 0)
-                assert counted >= later.get(s.name, {}).get(flavor, 0)
-        taken_now, taken_later = cohort_taken(queues, now), cohort_taken(queues, later)
-        for cohort in ("c1", "c2"):
-            for flavor in FLAVORS:
-                key = (cohort, flavor)
-                counted = state.quota.cohort_usage(cohort, (flavor, "cpu"))
-                assert counted >= max(taken_now.get(key, 0), taken_later.get(key, 0)), key
+        check_held(state, queues)
 
     def leaving(a: int) -> str:
         # The job side: a victim acknowledges its eviction, or something finishes.
@@ -306,3 +314,52 @@ def test_preemption_never_overcommits_while_victims_leave(
         if not changed and not state.nominated:
             break
     release_all_to_zero(state, queues)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    specs() | lending_cohort(),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(2, 8)), min_size=1, max_size=6),
+    st.lists(
+        st.tuples(st.sampled_from(["add", "add", "cycle", "cycle", "leave"]), st.integers(0, 50)),
+        min_size=5,
+        max_size=50,
+    ),
+)
+def test_preemptors_waiting_for_the_same_leaving_victims_never_overcommit(
+    queues: list[Spec], bigs: list[tuple[int, int]], steps: list[tuple[str, int]]
+) -> None:
+    """Large low-priority Workloads fill the quota; small high-priority ones arrive and
+    preempt while the victims take their time to leave, so later preemptors wait for
+    victims already leaving for earlier ones (sharing what those free). At every step the
+    held usage is counted as `check_held` requires, and once every victim has left, every
+    preemptor is admitted or pending again within every limit."""
+    state = build(queues, PREEMPTING)
+    for i, (target, size) in enumerate(bigs):
+        state.upsert_workload(
+            wl(f"big{i}", queues[target % len(queues)].name, cpu=size, created=i, priority=0)
+        )
+    while run_cycle(state, 0.0).changed:
+        pass
+    for serial, (op, a) in enumerate(steps, start=1):
+        if op == "add":
+            target = queues[a % len(queues)].name
+            state.upsert_workload(
+                wl(f"p{serial}", target, cpu=1 + a % 3, created=100 + serial, priority=10 + a % 3)
+            )
+        elif op == "cycle":
+            run_cycle(state, float(serial))
+        else:
+            evicting = sorted(k for k, held in state.admitted.items() if held.evicting)
+            if evicting:
+                state.release(evicting[a % len(evicting)], requeue=True)
+        check_held(state, queues)
+    for _ in range(100):
+        for key in sorted(k for k, held in state.admitted.items() if held.evicting):
+            state.release(key, requeue=False)
+        changed = run_cycle(state, 1e9).changed
+        check_held(state, queues)
+        if not changed and not state.nominated:
+            break
+    assert not state.nominated
+    assert_within_limits(queues, usage_by_queue(state))
