@@ -254,8 +254,8 @@ def _with_protection(
     contested = searches.contested.get(entry.key)
     if contested is not None:
         reason = (
-            f"{reason}; it may not preempt to borrow: ClusterQueue {contested} is below its "
-            "nominal quota with pending Workloads and would reclaim it"
+            f"{reason}; it may not preempt to borrow: ClusterQueue {contested} would be below "
+            "its nominal quota with pending Workloads and reclaim it"
         )
     protected = searches.protected.get(entry.key)
     if protected is None:

@@ -13,6 +13,7 @@ cycle has not decided to admit once they are gone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy
@@ -222,10 +223,28 @@ class VictimSearches:
         if may_borrow and preemptor.needs_borrowing:
             contested = self._contested(cq, preemptor, short)
             may_borrow = contested is None
-        usage_of = self.local_queue_usage if state.admission_fair_sharing is not None else None
         in_reach = contenders(state, cq.name, short)
+        found = self._find(cq, usage, short, preemptor, may_borrow, in_reach, protection)
+        if found and may_borrow and preemptor.needs_borrowing:
+            contested = self._contested_after(cq, usage, short, preemptor, found)
+            if contested is not None:
+                found = self._find(cq, usage, short, preemptor, False, in_reach, protection)
+        return found, contested
+
+    def _find(
+        self,
+        cq: ClusterQueue,
+        usage: dict[FlavorResource, int],
+        short: frozenset[FlavorResource],
+        preemptor: Preemptor,
+        may_borrow: bool,
+        in_reach: dict[str, list[Contender]],
+        protection: RuntimeProtection,
+    ) -> tuple[Victim, ...] | None:
+        state = self.state
+        usage_of = self.local_queue_usage if state.admission_fair_sharing is not None else None
         if self.shares is not None and state.fair_sharing is not None:
-            found = find_fair_victims(
+            return find_fair_victims(
                 self.shares,
                 cq,
                 usage,
@@ -237,14 +256,52 @@ class VictimSearches:
                 protection,
                 usage_of,
             )
-        else:
-            found = find_victims(
-                state.quota, cq, usage, short, preemptor, may_borrow, in_reach, protection, usage_of
-            )
-        return found, contested
+        return find_victims(
+            state.quota, cq, usage, short, preemptor, may_borrow, in_reach, protection, usage_of
+        )
+
+    def _contested_after(
+        self,
+        cq: ClusterQueue,
+        usage: dict[FlavorResource, int],
+        short: frozenset[FlavorResource],
+        preemptor: Preemptor,
+        victims: tuple[Victim, ...],
+    ) -> str | None:
+        """`_contested` once the victims have gone, if the preemptor still borrows then: a
+        victim's queue may fall below its nominal quota, and its pending Workloads (the
+        victims among them, requeued) would reclaim what the preemptor borrows — as when
+        fair sharing lets a borrowing preemptor take a queue's only Workload."""
+        state = self.state
+        tree = state.quota
+        removed: dict[str, dict[FlavorResource, int]] = {}
+        requeued: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for victim in victims:
+            held = state.records[victim.workload_key]
+            assert held.usage is not None  # a victim holds quota
+            taken = removed.setdefault(victim.cluster_queue, {})
+            for fr, value in held.usage.items():
+                part = value * victim.pods // victim.total_pods
+                taken[fr] = taken.get(fr, 0) + part
+            if victim.whole and victim.cluster_queue != cq.name:
+                for fr in short:
+                    requeued.setdefault((victim.cluster_queue, fr[1]), []).append(
+                        (held.usage.get(fr, 0), state.priority_of(victim.workload_key))
+                    )
+        with tree.simulate(removed, sign=-1):
+            if not any(
+                tree.usage(cq.name, fr) + usage.get(fr, 0) > tree.quota(cq.name, fr).nominal
+                for fr in short
+            ):
+                return None
+            return self._contested(cq, preemptor, short, requeued)
 
     def _contested(
-        self, cq: ClusterQueue, preemptor: Preemptor, short: frozenset[FlavorResource]
+        self,
+        cq: ClusterQueue,
+        preemptor: Preemptor,
+        short: frozenset[FlavorResource],
+        requeued: Mapping[tuple[str, str], list[tuple[int, int]]] | None = None,
     ) -> str | None:
         """Another queue of the tree that would reclaim what the preemptor borrows, if any:
         below its nominal quota of a pair the preemptor lacks, with a pending Workload that
@@ -264,7 +321,10 @@ class VictimSearches:
                 free = tree.quota(name, fr).nominal - tree.usage(name, fr)
                 if free <= 0:
                     continue
-                for request, priority in self._pending_requests(name, fr[1]):
+                pending = self._pending_requests(name, fr[1])
+                if requeued and (name, fr[1]) in requeued:
+                    pending = sorted([*pending, *requeued[name, fr[1]]])
+                for request, priority in pending:
                     if request > free:
                         break
                     if reclaim is ReclaimWithinCohortPolicy.ANY or priority > preemptor.priority:

@@ -317,3 +317,47 @@ def test_no_preemption_loop_where_kueues_rules_go_round(monkeypatch: pytest.Monk
     monkeypatch.setattr(VictimSearches, "_contested", lambda *_: None)
     with pytest.raises(PreemptionLoop, match=r"preemption loop at \d+\.\d{3} s: cq-0-\d-c-0/"):
         simulate(_loop_scenario())
+
+
+def _fair_loop_scenario() -> Any:
+    """Fair sharing, one cohort: a (4 cpu, weight 2) with a large Workload, b and c (2 cpu,
+    weight 1), c with small ones and a large one. c's large preempts c's small ones to
+    borrow; a's large takes c's large by fair sharing, which leaves c below its nominal
+    quota with its small ones pending; they reclaim a's large; c's large preempts them
+    again, and so on, while no simulated time passes."""
+
+    def queue(name: str, nominal: int, weight: int, sets: list[dict[str, Any]]) -> Any:
+        return {
+            "className": name,
+            "count": 1,
+            "nominalQuota": nominal,
+            "weight": weight,
+            "reclaimWithinCohort": "Any",
+            "withinClusterQueue": "LowerPriority",
+            "workloadsSets": sets,
+        }
+
+    large = _set(1, 100, "large", 8, 4000, 200)
+    small = _set(6, 100, "small", 1, 2000, 50)
+    late_large = _set(1, 200, "large", 8, 4000, 200)
+    queues = [
+        queue("a", 4, 2, [large]),
+        queue("b", 2, 1, [_set(3, 500, "small", 1, 2000, 50)]),
+        queue("c", 2, 1, [small, late_large]),
+    ]
+    doc = {"fairSharing": {}, "cohorts": [{"className": "co", "count": 1, "queuesSets": queues}]}
+    return parse(doc, "t")
+
+
+def test_no_fair_sharing_preemption_loop_where_the_victims_queue_would_reclaim(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A borrowing preemptor does not take victims whose going leaves their queue below its
+    nominal quota with pending Workloads that would reclaim it
+    (`VictimSearches._contested_after`): the run ends."""
+    report = simulate(_fair_loop_scenario())
+    assert all(f.admitted == f.count for f in report.classes.values())
+    assert report.overuse_events == 0
+    monkeypatch.setattr(VictimSearches, "_contested_after", lambda *_: None)
+    with pytest.raises(PreemptionLoop, match=r"preemption loop at \d+\.\d{3} s: c-2-0-co-0/"):
+        simulate(_fair_loop_scenario())

@@ -478,8 +478,8 @@ def test_no_preemption_to_borrow_what_a_queue_below_its_nominal_quota_waits_for(
     assert not first.preempting
     reason = state.records["ns/b-medium-2"].reason or ""
     assert (
-        "it may not preempt to borrow: ClusterQueue a is below its nominal quota with "
-        "pending Workloads and would reclaim it" in reason
+        "it may not preempt to borrow: ClusterQueue a would be below its nominal quota "
+        "with pending Workloads and reclaim it" in reason
     ), reason
     results = settle(state, 2.0)
     assert not any(r.preempting for r in results)
