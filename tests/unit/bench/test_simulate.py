@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -306,19 +307,6 @@ def _loop_scenario() -> Any:
     )
 
 
-def test_no_preemption_loop_where_kueues_rules_go_round(monkeypatch: pytest.MonkeyPatch) -> None:
-    """quotagate does not preempt to borrow what a queue below its nominal quota waits for
-    (`VictimSearches._contested`): the run ends, and no Workload is preempted twice in one
-    instant."""
-    report = simulate(_loop_scenario())
-    assert all(f.admitted == f.count for f in report.classes.values())
-    assert report.overuse_events == 0
-    # Without that rule — Kueue's — the engine decides forever; the run stops, naming it.
-    monkeypatch.setattr(VictimSearches, "_contested", lambda *_: None)
-    with pytest.raises(PreemptionLoop, match=r"preemption loop at \d+\.\d{3} s: cq-0-\d-c-0/"):
-        simulate(_loop_scenario())
-
-
 def _fair_loop_scenario() -> Any:
     """Fair sharing, one cohort: a (4 cpu, weight 2) with a large Workload, b and c (2 cpu,
     weight 1), c with small ones and a large one. c's large preempts c's small ones to
@@ -349,15 +337,25 @@ def _fair_loop_scenario() -> Any:
     return parse(doc, "t")
 
 
-def test_no_fair_sharing_preemption_loop_where_the_victims_queue_would_reclaim(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("scenario", "rule", "looping"),
+    [
+        # A queue below its nominal quota waits for what the preemptor would borrow.
+        (_loop_scenario, "_contested", r"cq-0-\d-c-0/"),
+        # The victims' going would leave their queue there, with pending Workloads.
+        (_fair_loop_scenario, "_contested_after", r"c-2-0-co-0/"),
+    ],
+)
+def test_no_preemption_loop_where_kueues_rules_go_round(
+    monkeypatch: pytest.MonkeyPatch, scenario: Callable[[], Any], rule: str, looping: str
 ) -> None:
-    """A borrowing preemptor does not take victims whose going leaves their queue below its
-    nominal quota with pending Workloads that would reclaim it
-    (`VictimSearches._contested_after`): the run ends."""
-    report = simulate(_fair_loop_scenario())
+    """quotagate does not preempt to borrow what another queue would reclaim at once
+    (`VictimSearches._contested` / `_contested_after`): the run ends, every Workload
+    admitted, and no Workload is preempted over and over in one instant."""
+    report = simulate(scenario())
     assert all(f.admitted == f.count for f in report.classes.values())
     assert report.overuse_events == 0
-    monkeypatch.setattr(VictimSearches, "_contested_after", lambda *_: None)
-    with pytest.raises(PreemptionLoop, match=r"preemption loop at \d+\.\d{3} s: c-2-0-co-0/"):
-        simulate(_fair_loop_scenario())
+    # Without the rule — Kueue's — the engine decides forever; the run stops, naming it.
+    monkeypatch.setattr(VictimSearches, rule, lambda *_: None)
+    with pytest.raises(PreemptionLoop, match=rf"preemption loop at \d+\.\d{{3}} s: {looping}"):
+        simulate(scenario())

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,7 @@ from controller.core.decisions import Preempt
 from controller.core.fair_sharing import FairSharing, PreemptionStrategy
 from controller.core.pending import why_pending
 from controller.core.preemption.fair import find_fair_victims
-from controller.core.preemption.nominations import contenders
+from controller.core.preemption.nominations import VictimSearches, contenders
 from controller.core.preemption.policy import Preemptor
 from controller.core.shares import shares_of
 from controller.core.state import ClusterState
@@ -375,3 +376,40 @@ def test_fair_victims_are_allowed_sufficient_minimal_and_leave_the_tree_unchange
     assert fits({}), "the victims must make room"
     for victim in found:  # no victim, and no pod of a partial victim, can be spared
         assert not fits({victim.workload_key: 1 if not victim.whole else victim.pods})
+
+
+def test_no_fair_preemption_to_borrow_what_the_victims_queue_would_reclaim(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """a (4 cpu, weight 2), b and c (2 cpu each); c's large Workload uses the whole cohort,
+    c's small one waits. a's large Workload could take c's by fair sharing (a's share with
+    it, 250, below c's now, 750), but c would then be below its nominal quota with its
+    small Workload pending, reclaim from a at once, and c's large Workload would preempt
+    that small one again: a loop. a's large Workload waits and says why."""
+
+    def state_() -> ClusterState:
+        state = fair_cluster(
+            *(
+                replace(
+                    cq(name, {"default": {"cpu": cpu}}, cohort="all", preemption=FAIR),
+                    fair_weight=Fraction(weight),
+                )
+                for name, cpu, weight in (("a", "4", 2), ("b", "2", 1), ("c", "2", 1))
+            )
+        )
+        admit(state, wl("c-large", "c", cpu=8, priority=200))
+        add(state, wl("c-small", "c", cpu=1, priority=50, created=1.0))
+        return state
+
+    state = state_()
+    assert preempt(state, wl("a-large", "a", cpu=8, priority=200, created=2.0)) is None
+    reason = state.records["ns/a-large"].reason or ""
+    assert (
+        "it may not preempt to borrow: ClusterQueue c would be below its nominal quota "
+        "with pending Workloads and reclaim it" in reason
+    ), reason
+    # Kueue's rules: a takes c's large Workload.
+    monkeypatch.setattr(VictimSearches, "_contested_after", lambda *_: None)
+    state = state_()
+    decision = preempt(state, wl("a-large", "a", cpu=8, priority=200, created=2.0))
+    assert victims(decision) == {"ns/c-large": (PreemptionReason.IN_COHORT_FAIR_SHARING, 1)}

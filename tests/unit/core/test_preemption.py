@@ -398,16 +398,19 @@ def test_a_preemptor_processed_later_cannot_use_victims_already_claimed() -> Non
     assert not run_cycle(state, 2.0).preempting
 
 
+def _three_reclaiming_queues() -> ClusterState:
+    """a, b and c, 4 cpu each in one cohort, each reclaiming from the others."""
+    return cluster(
+        *(cq(name, {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM) for name in "abc")
+    )
+
+
 def test_a_victim_already_leaving_is_shared_rather_than_another_evicted() -> None:
     """b borrows 4 with two Workloads. a reclaims 1: b-big (the lower priority) goes.
     c then reclaims 1 too: b-big frees 5 more than a takes, so c waits for it as well
     (Kueue's "preemption ongoing") instead of evicting b-small; b-big is not evicted
     again, and both are admitted once it has left."""
-    state = cluster(
-        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
-        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
-        cq("c", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
-    )
+    state = _three_reclaiming_queues()
     admit(state, wl("a-1", "a", cpu=2), wl("c-1", "c", cpu=2))
     admit(state, wl("b-big", "b", cpu=6, priority=1), wl("b-small", "b", cpu=2, priority=5))
     first = preempt_once(state, wl("a-new", "a", cpu=1, priority=10))
@@ -427,11 +430,7 @@ def test_a_victim_already_leaving_is_shared_rather_than_another_evicted() -> Non
 def test_a_leaving_victim_too_small_for_the_next_preemptor_is_not_waited_for() -> None:
     """What b-big frees beyond a's hold (1) is less than c needs (3), and b-small alone
     frees enough: c evicts b-small and does not wait for b-big."""
-    state = cluster(
-        cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
-        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
-        cq("c", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
-    )
+    state = _three_reclaiming_queues()
     admit(state, wl("a-1", "a", cpu=1), wl("c-1", "c", cpu=1))
     admit(state, wl("b-big", "b", cpu=4, priority=1), wl("b-small", "b", cpu=6, priority=5))
     preempt_once(state, wl("a-new", "a", cpu=3, priority=10))
