@@ -876,15 +876,15 @@ class ClusterState:
         """Whether a nominated preemptor waits for this Workload to leave."""
         return key in self._awaited_by
 
-    def claimed_in(self, cluster_queue: str) -> list[WorkloadKey]:
-        """The Workloads of a ClusterQueue leaving for nominated preemptors, by key."""
-        return sorted(
-            key
-            for key in self._awaited_by
-            if (held := self.records.get(key)) is not None
-            and held.holds_quota
-            and held.cluster_queue == cluster_queue
-        )
+    def claimed_by_queue(self) -> dict[str, list[WorkloadKey]]:
+        """The Workloads leaving for nominated preemptors, by key, per ClusterQueue whose
+        quota they hold (one pass over them)."""
+        out: dict[str, list[WorkloadKey]] = {}
+        for key in sorted(self._awaited_by):
+            held = self.records.get(key)
+            if held is not None and held.holds_quota:
+                out.setdefault(held.cluster_queue, []).append(key)
+        return out
 
     def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""

@@ -52,6 +52,7 @@ def contenders(
     names = state.quota.borrowers(cluster_queue, short)
     names.add(cluster_queue)
     by_queue: dict[str, list[Contender]] = {}
+    leaving = state.claimed_by_queue()
     for name in sorted(names):
         version = state.admitted_versions.get(name, 0)
         cached = state.contender_cache.get(name)
@@ -62,7 +63,7 @@ def contenders(
                 if not state.claimed(key)
             ]
             cached = state.contender_cache[name] = (version, members)
-        claimed = state.claimed_in(name)
+        claimed = leaving.get(name)
         if claimed:
             by_queue[name] = [*cached[1], *(_leaving(state, key, name) for key in claimed)]
         elif cached[1]:
@@ -146,6 +147,10 @@ class VictimSearches:
         # nominal quota that would reclaim what it borrowed (`_contested`).
         self.contested: dict[WorkloadKey, str] = {}
         self._pending: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        self._reclaiming: dict[
+            tuple[str, FlavorResource],
+            tuple[int, list[tuple[str, int, ReclaimWithinCohortPolicy]]],
+        ] = {}
         # Under fair sharing, the victim search judges shares (quota does not change
         # during a cycle, so what each cohort could lend is computed once).
         self.shares = shares_of(state) if state.fair_sharing is not None else None
@@ -309,27 +314,59 @@ class VictimSearches:
         reclaim from the preemptor. Preempting to borrow there starts a loop: the victims
         go, the preemptor borrows, that queue reclaims it, it preempts again. Kueue goes
         round; quotagate searches only for victims that let it fit without borrowing."""
+        found: str | None = None
+        for fr in short:
+            for name, strongest, reclaim in self._reclaimers(cq.name, fr, requeued):
+                if found is not None and name >= found:
+                    break
+                if name == cq.name:
+                    continue
+                if reclaim is ReclaimWithinCohortPolicy.ANY or strongest > preemptor.priority:
+                    found = name
+        return found
+
+    def _reclaimers(
+        self,
+        cluster_queue: str,
+        fr: FlavorResource,
+        requeued: Mapping[tuple[str, str], list[tuple[int, int]]] | None,
+    ) -> list[tuple[str, int, ReclaimWithinCohortPolicy]]:
+        """The queues of `cluster_queue`'s tree that may reclaim, are below their nominal
+        quota of `fr` and have a pending Workload (or a `requeued` one) that fits in the
+        rest of it: by name, with the highest priority among those. Kept while the tree's
+        usage is unchanged (a cycle's refused heads all ask it); not with `requeued`,
+        asked inside a simulation, whose version numbers are given back afterwards."""
         tree = self.state.quota
-        for name in sorted(tree.reach(cq.name)):
+        cohort = tree.cohort_of(cluster_queue)
+        key = (tree.root_of(cohort) if cohort else cluster_queue, fr)
+        version = tree.version(cluster_queue)
+        cached = self._reclaiming.get(key) if requeued is None else None
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        out: list[tuple[str, int, ReclaimWithinCohortPolicy]] = []
+        for name in sorted(tree.reach(cluster_queue)):
             other = self.state.cluster_queues.get(name)
-            if name == cq.name or other is None:
+            if other is None:
                 continue
             reclaim = other.preemption.reclaim_within_cohort
             if reclaim is ReclaimWithinCohortPolicy.NEVER:
                 continue
-            for fr in short:
-                free = tree.quota(name, fr).nominal - tree.usage(name, fr)
-                if free <= 0:
-                    continue
-                pending = self._pending_requests(name, fr[1])
-                if requeued and (name, fr[1]) in requeued:
-                    pending = sorted([*pending, *requeued[name, fr[1]]])
-                for request, priority in pending:
-                    if request > free:
-                        break
-                    if reclaim is ReclaimWithinCohortPolicy.ANY or priority > preemptor.priority:
-                        return name
-        return None
+            free = tree.quota(name, fr).nominal - tree.usage(name, fr)
+            if free <= 0:
+                continue
+            pending = self._pending_requests(name, fr[1])
+            if requeued and (name, fr[1]) in requeued:
+                pending = sorted([*pending, *requeued[name, fr[1]]])
+            strongest: int | None = None
+            for request, priority in pending:  # smallest request first
+                if request > free:
+                    break
+                strongest = priority if strongest is None else max(strongest, priority)
+            if strongest is not None:
+                out.append((name, strongest, reclaim))
+        if requeued is None:
+            self._reclaiming[key] = (version, out)
+        return out
 
     def _pending_requests(self, cluster_queue: str, resource: str) -> list[tuple[int, int]]:
         """(request of `resource`, priority) of the queue's pending Workloads that request
