@@ -8,9 +8,9 @@ ones left pending with the reason. With `--config` carrying admissionFairSharing
 LocalQueue's `status.fairSharing.admissionFairSharingStatus` seeds its recent usage, and the
 plan ends with every LocalQueue of a usage-based ClusterQueue: its consumed usage, the
 entry penalties of the plan's admissions, and the usage its Workloads were ordered by.
-Bad input prints one line per problem and exits 2; there is never a partial plan. Kueue fields quotagate does not implement yet are named in
-a warning on stderr (and under `unsupported` in JSON/YAML); the plan is computed without
-them.
+Bad input prints one line per problem and exits 2; there is never a partial plan. Kueue
+fields quotagate does not implement yet are named in a warning on stderr (and under
+`unsupported` in JSON/YAML); the plan is computed without them.
 """
 
 from __future__ import annotations

@@ -292,9 +292,7 @@ def simulate(
                 observe(job, admitted=True)
                 heapq.heappush(events, (now + job.runtime, next(seq), _FINISH, job.key, job.epoch))
             for preempt in result.preempting:
-                for victim in preempt.victims:
-                    if victim.leaving:
-                        continue  # already being evicted: its release is on its way
+                for victim in preempt.to_evict:  # the others' release is on its way
                     preemptions += 1
                     times = preempted_now[victim.workload_key] = (
                         preempted_now.get(victim.workload_key, 0) + 1

@@ -318,7 +318,7 @@ class QuotaTree:
         in every cohort above it, whatever the rest uses: no node from the queue to the
         root keeps local (non-lendable) quota of it. Then a credit given to `cohort`
         takes back exactly what the queue's usage adds there and above."""
-        if _local(self.quota(name, fr)):
+        if self.local_quota(name, fr):
             return False
         path = self.path(name)
         return cohort in path and not any(self._cohort_local(node, fr) for node in path)

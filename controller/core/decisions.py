@@ -92,6 +92,12 @@ class Preempt:
     victims: tuple[Victim, ...]
     admit: Admit
 
+    @property
+    def to_evict(self) -> tuple[Victim, ...]:
+        """The victims this preemption evicts: not those already being evicted (for another
+        preemptor or none), which it only waits for."""
+        return tuple(v for v in self.victims if not v.leaving)
+
 
 @dataclass(frozen=True, slots=True)
 class Nomination:

@@ -150,9 +150,7 @@ def forecast(
                 epochs[admit.workload_key] = epochs.get(admit.workload_key, 0) + 1
                 started(admit.workload_key, at, 0.0)
             for preempt in result.preempting:
-                for victim in preempt.victims:
-                    if victim.leaving:
-                        continue  # already being evicted: its release is on its way
+                for victim in preempt.to_evict:  # the others' release is on its way
                     answer.preemptions += 1
                     heapq.heappush(
                         events, (at, next(sequence), _RELEASE, victim.workload_key, victim.pods)

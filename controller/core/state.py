@@ -748,10 +748,10 @@ class ClusterState:
                     and tree.credit_reaches(self.records[victim_key].cluster_queue, lca, fr)
                 ):
                     continue  # not counted in full at their lowest common cohort
-                covered = self._covered.setdefault(victim_key, {})
-                part = min(wanted - taken, usage.get(fr, 0) - covered.get(fr, 0))
+                already = self._covered.get(victim_key, {}).get(fr, 0)
+                part = min(wanted - taken, usage.get(fr, 0) - already)
                 if part > 0:
-                    covered[fr] = covered.get(fr, 0) + part
+                    self._covered.setdefault(victim_key, {})[fr] = already + part
                     by_victim.setdefault(victim_key, (lca, {}))[1][fr] = part
                     if lca is not None:
                         credit = pool.setdefault(lca, {})

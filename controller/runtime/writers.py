@@ -163,9 +163,7 @@ class DecisionWriter:
         uid = meta.get("uid") or "UNKNOWN"
         job_uid = (meta.get("labels") or {}).get(JOB_UID_LABEL) or "UNKNOWN"
         writes = []
-        for victim in preempt.victims:
-            if victim.leaving:
-                continue  # already being evicted: waited for, not evicted again
+        for victim in preempt.to_evict:
             # Kueue's message, word for word (pkg/scheduler/preemption `preemptionMessage`):
             # tools that read it find the preemptor's UID where Kueue puts it.
             text = _PREEMPTION_TEXT.get(victim.reason, "UNKNOWN")

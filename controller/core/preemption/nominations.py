@@ -120,6 +120,20 @@ def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
     return any(state.admitted_in(name) for name in state.quota.reach(cq.name))
 
 
+def _freed_by(
+    state: ClusterState, victims: tuple[Victim, ...]
+) -> dict[str, dict[FlavorResource, int]]:
+    """The usage the victims give back, per ClusterQueue (a partial victim its pods' share)."""
+    freed: dict[str, dict[FlavorResource, int]] = {}
+    for victim in victims:
+        record = state.records[victim.workload_key]
+        for pair, used in (record.usage or {}).items():
+            bucket = freed.setdefault(victim.cluster_queue, {})
+            amount = used * victim.pods // max(1, victim.total_pods)
+            bucket[pair] = bucket.get(pair, 0) + amount
+    return freed
+
+
 class VictimSearches:
     """The victim searches of one cycle. Flavor assignment's oracle and the preemption plan
     of the same head ask the same question (with a single resource short, always); the
@@ -279,21 +293,16 @@ class VictimSearches:
         fair sharing lets a borrowing preemptor take a queue's only Workload."""
         state = self.state
         tree = state.quota
-        removed: dict[str, dict[FlavorResource, int]] = {}
         requeued: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for victim in victims:
             held = state.records[victim.workload_key]
             assert held.usage is not None  # a victim holds quota
-            taken = removed.setdefault(victim.cluster_queue, {})
-            for fr, value in held.usage.items():
-                part = value * victim.pods // victim.total_pods
-                taken[fr] = taken.get(fr, 0) + part
             if victim.whole and victim.cluster_queue != cq.name:
                 for fr in short:
                     requeued.setdefault((victim.cluster_queue, fr[1]), []).append(
                         (held.usage.get(fr, 0), state.priority_of(victim.workload_key))
                     )
-        with tree.simulate(removed, sign=-1):
+        with tree.simulate(_freed_by(state, victims), sign=-1):
             if not any(
                 tree.usage(cq.name, fr) + usage.get(fr, 0) > tree.quota(cq.name, fr).nominal
                 for fr in short
@@ -402,14 +411,7 @@ def preemption_oracle(state: ClusterState, searches: VictimSearches) -> Preempti
         victims = searches.victims(cq, workload, {fr: requested}, frozenset({fr}))
         if not victims:
             return Preemptible.NO_CANDIDATES, tree.lowest_fitting_subtree(cq_name, fr, requested)[0]
-        freed: dict[str, dict[FlavorResource, int]] = {}
-        for victim in victims:
-            record = state.records[victim.workload_key]
-            for pair, used in (record.usage or {}).items():
-                bucket = freed.setdefault(victim.cluster_queue, {})
-                amount = used * victim.pods // max(1, victim.total_pods)
-                bucket[pair] = bucket.get(pair, 0) + amount
-        with tree.simulate(freed, sign=-1):
+        with tree.simulate(_freed_by(state, victims), sign=-1):
             level = tree.lowest_fitting_subtree(cq_name, fr, requested)[0]
         own = any(v.cluster_queue == cq_name for v in victims)
         return (Preemptible.PREEMPT if own else Preemptible.RECLAIM), level

@@ -53,7 +53,7 @@ class Simulation:
 
     def __init__(self, tree: QuotaTree) -> None:
         self.tree = tree
-        # (queue, usage taken off it) — or (root cohort, pool credit taken back, True).
+        # (queue, usage taken off it) — or (cohort, credit taken back from it, True).
         self.removed: list[tuple[str, dict[FlavorResource, int], bool]] = []
         self.versions: dict[tuple[bool, str], int] = {}
 
