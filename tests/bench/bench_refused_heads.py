@@ -107,7 +107,10 @@ def measure(queues: int, repeats: int = 5) -> tuple[float, int, int]:
 
 
 def report(queues: int) -> str:
-    seconds, refused, preempting = measure(queues)
+    return render(queues, *measure(queues))
+
+
+def render(queues: int, seconds: float, refused: int, preempting: int) -> str:
     heads = (queues + 1) // 2
     return (
         f"refused heads: one full cohort of {queues} ClusterQueues ({queues * 4} admitted "
@@ -119,7 +122,9 @@ def report(queues: int) -> str:
 
 
 def test_refused_heads_benchmark_small() -> None:
-    print("\n" + report(20))
+    seconds, refused, preempting = measure(20)
+    print("\n" + render(20, seconds, refused, preempting))
+    assert (refused, preempting) == (10, 0)  # every head refused, nothing preempted
 
 
 if __name__ == "__main__":

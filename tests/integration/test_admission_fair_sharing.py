@@ -82,12 +82,18 @@ def _usage_gauge(process: ControllerProcess, namespace: str, name: str) -> float
     return None
 
 
-def test_the_less_used_local_queue_goes_first_and_its_history_survives_a_restart(
-    start_controller: StartController, kueue: Kueue, namespace: str
-) -> None:
+def _fair_cluster_queue(namespace: str) -> tuple[str, dict[str, Any]]:
+    """The namespace's ClusterQueue (4 cpu of its flavor), ordering by LocalQueue usage."""
     cq = f"{namespace}-cq"
     spec = cluster_queue(cq, {f"{namespace}-rf": {"cpu": 4}})
     spec["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    return cq, spec
+
+
+def test_the_less_used_local_queue_goes_first_and_its_history_survives_a_restart(
+    start_controller: StartController, kueue: Kueue, namespace: str
+) -> None:
+    cq, spec = _fair_cluster_queue(namespace)
     kueue.apply(
         flavor(f"{namespace}-rf"),
         spec,
@@ -171,9 +177,7 @@ def test_the_less_used_local_queue_goes_first_and_its_history_survives_a_restart
 def test_without_the_configuration_section_nothing_is_sampled_and_the_fields_are_reported(
     start_controller: StartController, kueue: Kueue, namespace: str
 ) -> None:
-    cq = f"{namespace}-cq"
-    spec = cluster_queue(cq, {f"{namespace}-rf": {"cpu": 4}})
-    spec["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    cq, spec = _fair_cluster_queue(namespace)
     lq = local_queue(namespace, "lq", cq)
     lq["spec"]["fairSharing"] = {"weight": "1"}
     kueue.apply(flavor(f"{namespace}-rf"), spec, lq, workload(namespace, "w", "lq", cpu="4"))

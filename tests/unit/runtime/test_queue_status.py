@@ -20,6 +20,7 @@ from controller.runtime.queue_status import (
     local_queue_counts,
 )
 from tests.unit.core.builders import add, cluster, cq, settle, wl
+from tests.unit.runtime.workloads import fair_queue_objects
 
 
 def test_cluster_queue_status_counts_reservation_usage_and_borrowing() -> None:
@@ -80,23 +81,7 @@ def _fair_controller(config: dict[str, object]) -> Controller:
     controller = Controller(None, ControllerConfig.model_validate(config))  # type: ignore[arg-type]
     controller.metrics.set_role(LEADER)
     for obj in (
-        {"kind": "ResourceFlavor", "metadata": {"name": "rf"}},
-        {
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4"}]}
-                        ],
-                    }
-                ],
-            },
-        },
+        *fair_queue_objects(),
         {
             "kind": "LocalQueue",
             "metadata": {"name": "lq", "namespace": "ns"},

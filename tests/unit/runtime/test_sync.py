@@ -14,7 +14,7 @@ from controller.config import ControllerConfig
 from controller.core.cycle import run_cycle
 from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
-from tests.unit.runtime.workloads import admitted_status, workload_body
+from tests.unit.runtime.workloads import admitted_status, fair_queue_objects, workload_body
 
 
 def _body(rv: str, generation: int | None, cpu: str = "1", uid: str = "u1") -> dict[str, Any]:
@@ -110,23 +110,7 @@ def test_a_workload_seen_admitted_settles_its_entry_penalty() -> None:
     )
     controller = Controller(None, config, clock=lambda: 500.0)  # type: ignore[arg-type]
     for obj in (
-        {"kind": "ResourceFlavor", "metadata": {"name": "rf"}},
-        {
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                "namespaceSelector": {},
-                "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4"}]}
-                        ],
-                    }
-                ],
-            },
-        },
+        *fair_queue_objects(),
         {
             "kind": "LocalQueue",
             "metadata": {"name": "lq", "namespace": "ns"},

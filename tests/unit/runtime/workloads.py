@@ -1,5 +1,6 @@
-"""Workload objects and a recording stand-in for `Api`, for unit tests of the controller's
-parts (sync, writers, pending reasons). Integration tests use the real API server."""
+"""Workload objects, the queues of admission fair sharing, and a recording stand-in for `Api`,
+for unit tests of the controller's parts (sync, writers, pending reasons, queue status).
+Integration tests use the real API server."""
 
 from __future__ import annotations
 
@@ -98,3 +99,27 @@ class RecordingApi:
         if found is None:
             raise ApiException(status=404, reason="NotFound")
         return found
+
+
+def fair_queue_objects() -> list[dict[str, Any]]:
+    """A ResourceFlavor `rf` and a ClusterQueue `cq` with 4 cpu of it that orders its
+    Workloads by LocalQueue usage (admission fair sharing)."""
+    return [
+        {"kind": "ResourceFlavor", "metadata": {"name": "rf"}},
+        {
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "4"}]}
+                        ],
+                    }
+                ],
+            },
+        },
+    ]
