@@ -336,6 +336,16 @@ class ControllerConfig(_Section):
         description="how long a refused Workload waits before its pending reason is written; "
         "one admitted meanwhile gets none, and the reasons of that time coalesce into the latest",
     )
+    pending_reason_qps: float = Field(
+        20.0,
+        alias="pendingReasonQPS",
+        gt=0,
+        description="pending reasons written per second at most, beyond a burst; under a "
+        "backlog each Workload's latest reason waits its turn, and one admitted meanwhile gets none",
+    )
+    pending_reason_burst: int = Field(
+        100, alias="pendingReasonBurst", ge=1, description="pending reasons written in a burst"
+    )
     cycle_interval_seconds: float = Field(
         0.02,
         alias="cycleIntervalSeconds",

@@ -179,7 +179,7 @@ class AfterAdmissionWriter:
         meta = body.get("metadata") or {}
         if (body.get("spec") or {}).get("active") is False:
             return
-        async with self.ctx.writes:
+        async with self.ctx.writes.decision():
             result = await self.ctx.api.deactivate_workload(
                 str(meta.get("namespace")), str(meta.get("name")), meta.get("uid")
             )

@@ -9,7 +9,8 @@ to each.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,28 @@ Clock = Callable[[], float]
 EventSink = Callable[[dict[str, Any], str, str, str], Awaitable[None]]
 
 
+class WriteSlots:
+    """The controller's `writeParallelism` concurrent API writes. Decisions (admissions,
+    evictions, deactivations) take any free slot; information (pending reasons, queue and
+    Workload status conditions) holds at most a quarter of them at once, so a burst of
+    queue statuses or pending reasons never keeps an admission waiting for a slot."""
+
+    def __init__(self, parallelism: int) -> None:
+        self.parallelism = parallelism
+        self._all = asyncio.Semaphore(parallelism)
+        self._information = asyncio.Semaphore(max(1, parallelism // 4))
+
+    @contextlib.asynccontextmanager
+    async def decision(self) -> AsyncIterator[None]:
+        async with self._all:
+            yield
+
+    @contextlib.asynccontextmanager
+    async def information(self) -> AsyncIterator[None]:
+        async with self._information, self._all:
+            yield
+
+
 @dataclass(slots=True)
 class Context:
     api: Api
@@ -31,8 +54,7 @@ class Context:
     clock: Clock
     events: EventSink | None
     state: ClusterState
-    # Admissions and evictions are decisions: they get `write_parallelism` slots.
-    writes: asyncio.Semaphore
+    writes: WriteSlots
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     leading: bool = False  # set by the leader-election loop; followers never write
     tasks: set[asyncio.Task[None]] = field(default_factory=set)

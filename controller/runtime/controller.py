@@ -27,7 +27,14 @@ from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api, retrying
 from controller.runtime.after_admission import AfterAdmissionWriter
-from controller.runtime.context import Clock, Context, EventSink, new_state, priority_class_of
+from controller.runtime.context import (
+    Clock,
+    Context,
+    EventSink,
+    WriteSlots,
+    new_state,
+    priority_class_of,
+)
 from controller.runtime.metrics import Metrics
 from controller.runtime.pending_reasons import PendingReasons
 from controller.runtime.sync import WorkloadSync
@@ -54,7 +61,7 @@ class Controller:
             clock=clock,
             events=events,
             state=new_state(config),
-            writes=asyncio.Semaphore(config.write_parallelism),
+            writes=WriteSlots(config.write_parallelism),
         )
         self.sync = WorkloadSync(self.ctx)
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener

@@ -7,6 +7,7 @@ does not flood the namespace.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -46,6 +47,11 @@ class TokenBucket:
             return False
         self.tokens -= 1
         return True
+
+    async def spend(self) -> None:
+        """Take a token, waiting for one if there is none."""
+        while not self.take():
+            await asyncio.sleep((1 - self.tokens) / self.rate)
 
 
 class EventRecorder:

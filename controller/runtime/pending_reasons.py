@@ -1,9 +1,10 @@
 """Pending reasons and resolvedPreemptibility: information, written off the decision path.
 
-Admissions and evictions are decisions: they get `write_parallelism` slots. Pending
-reasons and resolvedPreemptibility are information: they wait in a de-duplicating queue
-worked by a quarter as many writers (`worker`), so ten thousand pending Workloads never
-delay an admission, and a Workload whose reason changes every cycle is written once per
+Admissions and evictions are decisions: they may take any of the `write_parallelism`
+slots. Pending reasons and resolvedPreemptibility are information: they wait in a
+de-duplicating queue worked by a quarter as many writers (`worker`), which share the
+information slots (`context.WriteSlots`), so ten thousand pending Workloads never delay an
+admission, and a Workload whose reason changes every cycle is written once per
 pass through the queue, with its latest reason. A head refused now is often admitted a
 moment later: a reason first waits out `pendingReasonDelaySeconds`, and reasons decided
 within the delay replace each other.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from kubernetes.aio.client.exceptions import ApiException
@@ -28,6 +30,7 @@ from controller.core.workloads import WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
+from controller.runtime.events import TokenBucket
 from controller.runtime.sync import WorkloadSync, resolved_preemptibility, same_resolution
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,10 @@ class PendingReasons:
         self.delayed: set[WorkloadKey] = set()  # wanted reasons waiting out the delay
         self.written: dict[WorkloadKey, str] = {}  # Workload → last pending message written
         self._explained_at = 0.0
+        config = ctx.config
+        self.budget = TokenBucket(
+            config.pending_reason_qps, config.pending_reason_burst, time.monotonic
+        )
         sync.workload_listeners.append(self.check_resolution)
         sync.deletion_listeners.append(self.forget)
 
@@ -109,6 +116,28 @@ class PendingReasons:
 
     # -- writing -------------------------------------------------------------------------------
 
+    def _status(
+        self, key: WorkloadKey, pending: Inadmissible | None, wl: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The status to write on Workload `wl`: its pending reason when it is news (and the
+        Workload is not admitted), else its resolvedPreemptibility when that changed; None:
+        nothing to write."""
+        ctx = self.ctx
+        if (
+            pending is not None
+            and key not in ctx.state.admitted
+            and not has_quota_reservation(wl)
+            and workload_status.pending_changed(wl, pending.condition_reason, pending.reason)
+        ):
+            return workload_status.unset_quota_reservation(
+                wl, pending.condition_reason, pending.reason, ctx.clock()
+            )
+        wanted = resolved_preemptibility(ctx.state, key)
+        current = (wl.get("status") or {}).get("resolvedPreemptibility")
+        if wanted is not None and not same_resolution(current, wanted):
+            return workload_status.kueue_status(wl)
+        return None
+
     async def worker(self) -> None:
         while True:
             key = await self.queue.get()
@@ -122,6 +151,13 @@ class PendingReasons:
         in one patch. Admitted, in-flight or deleted Workloads need no pending reason; on a
         conflict the key goes to the back of the queue (the watch brings the newer copy)."""
         ctx, sync = self.ctx, self.sync
+        body = sync.body(key)
+        if (
+            key not in sync.in_flight
+            and body is not None
+            and self._status(key, self.wanted.get(key), body) is not None
+        ):
+            await self.budget.spend()  # pendingReasonQPS: the latest reason waits its turn
         pending = self.wanted.pop(key, None)
         if key not in sync.copies or key in sync.in_flight:
             if key in sync.in_flight and pending is not None:
@@ -132,25 +168,10 @@ class PendingReasons:
         def build(wl: dict[str, Any]) -> dict[str, Any] | None:
             before.clear()
             before.update(wl)
-            reason_due = (
-                pending is not None
-                and key not in ctx.state.admitted
-                and not has_quota_reservation(wl)
-                and workload_status.pending_changed(wl, pending.condition_reason, pending.reason)
-            )
-            if reason_due:
-                assert pending is not None
-                return workload_status.unset_quota_reservation(
-                    wl, pending.condition_reason, pending.reason, ctx.clock()
-                )
-            wanted = resolved_preemptibility(ctx.state, key)
-            current = (wl.get("status") or {}).get("resolvedPreemptibility")
-            if wanted is not None and not same_resolution(current, wanted):
-                return workload_status.kueue_status(wl)
-            return None
+            return self._status(key, pending, wl)
 
         try:
-            result = await sync.write(key, build, "status", refetch=False)
+            result = await sync.write(key, build, "status", refetch=False, information=True)
         except API_ERRORS as exc:
             if isinstance(exc, ApiException) and exc.status == 409:
                 if pending is not None:

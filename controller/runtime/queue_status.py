@@ -347,7 +347,7 @@ class QueueStatusWriter:
         Cohort conditions); an empty list removes it."""
         body = {**status, "conditions": self._conditions(status["conditions"], now)}
         try:
-            async with self.ctx.writes:
+            async with self.ctx.writes.information():
                 if resource.namespaced:
                     namespace, name = key.split("/", 1)
                     await self.ctx.api.patch_namespaced_status(resource, namespace, name, body)

@@ -250,7 +250,7 @@ class WorkloadSync:
         )
         apply = apply_body(body, {"conditions": conditions}, strict=False)
         try:
-            async with self.ctx.writes:
+            async with self.ctx.writes.information():
                 await self.ctx.api.apply_workload_status(apply, field_manager=FIELD_MANAGER)
         except API_ERRORS as exc:
             log.info("UnsupportedFields condition of %s not written: %s", key_of(body), exc)
@@ -283,13 +283,19 @@ class WorkloadSync:
         self.copies[key] = WorkloadCopy(body, resource_version(body))
 
     async def write(
-        self, key: WorkloadKey, build: StatusBuilder, write: str, refetch: bool = True
+        self,
+        key: WorkloadKey,
+        build: StatusBuilder,
+        write: str,
+        refetch: bool = True,
+        information: bool = False,
     ) -> dict[str, Any] | None:
         """Apply the Kueue-managed status `build(current Workload)` returns, as the field
         manager `kueue-admission` (api/workload_status.py says why), with the state's
         resolvedPreemptibility riding along. On a conflict the Workload is re-read and the
         status recomputed (`refetch`). `build` returning None = nothing to write. Counted
-        and timed as `write` in the metrics."""
+        and timed as `write` in the metrics. An `information` write (no decision rides on
+        it) takes one of the slots kept for information (`WriteSlots`)."""
         namespace, name = key.split("/", 1)
         copy = self.copies.get(key)
         if copy is None:
@@ -316,7 +322,7 @@ class WorkloadSync:
 
         metrics = ctx.metrics
         asked = time.perf_counter()
-        async with ctx.writes:
+        async with ctx.writes.information() if information else ctx.writes.decision():
             started = time.perf_counter()
             try:
                 result = await (retrying(attempt) if refetch else attempt())

@@ -124,7 +124,7 @@ class DecisionWriter:
             return
         namespace, name = key.split("/", 1)
         meta = body.get("metadata") or {}
-        async with self.ctx.writes:
+        async with self.ctx.writes.decision():
             cleared = await self.ctx.api.patch_workload_status(
                 namespace, name, {"admission": None}, meta.get("resourceVersion")
             )

@@ -11,7 +11,7 @@ from controller.config import ControllerConfig
 from controller.core.decisions import Inadmissible
 from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
-from tests.unit.runtime.workloads import RecordingApi, workload_body
+from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
 
 W = WorkloadKey("ns/w")
 
@@ -99,3 +99,46 @@ def test_unqueued_workloads_get_cores_reason_unless_being_written() -> None:
     controller.pending.wanted.clear()
     controller.pending.explain_unqueued(now=10.5)  # at most once a second
     assert controller.pending.wanted == {}
+
+
+def test_reasons_are_paced_by_pending_reason_qps_and_one_admitted_meanwhile_gets_none() -> None:
+    api = RecordingApi()
+    config = ControllerConfig.model_validate(
+        {"pendingReasonDelaySeconds": 0, "pendingReasonQPS": 20, "pendingReasonBurst": 2}
+    )
+    controller = Controller(api, config)  # type: ignore[arg-type]
+    controller.leading = True
+    names = ["a", "b", "c", "d"]
+    for name in names:
+        controller.apply_event("ADDED", workload_body(name))
+    pending = controller.pending
+
+    async def scenario() -> list[float]:
+        for name in names:
+            pending.want(Inadmissible(WorkloadKey(f"ns/{name}"), "cq", "insufficient quota"))
+        loop = asyncio.get_running_loop()
+        started, done = loop.time(), []
+        for _ in names[:2]:  # the burst: at once
+            await pending.write(await pending.queue.get())
+            done.append(loop.time() - started)
+        key = await pending.queue.get()  # c: waits for a token
+        writing = asyncio.ensure_future(pending.write(key))
+        await asyncio.sleep(0.01)
+        assert len(api.patches) == 2  # still waiting: 20 a second
+        await writing
+        done.append(loop.time() - started)
+        # d is admitted while it waits its turn: it needs no reason, and spends no token.
+        resolved = {"value": "preemptible", "source": "default"}
+        admitted = {**admitted_status(), "resolvedPreemptibility": resolved}
+        controller.apply_event("MODIFIED", workload_body("d", admitted, rv="2"))
+        key = await pending.queue.get()
+        before = loop.time()
+        await pending.write(key)
+        done.append(loop.time() - before)
+        return done
+
+    done = asyncio.run(scenario())
+    assert [name for (_, name, _) in api.patches] == ["a", "b", "c"]
+    assert done[1] < 0.045  # a and b: the burst, at once
+    assert done[2] >= 0.045  # one token every 50 ms once the burst is spent
+    assert done[3] < 0.04  # d waited for no token
