@@ -446,12 +446,19 @@ def flat_snapshot(remove: list[str], add: list[str]) -> QuotaTree:
         "c1", "cohort", {CPU: quota("6"), ALPHA: quota("6Gi"), BETA: quota("6Gi")}
     )
     tree.set_cluster_queue("c2", "cohort", {CPU: quota("6")})
-    for queue, usage in FLAT_WORKLOADS.values():
+    return replay(tree, FLAT_WORKLOADS, remove, add)
+
+
+def replay(
+    tree: QuotaTree, workloads: dict[str, tuple[str, Amounts]], remove: list[str], add: list[str]
+) -> QuotaTree:
+    """`tree` with every one of `workloads` reserved, then `remove` and `add` them in order."""
+    for queue, usage in workloads.values():
         tree.add_usage(queue, usage)
     for name in remove:
-        tree.remove_usage(*FLAT_WORKLOADS[name])
+        tree.remove_usage(*workloads[name])
     for name in add:
-        tree.add_usage(*FLAT_WORKLOADS[name])
+        tree.add_usage(*workloads[name])
     return tree
 
 
@@ -531,13 +538,7 @@ def lend_snapshot(remove: list[str], add: list[str]) -> QuotaTree:
     tree = QuotaTree()
     tree.set_cluster_queue("lend-a", "lend", {CPU: quota("10", lend="4")})
     tree.set_cluster_queue("lend-b", "lend", {CPU: quota("10", lend="6")})
-    for queue, usage in LEND_WORKLOADS.values():
-        tree.add_usage(queue, usage)
-    for name in remove:
-        tree.remove_usage(*LEND_WORKLOADS[name])
-    for name in add:
-        tree.add_usage(*LEND_WORKLOADS[name])
-    return tree
+    return replay(tree, LEND_WORKLOADS, remove, add)
 
 
 def check_lend(tree: QuotaTree, cohort: int, lend_a: int, lend_b: int) -> None:
