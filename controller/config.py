@@ -340,8 +340,9 @@ class ControllerConfig(_Section):
         20.0,
         alias="pendingReasonQPS",
         gt=0,
-        description="pending reasons written per second at most, beyond a burst; under a "
-        "backlog each Workload's latest reason waits its turn, and one admitted meanwhile gets none",
+        description="pending reasons (and resolvedPreemptibility patches) written per second at "
+        "most, beyond a burst; under a backlog each Workload's latest reason waits its turn, and "
+        "one admitted meanwhile gets none",
     )
     pending_reason_burst: int = Field(
         100, alias="pendingReasonBurst", ge=1, description="pending reasons written in a burst"

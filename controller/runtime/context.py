@@ -31,7 +31,6 @@ class WriteSlots:
     queue statuses or pending reasons never keeps an admission waiting for a slot."""
 
     def __init__(self, parallelism: int) -> None:
-        self.parallelism = parallelism
         self._all = asyncio.Semaphore(parallelism)
         self._information = asyncio.Semaphore(max(1, parallelism // 4))
 
