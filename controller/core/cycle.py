@@ -21,7 +21,15 @@
    waitForPodsReady.blockAdmission, a head that fits is not admitted while any Workload
    holding quota is not PodsReady (it stays at the head, QuotaReserved=False with reason
    WaitingForPodsReady, as Kueue's scheduler words it).
-7. Under BestEffortFIFO, when a head is set aside and nothing in its cohort has changed
+7. No borrowing what another queue is taking back (not under fair sharing): a head that
+   fits only by borrowing waits for the next cycle when a ClusterQueue of its tree that
+   admitted a Workload within its nominal quota in this cycle is still below that nominal
+   quota and has pending Workloads, allowed by its `reclaimWithinCohort` to reclaim from
+   the head, that fill the rest of it — and the head's admission would leave no room for
+   them. Kueue admits the borrower and that queue reclaims it in its next cycle (one head
+   per queue per cycle): an eviction for nothing. The wait lasts while that queue keeps
+   admitting within its nominal quota, one cycle at a time.
+8. Under BestEffortFIFO, when a head is set aside and nothing in its cohort has changed
    since it was assessed, the heads right behind it that ask for exactly the same thing
    (`ClusterState.signature`) are set aside with it, with the same reason. Kueue would
    offer them one per cycle and refuse each in that same state; doing it at once turns
@@ -58,6 +66,11 @@ from controller.core.workloads import WorkloadKey
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
 
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+RECLAIMED_BY = (
+    "it would borrow what ClusterQueue {} is taking back: that queue is below its nominal "
+    "quota with pending Workloads that would reclaim it"
+)
+"""The reason of a head held back by step 7; it is tried again in the next cycle."""
 WAITING_FOR_PODS_READY = "waiting for all admitted workloads to be in PodsReady condition"
 """Kueue's QuotaReserved=False message (reason WaitingForPodsReady) under blockAdmission."""
 
@@ -113,7 +126,7 @@ def run_cycle(
     park_alike: bool = True,
 ) -> CycleResult:
     """Run one cycle at time `now` (seconds since the epoch) and return its decisions.
-    `park_alike=False` turns off step 7 (Kueue's one head per queue per cycle, exactly;
+    `park_alike=False` turns off step 8 (Kueue's one head per queue per cycle, exactly;
     for comparisons)."""
     state.release_backoff(now)
     evicted = state.take_evictions()
@@ -165,6 +178,8 @@ def run_cycle(
     blocked = state.block_admission and not pods_ready_for_all_admitted(state)
     admitted: list[Admit] = list(settled)
     held_back: list[tuple[str, dict[FlavorResource, int]]] = []
+    # Queues that admitted a Workload within their nominal quota in this cycle (step 7).
+    claimants: set[str] = set()
     for entry in ordered:
         assignment, cq = entry.assignment, entry.cq
         workload = state.records[entry.key].workload
@@ -213,6 +228,19 @@ def run_cycle(
             record.reason = NO_LONGER_FITS
             requeued.append(entry.key)
             continue
+        holder = (
+            _taking_back(state, entry, claimants)
+            if claimants and assignment.borrowing and state.fair_sharing is None
+            else None
+        )
+        if holder is not None:
+            state.queues[cq.name].push(entry.item)
+            record = state.records[entry.key]
+            reason = RECLAIMED_BY.format(holder)
+            changed |= record.reason != reason
+            record.reason = reason
+            requeued.append(entry.key)
+            continue
         if blocked:
             state.queues[cq.name].push(entry.item)
             record = state.records[entry.key]
@@ -230,6 +258,8 @@ def run_cycle(
         )
         state.apply_admit(admit)
         admitted.append(admit)
+        if not admit.borrowing:
+            claimants.add(cq.name)
         changed = True
         blocked = state.block_admission
 
@@ -320,6 +350,53 @@ def _refuse_alike(
     # (`pending.why_pending` reads it), so parking thousands is one step.
     parked = state.queues[cq.name].park_run(state.signature, state.signature(entry.key), reason)
     return changed or parked > 0
+
+
+def _taking_back(state: ClusterState, entry: _Entry, claimants: set[str]) -> str | None:
+    """The first (by name) of the `claimants` of the head's tree that would reclaim what the
+    head borrows (step 7), if any: each one's room below its nominal quota that its
+    pending Workloads, allowed to reclaim from the head, would fill is held for it, and the
+    head no longer fits beside all of that."""
+    tree = state.quota
+    priority = entry.priority
+    held: dict[str, dict[FlavorResource, int]] = {}
+    for name in sorted(claimants & tree.reach(entry.cq.name)):
+        if name == entry.cq.name:
+            continue
+        reclaim = state.cluster_queues[name].preemption.reclaim_within_cohort
+        if reclaim is ReclaimWithinCohortPolicy.NEVER:
+            continue
+        above = None if reclaim is ReclaimWithinCohortPolicy.ANY else priority
+        for fr in entry.request:
+            room = tree.quota(name, fr).nominal - tree.usage(name, fr)
+            if room > 0 and (wanted := _pending_within(state, name, fr[1], room, above)):
+                held.setdefault(name, {})[fr] = wanted
+    if not held:
+        return None
+    with tree.simulate(held, sign=1):
+        if tree.fits(entry.cq.name, entry.request):
+            return None
+    return min(held)
+
+
+def _pending_within(
+    state: ClusterState, cluster_queue: str, resource: str, room: int, above: int | None
+) -> int:
+    """How much of `room` the queue's pending Workloads (those of a priority above `above`,
+    when given) would take, each fitting in what the ones before it left; stops once it is
+    full."""
+    left = room
+    for key in state.queues[cluster_queue].workload_keys():
+        if above is not None and state.priority_of(key) <= above:
+            continue
+        request = sum(
+            ps.count * ps.requests.get(resource, 0) for ps in state.records[key].workload.pod_sets
+        )
+        if 0 < request <= left:
+            left -= request
+            if not left:
+                break
+    return room - left
 
 
 def _entitlement(

@@ -11,8 +11,14 @@ from hypothesis import strategies as st
 
 from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.clusterqueues import AdmissionMode, LocalQueue, PreemptionPolicy, StopPolicy
-from controller.core.cycle import run_cycle
+from controller.core.clusterqueues import (
+    AdmissionMode,
+    LocalQueue,
+    PreemptionPolicy,
+    QueueingStrategy,
+    StopPolicy,
+)
+from controller.core.cycle import RECLAIMED_BY, run_cycle
 from controller.core.decisions import CycleResult, Preempt
 from controller.core.fair_sharing import FairSharing
 from controller.core.pending import why_pending
@@ -22,6 +28,7 @@ from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, PriorityClassRef, Workload
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
+STRICT = QueueingStrategy.STRICT_FIFO
 WITHIN = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)
 RECLAIM = PreemptionPolicy(
     within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
@@ -502,6 +509,86 @@ def test_preemption_to_borrow_goes_ahead_when_the_queue_below_nominal_could_not_
         "ns/b-small-1": ("InClusterQueue", 1),
         "ns/b-small-2": ("InClusterQueue", 1),
     }
+
+
+def _taking_back_cohort(
+    a_reclaim: ReclaimWithinCohortPolicy = ReclaimWithinCohortPolicy.ANY,
+    a_priority: int = 100,
+    c_nominal: int = 0,
+) -> ClusterState:
+    """The baseline's moment when one queue's last large Workload has finished: b (nominal
+    20) is full with a large Workload and has a medium one pending, created first; a
+    (nominal 20) is empty with four medium Workloads pending; c (nominal `c_nominal`) has
+    nothing. The cohort has 20 + `c_nominal` free."""
+    a_policy = PreemptionPolicy(
+        within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
+        reclaim_within_cohort=a_reclaim,
+    )
+    state = cluster(
+        cq("a", {"default": {"cpu": 20}}, cohort="co", preemption=a_policy),
+        cq("b", {"default": {"cpu": 20}}, cohort="co", preemption=RECLAIM),
+        cq("c", {"default": {"cpu": c_nominal}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("b-large", "b", cpu=20, priority=200))
+    add(state, wl("b-medium", "b", cpu=5, priority=100, created=1.0))
+    for i in range(4):
+        add(state, wl(f"a-medium-{i}", "a", cpu=5, priority=a_priority, created=2.0 + i))
+    return state
+
+
+def test_no_borrowing_what_a_queue_admitting_within_its_nominal_quota_takes_back() -> None:
+    """a admits its first medium Workload within its nominal quota; b's, older, would fit
+    by borrowing a's unused 15, which a's three other pending Workloads fill. Kueue admits
+    it and a's next head reclaims it in the next cycle (the baseline's 18 churn evictions
+    at stop 30). Here it waits, and says why; a fills its quota and nothing is evicted."""
+    state = _taking_back_cohort()
+    first = run_cycle(state, 1.0)
+    assert [a.workload_key for a in first.admitted] == ["ns/a-medium-0"]
+    assert first.requeued == ("ns/b-medium",)
+    assert state.records["ns/b-medium"].reason == RECLAIMED_BY.format("a")
+    results = settle(state, 1.0)
+    assert not any(r.preempting for r in [first, *results])
+    assert {f"ns/a-medium-{i}" for i in range(4)} <= set(state.admitted)
+    assert "ns/b-medium" not in state.admitted
+    assert usage(state, "a") == m(20)
+
+
+def test_borrowing_beside_a_queue_taking_back_when_the_cohort_has_room_for_both() -> None:
+    """c lends 10 it does not use: b's medium Workload borrows 5 of it and a still has room
+    for all of its own pending Workloads, so nothing waits."""
+    state = _taking_back_cohort(c_nominal=10)
+    first = run_cycle(state, 1.0)
+    assert sorted(a.workload_key for a in first.admitted) == ["ns/a-medium-0", "ns/b-medium"]
+    settle(state, 1.0)
+    assert {f"ns/a-medium-{i}" for i in range(4)} <= set(state.admitted)
+
+
+def test_borrowing_goes_ahead_when_the_queue_below_nominal_could_not_reclaim_it() -> None:
+    """a's reclaimWithinCohort is LowerPriority and its pending Workloads (priority 50) are
+    below b's medium one (100): a could never take back what it borrows, so it is admitted
+    in the same cycle as Kueue's would be."""
+    state = _taking_back_cohort(ReclaimWithinCohortPolicy.LOWER_PRIORITY, a_priority=50)
+    first = run_cycle(state, 1.0)
+    assert sorted(a.workload_key for a in first.admitted) == ["ns/a-medium-0", "ns/b-medium"]
+
+
+def test_a_queue_that_admitted_nothing_this_cycle_holds_nothing_back() -> None:
+    """a is below its nominal quota with a small Workload pending, but its StrictFIFO head
+    (larger than the cohort) admits nothing: b's medium Workload borrows, as in Kueue,
+    rather than wait for a queue that is not taking anything back."""
+    state = cluster(
+        cq("a", {"default": {"cpu": 20}}, cohort="co", preemption=RECLAIM, strategy=STRICT),
+        cq("b", {"default": {"cpu": 20}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("b-large", "b", cpu=20, priority=200))
+    add(
+        state,
+        wl("a-huge", "a", cpu=60, priority=100, created=1.0),
+        wl("a-small", "a", cpu=1, priority=100, created=2.0),
+        wl("b-medium", "b", cpu=5, priority=100, created=3.0),
+    )
+    first = run_cycle(state, 1.0)
+    assert [a.workload_key for a in first.admitted] == ["ns/b-medium"]
 
 
 # -- properties --------------------------------------------------------------------------------
