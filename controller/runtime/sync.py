@@ -308,6 +308,10 @@ class WorkloadSync:
             nonlocal body, sent
             status = build(body)
             if status is None:
+                # Nothing to write, or nothing any more: after a conflict the Workload as
+                # re-read may need no write (a victim that finished meanwhile); a write
+                # that ends so is not counted.
+                sent = False
                 return None
             resolved = resolved_preemptibility(ctx.state, key)
             if resolved is not None:
@@ -329,7 +333,7 @@ class WorkloadSync:
             except ApiException as exc:
                 metrics.api_writes.labels(write, f"error{exc.status}").inc()
                 raise
-            if sent:  # `build` may have found nothing to write: no request, not counted
+            if sent:  # `build` found something to write and it was written
                 metrics.api_writes.labels(write, "ok").inc()
                 metrics.api_write_seconds.labels(write, "wait").observe(started - asked)
                 metrics.api_write_seconds.labels(write, "request").observe(
