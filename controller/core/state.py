@@ -96,6 +96,10 @@ class ClusterState:
         # of its usage their covers count.
         self._covers: dict[WorkloadKey, _Cover] = {}
         self._awaited_by: dict[WorkloadKey, set[WorkloadKey]] = {}
+        # The same victims per ClusterQueue whose quota they held when first awaited (a
+        # victim search reads one queue's, not all of them: `claimed_in`).
+        self._awaited_in: dict[str, set[WorkloadKey]] = {}
+        self._awaited_queue: dict[WorkloadKey, str] = {}
         self._covered: dict[WorkloadKey, dict[tuple[str, str], int]] = {}
         # Per victim (whole or not), the nominated preemptors waiting for it; and the
         # preemptors to look at again, because something they wait on changed
@@ -128,6 +132,12 @@ class ClusterState:
         # per-queue contender lists.
         self.admitted_versions: dict[str, int] = {}
         self.contender_cache: dict[str, tuple[int, Any]] = {}
+        # Moves on whenever a nominated preemptor's cover is taken or given back (what a
+        # leaving victim `releases` can change only then); with `admitted_versions`, keys
+        # `claimed_in` per queue and the preemption engine's leaving contenders.
+        self.claims_stamp = 0
+        self._claimed_cache: dict[str, tuple[int, int, list[WorkloadKey]]] = {}
+        self.leaving_cache: dict[WorkloadKey, tuple[int, Any, Any]] = {}
         # Per ClusterQueue whose head found preemption candidates within their minimum
         # runtime: when the first of them becomes preemptible (its queue is tried again).
         self._protected_until: dict[str, float] = {}
@@ -694,7 +704,11 @@ class ClusterState:
                 held.phase = Phase.EVICTING
                 self._touch(held.cluster_queue)
                 # Only whole victims cover a hold; several preemptors may wait for one.
+                if victim.workload_key not in self._awaited_by:
+                    self._awaited_queue[victim.workload_key] = held.cluster_queue
+                    self._awaited_in.setdefault(held.cluster_queue, set()).add(victim.workload_key)
                 self._awaited_by.setdefault(victim.workload_key, set()).add(key)
+                self.claims_stamp += 1
         self._to_settle.add(key)
         self._cover(key)
 
@@ -768,6 +782,7 @@ class ClusterState:
         for cohort, credit in cover.pool.items():
             tree.credit_pool(cohort, credit)
         self._covers[key] = cover
+        self.claims_stamp += 1
 
     def _uncover(self, key: WorkloadKey) -> None:
         """Take back `_cover`'s adjustment (the hold is the preemptor's whole usage again)."""
@@ -775,6 +790,7 @@ class ClusterState:
         record = self.records.get(key)
         if cover is None or record is None or record.nomination is None:
             return
+        self.claims_stamp += 1
         for victim_key, (_, parts) in cover.by_victim.items():
             covered = self._covered.get(victim_key)
             if covered is None:
@@ -852,8 +868,15 @@ class ClusterState:
             awaiting = self._awaited_by.get(victim.workload_key)
             if awaiting is not None and key in awaiting:
                 awaiting.discard(key)
+                self.claims_stamp += 1
                 if not awaiting:
                     del self._awaited_by[victim.workload_key]
+                    self.leaving_cache.pop(victim.workload_key, None)
+                    queue = self._awaited_queue.pop(victim.workload_key)
+                    in_queue = self._awaited_in[queue]
+                    in_queue.discard(victim.workload_key)
+                    if not in_queue:
+                        del self._awaited_in[queue]
                 held = self.records.get(victim.workload_key)
                 if held is not None and held.holds_quota:
                     self._touch(held.cluster_queue)  # its candidate changes
@@ -876,14 +899,22 @@ class ClusterState:
         """Whether a nominated preemptor waits for this Workload to leave."""
         return key in self._awaited_by
 
-    def claimed_by_queue(self) -> dict[str, list[WorkloadKey]]:
-        """The Workloads leaving for nominated preemptors, by key, per ClusterQueue whose
-        quota they hold (one pass over them)."""
-        out: dict[str, list[WorkloadKey]] = {}
-        for key in sorted(self._awaited_by):
+    def claimed_in(self, cluster_queue: str) -> list[WorkloadKey]:
+        """The Workloads leaving for nominated preemptors that hold quota of the
+        ClusterQueue, by key (only that queue's are looked at)."""
+        keys = self._awaited_in.get(cluster_queue)
+        if not keys:
+            return []
+        version = self.admitted_versions.get(cluster_queue, 0)
+        cached = self._claimed_cache.get(cluster_queue)
+        if cached is not None and cached[0] == self.claims_stamp and cached[1] == version:
+            return cached[2]
+        out = []
+        for key in sorted(keys):
             held = self.records.get(key)
-            if held is not None and held.holds_quota:
-                out.setdefault(held.cluster_queue, []).append(key)
+            if held is not None and held.holds_quota and held.cluster_queue == cluster_queue:
+                out.append(key)
+        self._claimed_cache[cluster_queue] = (self.claims_stamp, version, out)
         return out
 
     def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:

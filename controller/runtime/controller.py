@@ -186,8 +186,13 @@ class Controller:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ctx.wake.wait(), timeout=1.0)
                 ctx.wake.clear()
+                started = time.perf_counter()
                 self.schedule_once()
-                await asyncio.sleep(interval)  # let a burst of events land before the next cycle
+                # Let a burst of events land before the next cycle, and never give the
+                # cycles more than half of the event loop: a long cycle is followed by as
+                # long for the watches and the writers, so the state the next cycle
+                # decides on is never further behind the API server than that.
+                await asyncio.sleep(max(interval, time.perf_counter() - started))
         finally:
             for task in list(ctx.tasks):
                 task.cancel()

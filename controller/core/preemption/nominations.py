@@ -52,7 +52,6 @@ def contenders(
     names = state.quota.borrowers(cluster_queue, short)
     names.add(cluster_queue)
     by_queue: dict[str, list[Contender]] = {}
-    leaving = state.claimed_by_queue()
     for name in sorted(names):
         version = state.admitted_versions.get(name, 0)
         cached = state.contender_cache.get(name)
@@ -63,7 +62,7 @@ def contenders(
                 if not state.claimed(key)
             ]
             cached = state.contender_cache[name] = (version, members)
-        claimed = leaving.get(name)
+        claimed = state.claimed_in(name)
         if claimed:
             by_queue[name] = [*cached[1], *(_leaving(state, key, name) for key in claimed)]
         elif cached[1]:
@@ -75,8 +74,14 @@ def _leaving(state: ClusterState, key: WorkloadKey, queue: str) -> Contender:
     """A Workload leaving for nominated preemptors: still a candidate, ordered first, as in
     Kueue — another preemptor may wait for it too rather than evict another, and take
     what it frees beyond what the preemptors already waiting for it hold."""
-    contender = replace(_contender(state, key, queue), releases=state.releases(key))
+    base = _contender(state, key, queue)
+    cached = state.leaving_cache.get(key)
+    if cached is not None and cached[0] == state.claims_stamp and cached[1] is base:
+        leaving: Contender = cached[2]
+        return leaving  # nothing it releases has changed since it was made
+    contender = replace(base, releases=state.releases(key))
     contender._candidate = contender._sort_keys = None  # not shared with the cached one
+    state.leaving_cache[key] = (state.claims_stamp, base, contender)
     return contender
 
 

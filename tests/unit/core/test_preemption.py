@@ -74,6 +74,27 @@ def test_lower_priority_victim_in_the_same_queue() -> None:
     assert usage(state, "cq") == m(4)
 
 
+def test_workloads_awaited_by_preemptors_are_listed_per_queue_until_they_leave() -> None:
+    """`claimed_in`, which every victim search reads for the queues in reach: a's victims
+    of b's reclaiming preemptor are listed under a (not under b) while they hold quota and
+    forgotten once the preemptor is admitted."""
+    state = cluster(
+        cq("a", {"default": {"cpu": 2}}, cohort="co", preemption=RECLAIM),
+        cq("b", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
+    )
+    admit(state, wl("a-1", "a", cpu=2, priority=1), wl("a-2", "a", cpu=2, priority=1))
+    admit(state, wl("a-3", "a", cpu=2, priority=1))
+    preempt = preempt_once(state, wl("b-new", "b", cpu=4, priority=1))
+    taken = sorted(victims(preempt))
+    assert len(taken) == 2 and state.claimed_in("a") == taken
+    assert state.claimed_in("b") == []
+    state.remove_workload(taken[0])
+    assert state.claimed_in("a") == taken[1:]  # the one that left is no longer listed
+    release(state, replace(preempt, victims=preempt.victims[1:]))
+    assert "ns/b-new" in state.admitted
+    assert state.claimed_in("a") == []
+
+
 @pytest.mark.parametrize(
     ("policy", "victim_priority", "expected"),
     [
