@@ -351,7 +351,9 @@ class ControllerConfig(_Section):
         0.02,
         alias="cycleIntervalSeconds",
         gt=0,
-        description="pause after each admission cycle, so a burst of events is decided in one cycle",
+        description="pause after each admission cycle, so a burst of events is decided in one cycle; "
+        "a cycle that took longer is followed by as long a pause (the watches and writers get at "
+        "least half of the controller's event loop)",
     )
 
     @model_validator(mode="before")
