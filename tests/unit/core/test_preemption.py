@@ -36,6 +36,14 @@ RECLAIM = PreemptionPolicy(
 )
 
 
+def _reclaiming(reclaim: ReclaimWithinCohortPolicy) -> PreemptionPolicy:
+    """Lower priority within the queue, and `reclaim` within the cohort."""
+    return PreemptionPolicy(
+        within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
+        reclaim_within_cohort=reclaim,
+    )
+
+
 def admit(state: ClusterState, *workloads: Workload, now: float = 0.0) -> None:
     """Add Workloads and run cycles until they are admitted (they must fit)."""
     for workload in workloads:
@@ -470,12 +478,8 @@ def _contested_cohort(a_reclaim: ReclaimWithinCohortPolicy) -> ClusterState:
     """a (nominal 6) holds 4 and waits with a Workload larger than the cohort at its head
     and a small one behind it that fits in a's nominal quota. b (nominal 6) is full with a
     medium and two small Workloads; the cohort has 2 free."""
-    a_policy = PreemptionPolicy(
-        within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
-        reclaim_within_cohort=a_reclaim,
-    )
     state = cluster(
-        cq("a", {"default": {"cpu": 6}}, cohort="co", preemption=a_policy),
+        cq("a", {"default": {"cpu": 6}}, cohort="co", preemption=_reclaiming(a_reclaim)),
         cq("b", {"default": {"cpu": 6}}, cohort="co", preemption=RECLAIM),
     )
     admit(state, wl("a-medium", "a", cpu=4, priority=100))
@@ -541,12 +545,8 @@ def _taking_back_cohort(
     20) is full with a large Workload and has a medium one pending, created first; a
     (nominal 20) is empty with four medium Workloads pending; c (nominal `c_nominal`) has
     nothing. The cohort has 20 + `c_nominal` free."""
-    a_policy = PreemptionPolicy(
-        within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
-        reclaim_within_cohort=a_reclaim,
-    )
     state = cluster(
-        cq("a", {"default": {"cpu": 20}}, cohort="co", preemption=a_policy),
+        cq("a", {"default": {"cpu": 20}}, cohort="co", preemption=_reclaiming(a_reclaim)),
         cq("b", {"default": {"cpu": 20}}, cohort="co", preemption=RECLAIM),
         cq("c", {"default": {"cpu": c_nominal}}, cohort="co", preemption=RECLAIM),
     )
