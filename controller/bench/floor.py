@@ -127,8 +127,9 @@ def render_floor(report: FloorReport) -> str:
         f"  this runner's CPU        {report.runner_cpu_s:7.1f} s",
         f"  watch events             {' + '.join(str(n) for n in report.watch_events)}",
         "",
-        f"A live run against this API server needs at least {report.wall_s:.1f} s for these "
-        f"writes alone (quota lower bound {report.lower_bound_s:.1f} s).",
+        f"The API server served these writes in {report.wall_s:.1f} s with "
+        f"{report.parallelism} at a time (quota lower bound {report.lower_bound_s:.1f} s); "
+        "a live run spreads them over more clients at once and can be faster.",
     ]
     reference = KUEUE_REFERENCE.get(report.scenario)
     if reference:
