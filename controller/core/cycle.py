@@ -222,10 +222,7 @@ def run_cycle(
                 state.quota.add_usage(*held_back[-1])
             continue
         if not state.quota.fits(cq.name, assignment.usage):
-            state.queues[cq.name].push(entry.item)
-            record = state.records[entry.key]
-            changed |= record.reason != NO_LONGER_FITS
-            record.reason = NO_LONGER_FITS
+            changed |= _push_back(state, entry, NO_LONGER_FITS)
             requeued.append(entry.key)
             continue
         holder = (
@@ -234,18 +231,11 @@ def run_cycle(
             else None
         )
         if holder is not None:
-            state.queues[cq.name].push(entry.item)
-            record = state.records[entry.key]
-            reason = RECLAIMED_BY.format(holder)
-            changed |= record.reason != reason
-            record.reason = reason
+            changed |= _push_back(state, entry, RECLAIMED_BY.format(holder))
             requeued.append(entry.key)
             continue
         if blocked:
-            state.queues[cq.name].push(entry.item)
-            record = state.records[entry.key]
-            changed |= record.reason != WAITING_FOR_PODS_READY
-            record.reason = WAITING_FOR_PODS_READY
+            changed |= _push_back(state, entry, WAITING_FOR_PODS_READY)
             inadmissible.append(
                 Inadmissible(entry.key, cq.name, WAITING_FOR_PODS_READY, "WaitingForPodsReady")
             )
@@ -273,6 +263,16 @@ def run_cycle(
         changed,
         tuple(preempting),
     )
+
+
+def _push_back(state: ClusterState, entry: _Entry, reason: str) -> bool:
+    """Put a head that fits back at the head of its queue, to be tried in the next cycle,
+    with `reason`; returns whether its reason changed."""
+    state.queues[entry.cq.name].push(entry.item)
+    record = state.records[entry.key]
+    changed = record.reason != reason
+    record.reason = reason
+    return changed
 
 
 def _with_protection(
@@ -389,9 +389,7 @@ def _pending_within(
     for key in state.queues[cluster_queue].workload_keys():
         if above is not None and state.priority_of(key) <= above:
             continue
-        request = sum(
-            ps.count * ps.requests.get(resource, 0) for ps in state.records[key].workload.pod_sets
-        )
+        request = state.records[key].workload.total_request(resource)
         if 0 < request <= left:
             left -= request
             if not left:

@@ -132,9 +132,11 @@ class ClusterState:
         # per-queue contender lists.
         self.admitted_versions: dict[str, int] = {}
         self.contender_cache: dict[str, tuple[int, Any]] = {}
-        # Moves on whenever a nominated preemptor's cover is taken or given back (what a
-        # leaving victim `releases` can change only then); with `admitted_versions`, keys
-        # `claimed_in` per queue and the preemption engine's leaving contenders.
+        # Moves on whenever a nominated preemptor's cover is taken or given back, or it
+        # stops waiting for a victim (what a leaving victim `releases` and the awaited
+        # victims change only then; a new nomination is covered at once); with
+        # `admitted_versions`, keys `claimed_in` per queue and the preemption engine's
+        # leaving contenders.
         self.claims_stamp = 0
         self._claimed_cache: dict[str, tuple[int, int, list[WorkloadKey]]] = {}
         self.leaving_cache: dict[WorkloadKey, tuple[int, Any, Any]] = {}
@@ -708,7 +710,6 @@ class ClusterState:
                     self._awaited_queue[victim.workload_key] = held.cluster_queue
                     self._awaited_in.setdefault(held.cluster_queue, set()).add(victim.workload_key)
                 self._awaited_by.setdefault(victim.workload_key, set()).add(key)
-                self.claims_stamp += 1
         self._to_settle.add(key)
         self._cover(key)
 

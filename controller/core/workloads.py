@@ -142,3 +142,7 @@ class Workload:
     @property
     def key(self) -> WorkloadKey:
         return WorkloadKey(f"{self.namespace}/{self.name}")
+
+    def total_request(self, resource: str) -> int:
+        """What all its pods request of `resource` together (milli-units)."""
+        return sum(ps.count * ps.requests.get(resource, 0) for ps in self.pod_sets)

@@ -392,7 +392,7 @@ class VictimSearches:
             cached = []
             for key in queue.workload_keys() if queue is not None else ():
                 workload = state.records[key].workload
-                request = sum(ps.count * ps.requests.get(resource, 0) for ps in workload.pod_sets)
+                request = workload.total_request(resource)
                 if request:
                     cached.append((request, state.priority_of(key)))
             cached.sort()
