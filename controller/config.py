@@ -319,7 +319,12 @@ class ControllerConfig(_Section):
         description="port of /healthz and /readyz for the kubelet's probes; 0 = off",
     )
     write_parallelism: int = Field(
-        16, alias="writeParallelism", ge=1, le=256, description="concurrent API writes"
+        16,
+        alias="writeParallelism",
+        ge=1,
+        le=256,
+        description="concurrent API writes of decisions (admissions, evictions); information "
+        "(pending reasons, queue statuses, conditions) has an eighth as many of its own",
     )
     event_qps: float = Field(
         50.0,

@@ -35,6 +35,11 @@
    offer them one per cycle and refuse each in that same state; doing it at once turns
    a queue of 1,000 identical Workloads from 1,000 cycles into one. They come back, like
    every set-aside Workload, when quota is freed in the cohort.
+9. At most `admission_limit` admissions (when the runtime gives one: the admission writes
+   it can send out soon): once the cycle has admitted that many, the heads after them in
+   the cycle's order go back to the head of their queues untried, with nothing recorded,
+   and are offered again in the next cycle. Decisions are never made far ahead of their
+   writes, against quota held by admissions the API server has not seen yet.
 
 Admissions are applied to the state (`ClusterState.apply_admit`) as they are decided;
 a runtime whose status write fails calls `state.release(key)` to roll one back.
@@ -124,10 +129,11 @@ def run_cycle(
     *,
     oracle: PreemptionOracle | None = None,
     park_alike: bool = True,
+    admission_limit: int | None = None,
 ) -> CycleResult:
     """Run one cycle at time `now` (seconds since the epoch) and return its decisions.
     `park_alike=False` turns off step 8 (Kueue's one head per queue per cycle, exactly;
-    for comparisons)."""
+    for comparisons); `admission_limit` is step 9's (None: no limit)."""
     state.release_backoff(now)
     evicted = state.take_evictions()
     inadmissible: list[Inadmissible] = []
@@ -182,6 +188,10 @@ def run_cycle(
     claimants: set[str] = set()
     for entry in ordered:
         assignment, cq = entry.assignment, entry.cq
+        if admission_limit is not None and len(admitted) >= admission_limit:
+            state.queues[cq.name].push(entry.item)  # step 9: untried, offered next cycle
+            changed = True
+            continue
         workload = state.records[entry.key].workload
         if assignment.mode is Mode.PREEMPT:
             preempt = plan_preemption(state, cq, workload, assignment, searches)

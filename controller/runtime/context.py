@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,24 +27,69 @@ EventSink = Callable[[dict[str, Any], str, str, str], Awaitable[None]]
 
 
 class WriteSlots:
-    """The controller's `writeParallelism` concurrent API writes. Decisions (admissions,
-    evictions, deactivations) take any free slot; information (pending reasons, queue and
-    Workload status conditions) holds at most a quarter of them at once, so a burst of
-    queue statuses or pending reasons never keeps an admission waiting for a slot."""
+    """The controller's concurrent API writes: `parallelism` for decisions and an eighth
+    as many, of their own, for information (pending reasons, queue and Workload status
+    conditions), so neither ever waits for the other: a burst of queue statuses never keeps
+    an admission waiting, and a backlog of admissions never keeps `kubectl get
+    clusterqueue` minutes behind.
+
+    When decisions outnumber their slots, a freed slot goes to the most urgent waiting
+    decision: writes that release quota or change a Workload's course (evictions,
+    deactivations) first, then admissions by the admitted Workload's priority, highest
+    first; first come, first served within each. `waiting` counts the decisions waiting:
+    the admission cycle keeps at most four rounds of decisions waiting
+    (`Controller.schedule_forever`), so the wait stays short."""
 
     def __init__(self, parallelism: int) -> None:
-        self._all = asyncio.Semaphore(parallelism)
-        self._information = asyncio.Semaphore(max(1, parallelism // 4))
+        self.parallelism = parallelism
+        self._free = parallelism
+        self.waiting = 0  # decisions waiting for a slot
+        self._waiting: list[tuple[tuple[int, int], int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+        self.information_slots = max(1, parallelism // 8)
+        self._information = asyncio.Semaphore(self.information_slots)
 
     @contextlib.asynccontextmanager
-    async def decision(self) -> AsyncIterator[None]:
-        async with self._all:
+    async def decision(self, admitting: int | None = None) -> AsyncIterator[None]:
+        """A slot for a decision: the admission of a Workload of priority `admitting`, or
+        (None) a write that releases quota or changes a Workload's course."""
+        await self._acquire((0, 0) if admitting is None else (1, -admitting))
+        try:
             yield
+        finally:
+            self._release()
 
     @contextlib.asynccontextmanager
     async def information(self) -> AsyncIterator[None]:
-        async with self._information, self._all:
+        async with self._information:
             yield
+
+    async def _acquire(self, urgency: tuple[int, int]) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (urgency, next(self._arrivals), granted))
+        self.waiting += 1
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self._release()  # handed the slot as it was cancelled: pass it on
+            else:
+                self.waiting -= 1
+            raise
+
+    def _release(self) -> None:
+        """Hand the slot to the most urgent waiter still waiting, else free it (a cancelled
+        waiter's future is done and is skipped)."""
+        while self._waiting:
+            granted = heapq.heappop(self._waiting)[2]
+            if not granted.done():
+                granted.set_result(None)
+                self.waiting -= 1
+                return
+        self._free += 1
 
 
 @dataclass(slots=True)

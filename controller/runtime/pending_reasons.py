@@ -2,7 +2,7 @@
 
 Admissions and evictions are decisions: they may take any of the `write_parallelism`
 slots. Pending reasons and resolvedPreemptibility are information: they wait in a
-de-duplicating queue worked by a quarter as many writers (`worker`), which share the
+de-duplicating queue worked by one writer per information slot (`worker`), which share the
 information slots (`context.WriteSlots`), so ten thousand pending Workloads never delay an
 admission, and a Workload whose reason changes every cycle is written once per
 pass through the queue, with its latest reason. A head refused now is often admitted a
@@ -62,7 +62,7 @@ class PendingReasons:
 
     def start(self) -> None:
         """Start the writers and queue the resolutions a follower saw but could not write."""
-        for _ in range(max(1, self.ctx.config.write_parallelism // 4)):
+        for _ in range(self.ctx.writes.information_slots):
             self.ctx.spawn(self.worker())
         for copy in self.sync.copies.values():
             self.check_resolution(copy.body)

@@ -1,8 +1,13 @@
 """ClusterQueue and LocalQueue status, kept like Kueue's, written only when it changes.
 
 Status is computed from the `core` state (counts, reserved and admitted usage per
-flavor and resource, the `Active` condition with a reason when inactive) and
-merge-patched on the status subresource at most once per interval per queue.
+flavor and resource, the `Active` condition with a reason when inactive) once per interval,
+with Kueue's per-ClusterQueue gauges from the same snapshot. A queue whose status changed
+goes into a de-duplicating queue of writes, worked by as many writers as there are
+information slots (`context.WriteSlots`): the tick never waits for a write, so the gauges
+are never older than the interval, and when the API server is slower than the changes,
+each queue is written in turn with its latest status (at 1,000 ClusterQueues under load,
+every queue within a few minutes rather than some never).
 
 With admission fair sharing the same writer runs its sampling tick every
 `usageSamplingInterval` (controller/core/usage_sampling.py) and writes each sampled
@@ -29,6 +34,7 @@ from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION
 from controller.core.usage_sampling import LocalQueueUsage, fair_local_queues, sample
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
+from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
 
 log = logging.getLogger(__name__)
@@ -145,8 +151,15 @@ class QueueStatusWriter:
         self.ctx = ctx
         self.unsupported = unsupported  # kind/key → unsupported Kueue fields (WorkloadSync)
         self.interval = interval
-        # kind/namespace/name → the status last written (forgotten when the object goes)
+        # kind/namespace/name → the status last written (forgotten when the object goes),
+        # and the conditions as written (their transition times)
         self.written: dict[str, dict[str, Any]] = {}
+        self.written_conditions: dict[str, list[dict[str, Any]]] = {}
+        # The writes due: kind/namespace/name, each once, in the order they fell due, with
+        # the latest status wanted for it.
+        self.queue: KeyQueue[str] = KeyQueue()
+        self.wanted: dict[str, tuple[Resource, str, dict[str, Any]]] = {}
+        self.writers = ctx.writes.information_slots
         self.metric_queues: set[str] = set()  # ClusterQueues with gauge series out
         self.metric_cohorts: set[str] = set()  # cohorts with a weighted-share series out
         # Admission fair sharing: per LocalQueue its `status.fairSharing` as last sampled,
@@ -159,17 +172,45 @@ class QueueStatusWriter:
         """The object `kind/namespace/name` was deleted: one created again under its name
         starts with no status, so its status is news again (WorkloadSync calls this)."""
         self.written.pop(key, None)
+        self.written_conditions.pop(key, None)
+        self.wanted.pop(key, None)
 
     async def run_forever(self) -> None:
         self.next_sample = None  # a new term samples at once (its history was just read)
+        writers = [asyncio.create_task(self._writer()) for _ in range(self.writers)]
+        try:
+            while True:
+                try:
+                    self.refresh()
+                except Exception:  # a status must never stop admission
+                    log.exception("queue status update failed")
+                await asyncio.sleep(self.interval)
+        finally:
+            for writer in writers:
+                writer.cancel()
+
+    async def write_changed(self) -> None:
+        """Refresh, then write every status that changed and wait for the writes."""
+        self.refresh()
+        while self.queue:
+            await self._write_next()
+
+    async def _writer(self) -> None:
         while True:
             try:
-                await self.write_changed()
+                await self._write_next()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a status write must never stop admission
-                log.exception("queue status update failed")
-            await asyncio.sleep(self.interval)
+            except Exception:
+                log.exception("queue status write failed")
+
+    async def _write_next(self) -> None:
+        """Write the status wanted for the next queued object, if it still differs from
+        the one written."""
+        key = await self.queue.get()
+        wanted = self.wanted.pop(key, None)
+        if wanted is not None and self.written.get(key) != wanted[2]:
+            await self._write(*wanted)
 
     def update_metrics(self, name: str, status: dict[str, Any], finished: int) -> None:
         """Kueue's per-ClusterQueue gauges from the same snapshot as the status."""
@@ -245,11 +286,12 @@ class QueueStatusWriter:
                     gauge.remove(*old)
         self.usage_series = series
 
-    async def write_changed(self) -> None:
+    def refresh(self) -> None:
+        """Compute every queue's status and gauges; queue a write for each status that
+        differs from the one written."""
         state = self.ctx.state
         now = self.ctx.clock()
         self.sample_if_due(now)
-        writes = []
         finished: dict[str, int] = {}
         counts = local_queue_counts(state, finished)
         shares = shares_of(state) if state.fair_sharing is not None else None
@@ -260,8 +302,7 @@ class QueueStatusWriter:
             active, reason, message = active_condition(cluster_queue_inactive(state, name))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(CLUSTER_QUEUES, name))
-            if self.written.get(_written_key(CLUSTER_QUEUES, name)) != status:
-                writes.append(self._write(CLUSTER_QUEUES, name, status, now))
+            self._want(CLUSTER_QUEUES, name, status)
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
         self.metric_queues = set(state.cluster_queues)
@@ -271,8 +312,7 @@ class QueueStatusWriter:
                 "conditions": self._unsupported(_written_key(COHORTS, name)),
                 "fairSharing": self._fair_sharing(shares, name, queue=False),
             }
-            if self.written.get(_written_key(COHORTS, name)) != cohort_status:
-                writes.append(self._write(COHORTS, name, cohort_status, now))
+            self._want(COHORTS, name, cohort_status)
         for key in list(state.local_queues):
             status = dict(
                 counts.get(key)
@@ -284,10 +324,15 @@ class QueueStatusWriter:
             active, reason, message = active_condition(local_queue_inactive(state, key))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
-            if self.written.get(_written_key(LOCAL_QUEUES, key)) != status:
-                writes.append(self._write(LOCAL_QUEUES, key, status, now))
-        if writes:
-            await asyncio.gather(*writes)
+            self._want(LOCAL_QUEUES, key, status)
+
+    def _want(self, resource: Resource, key: str, status: dict[str, Any]) -> None:
+        written_key = _written_key(resource, key)
+        if self.written.get(written_key) == status:
+            self.wanted.pop(written_key, None)
+            return
+        self.wanted[written_key] = (resource, key, status)
+        self.queue.add(written_key)
 
     def _fair_sharing(self, shares: Shares | None, name: str, queue: bool) -> Any:
         """`status.fairSharing` of a ClusterQueue or Cohort: its weighted share (and the
@@ -329,23 +374,30 @@ class QueueStatusWriter:
         return [(UNSUPPORTED_CONDITION, True, "NotImplemented", message)] if message else []
 
     def _conditions(
-        self, spec: list[tuple[str, bool, str, str]], now: float
+        self, written_key: str, spec: list[tuple[str, bool, str, str]], now: float
     ) -> list[dict[str, Any]]:
-        conditions: list[dict[str, Any]] = []
+        """The conditions `spec` lists, from those last written: a condition whose status
+        is unchanged keeps its transition time; one no longer listed goes."""
+        listed = {type_ for type_, *_ in spec}
+        conditions = [
+            condition
+            for condition in self.written_conditions.get(written_key, [])
+            if condition.get("type") in listed
+        ]
         for type_, status, reason, message in spec:
             conditions = workload_status.set_condition(
                 conditions, type_, status, reason, message, now
             )
         return conditions
 
-    async def _write(
-        self, resource: Resource, key: str, status: dict[str, Any], now: float
-    ) -> None:
+    async def _write(self, resource: Resource, key: str, status: dict[str, Any]) -> None:
         """Write a ClusterQueue's, LocalQueue's or Cohort's status (`key`: `name` or
         `namespace/name`) and remember it; one deleted meanwhile (404) is let go. A
         Cohort's is its `fairSharing` and its `UnsupportedFields` condition (Kueue writes no
         Cohort conditions); an empty list removes it."""
-        body = {**status, "conditions": self._conditions(status["conditions"], now)}
+        written_key = _written_key(resource, key)
+        conditions = self._conditions(written_key, status["conditions"], self.ctx.clock())
+        body = {**status, "conditions": conditions}
         try:
             async with self.ctx.writes.information():
                 if resource.namespaced:
@@ -353,7 +405,8 @@ class QueueStatusWriter:
                     await self.ctx.api.patch_namespaced_status(resource, namespace, name, body)
                 else:
                     await self.ctx.api.patch_cluster_status(resource, key, body)
-            self.written[_written_key(resource, key)] = status
+            self.written[written_key] = status
+            self.written_conditions[written_key] = conditions
         except ApiException as exc:
             if exc.status != 404:
                 log.info("status of %s %s not written: %s", resource.kind, key, describe(exc))

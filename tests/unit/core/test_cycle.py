@@ -419,3 +419,39 @@ def test_workloads_alike_to_a_refused_head_are_parked_with_its_reason_but_no_dec
         assert state.queues["cq"].is_inadmissible(f"ns/w{i}")
     # `other` differs, so it is tried on its own in the next cycle.
     assert [x.workload_key for x in run_cycle(state, 0).inadmissible] == ["ns/other"]
+
+
+def test_a_cycle_admits_no_more_than_its_admission_limit_the_rest_untried() -> None:
+    """Step 9: with room for two admission writes, the two heads first in the cycle's
+    order (within nominal quota, then priority) are admitted; the others stay at the head
+    of their queues with nothing recorded, and go in the next cycle."""
+    state = add(
+        cluster(
+            *(cq(f"q{n}", {"default": {"cpu": ("2", "10")}}, cohort="co") for n in range(4)),
+        ),
+        wl("low", "q0", cpu="1", priority=1),
+        wl("high", "q1", cpu="1", priority=9),
+        wl("middle", "q2", cpu="1", priority=5),
+        wl("borrows", "q3", cpu="4", priority=100),
+    )
+
+    first = run_cycle(state, 0.0, admission_limit=2)
+
+    assert [a.workload_key for a in first.admitted] == ["ns/high", "ns/middle"]
+    assert first.inadmissible == () and first.requeued == () and first.changed
+    for key in ("ns/low", "ns/borrows"):
+        assert key not in state.admitted
+        assert state.records[key].reason is None  # untried: no reason recorded
+    assert {name for name, queue in state.queues.items() if queue.has_heads()} == {"q0", "q3"}
+
+    second = run_cycle(state, 0.0, admission_limit=2)
+
+    assert [a.workload_key for a in second.admitted] == ["ns/low", "ns/borrows"]
+
+
+def test_no_admission_limit_admits_every_head_that_fits() -> None:
+    state = add(
+        cluster(*(cq(f"q{n}", {"default": {"cpu": "2"}}) for n in range(3))),
+        *(wl(f"w{n}", f"q{n}", cpu="1") for n in range(3)),
+    )
+    assert len(run_cycle(state, 0.0).admitted) == 3

@@ -5,7 +5,10 @@ and the Active condition."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import replace
+from typing import Any
 
 from controller.config import ControllerConfig
 from controller.core.pending import Inactive
@@ -20,7 +23,7 @@ from controller.runtime.queue_status import (
     local_queue_counts,
 )
 from tests.unit.core.builders import add, cluster, cq, settle, wl
-from tests.unit.runtime.workloads import fair_queue_objects
+from tests.unit.runtime.workloads import fair_queue_objects, leading_controller, workload_body
 
 
 def test_cluster_queue_status_counts_reservation_usage_and_borrowing() -> None:
@@ -159,3 +162,100 @@ def test_nothing_is_sampled_without_admission_fair_sharing() -> None:
     writer.sample_if_due(100.0)
     assert writer.local_queue_fair_sharing == {} and writer.next_sample is None
     assert _usage_gauge(controller) is None
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+class SlowStatusApi:
+    """Stands in for `Api`'s status patches: each waits for `release`, then is recorded."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+
+    async def patch_cluster_status(self, resource: Any, name: str, body: dict[str, Any]) -> None:
+        await self.release.wait()
+        self.patches.append((f"{resource.kind}/{name}", body))
+
+    async def patch_namespaced_status(
+        self, resource: Any, namespace: str, name: str, body: dict[str, Any]
+    ) -> None:
+        await self.release.wait()
+        self.patches.append((f"{resource.kind}/{namespace}/{name}", body))
+
+
+def _pending_gauge(controller: Controller) -> float | None:
+    labels = {"cluster_queue": "cq", "status": "active", "replica_role": "standalone"}
+    return controller.metrics.registry.get_sample_value("kueue_pending_workloads", labels)
+
+
+def test_the_gauges_stay_current_while_the_status_writes_wait() -> None:
+    """At 1,000 ClusterQueues under load a status write can wait many seconds; the tick
+    must not wait for it (it did: the gauges stayed at their first value for minutes)."""
+    api = SlowStatusApi()
+    controller = leading_controller(api)
+    writer = QueueStatusWriter(controller.ctx, {}, interval=0.01)
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(writer.run_forever())
+        await asyncio.sleep(0.05)
+        assert _pending_gauge(controller) == 0
+        for name in ("a", "b", "c"):
+            controller.apply_event("ADDED", workload_body(name))
+        await asyncio.sleep(0.05)
+        assert _pending_gauge(controller) == 3  # no write has landed yet
+        assert api.patches == []
+        api.release.set()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    cq_patches = [body for key, body in api.patches if key == "ClusterQueue/cq"]
+    assert cq_patches[-1]["pendingWorkloads"] == 3  # written with its latest status
+
+
+def test_a_queue_whose_status_changes_while_it_waits_is_written_once_with_the_latest() -> None:
+    api = SlowStatusApi()
+    controller = leading_controller(api)
+    writer = QueueStatusWriter(controller.ctx, {})
+
+    async def scenario() -> None:
+        writer.refresh()
+        for name in ("a", "b"):
+            controller.apply_event("ADDED", workload_body(name))
+            writer.refresh()  # still queued: keeps its place, takes the new status
+        assert len(writer.queue) == 2  # the ClusterQueue and the LocalQueue, once each
+        api.release.set()
+        await writer.write_changed()
+
+    asyncio.run(scenario())
+    assert [(key, body["pendingWorkloads"]) for key, body in api.patches] == [
+        ("ClusterQueue/cq", 2),
+        ("LocalQueue/ns/lq", 2),
+    ]
+
+
+def test_the_active_condition_keeps_its_transition_time_while_its_status_holds() -> None:
+    api = SlowStatusApi()
+    api.release.set()
+    controller = leading_controller(api)
+    now = [1000.0]
+    controller.ctx.clock = lambda: now[0]
+    writer = QueueStatusWriter(controller.ctx, {})
+
+    def active() -> dict[str, Any]:
+        [body] = [body for key, body in api.patches[-2:] if key == "ClusterQueue/cq"]
+        [condition] = body["conditions"]
+        return condition
+
+    asyncio.run(writer.write_changed())
+    first = active()
+    now[0] = 2000.0
+    controller.apply_event("ADDED", workload_body("a"))  # the counts change, Active does not
+    asyncio.run(writer.write_changed())
+    assert api.patches[-2][1]["pendingWorkloads"] == 1
+    assert active() == first
+    assert first["lastTransitionTime"] == "1970-01-01T00:16:40Z"

@@ -1,5 +1,6 @@
-"""WriteSlots: decisions may take every write slot, information at most a quarter of them,
-so a burst of information never keeps a decision waiting."""
+"""WriteSlots: decisions have every write slot, information an eighth as many of its own,
+so neither waits for the other; waiting decisions are served evictions first, then
+admissions by priority."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ async def _hold(
         held.remove(name)
 
 
-def test_information_holds_at_most_a_quarter_and_a_decision_does_not_wait_behind_it() -> None:
+def test_information_holds_an_eighth_of_its_own_and_neither_kind_waits_for_the_other() -> None:
     async def scenario() -> None:
-        slots = WriteSlots(8)
+        slots = WriteSlots(16)
         held: list[str] = []
         release = asyncio.Event()
         burst = [
@@ -30,36 +31,130 @@ def test_information_holds_at_most_a_quarter_and_a_decision_does_not_wait_behind
         await asyncio.sleep(0)
         assert sorted(held) == ["info-0", "info-1"]
         decisions = [
-            asyncio.ensure_future(_hold(slots.decision(), held, f"admit-{n}", release))
-            for n in range(6)
+            asyncio.ensure_future(_hold(slots.decision(n), held, f"admit-{n:02}", release))
+            for n in range(17)
         ]
         await asyncio.sleep(0)
+        # All sixteen decision slots are taken beside the information burst; one waits.
         assert sorted(name for name in held if name.startswith("admit")) == [
-            f"admit-{n}" for n in range(6)
+            f"admit-{n:02}" for n in range(16)
         ]
-        assert len(held) == 8
-        late = asyncio.ensure_future(_hold(slots.decision(), held, "admit-late", release))
-        await asyncio.sleep(0)
-        assert "admit-late" not in held  # every slot is taken: it waits like any write
+        assert len(held) == 18 and slots.waiting == 1
         release.set()
-        await asyncio.gather(*burst, *decisions, late)
-        assert held == []
+        await asyncio.gather(*burst, *decisions)
+        assert held == [] and slots.waiting == 0
 
     asyncio.run(scenario())
 
 
-def test_one_slot_is_shared_by_both() -> None:
+def test_information_is_written_while_a_backlog_of_decisions_waits() -> None:
+    async def scenario() -> None:
+        slots = WriteSlots(4)
+        held: list[str] = []
+        release = asyncio.Event()
+        backlog = [
+            asyncio.ensure_future(_hold(slots.decision(0), held, f"admit-{n}", release))
+            for n in range(100)
+        ]
+        await asyncio.sleep(0)
+        written: list[str] = []
+
+        async def status() -> None:
+            async with slots.information():
+                written.append("cluster-queue status")
+
+        await asyncio.wait_for(status(), timeout=1)
+        assert written == ["cluster-queue status"]
+        assert len(held) == 4  # the backlog still holds every decision slot
+        release.set()
+        await asyncio.gather(*backlog)
+
+    asyncio.run(scenario())
+
+
+def test_a_freed_slot_goes_to_evictions_first_then_admissions_by_priority() -> None:
+    async def scenario() -> None:
+        slots = WriteSlots(1)
+        order: list[str] = []
+        gate = asyncio.Event()
+
+        async def write(name: str, admitting: int | None) -> None:
+            async with slots.decision(admitting):
+                order.append(name)
+                await gate.wait()
+
+        first = asyncio.ensure_future(write("first", 0))
+        await asyncio.sleep(0)
+        waiting = [
+            asyncio.ensure_future(write(name, priority))
+            for name, priority in [
+                ("small", 50),
+                ("large", 200),
+                ("evict", None),
+                ("medium", 100),
+                ("large-2", 200),
+                ("deactivate", None),
+            ]
+        ]
+        await asyncio.sleep(0)
+        assert order == ["first"]
+        gate.set()
+        await asyncio.gather(first, *waiting)
+        assert order == ["first", "evict", "deactivate", "large", "large-2", "medium", "small"]
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_waiter_gives_up_its_turn_and_no_slot_is_lost() -> None:
     async def scenario() -> None:
         slots = WriteSlots(1)
         held: list[str] = []
         release = asyncio.Event()
-        info = asyncio.ensure_future(_hold(slots.information(), held, "info", release))
+        holder = asyncio.ensure_future(_hold(slots.decision(), held, "holder", release))
         await asyncio.sleep(0)
-        decision = asyncio.ensure_future(_hold(slots.decision(), held, "admit", release))
+        cancelled = asyncio.ensure_future(_hold(slots.decision(), held, "cancelled", release))
+        after = asyncio.ensure_future(_hold(slots.decision(5), held, "after", release))
         await asyncio.sleep(0)
-        assert held == ["info"]
+        cancelled.cancel()
+        await asyncio.sleep(0)
         release.set()
-        await asyncio.gather(info, decision)
-        assert held == []
+        await asyncio.gather(holder, after)
+        assert cancelled.cancelled()
+        # The one slot is free again: a new decision takes it at once.
+        release.clear()
+        again = asyncio.ensure_future(_hold(slots.decision(), held, "again", release))
+        await asyncio.sleep(0)
+        assert held == ["again"]
+        release.set()
+        await again
+
+    asyncio.run(scenario())
+
+
+def test_a_waiter_cancelled_as_it_is_handed_the_slot_passes_it_on() -> None:
+    async def scenario() -> None:
+        slots = WriteSlots(1)
+        order: list[str] = []
+        gate = asyncio.Event()
+        tasks: dict[str, asyncio.Future[None]] = {}
+
+        async def write(name: str) -> None:
+            async with slots.decision():
+                order.append(name)
+                await gate.wait()
+            if name == "holder":
+                # The release above handed the slot to `handed`, which has not run yet.
+                tasks["handed"].cancel()
+
+        tasks["holder"] = asyncio.ensure_future(write("holder"))
+        await asyncio.sleep(0)
+        tasks["handed"] = asyncio.ensure_future(write("handed"))
+        tasks["last"] = asyncio.ensure_future(write("last"))
+        await asyncio.sleep(0)
+        gate.set()
+        # A slot lost with `handed` would leave `last` waiting for ever.
+        await asyncio.wait_for(asyncio.gather(*tasks.values(), return_exceptions=True), 2)
+        assert order == ["holder", "last"]
+        assert tasks["handed"].cancelled()
 
     asyncio.run(scenario())

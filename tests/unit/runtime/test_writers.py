@@ -17,7 +17,12 @@ from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.preemption.types import Victim
 from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
-from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
+from tests.unit.runtime.workloads import (
+    RecordingApi,
+    admitted_status,
+    leading_controller,
+    workload_body,
+)
 
 
 @pytest.mark.parametrize("finished", [True, False])
@@ -68,49 +73,9 @@ def test_an_eviction_refused_as_stale_of_a_workload_that_finished_is_not_counted
     assert registry.get_sample_value("quotagate_api_write_duration_seconds_count", labels) is None
 
 
-def _cluster_events(cohort: str | None = None) -> list[dict[str, object]]:
-    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor"}
-    return [
-        {**flavor, "metadata": {"name": "rf"}},
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": "cq"},
-            "spec": {
-                **({"cohortName": cohort} if cohort else {}),
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "2"}]}
-                        ],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "lq", "namespace": "ns"},
-            "spec": {"clusterQueue": "cq"},
-        },
-    ]
-
-
-def _leading(api: RecordingApi, cohort: str | None = None, events: Any = None) -> Controller:
-    """A leading controller that has seen a flavor, a ClusterQueue `cq` (2 cpu) and its
-    LocalQueue `ns/lq`."""
-    controller = Controller(api, ControllerConfig(), events=events)  # type: ignore[arg-type]
-    controller.leading = True
-    for body in _cluster_events(cohort):
-        controller.apply_event("ADDED", body)
-    return controller
-
-
 def test_an_admission_is_written_and_its_copy_applied() -> None:
     api = RecordingApi()
-    controller = _leading(api)
+    controller = leading_controller(api)
     controller.apply_event("ADDED", workload_body("w"))
 
     async def cycle() -> None:
@@ -133,7 +98,7 @@ def test_a_superseded_admission_is_rolled_back_to_the_servers_object() -> None:
     api = RecordingApi(conflicts=1)
     finished = workload_body("w", admitted_status(finished=True), rv="50")
     api.objects["ns/w"] = finished
-    controller = _leading(api)
+    controller = leading_controller(api)
     controller.apply_event("ADDED", workload_body("w"))
 
     async def cycle() -> None:
@@ -160,7 +125,7 @@ def test_a_victims_preempted_condition_carries_kueues_message_word_for_word(
     async def record(body: dict[str, Any], kind: str, reason: str, message: str) -> None:
         events.append((body["metadata"]["name"], reason, message))
 
-    controller = _leading(api, cohort="co", events=record)
+    controller = leading_controller(api, cohort="co", events=record)
     if parent:
         controller.state.set_cohort(Cohort("co", parent))
     preemptor = workload_body("big", uid="u-big")

@@ -9,6 +9,8 @@ from typing import Any
 from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
+from controller.config import ControllerConfig
+from controller.runtime.controller import Controller
 
 
 def workload_body(
@@ -123,3 +125,43 @@ def fair_queue_objects() -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+def cluster_objects(cohort: str | None = None) -> list[dict[str, object]]:
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor"}
+    return [
+        {**flavor, "metadata": {"name": "rf"}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                **({"cohortName": cohort} if cohort else {}),
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": "2"}]}
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ns"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ]
+
+
+def leading_controller(api: Any, cohort: str | None = None, events: Any = None) -> Controller:
+    """A leading controller that has seen a flavor, a ClusterQueue `cq` (2 cpu) and its
+    LocalQueue `ns/lq`."""
+    controller = Controller(api, ControllerConfig(), events=events)  # type: ignore[arg-type]
+    controller.leading = True
+    for body in cluster_objects(cohort):
+        controller.apply_event("ADDED", body)
+    return controller
