@@ -324,14 +324,15 @@ class ControllerConfig(_Section):
         ge=1,
         le=256,
         description="concurrent API writes of decisions (admissions, evictions); information "
-        "(pending reasons, queue statuses, conditions) has an eighth as many of its own",
+        "(pending reasons, queue statuses, conditions) has a sixteenth as many of its own",
     )
     event_qps: float = Field(
-        50.0,
+        20.0,
         alias="eventQPS",
         gt=0,
-        description="Events recorded per second at most, beyond a burst (kubelet's eventRecordQPS); "
-        "Events over the limit are dropped and counted in quotagate_events_dropped_total",
+        description="Events recorded per second at most, beyond a burst (as the kubelet's "
+        "eventRecordQPS); Events over the limit are dropped and counted in "
+        "quotagate_events_dropped_total",
     )
     event_burst: int = Field(100, alias="eventBurst", ge=1, description="Events allowed in a burst")
     pending_reason_delay_seconds: float = Field(

@@ -39,7 +39,11 @@
    it can send out soon): once the cycle has admitted that many, the heads after them in
    the cycle's order go back to the head of their queues untried, with nothing recorded,
    and are offered again in the next cycle. Decisions are never made far ahead of their
-   writes, against quota held by admissions the API server has not seen yet.
+   writes, against quota held by admissions the API server has not seen yet. The queues
+   so passed over are tried first in the next limited cycles (longest passed over first,
+   after the order's first key, the borrowing level): like Kueue's one head per queue per
+   cycle, every queue gets its turn, and a queue of low-priority Workloads is not held
+   back by other queues' higher-priority ones it does not compete with for quota.
 
 Admissions are applied to the state (`ClusterState.apply_admit`) as they are decided;
 a runtime whose status write fails calls `state.release(key)` to roll one back.
@@ -177,6 +181,8 @@ def run_cycle(
     ordered: Iterable[_Entry]
     if state.fair_sharing is None:
         ordered = sorted(entries, key=_Entry.sort_key)
+        if admission_limit is not None and state.passed_over:
+            ordered = _passed_over_first(state.passed_over, ordered)
     else:  # a tournament by dominant resource share, judged afresh for every head
         ordered = fair_order(state.quota, shares_of(state), entries, _Entry.sort_key)
     # blockAdmission (waitForPodsReady): while a Workload holding quota is not PodsReady,
@@ -186,10 +192,12 @@ def run_cycle(
     held_back: list[tuple[str, dict[FlavorResource, int]]] = []
     # Queues that admitted a Workload within their nominal quota in this cycle (step 7).
     claimants: set[str] = set()
+    untried: list[str] = []
     for entry in ordered:
         assignment, cq = entry.assignment, entry.cq
         if admission_limit is not None and len(admitted) >= admission_limit:
             state.queues[cq.name].push(entry.item)  # step 9: untried, offered next cycle
+            untried.append(cq.name)
             changed = True
             continue
         workload = state.records[entry.key].workload
@@ -265,6 +273,11 @@ def run_cycle(
 
     for name, usage in reversed(held_back):
         state.quota.remove_usage(name, usage)
+    if admission_limit is not None:
+        state.limited_cycles += 1
+        state.passed_over = {
+            name: state.passed_over.get(name, state.limited_cycles) for name in untried
+        }
     return CycleResult(
         tuple(admitted),
         tuple(inadmissible),
@@ -272,6 +285,19 @@ def run_cycle(
         tuple(requeued),
         changed,
         tuple(preempting),
+    )
+
+
+def _passed_over_first(passed_over: Mapping[str, int], ordered: list[_Entry]) -> list[_Entry]:
+    """Step 9's turns: within a borrowing level, the heads of queues an earlier limited
+    cycle passed over first, longest passed over first; otherwise the cycle's order."""
+    never = 1 << 62
+    return sorted(
+        ordered,
+        key=lambda entry: (
+            entry.assignment.borrowing_level,
+            passed_over.get(entry.cq.name, never),
+        ),
     )
 
 

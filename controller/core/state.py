@@ -143,6 +143,11 @@ class ClusterState:
         # Per ClusterQueue whose head found preemption candidates within their minimum
         # runtime: when the first of them becomes preemptible (its queue is tried again).
         self._protected_until: dict[str, float] = {}
+        # Cycle step 9: the ClusterQueues whose heads a cycle's admission limit left
+        # untried, each with the number of the limited cycle that first passed it over
+        # (tried first, longest passed over first, by the next limited cycles).
+        self.passed_over: dict[str, int] = {}
+        self.limited_cycles = 0
 
     # -- admission fair sharing ---------------------------------------------------------------
 

@@ -27,33 +27,33 @@ EventSink = Callable[[dict[str, Any], str, str, str], Awaitable[None]]
 
 
 class WriteSlots:
-    """The controller's concurrent API writes: `parallelism` for decisions and an eighth
-    as many, of their own, for information (pending reasons, queue and Workload status
+    """The controller's concurrent API writes: `parallelism` for decisions and a sixteenth
+    as many (at least one), of their own, for information (pending reasons, queue and Workload status
     conditions), so neither ever waits for the other: a burst of queue statuses never keeps
     an admission waiting, and a backlog of admissions never keeps `kubectl get
     clusterqueue` minutes behind.
 
-    When decisions outnumber their slots, a freed slot goes to the most urgent waiting
-    decision: writes that release quota or change a Workload's course (evictions,
-    deactivations) first, then admissions by the admitted Workload's priority, highest
-    first; first come, first served within each. `waiting` counts the decisions waiting:
-    the admission cycle keeps at most four rounds of decisions waiting
-    (`Controller.schedule_forever`), so the wait stays short."""
+    When decisions outnumber their slots, a freed slot goes to a waiting write that
+    releases quota or changes a Workload's course (evictions, deactivations) before any
+    waiting admission; first come, first served within each, so admissions go out in the
+    order the cycles decided them. `waiting` counts the decisions waiting: the admission
+    cycle keeps at most eight rounds of decisions waiting (`Controller.schedule_forever`),
+    so the wait stays short."""
 
     def __init__(self, parallelism: int) -> None:
         self.parallelism = parallelism
         self._free = parallelism
         self.waiting = 0  # decisions waiting for a slot
-        self._waiting: list[tuple[tuple[int, int], int, asyncio.Future[None]]] = []
+        self._waiting: list[tuple[bool, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
-        self.information_slots = max(1, parallelism // 8)
+        self.information_slots = max(1, parallelism // 16)
         self._information = asyncio.Semaphore(self.information_slots)
 
     @contextlib.asynccontextmanager
-    async def decision(self, admitting: int | None = None) -> AsyncIterator[None]:
-        """A slot for a decision: the admission of a Workload of priority `admitting`, or
-        (None) a write that releases quota or changes a Workload's course."""
-        await self._acquire((0, 0) if admitting is None else (1, -admitting))
+    async def decision(self, admission: bool = False) -> AsyncIterator[None]:
+        """A slot for a decision: an admission, or (the default) a write that releases
+        quota or changes a Workload's course, which goes first."""
+        await self._acquire(admission)
         try:
             yield
         finally:
@@ -64,12 +64,12 @@ class WriteSlots:
         async with self._information:
             yield
 
-    async def _acquire(self, urgency: tuple[int, int]) -> None:
+    async def _acquire(self, admission: bool) -> None:
         if self._free > 0 and not self._waiting:
             self._free -= 1
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (urgency, next(self._arrivals), granted))
+        heapq.heappush(self._waiting, (admission, next(self._arrivals), granted))
         self.waiting += 1
         try:
             await granted

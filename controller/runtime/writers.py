@@ -75,16 +75,15 @@ class DecisionWriter:
             spawn(self.write_preemption(preempt))
         for admit in result.admitted:
             self.sync.begin_write(admit.workload_key)
-            spawn(self.write_admission(admit, self.ctx.state.priority_of(admit.workload_key)))
+            spawn(self.write_admission(admit))
         for pending in result.inadmissible:
             self.pending.want(pending)
 
     # -- admission -----------------------------------------------------------------------------
 
-    async def write_admission(self, admit: Admit, priority: int) -> None:
-        """Write an admission the cycle already charged to the state (of a Workload of
-        `priority`: the order of its turn for a write slot); on failure forget it and take
-        the API server's current object instead."""
+    async def write_admission(self, admit: Admit) -> None:
+        """Write an admission the cycle already charged to the state; on failure forget it
+        and take the API server's current object instead."""
         key = admit.workload_key
         admission = admission_to_api(admit.admission)
         now = self.ctx.clock()
@@ -97,7 +96,7 @@ class DecisionWriter:
         result: dict[str, Any] | None = None
         try:
             await self._clear_stale_admission(key)
-            result = await self.sync.write(key, build, "admit", admitting=priority)
+            result = await self.sync.write(key, build, "admit", admission=True)
         except _ADMISSION_FAILURES as exc:
             log.warning("admission of %s not written (%s); re-reading it", key, exc)
             # Forget the assumed admission and whatever copy it was decided on: the API

@@ -455,3 +455,28 @@ def test_no_admission_limit_admits_every_head_that_fits() -> None:
         *(wl(f"w{n}", f"q{n}", cpu="1") for n in range(3)),
     )
     assert len(run_cycle(state, 0.0).admitted) == 3
+
+
+def test_queues_a_limited_cycle_passed_over_go_first_in_the_next_one() -> None:
+    """Step 9's turns: q0's heads are low priority and q1's high; with room for one
+    admission per cycle, Kueue's order alone would admit all of q1 first. Passed over
+    once, q0 goes first in the next limited cycle: the queues take turns."""
+    state = add(
+        cluster(*(cq(f"q{n}", {"default": {"cpu": "10"}}) for n in range(2))),
+        *(wl(f"low-{n}", "q0", cpu="1", priority=1, created=float(n)) for n in range(3)),
+        *(wl(f"high-{n}", "q1", cpu="1", priority=9, created=float(n)) for n in range(3)),
+    )
+    admitted = [
+        a.workload_key
+        for n in range(6)
+        for a in run_cycle(state, float(n), admission_limit=1).admitted
+    ]
+    assert admitted == [
+        "ns/high-0",
+        "ns/low-0",
+        "ns/high-1",
+        "ns/low-1",
+        "ns/high-2",
+        "ns/low-2",
+    ]
+    assert state.passed_over == {}  # the last cycle left nothing untried

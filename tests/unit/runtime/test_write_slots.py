@@ -1,6 +1,6 @@
-"""WriteSlots: decisions have every write slot, information an eighth as many of its own,
-so neither waits for the other; waiting decisions are served evictions first, then
-admissions by priority."""
+"""WriteSlots: decisions have every write slot, information a sixteenth as many of its own
+(at least one), so neither waits for the other; waiting decisions are served evictions
+first, then admissions in their order."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ async def _hold(
         held.remove(name)
 
 
-def test_information_holds_an_eighth_of_its_own_and_neither_kind_waits_for_the_other() -> None:
+def test_information_holds_a_sixteenth_of_its_own_and_neither_kind_waits_for_the_other() -> None:
     async def scenario() -> None:
-        slots = WriteSlots(16)
+        slots = WriteSlots(32)
         held: list[str] = []
         release = asyncio.Event()
         burst = [
@@ -31,15 +31,15 @@ def test_information_holds_an_eighth_of_its_own_and_neither_kind_waits_for_the_o
         await asyncio.sleep(0)
         assert sorted(held) == ["info-0", "info-1"]
         decisions = [
-            asyncio.ensure_future(_hold(slots.decision(n), held, f"admit-{n:02}", release))
-            for n in range(17)
+            asyncio.ensure_future(_hold(slots.decision(True), held, f"admit-{n:02}", release))
+            for n in range(33)
         ]
         await asyncio.sleep(0)
-        # All sixteen decision slots are taken beside the information burst; one waits.
+        # All 32 decision slots are taken beside the information burst; one waits.
         assert sorted(name for name in held if name.startswith("admit")) == [
-            f"admit-{n:02}" for n in range(16)
+            f"admit-{n:02}" for n in range(32)
         ]
-        assert len(held) == 18 and slots.waiting == 1
+        assert len(held) == 34 and slots.waiting == 1
         release.set()
         await asyncio.gather(*burst, *decisions)
         assert held == [] and slots.waiting == 0
@@ -53,7 +53,7 @@ def test_information_is_written_while_a_backlog_of_decisions_waits() -> None:
         held: list[str] = []
         release = asyncio.Event()
         backlog = [
-            asyncio.ensure_future(_hold(slots.decision(0), held, f"admit-{n}", release))
+            asyncio.ensure_future(_hold(slots.decision(True), held, f"admit-{n}", release))
             for n in range(100)
         ]
         await asyncio.sleep(0)
@@ -72,35 +72,34 @@ def test_information_is_written_while_a_backlog_of_decisions_waits() -> None:
     asyncio.run(scenario())
 
 
-def test_a_freed_slot_goes_to_evictions_first_then_admissions_by_priority() -> None:
+def test_a_freed_slot_goes_to_evictions_first_then_admissions_in_their_order() -> None:
     async def scenario() -> None:
         slots = WriteSlots(1)
         order: list[str] = []
         gate = asyncio.Event()
 
-        async def write(name: str, admitting: int | None) -> None:
-            async with slots.decision(admitting):
+        async def write(name: str, admission: bool) -> None:
+            async with slots.decision(admission):
                 order.append(name)
                 await gate.wait()
 
-        first = asyncio.ensure_future(write("first", 0))
+        first = asyncio.ensure_future(write("first", True))
         await asyncio.sleep(0)
         waiting = [
-            asyncio.ensure_future(write(name, priority))
-            for name, priority in [
-                ("small", 50),
-                ("large", 200),
-                ("evict", None),
-                ("medium", 100),
-                ("large-2", 200),
-                ("deactivate", None),
+            asyncio.ensure_future(write(name, admission))
+            for name, admission in [
+                ("admit-a", True),
+                ("admit-b", True),
+                ("evict", False),
+                ("admit-c", True),
+                ("deactivate", False),
             ]
         ]
         await asyncio.sleep(0)
-        assert order == ["first"]
+        assert order == ["first"] and slots.waiting == 5
         gate.set()
         await asyncio.gather(first, *waiting)
-        assert order == ["first", "evict", "deactivate", "large", "large-2", "medium", "small"]
+        assert order == ["first", "evict", "deactivate", "admit-a", "admit-b", "admit-c"]
 
     asyncio.run(scenario())
 
@@ -113,7 +112,7 @@ def test_a_cancelled_waiter_gives_up_its_turn_and_no_slot_is_lost() -> None:
         holder = asyncio.ensure_future(_hold(slots.decision(), held, "holder", release))
         await asyncio.sleep(0)
         cancelled = asyncio.ensure_future(_hold(slots.decision(), held, "cancelled", release))
-        after = asyncio.ensure_future(_hold(slots.decision(5), held, "after", release))
+        after = asyncio.ensure_future(_hold(slots.decision(True), held, "after", release))
         await asyncio.sleep(0)
         cancelled.cancel()
         await asyncio.sleep(0)
