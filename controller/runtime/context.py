@@ -9,9 +9,8 @@ to each.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-import heapq
-import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,27 +32,23 @@ class WriteSlots:
     an admission waiting, and a backlog of admissions never keeps `kubectl get
     clusterqueue` minutes behind.
 
-    When decisions outnumber their slots, a freed slot goes to a waiting write that
-    releases quota or changes a Workload's course (evictions, deactivations) before any
-    waiting admission; first come, first served within each, so admissions go out in the
-    order the cycles decided them. `waiting` counts the decisions waiting: the admission
-    cycle keeps at most eight rounds of decisions waiting (`Controller.schedule_forever`),
-    so the wait stays short."""
+    Decisions waiting for a slot get one first come, first served (evictions included:
+    one that waits while its victim finishes is never sent, where sending it first would
+    evict Workloads about to finish). `waiting` counts the decisions waiting: the
+    admission cycle keeps at most eight rounds of decisions waiting
+    (`Controller.schedule_forever`), so the wait stays short."""
 
     def __init__(self, parallelism: int) -> None:
         self.parallelism = parallelism
         self._free = parallelism
         self.waiting = 0  # decisions waiting for a slot
-        self._waiting: list[tuple[bool, int, asyncio.Future[None]]] = []
-        self._arrivals = itertools.count()
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         self.information_slots = max(1, parallelism // 16)
         self._information = asyncio.Semaphore(self.information_slots)
 
     @contextlib.asynccontextmanager
-    async def decision(self, admission: bool = False) -> AsyncIterator[None]:
-        """A slot for a decision: an admission, or (the default) a write that releases
-        quota or changes a Workload's course, which goes first."""
-        await self._acquire(admission)
+    async def decision(self) -> AsyncIterator[None]:
+        await self._acquire()
         try:
             yield
         finally:
@@ -64,12 +59,12 @@ class WriteSlots:
         async with self._information:
             yield
 
-    async def _acquire(self, admission: bool) -> None:
+    async def _acquire(self) -> None:
         if self._free > 0 and not self._waiting:
             self._free -= 1
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (admission, next(self._arrivals), granted))
+        self._waiting.append(granted)
         self.waiting += 1
         try:
             await granted
@@ -81,10 +76,10 @@ class WriteSlots:
             raise
 
     def _release(self) -> None:
-        """Hand the slot to the most urgent waiter still waiting, else free it (a cancelled
+        """Hand the slot to the first waiter still waiting, else free it (a cancelled
         waiter's future is done and is skipped)."""
         while self._waiting:
-            granted = heapq.heappop(self._waiting)[2]
+            granted = self._waiting.popleft()
             if not granted.done():
                 granted.set_result(None)
                 self.waiting -= 1

@@ -289,15 +289,13 @@ class WorkloadSync:
         write: str,
         refetch: bool = True,
         information: bool = False,
-        admission: bool = False,
     ) -> dict[str, Any] | None:
         """Apply the Kueue-managed status `build(current Workload)` returns, as the field
         manager `kueue-admission` (api/workload_status.py says why), with the state's
         resolvedPreemptibility riding along. On a conflict the Workload is re-read and the
         status recomputed (`refetch`). `build` returning None = nothing to write. Counted
         and timed as `write` in the metrics. An `information` write (no decision rides on
-        it) takes one of the slots kept for information; an `admission` waits for a decision
-        slot behind evictions (`WriteSlots`)."""
+        it) takes one of the slots kept for information (`WriteSlots`)."""
         namespace, name = key.split("/", 1)
         copy = self.copies.get(key)
         if copy is None:
@@ -328,7 +326,7 @@ class WorkloadSync:
 
         metrics = ctx.metrics
         asked = time.perf_counter()
-        slot = ctx.writes.information() if information else ctx.writes.decision(admission)
+        slot = ctx.writes.information() if information else ctx.writes.decision()
         async with slot:
             started = time.perf_counter()
             try:

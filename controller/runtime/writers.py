@@ -96,7 +96,7 @@ class DecisionWriter:
         result: dict[str, Any] | None = None
         try:
             await self._clear_stale_admission(key)
-            result = await self.sync.write(key, build, "admit", admission=True)
+            result = await self.sync.write(key, build, "admit")
         except _ADMISSION_FAILURES as exc:
             log.warning("admission of %s not written (%s); re-reading it", key, exc)
             # Forget the assumed admission and whatever copy it was decided on: the API

@@ -1,6 +1,6 @@
 """WriteSlots: decisions have every write slot, information a sixteenth as many of its own
-(at least one), so neither waits for the other; waiting decisions are served evictions
-first, then admissions in their order."""
+(at least one), so neither waits for the other; waiting decisions are served first come,
+first served."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_information_holds_a_sixteenth_of_its_own_and_neither_kind_waits_for_the
         await asyncio.sleep(0)
         assert sorted(held) == ["info-0", "info-1"]
         decisions = [
-            asyncio.ensure_future(_hold(slots.decision(True), held, f"admit-{n:02}", release))
+            asyncio.ensure_future(_hold(slots.decision(), held, f"admit-{n:02}", release))
             for n in range(33)
         ]
         await asyncio.sleep(0)
@@ -53,7 +53,7 @@ def test_information_is_written_while_a_backlog_of_decisions_waits() -> None:
         held: list[str] = []
         release = asyncio.Event()
         backlog = [
-            asyncio.ensure_future(_hold(slots.decision(True), held, f"admit-{n}", release))
+            asyncio.ensure_future(_hold(slots.decision(), held, f"admit-{n}", release))
             for n in range(100)
         ]
         await asyncio.sleep(0)
@@ -72,34 +72,26 @@ def test_information_is_written_while_a_backlog_of_decisions_waits() -> None:
     asyncio.run(scenario())
 
 
-def test_a_freed_slot_goes_to_evictions_first_then_admissions_in_their_order() -> None:
+def test_waiting_decisions_get_a_freed_slot_first_come_first_served() -> None:
     async def scenario() -> None:
         slots = WriteSlots(1)
         order: list[str] = []
         gate = asyncio.Event()
 
-        async def write(name: str, admission: bool) -> None:
-            async with slots.decision(admission):
+        async def write(name: str) -> None:
+            async with slots.decision():
                 order.append(name)
                 await gate.wait()
 
-        first = asyncio.ensure_future(write("first", True))
+        first = asyncio.ensure_future(write("first"))
         await asyncio.sleep(0)
-        waiting = [
-            asyncio.ensure_future(write(name, admission))
-            for name, admission in [
-                ("admit-a", True),
-                ("admit-b", True),
-                ("evict", False),
-                ("admit-c", True),
-                ("deactivate", False),
-            ]
-        ]
+        names = ["admit-a", "evict", "admit-b", "deactivate"]
+        waiting = [asyncio.ensure_future(write(name)) for name in names]
         await asyncio.sleep(0)
-        assert order == ["first"] and slots.waiting == 5
+        assert order == ["first"] and slots.waiting == 4
         gate.set()
         await asyncio.gather(first, *waiting)
-        assert order == ["first", "evict", "deactivate", "admit-a", "admit-b", "admit-c"]
+        assert order == ["first", *names] and slots.waiting == 0
 
     asyncio.run(scenario())
 
@@ -112,7 +104,7 @@ def test_a_cancelled_waiter_gives_up_its_turn_and_no_slot_is_lost() -> None:
         holder = asyncio.ensure_future(_hold(slots.decision(), held, "holder", release))
         await asyncio.sleep(0)
         cancelled = asyncio.ensure_future(_hold(slots.decision(), held, "cancelled", release))
-        after = asyncio.ensure_future(_hold(slots.decision(True), held, "after", release))
+        after = asyncio.ensure_future(_hold(slots.decision(), held, "after", release))
         await asyncio.sleep(0)
         cancelled.cancel()
         await asyncio.sleep(0)
