@@ -106,6 +106,12 @@ class ClusterState:
         # (`take_nominations_to_settle`).
         self._victim_of: dict[WorkloadKey, set[WorkloadKey]] = {}
         self._to_settle: set[WorkloadKey] = set()
+        # The Workloads not finished, and the finished ones per ClusterQueue of their
+        # admission (a queue's status and gauges count them without a pass over every
+        # Workload ever seen: at 50,000 that pass took 40 ms).
+        self.live: set[WorkloadKey] = set()
+        self.finished_in: dict[str, int] = {}
+        self._finished_cq: dict[WorkloadKey, str | None] = {}
         self.workloads = WorkloadsView(self.records)
         self.admitted = AdmittedView(self.records, self._holding)
         self.nominated = NominatedView(self.records, self._nominated)
@@ -426,6 +432,7 @@ class ClusterState:
             record.contender = None
             self._touch(record.cluster_queue)
         self._unqueue(key)
+        self._count_finished(key, workload)
         if workload.finished:
             self.usage_ledger.drop_penalty(key)  # finished without being seen admitted
             record.phase = Phase.FINISHED
@@ -468,7 +475,29 @@ class ClusterState:
         self.drop_nomination(key, requeue=False)
         self._unqueue(key)
         self.usage_ledger.drop_penalty(key)
+        self._count_finished(key, None)
         del self.records[key]
+
+    def _count_finished(self, key: WorkloadKey, workload: Workload | None) -> None:
+        """Keep `live` and `finished_in` current for `key` (`workload` None: forgotten)."""
+        if key in self._finished_cq:
+            counted = self._finished_cq.pop(key)
+            if counted is not None:
+                left = self.finished_in[counted] - 1
+                if left:
+                    self.finished_in[counted] = left
+                else:
+                    del self.finished_in[counted]
+        if workload is None or workload.finished:
+            self.live.discard(key)
+        else:
+            self.live.add(key)
+            return
+        if workload is not None:
+            cluster_queue = workload.admission.cluster_queue if workload.admission else None
+            self._finished_cq[key] = cluster_queue
+            if cluster_queue is not None:
+                self.finished_in[cluster_queue] = self.finished_in.get(cluster_queue, 0) + 1
 
     def signature(self, key: WorkloadKey) -> tuple[object, ...]:
         """Everything about a pending Workload that admission and the victim search read,
@@ -673,6 +702,7 @@ class ClusterState:
         else:
             record.workload = replace(workload, finished=True)
             record.phase = Phase.FINISHED
+            self._count_finished(key, record.workload)
         return usage
 
     @contextmanager

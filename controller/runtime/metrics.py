@@ -67,6 +67,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self.role = STANDALONE
+        self.queue_gauges_cleared = 0  # moves on when a role change clears the queue gauges
         r = self.registry
         cq, pc = "cluster_queue", "priority_class"
         self.admission_attempts = Counter(
@@ -306,6 +307,7 @@ class Metrics:
         if self.role == LEADER:
             for gauge in self._queue_gauges():
                 gauge.clear()
+            self.queue_gauges_cleared += 1
         self.role = role
         self.is_leader.set(1 if role == LEADER else 0)
 

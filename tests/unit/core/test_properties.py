@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -363,3 +363,57 @@ def test_preemptors_waiting_for_the_same_leaving_victims_never_overcommit(
             break
     assert not state.nominated
     assert_within_limits(queues, usage_by_queue(state))
+
+
+finish_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(0, 5), st.integers(1, 5)),
+        st.tuples(st.just("cycle"), st.just(0), st.just(0)),
+        st.tuples(st.just("release"), st.integers(0, 50), st.integers(0, 1)),
+        st.tuples(st.just("finish"), st.integers(0, 50), st.integers(0, 1)),
+        st.tuples(st.just("unfinish"), st.integers(0, 50), st.just(0)),
+        st.tuples(st.just("remove"), st.integers(0, 50), st.just(0)),
+    ),
+    min_size=5,
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(specs(), finish_ops)
+def test_live_and_finished_counts_match_a_recount(
+    queues: list[Spec], steps: list[tuple[str, int, int]]
+) -> None:
+    """`state.live` and `state.finished_in` (kept as Workloads come, go, finish and are
+    released) always equal a pass over every record: the unfinished Workloads, and the
+    finished ones per ClusterQueue of their admission."""
+    state = build(queues)
+    serial = 0
+    for op, a, b in steps:
+        keys = sorted(state.records)
+        pick = keys[a % len(keys)] if keys else None
+        if op == "add":
+            serial += 1
+            target = queues[a % len(queues)].name
+            state.upsert_workload(wl(f"w{serial}", target, cpu=b, created=serial))
+        elif op == "cycle":
+            run_cycle(state, float(serial))
+        elif op == "release" and pick is not None and pick in state.admitted:
+            state.release(pick, requeue=bool(b))
+        elif op == "finish" and pick is not None:
+            # The API's Finished Workload, with its admission kept (b=1) or without.
+            record = state.records[pick]
+            admission = record.admission if b else None
+            state.upsert_workload(replace(record.workload, finished=True, admission=admission))
+        elif op == "unfinish" and pick is not None:
+            state.upsert_workload(replace(state.records[pick].workload, finished=False))
+        elif op == "remove" and pick is not None:
+            state.remove_workload(pick)
+        finished: dict[str, int] = {}
+        for record in state.records.values():
+            workload = record.workload
+            if workload.finished and workload.admission is not None:
+                name = workload.admission.cluster_queue
+                finished[name] = finished.get(name, 0) + 1
+        assert state.live == {k for k, r in state.records.items() if not r.workload.finished}
+        assert state.finished_in == finished
