@@ -128,32 +128,22 @@ def cluster_queue_status(
 def local_queue_counts(
     state: ClusterState, finished_by_cq: dict[str, int] | None = None
 ) -> dict[str, dict[str, int]]:
-    """pending/reserving/admitted counts per LocalQueue key (namespace/name), from the
-    Workloads not finished (`state.live`); the finished ones per ClusterQueue go into
-    `finished_by_cq` (`state.finished_in`)."""
+    """pending/reserving/admitted counts per LocalQueue key (namespace/name): its Workloads
+    not finished (`state.live_in`), of which those holding quota are reserving; the
+    finished ones per ClusterQueue go into `finished_by_cq` (`state.finished_in`)."""
     if finished_by_cq is not None:
         finished_by_cq.update(state.finished_in)
-    counts: dict[str, dict[str, int]] = {}
-    records = state.records
-    for key in state.live:
-        record = records[key]
-        workload = record.workload
-        lq = f"{workload.namespace}/{workload.queue_name}"
-        entry = counts.get(lq)
-        if entry is None:
-            entry = counts[lq] = {
-                "pendingWorkloads": 0,
-                "reservingWorkloads": 0,
-                "admittedWorkloads": 0,
-            }
-        phase = record.phase
-        if phase is Phase.ADMITTED:
-            entry["reservingWorkloads"] += 1
+    counts = {
+        lq: {"pendingWorkloads": live, "reservingWorkloads": 0, "admittedWorkloads": 0}
+        for lq, live in state.live_in.items()
+    }
+    records, live = state.records, state.live
+    for key in state.holding():
+        entry = counts[live[key]]
+        entry["pendingWorkloads"] -= 1
+        entry["reservingWorkloads"] += 1
+        if records[key].phase is Phase.ADMITTED:
             entry["admittedWorkloads"] += 1
-        elif phase is Phase.EVICTING:
-            entry["reservingWorkloads"] += 1
-        else:
-            entry["pendingWorkloads"] += 1
     return counts
 
 

@@ -25,6 +25,7 @@ from controller.core.clusterqueues import (
 )
 from controller.core.cycle import run_cycle
 from controller.core.preemption.nominations import settle_action
+from controller.core.records import Phase
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet
 from tests.unit.core.builders import cluster, cq, quota, wl
@@ -384,9 +385,10 @@ finish_ops = st.lists(
 def test_live_and_finished_counts_match_a_recount(
     queues: list[Spec], steps: list[tuple[str, int, int]]
 ) -> None:
-    """`state.live` and `state.finished_in` (kept as Workloads come, go, finish and are
-    released) always equal a pass over every record: the unfinished Workloads, and the
-    finished ones per ClusterQueue of their admission."""
+    """`state.live`, `live_in` and `finished_in` (kept as Workloads come, go, finish and
+    are released) always equal a pass over every record: the unfinished Workloads with
+    their LocalQueue, their number per LocalQueue, and the finished ones per ClusterQueue
+    of their admission; every Workload holding quota is among the unfinished."""
     state = build(queues)
     serial = 0
     for op, a, b in steps:
@@ -415,5 +417,14 @@ def test_live_and_finished_counts_match_a_recount(
             if workload.finished and workload.admission is not None:
                 name = workload.admission.cluster_queue
                 finished[name] = finished.get(name, 0) + 1
-        assert state.live == {k for k, r in state.records.items() if not r.workload.finished}
+        live = {k: r.workload for k, r in state.records.items() if not r.workload.finished}
+        assert state.live == {k: f"{w.namespace}/{w.queue_name}" for k, w in live.items()}
+        per_local_queue: dict[str, int] = {}
+        for local_queue in state.live.values():
+            per_local_queue[local_queue] = per_local_queue.get(local_queue, 0) + 1
+        assert state.live_in == per_local_queue
         assert state.finished_in == finished
+        assert set(state.holding()) <= set(state.live)
+        assert set(state.pending()) == {
+            k for k, r in state.records.items() if r.phase in (Phase.QUEUED, Phase.NOMINATED)
+        }
