@@ -42,6 +42,7 @@ def kueue_buckets(count: int) -> tuple[float, ...]:
 
 _CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _WRITE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_WATCH_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
 class _UntypedCounter(Collector):
@@ -273,6 +274,14 @@ class Metrics:
             "slots (phase=wait) and the request itself, retries included (phase=request)",
             ["write", "phase"],
             buckets=_WRITE_BUCKETS,
+            registry=r,
+        )
+        self.watch_delay = Histogram(
+            "quotagate_watch_delay_seconds",
+            "Time from the API server's answer to one of the controller's decision writes to "
+            "the Workload watch event that carries it (or a newer version): how far behind "
+            "the cluster the controller's view runs",
+            buckets=_WATCH_BUCKETS,
             registry=r,
         )
         self.is_leader = Gauge(

@@ -4,6 +4,11 @@ Stale events: while a write for a Workload is in flight, events for it are held 
 and afterwards only events newer than what our write returned are applied, so an old
 copy of a Workload can never undo a reservation we just made. Every status write of a
 Workload goes through `WorkloadSync.write`, which computes it from the newest copy.
+
+Watch delay: the resourceVersion a decision write returned is remembered until the watch
+delivers it (or a newer version of the Workload); the time between the two is
+`quotagate_watch_delay_seconds`. It grows when the API server falls behind its own watch
+(a CPU-saturated server does), and the controller then decides on a cluster seconds old.
 """
 
 from __future__ import annotations
@@ -77,6 +82,14 @@ class _InFlight:
     held_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class _Echo:
+    """A decision write's answer not yet seen on the watch."""
+
+    rv: int
+    answered: float  # monotonic time of the answer
+
+
 class WorkloadSync:
     """Applies watch events to the state; holds the newest copy of every Workload."""
 
@@ -84,6 +97,8 @@ class WorkloadSync:
         self.ctx = ctx
         self.copies: dict[WorkloadKey, WorkloadCopy] = {}
         self.in_flight: dict[WorkloadKey, _InFlight] = {}
+        self.echoes: dict[WorkloadKey, _Echo] = {}  # see "Watch delay" above
+        self.monotonic: Callable[[], float] = time.monotonic
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
         # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
         self.unsupported: dict[str, str] = {}
@@ -97,6 +112,7 @@ class WorkloadSync:
     def reset(self) -> None:
         """Forget every object (the state is replaced by the caller)."""
         self.copies.clear()
+        self.echoes.clear()
         self.problems.clear()
         self.unsupported.clear()
 
@@ -110,7 +126,10 @@ class WorkloadSync:
         """Apply one watch event (type None/ADDED/MODIFIED/DELETED) to the state."""
         self._check_unsupported(event_type, body)
         if body.get("kind") == "Workload":
-            flight = self.in_flight.get(key_of(body))
+            key = key_of(body)
+            if key in self.echoes:
+                self._seen_on_watch(key, resource_version(body))
+            flight = self.in_flight.get(key)
             if flight is not None:
                 flight.held_events.append((event_type or "MODIFIED", body))
                 return
@@ -263,6 +282,27 @@ class WorkloadSync:
         if self.ctx.events is not None:
             self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
 
+    def _seen_on_watch(self, key: WorkloadKey, rv: int) -> None:
+        echo = self.echoes[key]
+        if rv >= echo.rv:
+            del self.echoes[key]
+            self.ctx.metrics.watch_delay.observe(max(0.0, self.monotonic() - echo.answered))
+
+    def _await_echo(self, key: WorkloadKey, answer: dict[str, Any]) -> None:
+        """Remember a decision write's answer until the watch brings it; one the watch
+        brought before the answer (applied, or held back meanwhile) counts as no delay."""
+        rv = resource_version(answer)
+        if not rv:
+            return
+        copy, flight = self.copies.get(key), self.in_flight.get(key)
+        if (copy is not None and copy.rv >= rv) or (
+            flight is not None
+            and any(resource_version(body) >= rv for _, body in flight.held_events)
+        ):
+            self.ctx.metrics.watch_delay.observe(0.0)
+            return
+        self.echoes[key] = _Echo(rv, self.monotonic())
+
     # -- writes --------------------------------------------------------------------------------
 
     def begin_write(self, key: WorkloadKey) -> None:
@@ -334,6 +374,8 @@ class WorkloadSync:
             except ApiException as exc:
                 metrics.api_writes.labels(write, f"error{exc.status}").inc()
                 raise
+            if sent and result is not None and not information:
+                self._await_echo(key, result)
             if sent:  # `build` found something to write and it was written
                 metrics.api_writes.labels(write, "ok").inc()
                 metrics.api_write_seconds.labels(write, "wait").observe(started - asked)

@@ -233,6 +233,9 @@ def test_metrics_use_kueue_names(
     assert "quotagate_cycle_duration_seconds_count" in text
     assert "quotagate_leader 1.0" in text
     assert 'kueue_build_info{build_date="",compiler="cpython"' in text
+    # The admission's answer came back on the real watch: its delay was measured.
+    delays = re.search(r"^quotagate_watch_delay_seconds_count (\S+)$", text, re.MULTILINE)
+    assert delays is not None and float(delays.group(1)) >= 1
 
 
 def test_preemption_evicts_the_cheapest_equal_priority_victim(

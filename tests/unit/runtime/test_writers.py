@@ -149,3 +149,75 @@ def test_a_victims_preempted_condition_carries_kueues_message_word_for_word(
     assert name == "small"
     assert workload_status.condition({"status": status}, "Preempted")["message"] == expected
     assert ("small", "Preempted", f"{expected}; preemptor: ns/big") in events
+
+
+def _watch_delays(controller: Controller) -> tuple[float | None, float | None]:
+    registry = controller.metrics.registry
+    return (
+        registry.get_sample_value("quotagate_watch_delay_seconds_count"),
+        registry.get_sample_value("quotagate_watch_delay_seconds_sum"),
+    )
+
+
+def test_the_watch_delay_of_a_decision_is_timed_from_its_answer_to_its_event() -> None:
+    """The admission's answer (rv 101) is remembered; an older event leaves it waiting, the
+    event carrying rv 101 three seconds later is the delay, and later events add nothing."""
+    api = RecordingApi()
+    controller = leading_controller(api)
+    now = [10.0]
+    controller.sync.monotonic = lambda: now[0]
+    controller.apply_event("ADDED", workload_body("w", rv="7"))
+
+    async def cycle() -> None:
+        controller.schedule_once()
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(cycle())
+    assert controller.sync.copies["ns/w"].rv == 101  # the answer
+    assert _watch_delays(controller) == (0, 0)
+
+    now[0] = 12.0
+    controller.apply_event("MODIFIED", workload_body("w", rv="7"))  # older than our answer
+    assert _watch_delays(controller) == (0, 0)
+    now[0] = 13.0
+    controller.apply_event("MODIFIED", workload_body("w", admitted_status(), rv="101"))
+    assert _watch_delays(controller) == (1, 3.0)
+    now[0] = 20.0
+    controller.apply_event("MODIFIED", workload_body("w", admitted_status(True), rv="102"))
+    assert _watch_delays(controller) == (1, 3.0)
+
+
+def test_an_event_that_came_before_the_answer_is_no_delay() -> None:
+    api = RecordingApi()
+    controller = leading_controller(api)
+    controller.apply_event("ADDED", workload_body("w", rv="7"))
+    controller.sync.begin_write(WorkloadKey("ns/w"))
+    # The watch brings our write's version while the request is still in flight.
+    controller.apply_event("MODIFIED", workload_body("w", admitted_status(), rv="101"))
+
+    async def write() -> None:
+        build = lambda wl: workload_status.admit(wl, {"clusterQueue": "cq"}, 0.0)  # noqa: E731
+        result = await controller.sync.write(WorkloadKey("ns/w"), build, "admit")
+        controller.sync.end_write(WorkloadKey("ns/w"), result)
+
+    asyncio.run(write())
+    assert _watch_delays(controller) == (1, 0.0)
+    assert not controller.sync.echoes
+
+
+def test_an_eviction_whose_version_the_watch_applied_before_the_answer_is_no_delay() -> None:
+    """Evictions hold no events back: the watch may apply the evicted version before the
+    request returns. It is not waited for (a later event would count seconds of delay)."""
+    controller: Controller
+
+    class WatchFirst(RecordingApi):
+        async def apply_workload_status(self, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+            answer = await super().apply_workload_status(body, **kw)
+            controller.apply_event("MODIFIED", answer)  # the watch was quicker
+            return answer
+
+    controller = leading_controller(WatchFirst())
+    controller.apply_event("ADDED", workload_body("w", admitted_status(), rv="7"))
+    asyncio.run(controller.writers.write_eviction(Evict("ns/w", "cq", "Preempted", "to make room")))
+    assert _watch_delays(controller) == (1, 0.0)
+    assert not controller.sync.echoes
