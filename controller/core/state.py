@@ -114,7 +114,7 @@ class ClusterState:
         self.live: dict[WorkloadKey, str] = {}
         self.live_in: dict[str, int] = {}
         self.finished_in: dict[str, int] = {}
-        self._finished_cq: dict[WorkloadKey, str | None] = {}
+        self._finished_cq: dict[WorkloadKey, str] = {}
         self.workloads = WorkloadsView(self.records)
         self.admitted = AdmittedView(self.records, self._holding)
         self.nominated = NominatedView(self.records, self._nominated)
@@ -493,9 +493,9 @@ class ClusterState:
             self.live[key] = local_queue
             self.live_in[local_queue] = self.live_in.get(local_queue, 0) + 1
             return
-        cluster_queue = workload.admission.cluster_queue if workload.admission else None
-        self._finished_cq[key] = cluster_queue
-        if cluster_queue is not None:
+        if workload.admission is not None:  # finished without an admission: counted nowhere
+            cluster_queue = workload.admission.cluster_queue
+            self._finished_cq[key] = cluster_queue
             self.finished_in[cluster_queue] = self.finished_in.get(cluster_queue, 0) + 1
 
     def holding(self) -> AbstractSet[WorkloadKey]:

@@ -76,7 +76,9 @@ def _cluster_queue(q: int) -> dict[str, Any]:
     }
 
 
-def measure(queues: int, workloads: int, values: tuple[int, int, int]) -> dict[str, Any]:
+def controller_with_queues(queues: int) -> Controller:
+    """A controller without an API holding one flavor and `queues` ClusterQueues `cq<q>`
+    (in 10 cohorts, as Kueue's large-scale scenario), each with a LocalQueue `ns/lq<q>`."""
     controller = Controller(None, ControllerConfig())  # type: ignore[arg-type]
     controller.apply_event("ADDED", {"kind": "ResourceFlavor", "metadata": {"name": "rf"}})
     for q in range(queues):
@@ -89,6 +91,11 @@ def measure(queues: int, workloads: int, values: tuple[int, int, int]) -> dict[s
                 "spec": {"clusterQueue": f"cq{q}"},
             },
         )
+    return controller
+
+
+def measure(queues: int, workloads: int, values: tuple[int, int, int]) -> dict[str, Any]:
+    controller = controller_with_queues(queues)
     bodies = [workload_body(f"w{n}", queue=f"lq{n % queues}") for n in range(workloads)]
     figures: dict[str, Any] = {}
     with thresholds(values) as collector:

@@ -20,28 +20,16 @@ import argparse
 import time
 from typing import Any
 
-from controller.config import ControllerConfig
 from controller.core.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.runtime.controller import Controller
 from controller.runtime.queue_status import QueueStatusWriter, local_queue_counts
-from tests.bench.bench_gc import _cluster_queue
+from tests.bench.bench_gc import controller_with_queues
 from tests.unit.runtime.workloads import admitted_status, workload_body
 
 
 def build(queues: int, workloads: int, finished: int) -> Controller:
-    controller = Controller(None, ControllerConfig())  # type: ignore[arg-type]
-    controller.apply_event("ADDED", {"kind": "ResourceFlavor", "metadata": {"name": "rf"}})
-    for q in range(queues):
-        controller.apply_event("ADDED", _cluster_queue(q))
-        controller.apply_event(
-            "ADDED",
-            {
-                "kind": "LocalQueue",
-                "metadata": {"name": f"lq{q}", "namespace": "ns"},
-                "spec": {"clusterQueue": f"cq{q}"},
-            },
-        )
+    controller = controller_with_queues(queues)
     for n in range(workloads):
         status = admitted_status(finished=True, cluster_queue=f"cq{n % queues}")
         body = workload_body(
