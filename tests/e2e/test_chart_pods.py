@@ -158,15 +158,21 @@ def test_the_charts_default_install_runs_and_admits_through_its_own_webhook(
             timeout=90,
             what="the pod admitted, ungated and run",
         )
-        # The cost controller, with only its KEP-7990 RBAC, costed the Workloads.
+        # The cost controller, with only its KEP-7990 RBAC, costed the Workloads. The pod's
+        # Workload is marked Finished by its integration after the pod succeeded, so the
+        # wait covers that write too (a clean-clone run once read it before it landed).
         workloads = wait_for(
             lambda: (
-                all("preemptionCost" in (w.get("status") or {}) for w in ws) and ws
+                all(
+                    "preemptionCost" in (w.get("status") or {}) and condition(w, "Finished")
+                    for w in ws
+                )
+                and ws
                 if (ws := kueue.workloads(namespace))
                 else None
             ),
             timeout=60,
-            what="status.preemptionCost on every Workload",
+            what="status.preemptionCost and Finished on every Workload",
         )
         assert {w["status"]["preemptionCost"] for w in workloads} == {"0"}
         assert all(condition(w, "Finished") for w in workloads)
