@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -157,10 +157,24 @@ def _queue_blocker(state: ClusterState, lq_key: str, queue: str) -> Unqueued | N
 def unqueued_decisions(state: ClusterState, skip: Container[WorkloadKey]) -> list[Inadmissible]:
     """The pending reason of every pending Workload in no active queue (`unqueued_reason`),
     as the cycle's own `Inadmissible` decisions are. Workloads in `skip` (being written) and
-    nominated preemptors (their reason is the preemption's) are left out."""
+    nominated preemptors (their reason is the preemption's) are left out. What each
+    LocalQueue with Workloads says is found once; while all of them are active only the
+    deactivated Workloads can have a reason, and only they are looked at."""
+    by_local_queue: dict[str, Unqueued | None] = {
+        lq_key: _queue_blocker(state, lq_key, lq_key.split("/", 1)[1]) for lq_key in state.live_in
+    }
+    records = state.records
+    candidates: Iterable[WorkloadKey]
+    if any(blocker is not None for blocker in by_local_queue.values()):
+        candidates = state.pending()
+    else:
+        candidates = [
+            key
+            for key in state.deactivated
+            if records[key].phase is Phase.QUEUED or records[key].phase is Phase.NOMINATED
+        ]
     decisions = []
-    by_local_queue: dict[str, Unqueued | None] = {}  # what its queues say, once per queue
-    for key in state.pending():
+    for key in candidates:
         if key in skip or key in state.nominated:
             continue
         unqueued = unqueued_reason(state, key, by_local_queue)

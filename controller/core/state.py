@@ -113,6 +113,9 @@ class ClusterState:
         # seen (at 50,000, with 15,000 pending, such a pass took 40 ms).
         self.live: dict[WorkloadKey, str] = {}
         self.live_in: dict[str, int] = {}
+        # Among them, the deactivated ones (`spec.active: false`), in arrival order: the
+        # only pending Workloads with a reason of their own while every queue is active.
+        self.deactivated: dict[WorkloadKey, None] = {}
         self.finished_in: dict[str, int] = {}
         self._finished_cq: dict[WorkloadKey, str] = {}
         self.workloads = WorkloadsView(self.records)
@@ -482,16 +485,19 @@ class ClusterState:
         del self.records[key]
 
     def _count_finished(self, key: WorkloadKey, workload: Workload | None) -> None:
-        """Keep `live`, `live_in` and `finished_in` current for `key` (`workload` None:
-        forgotten)."""
+        """Keep `live`, `live_in`, `deactivated` and `finished_in` current for `key`
+        (`workload` None: forgotten)."""
         _decrement(self.finished_in, self._finished_cq.pop(key, None))
         _decrement(self.live_in, self.live.pop(key, None))
+        self.deactivated.pop(key, None)
         if workload is None:
             return
         if not workload.finished:
             local_queue = f"{workload.namespace}/{workload.queue_name}"
             self.live[key] = local_queue
             self.live_in[local_queue] = self.live_in.get(local_queue, 0) + 1
+            if not workload.active:
+                self.deactivated[key] = None
             return
         if workload.admission is not None:  # finished without an admission: counted nowhere
             cluster_queue = workload.admission.cluster_queue

@@ -79,7 +79,10 @@ class AfterAdmissionWriter:
             return 0
         self._checked_at = now
         state = self.ctx.state
-        workloads = (record.workload for record in state.records.values())
+        # Only the unfinished (`state.live`): nothing is due for a finished Workload (Kueue's
+        # workload controller returns early on one), and most of a long run's are finished.
+        records = state.records
+        workloads = (records[key].workload for key in state.live)
         result = due(workloads, self.policy, now, self.jitter(), self._running)
         self._next_deadline = result.next_deadline
         started = 0

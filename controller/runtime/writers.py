@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from api import workload_status
@@ -43,8 +43,10 @@ _PREEMPTION_TEXT = {
 def _parse_time(text: Any) -> float | None:
     if not isinstance(text, str):
         return None
+    if len(text) != 20 or not text.endswith("Z"):  # RFC 3339 in seconds, as the API writes it
+        return None
     try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+        return datetime.fromisoformat(text).timestamp()
     except ValueError:
         return None
 

@@ -4,6 +4,8 @@ preemptors are left to their writers; Workloads waiting in an active queue get n
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from controller.core.clusterqueues import LocalQueue, StopPolicy
 from controller.core.decisions import Inadmissible
 from controller.core.pending import unqueued_decisions
@@ -50,3 +52,27 @@ def test_workloads_being_written_are_skipped() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "1"}})), wl("a", "x"), wl("b", "x"))
     decisions = unqueued_decisions(state, skip={WorkloadKey("ns/a")})
     assert [d.workload_key for d in decisions] == ["ns/b"]
+
+
+def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
+    """While every LocalQueue with Workloads is active, the pass looks only at the
+    deactivated Workloads (`state.deactivated`); one deactivated again, then reactivated,
+    or finished, drops out."""
+    state = add(
+        cluster(cq("cq", {"default": {"cpu": "1"}})),
+        wl("running", cpu="1"),
+        *(wl(f"waiting-{i}", cpu="1") for i in range(5)),
+        wl("off", cpu="1", active=False),
+        replace(wl("off-finished", cpu="1", active=False), finished=True),
+    )
+    settle(state)
+    assert list(state.deactivated) == ["ns/off"]
+
+    decisions = unqueued_decisions(state, skip=())
+    assert decisions == [
+        Inadmissible(WorkloadKey("ns/off"), None, "The workload is deactivated", "Deactivated")
+    ]
+
+    add(state, wl("off", cpu="1"))  # reactivated: it waits in its queue, the cycle explains it
+    assert not state.deactivated
+    assert unqueued_decisions(state, skip=()) == []

@@ -374,6 +374,7 @@ finish_ops = st.lists(
         st.tuples(st.just("finish"), st.integers(0, 50), st.integers(0, 1)),
         st.tuples(st.just("unfinish"), st.integers(0, 50), st.just(0)),
         st.tuples(st.just("remove"), st.integers(0, 50), st.just(0)),
+        st.tuples(st.just("active"), st.integers(0, 50), st.integers(0, 1)),
     ),
     min_size=5,
     max_size=60,
@@ -385,10 +386,11 @@ finish_ops = st.lists(
 def test_live_and_finished_counts_match_a_recount(
     queues: list[Spec], steps: list[tuple[str, int, int]]
 ) -> None:
-    """`state.live`, `live_in` and `finished_in` (kept as Workloads come, go, finish and
-    are released) always equal a pass over every record: the unfinished Workloads with
-    their LocalQueue, their number per LocalQueue, and the finished ones per ClusterQueue
-    of their admission; every Workload holding quota is among the unfinished."""
+    """`state.live`, `live_in`, `deactivated` and `finished_in` (kept as Workloads come,
+    go, finish, are released, deactivated and reactivated) always equal a pass over every
+    record: the unfinished Workloads with their LocalQueue, their number per LocalQueue,
+    the unfinished deactivated ones, and the finished ones per ClusterQueue of their
+    admission; every Workload holding quota is among the unfinished."""
     state = build(queues)
     serial = 0
     for op, a, b in steps:
@@ -411,6 +413,8 @@ def test_live_and_finished_counts_match_a_recount(
             state.upsert_workload(replace(state.records[pick].workload, finished=False))
         elif op == "remove" and pick is not None:
             state.remove_workload(pick)
+        elif op == "active" and pick is not None:
+            state.upsert_workload(replace(state.records[pick].workload, active=bool(b)))
         finished: dict[str, int] = {}
         for record in state.records.values():
             workload = record.workload
@@ -419,6 +423,7 @@ def test_live_and_finished_counts_match_a_recount(
                 finished[name] = finished.get(name, 0) + 1
         live = {k: r.workload for k, r in state.records.items() if not r.workload.finished}
         assert state.live == {k: f"{w.namespace}/{w.queue_name}" for k, w in live.items()}
+        assert set(state.deactivated) == {k for k, w in live.items() if not w.active}
         per_local_queue: dict[str, int] = {}
         for local_queue in state.live.values():
             per_local_queue[local_queue] = per_local_queue.get(local_queue, 0) + 1

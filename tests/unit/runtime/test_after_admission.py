@@ -76,6 +76,26 @@ def test_timeout_eviction_carries_the_requeue_state_and_counts_the_metric() -> N
     assert not controller.after_admission.in_flight
 
 
+def test_a_finished_workload_is_not_looked_at() -> None:
+    """Past its PodsReady timeout, and Requeued=False (Deactivated) while active, a finished
+    Workload gets no write: the check walks only the unfinished (`state.live`), as Kueue's
+    workload controller returns early on a finished one."""
+    api = RecordingApi()
+    controller = _controller(api)
+    status = admitted_status(finished=True)
+    requeued = {
+        "type": "Requeued",
+        "status": "False",
+        "reason": "Deactivated",
+        "message": "The workload is deactivated",
+        "lastTransitionTime": "2026-11-23T00:00:00Z",
+    }
+    status = {**status, "conditions": [*status["conditions"], requeued]}
+    controller.apply_event("ADDED", workload_body("w", status))
+    assert controller.after_admission.check(ADMITTED_AT + 3600) == 0
+    assert not api.patches
+
+
 def test_deactivation_marks_then_sets_active_false_then_the_cycle_evicts() -> None:
     api = DeactivatingApi()
     controller = _controller(api)
