@@ -4,14 +4,17 @@ own errors keep their traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
 from collections.abc import Iterator
 
 import pytest
+import uvloop
 
 from controller.kube import process
+from controller.kube.fatal import FatalError
 
 
 @pytest.fixture(autouse=True)
@@ -54,3 +57,23 @@ def test_while_stopping_a_librarys_traceback_becomes_one_line(
     assert "exc" not in kopf
     assert kopf["msg"] == "request failed (ConnectionResetError: session closed; while stopping)"
     assert ours["msg"] == "request failed" and "Traceback" in ours["exc"]
+
+
+def test_the_process_runs_on_uvloop_and_a_fatal_error_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`run_until_done` runs `main` on uvloop's event loop; a FatalError ends it with exit
+    code 1 and one line on stderr."""
+    loops: list[type] = []
+
+    async def main(stop: asyncio.Event) -> None:
+        loops.append(type(asyncio.get_running_loop()))
+
+    assert process.run_until_done(main, "quotagate") == 0
+    assert loops == [uvloop.Loop]
+
+    async def failing(stop: asyncio.Event) -> None:
+        raise FatalError("no credentials")
+
+    assert process.run_until_done(failing, "quotagate") == 1
+    assert capsys.readouterr().err == "quotagate: no credentials\n"
