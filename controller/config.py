@@ -326,6 +326,17 @@ class ControllerConfig(_Section):
         description="concurrent API writes of decisions (admissions, evictions); information "
         "(pending reasons, queue statuses, conditions) has a sixteenth as many of its own",
     )
+    write_parallelism_max: int | None = Field(
+        32,
+        alias="writeParallelismMax",
+        ge=1,
+        le=256,
+        description="the most concurrent decision writes: above writeParallelism, the controller adds a "
+        "slot each second while the API server's watch keeps up (the last second's decision writes "
+        "reached the Workload watch within 0.5 s on average) and decisions wait for one, and keeps "
+        "70 % of them (never fewer than writeParallelism) while the mean is over 2 s; null or "
+        "writeParallelism: fixed",
+    )
     event_qps: float = Field(
         20.0,
         alias="eventQPS",

@@ -35,6 +35,11 @@ def add_run_command(commands: Any) -> None:
     )
     sub.add_argument("--write-parallelism", type=int, help="concurrent API writes")
     sub.add_argument(
+        "--write-parallelism-max",
+        type=int,
+        help="the most concurrent decision writes, reached while the watch keeps up",
+    )
+    sub.add_argument(
         "--preemptibility-threshold", type=int, help="priority < N ⇒ preemptible (KAI: 100)"
     )
     sub.add_argument(
@@ -62,6 +67,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "metricsPort": args.metrics_port,
         "healthPort": args.health_port,
         "writeParallelism": args.write_parallelism,
+        "writeParallelismMax": args.write_parallelism_max,
         "preemptibility.priorityThreshold": args.preemptibility_threshold,
         "leaderElection.leaseNamespace": args.lease_namespace,
         "leaderElection.leaseName": args.lease_name,

@@ -61,12 +61,13 @@ class Controller:
             clock=clock,
             events=events,
             state=new_state(config),
-            writes=WriteSlots(config.write_parallelism),
+            writes=WriteSlots(config.write_parallelism, config.write_parallelism_max),
         )
         self.sync = WorkloadSync(self.ctx)
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
+        self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
 
     # -- what the operator reads; the integrations' view (integrations/host.py) ----------------
 
@@ -186,6 +187,7 @@ class Controller:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ctx.wake.wait(), timeout=1.0)
                 ctx.wake.clear()
+                self._adapt_write_slots()
                 if ctx.writes.waiting > ctx.writes.parallelism:
                     # More than a round of decisions is still waiting for write slots:
                     # decide nothing more until it has gone out (it holds quota the API
@@ -204,6 +206,16 @@ class Controller:
         finally:
             for task in list(ctx.tasks):
                 task.cancel()
+
+    def _adapt_write_slots(self) -> None:
+        """Once a second, the decision write slots follow the watch (`WriteSlots.adapt`)."""
+        now = time.monotonic()
+        if now - self._adapted_at < 1.0:
+            return
+        self._adapted_at = now
+        writes = self.ctx.writes
+        writes.adapt(self.sync.watch_lag())
+        self.ctx.metrics.write_slots.set(writes.parallelism)
 
     def schedule_once(self) -> None:
         """One admission cycle and the dispatch of its decisions (no waiting)."""

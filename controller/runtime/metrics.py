@@ -284,6 +284,12 @@ class Metrics:
             buckets=_WATCH_BUCKETS,
             registry=r,
         )
+        self.write_slots = Gauge(
+            "quotagate_write_slots",
+            "Concurrent decision writes (admissions, evictions) allowed now: writeParallelism, "
+            "adapted up to writeParallelismMax while the watch keeps up",
+            registry=r,
+        )
         self.is_leader = Gauge(
             "quotagate_leader",
             "1 while this replica holds the leader Lease",

@@ -9,6 +9,8 @@ Watch delay: the resourceVersion a decision write returned is remembered until t
 delivers it (or a newer version of the Workload); the time between the two is
 `quotagate_watch_delay_seconds`. It grows when the API server falls behind its own watch
 (a CPU-saturated server does), and the controller then decides on a cluster seconds old.
+The mean wait in each second (`watch_lag`) sets how many decision writes go out at once,
+when `writeParallelismMax` allows more than `writeParallelism` (`WriteSlots.adapt`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ class _InFlight:
     held_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
+ECHO_FORGOTTEN = 60.0  # seconds: see `WorkloadSync.watch_lag`
+
+
 @dataclass(slots=True)
 class _Echo:
     """A decision write's answer not yet seen on the watch."""
@@ -98,6 +103,9 @@ class WorkloadSync:
         self.copies: dict[WorkloadKey, WorkloadCopy] = {}
         self.in_flight: dict[WorkloadKey, _InFlight] = {}
         self.echoes: dict[WorkloadKey, _Echo] = {}  # see "Watch delay" above
+        # The delays seen since the last `watch_lag`: their sum and number.
+        self._delays_seen = 0.0
+        self._seen = 0
         self.monotonic: Callable[[], float] = time.monotonic
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
         # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
@@ -113,6 +121,7 @@ class WorkloadSync:
         """Forget every object (the state is replaced by the caller)."""
         self.copies.clear()
         self.echoes.clear()
+        self._delays_seen, self._seen = 0.0, 0
         self.problems.clear()
         self.unsupported.clear()
 
@@ -286,7 +295,29 @@ class WorkloadSync:
         echo = self.echoes[key]
         if rv >= echo.rv:
             del self.echoes[key]
-            self.ctx.metrics.watch_delay.observe(max(0.0, self.monotonic() - echo.answered))
+            delay = max(0.0, self.monotonic() - echo.answered)
+            self.ctx.metrics.watch_delay.observe(delay)
+            self._delays_seen += delay
+            self._seen += 1
+
+    def watch_lag(self) -> float:
+        """How far the watch runs behind the controller's decision writes: the mean, over
+        the answers it brought since the last call and those it has not brought yet, of
+        the time from the answer to its event (or to now). A mean, not the longest: one
+        event held up by a long admission cycle says nothing about the API server. An
+        answer awaited for more than ECHO_FORGOTTEN seconds is forgotten (its Workload's
+        events may never come: a lost watch is re-listed, not replayed)."""
+        now = self.monotonic()
+        total, count = self._delays_seen, self._seen
+        self._delays_seen, self._seen = 0.0, 0
+        for key, echo in list(self.echoes.items()):
+            age = now - echo.answered
+            if age > ECHO_FORGOTTEN:
+                del self.echoes[key]
+            else:
+                total += age
+                count += 1
+        return total / count if count else 0.0
 
     def _await_echo(self, key: WorkloadKey, answer: dict[str, Any]) -> None:
         """Remember a decision write's answer until the watch brings it; one the watch

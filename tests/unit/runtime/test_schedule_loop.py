@@ -59,9 +59,10 @@ def test_a_long_cycle_is_followed_by_as_long_for_everything_else() -> None:
 
 def _three_queues(parallelism: int) -> Controller:
     """A leading controller with three ClusterQueues of 2 cpu, each with one pending
-    Workload, whose status writes never return."""
+    Workload, whose status writes never return; `parallelism` fixed write slots."""
     api = _NeverAnswers()
-    controller = Controller(api, ControllerConfig(writeParallelism=parallelism))  # type: ignore[arg-type]
+    config = ControllerConfig(writeParallelism=parallelism, writeParallelismMax=None)
+    controller = Controller(api, config)  # type: ignore[arg-type]
     controller.leading = True
     for n, body in enumerate([*cluster_objects(), *cluster_objects(), *cluster_objects()]):
         suffix = str(n // 3)

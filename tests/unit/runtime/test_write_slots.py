@@ -149,3 +149,56 @@ def test_a_waiter_cancelled_as_it_is_handed_the_slot_passes_it_on() -> None:
         assert tasks["handed"].cancelled()
 
     asyncio.run(scenario())
+
+
+def test_slots_follow_the_watch_between_the_start_and_the_maximum() -> None:
+    """`adapt`: one slot more per second while the watch keeps up and decisions wait for a
+    slot (at once handed to a waiter); none while nothing waits; 70 % kept on a lag (the
+    writes already out finish, no new one starts until enough are back); never fewer than
+    the start, never more than the maximum."""
+
+    async def scenario() -> None:
+        slots = WriteSlots(4, maximum=8)
+        held: list[str] = []
+        releases = [asyncio.Event() for _ in range(10)]
+        slots.adapt(0.0)  # nothing waited yet: no slot more
+        assert slots.parallelism == 4
+        writes = [
+            asyncio.ensure_future(_hold(slots.decision(), held, f"admit-{n}", releases[n]))
+            for n in range(10)
+        ]
+        await asyncio.sleep(0)
+        assert len(held) == 4 and slots.waiting == 6
+        slots.adapt(0.2)  # kept up, and decisions wait: one more, given to a waiter
+        await asyncio.sleep(0)
+        assert slots.parallelism == 5 and len(held) == 5 and slots.waiting == 5
+        slots.adapt(1.0)  # between the bounds: unchanged
+        assert slots.parallelism == 5
+        for _ in range(5):
+            slots.adapt(0.1)
+        await asyncio.sleep(0)
+        assert slots.parallelism == 8 and len(held) == 8  # at the maximum
+        slots.adapt(3.0)  # lagging: 70 % of 8
+        assert slots.parallelism == 5
+        slots.adapt(3.0)  # not below the start
+        assert slots.parallelism == 4
+        assert len(held) == 8  # the writes out are not cut short
+        for n in range(5):  # five come back: 3 busy, one slot free again
+            releases[n].set()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert held == [f"admit-{n}" for n in range(5, 9)] and slots.waiting == 1
+        for release in releases[5:]:
+            release.set()
+        await asyncio.gather(*writes)
+        assert held == [] and slots.waiting == 0
+
+    asyncio.run(scenario())
+
+
+def test_fixed_slots_do_not_adapt() -> None:
+    slots = WriteSlots(16)  # no maximum: fixed
+    slots.adapt(0.0)
+    slots.adapt(5.0)
+    assert (slots.parallelism, slots.minimum, slots.maximum) == (16, 16, 16)
+    assert not slots.adaptive

@@ -187,6 +187,38 @@ def test_the_watch_delay_of_a_decision_is_timed_from_its_answer_to_its_event() -
     assert _watch_delays(controller) == (1, 3.0)
 
 
+def test_the_watch_lag_is_the_mean_wait_seen_or_still_awaited() -> None:
+    """`watch_lag` (what the write slots follow): the mean, over the answers the watch
+    brought since the last call and those still awaited, of the wait from the answer to
+    its event (or to now); an answer awaited for more than a minute is forgotten."""
+    api = RecordingApi()
+    controller = leading_controller(api)
+    now = [10.0]
+    sync = controller.sync
+    sync.monotonic = lambda: now[0]
+    controller.apply_event("ADDED", workload_body("a", rv="7"))
+
+    async def cycle() -> None:
+        controller.schedule_once()
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(cycle())
+    assert set(sync.echoes) == {"ns/a"}
+    now[0] = 12.5
+    assert sync.watch_lag() == 2.5  # still awaited
+    now[0] = 13.0
+    controller.apply_event("MODIFIED", workload_body("a", admitted_status(), rv="101"))
+    sync._await_echo(WorkloadKey("ns/b"), workload_body("b", rv="103"))  # another, awaited
+    now[0] = 14.0
+    assert sync.watch_lag() == 2.0  # a seen after 3 s, b awaited for 1 s
+    now[0] = 15.0
+    assert sync.watch_lag() == 2.0  # b, still awaited
+    now[0] = 73.5
+    assert sync.watch_lag() == 0.0  # b forgotten after a minute
+    assert not sync.echoes
+    assert sync.watch_lag() == 0.0  # nothing written, nothing awaited
+
+
 def test_an_event_that_came_before_the_answer_is_no_delay() -> None:
     api = RecordingApi()
     controller = leading_controller(api)
