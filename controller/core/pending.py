@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -163,16 +163,8 @@ def unqueued_decisions(state: ClusterState, skip: Container[WorkloadKey]) -> lis
     by_local_queue: dict[str, Unqueued | None] = {
         lq_key: _queue_blocker(state, lq_key, lq_key.split("/", 1)[1]) for lq_key in state.live_in
     }
-    records = state.records
-    candidates: Iterable[WorkloadKey]
-    if any(blocker is not None for blocker in by_local_queue.values()):
-        candidates = state.pending()
-    else:
-        candidates = [
-            key
-            for key in state.deactivated
-            if records[key].phase is Phase.QUEUED or records[key].phase is Phase.NOMINATED
-        ]
+    blocked = any(blocker is not None for blocker in by_local_queue.values())
+    candidates = state.pending() if blocked else state.pending(among=state.deactivated)
     decisions = []
     for key in candidates:
         if key in skip or key in state.nominated:

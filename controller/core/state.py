@@ -1032,11 +1032,12 @@ class ClusterState:
         for member in self.quota.members(cohort):
             self.retry_inadmissible(member)
 
-    def pending(self) -> Iterator[WorkloadKey]:
+    def pending(self, among: Iterable[WorkloadKey] | None = None) -> Iterator[WorkloadKey]:
         """Keys of every Workload that neither holds quota nor is finished (among `live`:
-        the finished ones, most of a long run's, are not looked at)."""
+        the finished ones, most of a long run's, are not looked at), or of those `among`
+        the given unfinished keys."""
         records = self.records
-        for key in self.live:
+        for key in self.live if among is None else among:
             phase = records[key].phase
             if phase is Phase.QUEUED or phase is Phase.NOMINATED:
                 yield key

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
 from typing import Any
 
 from api import workload_status
@@ -41,14 +40,9 @@ _PREEMPTION_TEXT = {
 
 
 def _parse_time(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
-    if len(text) != 20 or not text.endswith("Z"):  # RFC 3339 in seconds, as the API writes it
-        return None
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
+    if not isinstance(text, str) or len(text) != 20 or not text.endswith("Z"):
+        return None  # not RFC 3339 in whole seconds, as the API writes creationTimestamp
+    return workload_status.parse_rfc3339(text)
 
 
 def _first_eviction(body: dict[str, Any], reason: str, cause: str = "") -> bool:
