@@ -338,7 +338,7 @@ class ControllerConfig(_Section):
         "writeParallelism: fixed",
     )
     event_qps: float = Field(
-        20.0,
+        10.0,
         alias="eventQPS",
         gt=0,
         description="Events recorded per second at most, beyond a burst (as the kubelet's "

@@ -45,6 +45,15 @@ def _parse_time(text: Any) -> float | None:
     return workload_status.parse_rfc3339(text)
 
 
+def admitted_message(admit: Admit, waited: float | None) -> str:
+    """The admission Event's message: Kueue's QuotaReserved and Admitted messages in one
+    (`kubectl describe workload` shows it beside the conditions)."""
+    text = f"Quota reserved in ClusterQueue {admit.cluster_queue} and admitted"
+    if waited is None:
+        return text
+    return f"{text}, wait time since queued was {waited:.0f}s"
+
+
 def _first_eviction(body: dict[str, Any], reason: str, cause: str = "") -> bool:
     """Whether the eviction just written is the Workload's first with `reason` (and
     underlying `cause`)."""
@@ -134,20 +143,15 @@ class DecisionWriter:
         metrics.quota_reserved_workloads.labels(*labels).inc()
         metrics.admitted_workloads.labels(*labels).inc()
         created = _parse_time((body.get("metadata") or {}).get("creationTimestamp"))
+        waited: float | None = None
         if created is not None:
             waited = max(0.0, ctx.clock() - created)
             metrics.admission_wait_time.labels(*labels).observe(waited)
             metrics.quota_reserved_wait_time.labels(*labels).observe(waited)
         if ctx.events is not None:
-            await ctx.events(
-                body,
-                "Normal",
-                "QuotaReserved",
-                f"Quota reserved in ClusterQueue {admit.cluster_queue}",
-            )
-            await ctx.events(
-                body, "Normal", "Admitted", f"Admitted by ClusterQueue {admit.cluster_queue}"
-            )
+            # One Event for both steps (Kueue records QuotaReserved, then Admitted): without
+            # admission checks they are the same write, and the conditions keep both.
+            await ctx.events(body, "Normal", "Admitted", admitted_message(admit, waited))
 
     # -- preemption and eviction ---------------------------------------------------------------
 
@@ -269,6 +273,9 @@ class DecisionWriter:
                 preempting_cluster_queue, preemption_reason, role
             ).inc()
         if ctx.events is not None:
+            # A preemption is one Event, `Preempted` (Kueue adds EvictedDueToPreempted with
+            # the same message; the Evicted condition says it).
             if preemption_reason is not None:
                 await ctx.events(result, "Normal", "Preempted", evict.message + preemptor_note)
-            await ctx.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)
+            else:
+                await ctx.events(result, "Normal", f"EvictedDueTo{evict.reason}", evict.message)

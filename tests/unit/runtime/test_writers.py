@@ -17,6 +17,7 @@ from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.preemption.types import Victim
 from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
+from controller.runtime.writers import admitted_message
 from tests.unit.runtime.workloads import (
     RecordingApi,
     admitted_status,
@@ -92,6 +93,46 @@ def test_an_admission_is_written_and_its_copy_applied() -> None:
     assert controller.state.admitted["ns/w"].cluster_queue == "cq"
 
 
+def test_an_admission_is_one_event_with_both_steps_and_the_wait() -> None:
+    """Kueue records QuotaReserved, then Admitted; quotagate writes both in one status
+    apply and records one Event saying both (half the Event requests)."""
+
+    class Api(RecordingApi):  # answers with the whole object, as the API server does
+        async def apply_workload_status(self, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+            answer = await super().apply_workload_status(body)
+            answer["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+            return answer
+
+    api = Api()
+    events: list[tuple[str, str, str, str]] = []
+
+    async def record(body: dict[str, Any], kind: str, reason: str, message: str) -> None:
+        events.append((body["metadata"]["name"], kind, reason, message))
+
+    controller = leading_controller(api, events=record)
+    body = workload_body("w")
+    body["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    controller.ctx.clock = lambda: workload_status.parse_rfc3339("2026-01-01T00:00:42Z")
+    controller.apply_event("ADDED", body)
+
+    async def cycle() -> None:
+        controller.schedule_once()
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(cycle())
+    assert events == [
+        (
+            "w",
+            "Normal",
+            "Admitted",
+            "Quota reserved in ClusterQueue cq and admitted, wait time since queued was 42s",
+        )
+    ]
+    assert admitted_message(Admit(WorkloadKey("ns/w"), "cq", (), borrowing=False), None) == (
+        "Quota reserved in ClusterQueue cq and admitted"
+    )
+
+
 def test_a_superseded_admission_is_rolled_back_to_the_servers_object() -> None:
     """The copy the cycle decided on is stale: the server's Workload already finished. The
     assumed admission is forgotten and the server's object is applied instead."""
@@ -148,7 +189,22 @@ def test_a_victims_preempted_condition_carries_kueues_message_word_for_word(
     )
     assert name == "small"
     assert workload_status.condition({"status": status}, "Preempted")["message"] == expected
-    assert ("small", "Preempted", f"{expected}; preemptor: ns/big") in events
+    assert events == [("small", "Preempted", f"{expected}; preemptor: ns/big")]  # only
+
+
+def test_an_eviction_other_than_a_preemption_is_an_evicted_due_to_event() -> None:
+    api = RecordingApi()
+    events: list[tuple[str, str]] = []
+
+    async def record(body: dict[str, Any], kind: str, reason: str, message: str) -> None:
+        events.append((reason, message))
+
+    controller = leading_controller(api, events=record)
+    controller.apply_event("ADDED", workload_body("w", admitted_status()))
+    asyncio.run(
+        controller.writers.write_eviction(Evict("ns/w", "cq", "Deactivated", "spec.active false"))
+    )
+    assert events == [("EvictedDueToDeactivated", "spec.active false")]
 
 
 def _watch_delays(controller: Controller) -> tuple[float | None, float | None]:
