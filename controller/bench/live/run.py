@@ -28,7 +28,9 @@ from controller.kube.client import CLUSTER_QUEUES, WORKLOADS, Api, retrying
 __all__ = ["LiveRun", "run_live"]
 
 SETTLE_TIMEOUT = 60.0
-"""How long the ClusterQueue watch may go on after the last Workload finished."""
+"""How long the ClusterQueue watch goes on at least after the last Workload finished, for
+the queues' statuses to settle (longer while the run's timeout allows)."""
+SETTLE_NOTE_EVERY = 10.0
 
 
 def _mean(values: list[float]) -> float | None:
@@ -135,7 +137,7 @@ class LiveRun:
             apiserver_cpu = spent(apiserver_before, process_cpu(self.apiserver_pid))
             makespan = max(job.finished_at or 0.0 for job in self.jobs)
             meter.done(makespan, self.counters)
-            await self._settle(queues)
+            settled = await self._settle(queues)
         finally:
             for task in (queues, watcher, creator, *self.tasks):
                 task.cancel()
@@ -144,6 +146,7 @@ class LiveRun:
         self._sample(makespan)
         extra: dict[str, Any] = {
             "runner_cpu_s": round(time.process_time() - own_before, 3),
+            "settle_s": round(settled, 1),
             "finish_write_mean_s": _mean(self.job_side.finish_write),
             "finish_seen_mean_s": _mean(self.finish_seen),
             "run_id": self.run_id,
@@ -173,29 +176,53 @@ class LiveRun:
             extra=extra,
         )
 
-    async def _settle(self, queues: asyncio.Future[None]) -> None:
+    async def _settle(self, queues: asyncio.Future[None]) -> float:
         """As Kueue's runner: go on recording ClusterQueue events until no active queue
-        reports pending or reserving Workloads, so their last status counts."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT
-        while self.recorder.expect_more_events():
+        reports pending or reserving Workloads, so their last status counts. Kueue's
+        runner records until its `--timeout`; this waits until the run's timeout, and at
+        least SETTLE_TIMEOUT after the last Workload finished (a controller whose client is
+        rate-limited, as minimalkueue's is, may take over a minute to write a thousand
+        queues' last statuses). Says every SETTLE_NOTE_EVERY seconds how many queues it
+        waits for; returns how long it waited."""
+        started = time.monotonic()
+        deadline = max(self.t0 + self.timeout, started + SETTLE_TIMEOUT)
+        note_at = started + SETTLE_NOTE_EVERY
+        while busy := self._busy_queues():
             if queues.done():
                 queues.result()
                 raise LiveError("the ClusterQueue watch ended")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                busy = sorted(
-                    name
-                    for name, state in self.recorder.cluster_queues.items()
-                    if (state.last.pending or state.last.reserving) and state.last.active
-                )
+            now = time.monotonic()
+            if now >= deadline:
                 raise LiveError(
                     f"{len(busy)} ClusterQueues (e.g. {busy[0]}) still report pending or "
-                    f"reserving Workloads {SETTLE_TIMEOUT:.0f}s after the last Workload "
-                    "finished: the controller does not bring their status up to date"
+                    f"reserving Workloads {now - started:.0f}s after the last Workload "
+                    "finished, at the run's timeout: the controller does not bring their "
+                    "status up to date"
                 )
+            if now >= note_at and self.progress is not None:
+                self.progress.write(
+                    f"  all finished; waiting {now - started:.0f}s so far for {len(busy)} "
+                    f"ClusterQueues (e.g. {busy[0]}) to report no pending or reserving "
+                    "Workloads\n"
+                )
+                note_at = now + SETTLE_NOTE_EVERY
             self.cluster_queue_seen.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.cluster_queue_seen.wait(), timeout=remaining)
+                await asyncio.wait_for(
+                    self.cluster_queue_seen.wait(), timeout=min(deadline, note_at) - now
+                )
+        return time.monotonic() - started
+
+    def _busy_queues(self) -> list[str]:
+        """The active ClusterQueues whose last status reports pending or reserving
+        Workloads (Kueue's `expectMoreEvents`), by name."""
+        if not self.recorder.expect_more_events():
+            return []
+        return sorted(
+            name
+            for name, state in self.recorder.cluster_queues.items()
+            if (state.last.pending or state.last.reserving) and state.last.active
+        )
 
     def _sample(self, t: float | None = None) -> None:
         t = self.now() if t is None else t
