@@ -251,16 +251,23 @@ class Recorder:
     def expect_more_events(self) -> bool:
         """`expectMoreEvents`: some active ClusterQueue still reports pending or reserving
         Workloads (Kueue's runner records until none does)."""
-        return any(
-            (s.last.pending > 0 or s.last.reserving > 0) and s.last.active
-            for s in self.cluster_queues.values()
-        )
+        return any(_busy(s) for s in self.cluster_queues.values())
+
+    def busy_cluster_queues(self) -> list[str]:
+        """The names of the ClusterQueues that make `expect_more_events` true, sorted."""
+        return sorted(name for name, s in self.cluster_queues.items() if _busy(s))
 
     def cluster_queue_classes(self) -> dict[str, ClusterQueueClass]:
         return cluster_queue_classes(self.cluster_queues.values())
 
     def workload_classes(self) -> dict[str, WorkloadClass]:
         return workload_classes(self.workloads.values())
+
+
+def _busy(state: ClusterQueueState) -> bool:
+    """An active ClusterQueue whose last status reports pending or reserving Workloads."""
+    last = state.last
+    return (last.pending > 0 or last.reserving > 0) and last.active
 
 
 # -- per class ---------------------------------------------------------------------------

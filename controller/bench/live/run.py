@@ -187,7 +187,7 @@ class LiveRun:
         started = time.monotonic()
         deadline = max(self.t0 + self.timeout, started + SETTLE_TIMEOUT)
         note_at = started + SETTLE_NOTE_EVERY
-        while busy := self._busy_queues():
+        while busy := self.recorder.busy_cluster_queues():
             if queues.done():
                 queues.result()
                 raise LiveError("the ClusterQueue watch ended")
@@ -212,17 +212,6 @@ class LiveRun:
                     self.cluster_queue_seen.wait(), timeout=min(deadline, note_at) - now
                 )
         return time.monotonic() - started
-
-    def _busy_queues(self) -> list[str]:
-        """The active ClusterQueues whose last status reports pending or reserving
-        Workloads (Kueue's `expectMoreEvents`), by name."""
-        if not self.recorder.expect_more_events():
-            return []
-        return sorted(
-            name
-            for name, state in self.recorder.cluster_queues.items()
-            if (state.last.pending or state.last.reserving) and state.last.active
-        )
 
     def _sample(self, t: float | None = None) -> None:
         t = self.now() if t is None else t

@@ -139,14 +139,18 @@ def test_more_events_are_expected_while_an_active_queue_has_work() -> None:
     recorder.record_cluster_queue(ClusterQueueEvent(0.0, "a", "cq", 1000, 0, pending=2))
     assert recorder.expect_more_events()
     recorder.record_cluster_queue(ClusterQueueEvent(1.0, "a", "cq", 1000, 1000, reserving=1))
+    recorder.record_cluster_queue(ClusterQueueEvent(1.0, "b", "cq", 1000, 0, pending=1))
     assert recorder.expect_more_events()
+    assert recorder.busy_cluster_queues() == ["a", "b"]
     recorder.record_cluster_queue(ClusterQueueEvent(2.0, "a", "cq", 1000, 0))
+    recorder.record_cluster_queue(ClusterQueueEvent(2.0, "b", "cq", 1000, 0))
     assert not recorder.expect_more_events()
     # An inactive queue admits nothing: its pending Workloads are not waited for.
     recorder.record_cluster_queue(
         ClusterQueueEvent(3.0, "c", "cq", 1000, 0, pending=3, active=False)
     )
     assert not recorder.expect_more_events()
+    assert recorder.busy_cluster_queues() == []
 
 
 @pytest.mark.parametrize(
