@@ -5,7 +5,6 @@ the API server's floor for the scenario (its irreducible Workload writes, no con
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.bench.report import Report, plot, render
 from controller.bench.scenario import ScenarioError, load
+from controller.kube.process import run_on_uvloop
 
 if TYPE_CHECKING:
     from controller.bench.floor import FloorReport
@@ -161,7 +161,7 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
         return simulate(scenario, ack_delay_ms=args.ack_delay_ms, progress=progress)
     from controller.bench.live import run_live
 
-    return asyncio.run(
+    return run_on_uvloop(
         run_live(
             args.kubeconfig,
             scenario,
@@ -179,7 +179,7 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
 def _floor(args: argparse.Namespace, scenario: Any, progress: Any) -> FloorReport:
     from controller.bench.floor import run_floor
 
-    return asyncio.run(
+    return run_on_uvloop(
         run_floor(
             args.kubeconfig,
             scenario,

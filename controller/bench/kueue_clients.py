@@ -23,7 +23,6 @@ tools do. Each builder names the Kueue function it follows (kubernetes-sigs/kueu
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -69,12 +68,14 @@ class Write:
 
 
 def kueue_view(wl: Mapping[str, Any]) -> dict[str, Any]:
-    """The Workload as Kueue's typed client decodes it: quotagate's fields are dropped."""
-    view = copy.deepcopy(dict(wl))
-    for name in _QUOTAGATE_SPEC_FIELDS:
-        (view.get("spec") or {}).pop(name, None)
-    for name in _QUOTAGATE_STATUS_FIELDS:
-        (view.get("status") or {}).pop(name, None)
+    """The Workload as Kueue's typed client decodes it: quotagate's fields are dropped.
+    A shallow view (the builders below only read it): copying the whole object, managed
+    fields and all, was a tenth of the bench's CPU."""
+    view = dict(wl)
+    for part, names in (("spec", _QUOTAGATE_SPEC_FIELDS), ("status", _QUOTAGATE_STATUS_FIELDS)):
+        fields = view.get(part)
+        if isinstance(fields, Mapping):
+            view[part] = {k: v for k, v in fields.items() if k not in names}
     return view
 
 

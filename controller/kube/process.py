@@ -9,12 +9,14 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import uvloop
 
 from controller.kube.fatal import FatalError
+
+T = TypeVar("T")
 
 
 class JsonFormatter(logging.Formatter):
@@ -67,15 +69,21 @@ def setup_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 
+def run_on_uvloop(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)` on uvloop's event loop: the loop, its sockets and TLS in C (a
+    baseline benchmark run's controller CPU: 73.2 s against 77.9 s on asyncio's loop;
+    the bench's runs use it too, as they share the cores with what they measure;
+    docs/benchmark.md)."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)
+
+
 def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) -> int:
     """Run a long-running process to its end: 0 when it was asked to stop (SIGTERM, Ctrl-C:
     `main` gets an event that is set then, and stops cleanly), 1 with one line on stderr
     (never a traceback) when it could not go on."""
     try:
-        # uvloop: the event loop, its sockets and TLS in C (a baseline benchmark run's
-        # controller CPU: 73.2 s against 77.9 s on asyncio's loop, docs/benchmark.md).
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(_stopping_on_signals(main))
+        run_on_uvloop(_stopping_on_signals(main))
     except KeyboardInterrupt:
         return 0
     except FatalError as exc:

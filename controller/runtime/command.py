@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from pathlib import Path
 from typing import Any
 
+from controller import collector
 from controller.config import ConfigError, load_config
 from controller.kube.process import run_until_done, setup_logging
 
@@ -82,19 +82,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in flags.items() if value is not None}
 
 
-GC_THRESHOLDS = (50_000, 20, 10)
-"""The cyclic garbage collector's thresholds for `quotagate run`. The controller holds tens
-of thousands of Workload copies and allocates a few short-lived objects per queue head per
-cycle; at Python's default (700 allocations between young collections) the collector took
-27 % of a cycle over 1,000 ClusterQueues and 50,000 Workloads, and half the time of applying
-the initial list. Reference counting frees nearly everything the controller drops; the
-collector is only for reference cycles, which it rarely makes (docs/benchmark.md)."""
-
-
-def tune_gc() -> None:
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
 def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, _overrides(args))
@@ -102,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"quotagate run: {exc}", file=sys.stderr)
         return 2
     setup_logging(args.log_level)
-    tune_gc()
+    collector.tune()
     from controller.runtime.operator import run_operator
 
     return run_until_done(

@@ -1,5 +1,5 @@
 """The cyclic garbage collector at large-scale sizes: Python's default thresholds against
-`quotagate run`'s (controller/runtime/command.py `GC_THRESHOLDS`).
+`quotagate run`'s (controller/collector.py `GC_THRESHOLDS`).
 
     .venv/bin/python -m tests.bench.bench_gc [--queues 1000] [--workloads 50000]
 
@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.collector import GC_THRESHOLDS
 from controller.config import ControllerConfig
 from controller.core.cycle import run_cycle
-from controller.runtime.command import GC_THRESHOLDS
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import workload_body
 

@@ -39,6 +39,7 @@ from controller.bench.comparison import (
 from controller.bench.live import run_live
 from controller.bench.report import Report
 from controller.bench.scenario import Scenario, ScenarioError, load
+from controller.kube.process import run_on_uvloop
 from tests.cluster.build import ensure_binaries
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import install_crds
@@ -237,7 +238,7 @@ def run_one(
                 return await _drive(controller, contender.label, run)
 
             writes_before = apiserver_writes(plane.kubeconfig)
-            report = asyncio.run(measured())
+            report = run_on_uvloop(measured())
             report.extra[WRITES] = requests_between(
                 writes_before, apiserver_writes(plane.kubeconfig)
             )

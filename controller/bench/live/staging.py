@@ -13,6 +13,7 @@ from typing import Any, Protocol, TextIO, TypeVar
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
+from controller import collector
 from controller.kube.client import CONNECTION_ERRORS, Api, Resource
 
 __all__ = ["LiveError", "Staged", "follow", "process_cpu", "spent", "staged"]
@@ -43,12 +44,15 @@ async def staged(
     announce: str,
 ) -> R:
     """Set up, run and (unless `keep`) clean up a run, then close its client; the run's
-    report. Cleanup is best effort: the run's own error, if any, is the one raised."""
+    report. Cleanup is best effort: the run's own error, if any, is the one raised. The
+    run has the controller's garbage-collector thresholds (controller/collector.py): the
+    bench shares the cores with what it measures."""
     try:
         if progress is not None:
             progress.write(announce + "\n")
         await runner.setup()
-        return await runner.run()
+        with collector.tuned():
+            return await runner.run()
     finally:
         if not keep:
             if progress is not None:

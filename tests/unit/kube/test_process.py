@@ -77,3 +77,19 @@ def test_the_process_runs_on_uvloop_and_a_fatal_error_is_one_line(
 
     assert process.run_until_done(failing, "quotagate") == 1
     assert capsys.readouterr().err == "quotagate: no credentials\n"
+
+
+def test_a_bench_run_is_on_uvloop_and_returns_its_result() -> None:
+    """`run_on_uvloop` (the bench's runs: `quotagate bench`, `make bench-compare`) runs a
+    coroutine to its result on uvloop, and raises what it raises."""
+
+    async def report() -> tuple[type, str]:
+        return type(asyncio.get_running_loop()), "report"
+
+    assert process.run_on_uvloop(report()) == (uvloop.Loop, "report")
+
+    async def failing() -> None:
+        raise RuntimeError("the run failed")
+
+    with pytest.raises(RuntimeError, match="the run failed"):
+        process.run_on_uvloop(failing())
