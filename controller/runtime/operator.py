@@ -25,7 +25,9 @@ from controller.config import ControllerConfig
 from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
 from controller.kube.client import (
+    CLUSTER_QUEUES,
     JOBS,
+    LOCAL_QUEUES,
     PODS,
     WATCHED,
     WORKLOADS,
@@ -79,10 +81,16 @@ def connection_info(kubeconfig: str | None) -> kopf.ConnectionInfo:
     )
 
 
+# Watched by informers of their own (controller/kube/informer.py), not by kopf: the
+# Workloads, and the queues whose status the controller rewrites as their usage changes.
+INFORMED = (WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES)
+
+
 def build_registry(controller: Controller, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
     """One `on.event` handler per watched resource: events go straight into the state
-    (no per-object handlers, no progress annotations written to the objects). Workloads,
-    and the pods and Jobs the integrations manage, have informers of their own."""
+    (no per-object handlers, no progress annotations written to the objects). The
+    `INFORMED` resources, and the pods and Jobs the integrations manage, have informers of
+    their own."""
     registry = kopf.OperatorRegistry()
 
     def register(resource: Resource) -> None:
@@ -103,7 +111,7 @@ def build_registry(controller: Controller, kubeconfig: str | None = None) -> kop
         )(on_event)
 
     for resource in WATCHED:
-        if resource is not WORKLOADS:  # high volume: controller/kube/informer.py
+        if resource not in INFORMED:
             register(resource)
 
     @kopf.on.login(registry=registry)
@@ -245,6 +253,24 @@ async def _run(
                 namespaces,
                 on_listed=lambda: readiness.mark("the Workload informer has listed"),
             ).run(),
+        ),
+        *(
+            background(
+                f"the {resource.kind} watch",
+                Informer(
+                    api_client,
+                    resource,
+                    _EventSink(controller.apply_event, keys),
+                    namespaces if resource.namespaced else None,
+                ).run(),
+            )
+            for resource, keys in (
+                (
+                    CLUSTER_QUEUES,
+                    lambda: {f"/{name}" for name in controller.ctx.state.cluster_queues},
+                ),
+                (LOCAL_QUEUES, lambda: set(controller.ctx.state.local_queues)),
+            )
         ),
         *(
             background(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from controller.kube.client import WORKLOADS
+from controller.kube.client import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Api
 from controller.kube.informer import Informer
 
 
@@ -44,3 +44,49 @@ def test_a_namespaced_informer_is_cancelled_when_its_watches_are() -> None:
 
     task = asyncio.run(scenario())
     assert task.cancelled()
+
+
+class _Recording:
+    def __init__(self, known: set[str]) -> None:
+        self.known = known
+        self.events: list[tuple[str | None, dict[str, Any]]] = []
+
+    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
+        self.events.append((event_type, body))
+
+    def known_keys(self) -> set[str]:
+        return self.known
+
+
+def _relisted(resource: Any, items: list[dict[str, Any]], known: set[str]) -> _Recording:
+    """Re-list `resource` returning `items` to a sink that holds `known`."""
+    sink = _Recording(known)
+    informer = Informer(None, resource, sink)  # type: ignore[arg-type]
+
+    async def request(method: str, path: str, **_: Any) -> dict[str, Any]:
+        assert (method, path) == ("GET", Api.path(resource, None))
+        return {"metadata": {"resourceVersion": "7"}, "items": items}
+
+    informer.api.request = request  # type: ignore[method-assign]
+    assert asyncio.run(informer._relist(None)) == "7"
+    return sink
+
+
+def test_a_relist_of_cluster_scoped_queues_deletes_only_those_gone() -> None:
+    """ClusterQueues are keyed `/name`: a re-list applies the listed ones and deletes, by
+    name and without a namespace, the ones the sink holds that are gone."""
+    sink = _relisted(CLUSTER_QUEUES, [{"metadata": {"name": "kept"}}], {"/kept", "/gone"})
+    assert [(t, b["metadata"]) for t, b in sink.events] == [
+        (None, {"name": "kept"}),
+        ("DELETED", {"name": "gone"}),
+    ]
+    assert all(b["kind"] == "ClusterQueue" for _, b in sink.events)
+
+
+def test_a_relist_of_namespaced_queues_deletes_by_namespace_and_name() -> None:
+    items = [{"metadata": {"namespace": "a", "name": "lq"}}]
+    sink = _relisted(LOCAL_QUEUES, items, {"a/lq", "b/lq"})
+    assert [(t, b["metadata"]) for t, b in sink.events] == [
+        (None, {"namespace": "a", "name": "lq"}),
+        ("DELETED", {"namespace": "b", "name": "lq"}),
+    ]
