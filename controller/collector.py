@@ -5,7 +5,7 @@ of Workloads: `quotagate run` and the bench's live runs (`quotagate bench --live
 At Python's default (a young collection every 700 allocations) the collector took 27 % of
 an admission cycle over 1,000 ClusterQueues and 50,000 Workloads, and half the time of
 applying the initial list (docs/benchmark.md). The bench was left at the default until
-stop 36: in a baseline run it spent 15.3 s of its 54 s of CPU collecting (20 full
+stop 36: in a baseline run it spent 15.3 s of its 47.5 s of CPU collecting (20 full
 collections of about 0.5 s each over the Workloads it follows), on the same two cores as
 the controller it measures. Reference counting frees nearly everything these processes
 drop; the collector is only for reference cycles, which they rarely make.

@@ -9,9 +9,9 @@ microseconds. So are the ClusterQueues and LocalQueues, whose status the control
 rewrites as their usage changes (kopf's handling of those echoes was 4 % of the
 controller's CPU in a baseline run), and the pods and Jobs the integrations manage, with a
 label selector the server applies (kopf's label filters run on the client, after every pod
-of the cluster was streamed). The watch continues from a LIST's resourceVersion, and on 410 Gone or a
-broken connection it re-lists (objects gone from the list are applied as deleted) and
-watches again. A refusal that will not go away by itself (401, 403: credentials or RBAC)
+of the cluster was streamed). The watch continues from a LIST's resourceVersion, and on 410
+Gone or a broken connection it re-lists (objects gone from the list are applied as deleted)
+and watches again. A refusal that will not go away by itself (401, 403: credentials or RBAC)
 is fatal: the process stops and says so, rather than run blind.
 """
 
