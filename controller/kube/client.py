@@ -366,10 +366,9 @@ class Api:
         """The lean pool to send a write on (`KubeApiClient.write_pool`). None for reads
         and watches, which stay with the generated client's wrapper (it retries reads on
         Retry-After and streams watches), and for a client that has no pool."""
-        if method in ("GET", "HEAD"):
+        if method in ("GET", "HEAD") or not isinstance(self.api_client, KubeApiClient):
             return None
-        write_pool = getattr(self.api_client, "write_pool", None)
-        return write_pool() if write_pool is not None else None
+        return self.api_client.write_pool()
 
     @staticmethod
     def path(resource: Resource, name: str | None, namespace: str | None = None) -> str:

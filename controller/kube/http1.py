@@ -4,7 +4,7 @@ Every admission, eviction, pending reason, queue status and Event is one request
 bench makes two more per Workload. aiohttp spends about 0.4–0.5 ms of CPU on each such
 request on the benchmark host (its request and response objects, cookie jar, tracing
 hooks, header multidicts and stream reader); this pool spends about 0.2 ms for the same
-request, body encoding and decoding included (`tests/bench/http_client.py` measures both
+request, body encoding and decoding included (`tests/bench/bench_http_client.py` measures both
 on one API server). It does only what the API server's writes need: one request at a time
 per connection on a bounded pool of persistent TLS connections, a response parsed by
 httptools (the C parser uvicorn uses), with a Content-Length or chunked body, read whole.

@@ -28,7 +28,7 @@ import orjson
 import uvloop
 from aiohttp import web
 
-from controller.kube.client import KubeApiClient, make_api_client
+from controller.kube.client import Api, KubeApiClient, make_api_client
 from controller.kube.http1 import ConnectionPool
 
 CONCURRENCY = 16
@@ -39,14 +39,6 @@ def _process_cpu(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def _headers(client: KubeApiClient) -> dict[str, str]:
-    headers = {**client.default_headers, "Accept": "application/json"}
-    for auth in (await client.configuration.auth_settings()).values():
-        if auth.get("in") == "header" and auth.get("value"):
-            headers[auth["key"]] = auth["value"]
-    return headers
 
 
 def _senders(
@@ -83,21 +75,20 @@ async def measure(kubeconfig: str, apiserver_pid: int, requests: int, rounds: in
     assert isinstance(client, KubeApiClient)
     pool = client.write_pool()
     assert pool is not None, "the kubeconfig's client has no lean pool (a proxy?)"
+    api = Api(client)  # its writes go on the pool; its headers are the client's credentials
     host = client.configuration.host
-    headers = await _headers(client)
+    headers = await api._headers("application/json")
     connector = aiohttp.TCPConnector(ssl=client.rest_client.ssl_context, limit=CONCURRENCY * 2)
     session = aiohttp.ClientSession(connector=connector, trust_env=False)
     senders = _senders(host, headers, session, pool)
     namespace = f"http-bench-{os.getpid()}"
-    create = {**headers, "Content-Type": "application/json"}
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    await pool.request("POST", "/api/v1/namespaces", create, orjson.dumps(body), 60)
+    await api.request("POST", "/api/v1/namespaces", body)
     names = [f"cm-{i}" for i in range(requests)]
 
     async def create_map(name: str) -> None:
         config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
-        path = f"/api/v1/namespaces/{namespace}/configmaps"
-        await pool.request("POST", path, create, orjson.dumps(config_map), 60)
+        await api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", config_map)
 
     await _each(names, create_map)
     print(f"{requests} ConfigMaps created; {rounds} rounds of one merge patch each", flush=True)
