@@ -49,6 +49,7 @@ __all__ = [
     "backoff_seconds",
     "due",
     "execution_deadline",
+    "may_come_due",
     "not_ready_deadline",
 ]
 
@@ -214,6 +215,18 @@ def awaits_backoff_finished(workload: Workload) -> bool:
     return requeued is not None and not requeued.status and requeued.reason == PODS_READY_TIMEOUT
 
 
+def may_come_due(workload: Workload) -> bool:
+    """Whether anything can come due for the Workload as it stands: it has an admission, a
+    requeueAt, or Requeued=False. `due` passes over the others; the state keeps the live
+    Workloads that may in `ClusterState.timed`, so the timers need not read every pending one."""
+    requeued = workload.requeued
+    return (
+        workload.admission is not None
+        or workload.requeue_at is not None
+        or (requeued is not None and not requeued.status)
+    )
+
+
 def _backoff_finished(workload: Workload, now: float) -> bool:
     return (
         workload.admission is None
@@ -242,12 +255,7 @@ def due(
         ahead = at if ahead is None else min(ahead, at)
 
     for workload in workloads:
-        requeued = workload.requeued
-        if (
-            workload.admission is None
-            and workload.requeue_at is None
-            and (requeued is None or requeued.status)
-        ):
+        if not may_come_due(workload):
             continue  # nothing can be due: no admission, no backoff, no Requeued=False
         key = workload.key
         limit_at = execution_deadline(workload)

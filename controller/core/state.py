@@ -26,7 +26,7 @@ from controller.core.admission_fair_sharing import (
     resource_totals,
     weighted_usage,
 )
-from controller.core.after_admission import awaits_backoff_finished
+from controller.core.after_admission import awaits_backoff_finished, may_come_due
 from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
 from controller.core.cohort_nodes import Cohort
 from controller.core.cohorts import QuotaTree
@@ -116,6 +116,10 @@ class ClusterState:
         # Among them, the deactivated ones (`spec.active: false`), in arrival order: the
         # only pending Workloads with a reason of their own while every queue is active.
         self.deactivated: dict[WorkloadKey, None] = {}
+        # And those the after-admission timers may have something due for (admitted, in a
+        # backoff, or Requeued=False: `may_come_due`); at most these, and in a long run most
+        # unfinished Workloads are pending with none of that.
+        self.timed: dict[WorkloadKey, None] = {}
         self.finished_in: dict[str, int] = {}
         self._finished_cq: dict[WorkloadKey, str] = {}
         self.workloads = WorkloadsView(self.records)
@@ -485,11 +489,12 @@ class ClusterState:
         del self.records[key]
 
     def _count_finished(self, key: WorkloadKey, workload: Workload | None) -> None:
-        """Keep `live`, `live_in`, `deactivated` and `finished_in` current for `key`
+        """Keep `live`, `live_in`, `deactivated`, `timed` and `finished_in` current for `key`
         (`workload` None: forgotten)."""
         _decrement(self.finished_in, self._finished_cq.pop(key, None))
         _decrement(self.live_in, self.live.pop(key, None))
         self.deactivated.pop(key, None)
+        self.timed.pop(key, None)
         if workload is None:
             return
         if not workload.finished:
@@ -498,6 +503,8 @@ class ClusterState:
             self.live_in[local_queue] = self.live_in.get(local_queue, 0) + 1
             if not workload.active:
                 self.deactivated[key] = None
+            if may_come_due(workload):
+                self.timed[key] = None
             return
         if workload.admission is not None:  # finished without an admission: counted nowhere
             cluster_queue = workload.admission.cluster_queue
@@ -635,6 +642,8 @@ class ClusterState:
         record.workload = replace(
             record.workload, admission=admit.admission, evicted=False, quota_reserved_at=None
         )
+        if record.key in self.live:
+            self.timed[record.key] = None  # admitted now (nothing is due before it is seen)
         self._reserve(record, admit.admission, evicting=False)
         settings = self._admission_fair_sharing
         if settings is not None and self.uses_admission_fair_sharing(admit.cluster_queue):

@@ -79,10 +79,12 @@ class AfterAdmissionWriter:
             return 0
         self._checked_at = now
         state = self.ctx.state
-        # Only the unfinished (`state.live`): nothing is due for a finished Workload (Kueue's
-        # workload controller returns early on one), and most of a long run's are finished.
+        # Only the unfinished that may have something due (`state.timed`: admitted, in a
+        # backoff, or Requeued=False): nothing is due for a finished Workload (Kueue's
+        # workload controller returns early on one), most of a long run's are finished, and
+        # most of the rest are pending with no timer.
         records = state.records
-        workloads = (records[key].workload for key in state.live)
+        workloads = (records[key].workload for key in state.timed)
         result = due(workloads, self.policy, now, self.jitter(), self._running)
         self._next_deadline = result.next_deadline
         started = 0

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.core.after_admission import may_come_due
 from controller.core.clusterqueues import (
     PreemptionPolicy,
     QueueingStrategy,
@@ -27,7 +28,7 @@ from controller.core.cycle import run_cycle
 from controller.core.preemption.nominations import settle_action
 from controller.core.records import Phase
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet
+from controller.core.workloads import ConditionState, PodSet
 from tests.unit.core.builders import cluster, cq, quota, wl
 
 FLAVORS = ("f1", "f2")
@@ -375,6 +376,7 @@ finish_ops = st.lists(
         st.tuples(st.just("unfinish"), st.integers(0, 50), st.just(0)),
         st.tuples(st.just("remove"), st.integers(0, 50), st.just(0)),
         st.tuples(st.just("active"), st.integers(0, 50), st.integers(0, 1)),
+        st.tuples(st.just("backoff"), st.integers(0, 50), st.integers(0, 2)),
     ),
     min_size=5,
     max_size=60,
@@ -387,10 +389,11 @@ def test_live_and_finished_counts_match_a_recount(
     queues: list[Spec], steps: list[tuple[str, int, int]]
 ) -> None:
     """`state.live`, `live_in`, `deactivated` and `finished_in` (kept as Workloads come,
-    go, finish, are released, deactivated and reactivated) always equal a pass over every
-    record: the unfinished Workloads with their LocalQueue, their number per LocalQueue,
-    the unfinished deactivated ones, and the finished ones per ClusterQueue of their
-    admission; every Workload holding quota is among the unfinished."""
+    go, finish, are released, deactivated, reactivated and backed off) always equal a pass
+    over every record: the unfinished Workloads with their LocalQueue, their number per
+    LocalQueue, the unfinished deactivated ones, and the finished ones per ClusterQueue of
+    their admission; every Workload holding quota is among the unfinished, and `timed`
+    holds every unfinished one the after-admission timers may have something due for."""
     state = build(queues)
     serial = 0
     for op, a, b in steps:
@@ -415,6 +418,17 @@ def test_live_and_finished_counts_match_a_recount(
             state.remove_workload(pick)
         elif op == "active" and pick is not None:
             state.upsert_workload(replace(state.records[pick].workload, active=bool(b)))
+        elif op == "backoff" and pick is not None:
+            # A PodsReadyTimeout backoff begun (b=0), its end marked (b=1), or a requeueAt
+            # alone (b=2), as the API's Workload says.
+            requeued = ConditionState(b == 1, "PodsReadyTimeout" if b == 0 else "BackoffFinished")
+            state.upsert_workload(
+                replace(
+                    state.records[pick].workload,
+                    requeued=None if b == 2 else requeued,
+                    requeue_at=None if b == 1 else float(serial + 60),
+                )
+            )
         finished: dict[str, int] = {}
         for record in state.records.values():
             workload = record.workload
@@ -430,6 +444,8 @@ def test_live_and_finished_counts_match_a_recount(
         assert state.live_in == per_local_queue
         assert state.finished_in == finished
         assert set(state.holding()) <= set(state.live)
+        assert {k for k, w in live.items() if may_come_due(w)} <= set(state.timed)
+        assert set(state.timed) <= set(state.live)
         assert set(state.pending()) == {
             k for k, r in state.records.items() if r.phase in (Phase.QUEUED, Phase.NOMINATED)
         }
