@@ -368,11 +368,10 @@ class WorkloadSync:
         and timed as `write` in the metrics. An `information` write (no decision rides on
         it) takes one of the slots kept for information (`WriteSlots`)."""
         namespace, name = key.split("/", 1)
-        copy = self.copies.get(key)
-        if copy is None:
+        if key not in self.copies:
             return None
         ctx = self.ctx
-        body = copy.body
+        body: dict[str, Any] = {}
         sent = False
 
         async def attempt() -> dict[str, Any] | None:
@@ -399,6 +398,13 @@ class WorkloadSync:
         asked = time.perf_counter()
         slot = ctx.writes.information() if information else ctx.writes.decision()
         async with slot:
+            # Built on the copy as it is once the slot is ours, not as it was when the
+            # write was asked for: what the watch brought during the wait counts (a victim
+            # that finished meanwhile is left alone, with no request refused as stale).
+            copy = self.copies.get(key)
+            if copy is None:
+                return None
+            body = copy.body
             started = time.perf_counter()
             try:
                 result = await (retrying(attempt) if refetch else attempt())

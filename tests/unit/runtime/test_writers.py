@@ -74,6 +74,40 @@ def test_an_eviction_refused_as_stale_of_a_workload_that_finished_is_not_counted
     assert registry.get_sample_value("quotagate_api_write_duration_seconds_count", labels) is None
 
 
+def test_an_eviction_that_waited_for_a_slot_is_built_on_what_the_watch_brought_meanwhile() -> None:
+    """The eviction waits for the only decision slot; meanwhile the watch brings the
+    victim Finished. Once the slot is free the eviction is built on that copy: nothing is
+    sent, not even a request refused as stale (at the baseline's start about half the
+    evictions of one cohort found their victim finished by the time they got a slot)."""
+    api = RecordingApi(conflicts=1)  # a request built on the old copy would be refused
+    api.objects["ns/w"] = workload_body("w", admitted_status(finished=True), rv="50")
+    config = ControllerConfig(writeParallelism=1, writeParallelismMax=None)
+    controller = Controller(api, config)  # type: ignore[arg-type]
+    controller.apply_event("ADDED", workload_body("w", admitted_status(False)))
+
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def hold() -> None:
+            async with controller.ctx.writes.decision():
+                await release.wait()
+
+        holder = asyncio.ensure_future(hold())
+        await asyncio.sleep(0)
+        eviction = asyncio.ensure_future(
+            controller.writers.write_eviction(Evict("ns/w", "cq", "Preempted", "to make room"))
+        )
+        await asyncio.sleep(0)
+        assert controller.ctx.writes.waiting == 1
+        controller.apply_event("MODIFIED", api.objects["ns/w"])
+        release.set()
+        await asyncio.gather(holder, eviction)
+
+    asyncio.run(scenario())
+    assert api.patches == [] and api.conflicts == 1  # no request at all
+    assert "ns/w" not in controller.state.admitted  # finished: its quota is free
+
+
 def test_an_admission_is_written_and_its_copy_applied() -> None:
     api = RecordingApi()
     controller = leading_controller(api)
