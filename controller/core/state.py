@@ -117,8 +117,9 @@ class ClusterState:
         # only pending Workloads with a reason of their own while every queue is active.
         self.deactivated: dict[WorkloadKey, None] = {}
         # And those the after-admission timers may have something due for (admitted, in a
-        # backoff, or Requeued=False: `may_come_due`); at most these, and in a long run most
-        # unfinished Workloads are pending with none of that.
+        # backoff, or Requeued=False: `may_come_due`): the timers read only these, since in
+        # a long run most unfinished Workloads are pending with none of that. A superset: a
+        # Workload that stops qualifying leaves with its next copy.
         self.timed: dict[WorkloadKey, None] = {}
         self.finished_in: dict[str, int] = {}
         self._finished_cq: dict[WorkloadKey, str] = {}
