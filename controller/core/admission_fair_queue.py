@@ -115,14 +115,6 @@ class AdmissionFairQueue:
     def push(self, item: OrderKey) -> None:
         self._queue_for(item[4]).push(item)
 
-    def place(self, item: OrderKey, signature: object) -> bool:
-        """`PendingQueue.place` in the Workload's LocalQueue (a refusal there, by its own
-        order, is what a placed Workload joins)."""
-        parked = self._queue_for(item[4]).place(item, signature)
-        if parked:
-            self._parked_in.add(self._where[item[4]])
-        return parked
-
     def park(self, item: OrderKey) -> None:
         queue = self._queue_for(item[4])
         queue.park(item)

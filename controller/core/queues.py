@@ -7,9 +7,7 @@ its Workload to that very item, so push/remove/pop are O(log n).
 
 `StrictFIFO` requeues a failed head into the heap (it blocks the queue);
 `BestEffortFIFO` parks it in the inadmissible set until something relevant changes
-(digest §4.2). Under `BestEffortFIFO` a Workload that arrives (or comes back to the queue)
-with the signature of heads refused since the queue was last retried is parked with them
-at once (`place`), as Kueue's scheduling equivalence hashing does in `PushOrUpdate`.
+(digest §4.2).
 """
 
 from __future__ import annotations
@@ -63,7 +61,6 @@ class WorkloadQueue(Protocol):
     def __len__(self) -> int: ...
     def __contains__(self, key: WorkloadKey) -> bool: ...
     def push(self, item: OrderKey) -> None: ...
-    def place(self, item: OrderKey, signature: object) -> bool: ...
     def park(self, item: OrderKey) -> None: ...
     def park_run(
         self, signature_of: Callable[[WorkloadKey], object], signature: object, tag: object = None
@@ -84,7 +81,7 @@ class WorkloadQueue(Protocol):
 class PendingQueue:
     """The pending Workloads of one ClusterQueue."""
 
-    __slots__ = ("_active", "_heap", "_members", "_parked", "_refused", "_seq", "strategy")
+    __slots__ = ("_active", "_heap", "_members", "_parked", "_seq", "strategy")
 
     def __init__(self, strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO) -> None:
         self.strategy = strategy
@@ -93,9 +90,6 @@ class PendingQueue:
         self._heap: list[tuple[OrderKey, int, _Run]] = []
         self._members: dict[WorkloadKey, tuple[OrderKey, _Run]] = {}
         self._parked: list[_Run] = []
-        # Signatures refused alike (`park_run`) since the last `retry_inadmissible`: the
-        # refusal's tag and the parked run that Workloads placed with that signature join.
-        self._refused: dict[object, tuple[object, _Run | None]] = {}
         self._active = 0  # live items in offered runs
         self._seq = 0
 
@@ -143,30 +137,6 @@ class PendingQueue:
         self._members[item[4]] = (item, run)
         self._active += 1
         self._offer(run)
-
-    def place(self, item: OrderKey, signature: object) -> bool:
-        """Add a Workload that is not in the queue (a new one, or one coming back): under
-        BestEffortFIFO, when heads with its `signature` were refused alike since the last
-        `retry_inadmissible`, it is parked with them, carrying their tag, without being
-        offered (the answer could only be the same: nothing has changed since); otherwise
-        it is pushed. Kueue's `PushOrUpdate` does the same with its scheduling equivalence
-        hash (`hashToBulkMoveReason`). Returns whether it was parked."""
-        refused = self._refused.get(signature)
-        if refused is None or item[4] in self._members:
-            self.push(item)
-            return False
-        tag, run = refused
-        if run is not None and run.parked and run.live > 0 and run.last < item:
-            run.items.append(item)
-            run.last = item
-            run.live += 1
-        else:
-            run = _Run([item], parked=True, signature=signature)
-            run.tag = tag
-            self._parked.append(run)
-            self._refused[signature] = (tag, run)
-        self._members[item[4]] = (item, run)
-        return True
 
     def park(self, item: OrderKey) -> None:
         """Set a Workload aside as inadmissible (it is not offered as a head)."""
@@ -222,8 +192,6 @@ class PendingQueue:
         if current is not None:
             current.tag = tag
             self._parked.append(current)
-        if self.strategy is QueueingStrategy.BEST_EFFORT_FIFO:
-            self._refused[signature] = (tag, current)
         return parked
 
     def _merge(self, before: _Run, after: _Run) -> _Run:
@@ -326,7 +294,6 @@ class PendingQueue:
                     self._offer(run)
         self._active += moved
         self._parked.clear()
-        self._refused.clear()
         return moved
 
     def is_inadmissible(self, key: WorkloadKey) -> bool:

@@ -583,7 +583,7 @@ class ClusterState:
             self._aside.setdefault(lq_key, set()).add(key)
             return
         record.queued_in = lq.cluster_queue
-        queue.place(record.order, self.signature(key))
+        queue.push(record.order)
 
     def _unqueue(self, key: WorkloadKey) -> None:
         record = self.records.get(key)

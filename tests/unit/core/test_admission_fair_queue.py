@@ -95,18 +95,6 @@ def test_parking_alike_stops_at_another_local_queues_head_of_equal_usage() -> No
     assert queue2.peek() == item("b1", created=1)
 
 
-def test_a_workload_placed_alike_to_refused_heads_of_its_local_queue_joins_them() -> None:
-    queue = fair_queue({"a1": "a", "a2": "a", "b1": "b"}, {"a": 1.0, "b": 2.0})
-    queue.push(item("a1", created=0))
-    assert queue.park_run(lambda key: "small", "small", tag="no room") == 1
-    assert queue.place(item("a2", created=1), "small") is True
-    assert queue.tag_of(WorkloadKey("a2")) == "no room" and not queue.has_heads()
-    assert queue.place(item("b1", created=2), "small") is False  # b refused nothing
-    assert queue.pop() == item("b1", created=2)
-    assert queue.retry_inadmissible() == 2
-    assert [queue.pop(), queue.pop()] == [item("a1", created=0), item("a2", created=1)]
-
-
 class _Model:
     """The contract, naively: items offered in (usage of their LocalQueue, order) order."""
 

@@ -421,39 +421,6 @@ def test_workloads_alike_to_a_refused_head_are_parked_with_its_reason_but_no_dec
     assert [x.workload_key for x in run_cycle(state, 0).inadmissible] == ["ns/other"]
 
 
-def test_a_workload_arriving_alike_to_refused_heads_waits_with_them_untried() -> None:
-    """Kueue's equivalence hashing on arrival: a Workload with the signature of heads
-    refused since the last quota change is parked with them at once, with their reason;
-    no cycle tries it (nothing changed), and when quota frees they go in queue order."""
-    state = add(
-        cluster(cq("cq", {"default": {"cpu": "2"}})),
-        wl("big", cpu="2", created=0),
-        wl("w0", cpu="1", created=1),
-        wl("w1", cpu="1", created=2),
-    )
-    assert [a.workload_key for a in run_cycle(state, 0).admitted] == ["ns/big"]
-    [refused] = run_cycle(state, 0).inadmissible
-    assert refused.workload_key == "ns/w0"
-
-    add(state, wl("w2", cpu="1", created=3))
-
-    queue = state.queues["cq"]
-    assert queue.is_inadmissible("ns/w2") and not queue.has_heads()
-    assert why_pending(state, "ns/w2") == refused.reason
-    assert state.records["ns/w2"].reason is None  # never tried: no decision of its own
-    untouched = run_cycle(state, 0)
-    assert (untouched.admitted, untouched.inadmissible, untouched.changed) == ((), (), False)
-    add(state, wl("other", cpu="3", created=4))  # another signature is tried as usual
-    assert [x.workload_key for x in run_cycle(state, 0).inadmissible] == ["ns/other"]
-
-    big = state.records["ns/big"]
-    state.upsert_workload(replace(big.workload, finished=True, admission=big.admission))
-    admitted = [a.workload_key for r in settle(state) for a in r.admitted]
-    assert admitted == ["ns/w0", "ns/w1"]
-    # Quota changed, so w2 was offered again and tried on its own this time.
-    assert queue.is_inadmissible("ns/w2") and state.records["ns/w2"].reason is not None
-
-
 def test_a_cycle_admits_no_more_than_its_admission_limit_the_rest_untried() -> None:
     """Step 9: with room for two admission writes, the two heads first in the cycle's
     order (within nominal quota, then priority) are admitted; the others stay at the head

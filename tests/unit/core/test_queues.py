@@ -5,7 +5,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.clusterqueues import QueueingStrategy
 from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, order_key
 
 
@@ -41,45 +40,6 @@ def test_remove_reorder_park_and_retry() -> None:
     assert queue.pop() == a
 
 
-def test_a_workload_placed_alike_to_refused_heads_joins_them_until_the_next_retry() -> None:
-    """Kueue's scheduling equivalence hashing (`PushOrUpdate`): under BestEffortFIFO a
-    Workload that arrives with the signature of heads refused alike since the last retry
-    is parked with them, with their reason, and never offered as a head meanwhile."""
-    queue = PendingQueue()
-    small = [order_key(0, 0, float(t), f"s{t}", f"s{t}") for t in range(4)]
-    signature = {f"s{t}": "small" for t in range(4)} | {"big": "big"}
-    for head in small[:2]:
-        queue.push(head)
-    head = queue.pop()
-    assert head == small[0]
-    queue.requeue(head, inadmissible=True)  # the refused head itself
-    assert queue.park_run(signature.__getitem__, "small", tag="no room for 1 cpu") == 1
-
-    assert queue.place(small[2], "small") is True  # arrives: parked, not offered
-    assert queue.is_inadmissible("s2") and queue.tag_of("s2") == "no room for 1 cpu"
-    assert not queue.has_heads()
-    big = order_key(0, 0, 9.0, "big", "big")
-    assert queue.place(big, "big") is False  # another signature: offered
-    assert queue.pop() == big
-    earlier = order_key(5, 0, 0.0, "s3", "s3")  # ahead of the parked run in queue order
-    assert queue.place(earlier, "small") is True
-    assert queue.inadmissible_count() == 4
-
-    assert queue.retry_inadmissible() == 4  # a quota change: all offered again, in order
-    assert [queue.pop() for _ in range(4)] == [earlier, *small[:3]]
-    assert queue.place(small[3], "small") is False  # nothing refused since the retry
-    assert queue.pop() == small[3]
-
-
-def test_a_strict_fifo_queue_never_parks_what_is_placed() -> None:
-    queue = PendingQueue(QueueingStrategy.STRICT_FIFO)
-    first, second = (order_key(0, 0, float(t), f"w{t}", f"w{t}") for t in range(2))
-    queue.push(first)
-    queue.park_run(lambda key: "same", "same", tag="no room")
-    assert queue.place(second, "same") is False
-    assert queue.has_heads()
-
-
 def test_many_updates_stay_compact() -> None:
     queue = PendingQueue()
     for i in range(10_000):
@@ -104,7 +64,6 @@ class _Model:
 
     def __init__(self) -> None:
         self.items: dict[str, tuple[OrderKey, bool]] = {}
-        self.refused: dict[int, str] = {}  # signature refused alike since the last retry → tag
 
     def offered(self) -> list[OrderKey]:
         return sorted(item for item, parked in self.items.values() if not parked)
@@ -124,9 +83,7 @@ _KEYS = [f"w{i}" for i in range(12)]
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(
-                ["push", "place", "park", "pop", "park_run", "park_before", "remove", "retry"]
-            ),
+            st.sampled_from(["push", "park", "pop", "park_run", "park_before", "remove", "retry"]),
             st.sampled_from(_KEYS),
             st.integers(0, 2),  # priority
             st.integers(0, 5),  # creation time
@@ -139,8 +96,7 @@ def test_runs_behave_like_one_sorted_queue(
     operations: list[tuple[str, str, int, int]], signatures: dict[str, int]
 ) -> None:
     """Parking alike in runs (and setting runs aside whole, also up to a bound) offers the
-    same heads in the same order as a plain sorted queue would; a Workload placed with a
-    signature refused since the last retry is parked with that refusal's tag."""
+    same heads in the same order as a plain sorted queue would."""
     queue, model = PendingQueue(), _Model()
 
     def signature_of(key: str) -> int:
@@ -151,13 +107,6 @@ def test_runs_behave_like_one_sorted_queue(
         if op == "push":
             queue.push(item)
             model.items[key] = (item, False)
-        elif op == "place":
-            wanted = signature_of(key)
-            joins = key not in model.items and wanted in model.refused
-            assert queue.place(item, wanted) is joins
-            model.items[key] = (item, joins)
-            if joins:
-                assert queue.tag_of(key) == model.refused[wanted]
         elif op == "park":
             queue.park(item)
             model.items[key] = (item, True)
@@ -174,7 +123,6 @@ def test_runs_behave_like_one_sorted_queue(
                 expected.append(head)
                 model.items[head[4]] = (head, True)
             assert queue.park_run(signature_of, wanted, tag=key, before=bound) == len(expected)
-            model.refused[wanted] = key
             for head in expected:
                 assert queue.tag_of(head[4]) == key
         elif op == "remove":
@@ -182,7 +130,6 @@ def test_runs_behave_like_one_sorted_queue(
         else:
             parked = [k for k, (_, p) in model.items.items() if p]
             assert queue.retry_inadmissible() == len(parked)
-            model.refused.clear()
             for k in parked:
                 model.items[k] = (model.items[k][0], False)
         assert len(queue) == len(model.items)
