@@ -10,15 +10,23 @@ import contextlib
 from dataclasses import replace
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.config import ControllerConfig
+from controller.core.clusterqueues import PreemptionPolicy
+from controller.core.cycle import run_cycle
 from controller.core.pending import Inactive
 from controller.core.usage_sampling import LocalQueueUsage
 from controller.runtime.controller import Controller
 from controller.runtime.metrics import LEADER
 from controller.runtime.queue_status import (
+    NO_WORKLOADS,
     QueueStatusWriter,
     active_condition,
     admission_fair_sharing_status,
+    cluster_queue_figures,
     cluster_queue_status,
     local_queue_counts,
 )
@@ -298,3 +306,88 @@ def test_a_cluster_queue_is_formatted_again_only_when_its_figures_change() -> No
     writer.refresh()
     assert writer.wanted["ClusterQueue//cq"][2]["pendingWorkloads"] == 0
     assert _pending_gauge(controller) == 0
+
+
+# Steps over two ClusterQueues of a cohort: add a Workload (priority, cpu), run a cycle
+# (admissions; nominations mark their victims evicting), release the n-th Workload holding
+# quota (an eviction done, or a Workload finished).
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("add"),
+            st.sampled_from(["a", "b"]),
+            st.sampled_from([0, 100]),
+            st.integers(1, 4),
+        ),
+        st.tuples(st.just("cycle")),
+        st.tuples(st.just("release"), st.integers(0, 20), st.booleans()),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_STEPS)
+def test_the_figures_kept_between_refreshes_are_those_of_a_fresh_count(steps: list[Any]) -> None:
+    """The refresh walks a ClusterQueue's quota-holding Workloads again only when
+    `admitted_versions` moved, reuses a LocalQueue's status while its parts are unchanged,
+    and sets a gauge only when its value changed: after every step, the figures, the
+    statuses wanted and the gauges are those counted afresh from the state."""
+    policy = PreemptionPolicy(
+        within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
+        reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY,
+    )
+    state = cluster(
+        cq("a", {"default": {"cpu": ("2", "4")}}, cohort="co", preemption=policy),
+        cq("b", {"default": {"cpu": ("2", "4")}}, cohort="co", preemption=policy),
+    )
+    controller = leading_controller(SlowStatusApi())
+    controller.ctx.state = state
+    writer = QueueStatusWriter(controller.ctx, {})
+    registry = controller.metrics.registry
+    now = 0.0
+    for n, step in enumerate(steps):
+        now += 1.0
+        if step[0] == "add":
+            _, queue, priority, cpu = step
+            add(state, wl(f"w{n}", queue, priority=priority, created=now, cpu=str(cpu)))
+        elif step[0] == "cycle":
+            run_cycle(state, now)
+        else:
+            holding = sorted(state.admitted)
+            if holding:
+                state.release(holding[step[1] % len(holding)], requeue=step[2])
+        writer.refresh()
+        counts = local_queue_counts(state)
+        for name in ("a", "b"):
+            fresh = cluster_queue_figures(state, name, state.finished_in.get(name, 0))
+            facts, status = writer.figures[name]
+            assert facts[1] == fresh
+            assert status == {**status, **cluster_queue_status(state, name, fresh)}
+            labels = {"cluster_queue": name, "replica_role": "standalone"}
+            gauges = {
+                "kueue_pending_workloads": (
+                    {**labels, "status": "active"},
+                    fresh.pending - fresh.inadmissible,
+                ),
+                "kueue_reserving_active_workloads": (labels, fresh.reserving),
+                "kueue_admitted_active_workloads": (labels, fresh.admitted),
+                "kueue_cluster_queue_resource_usage": (
+                    {**labels, "cohort": "co", "flavor": "default", "resource": "cpu"},
+                    dict(fresh.used)["default", "cpu"] / 1000,
+                ),
+                "kueue_cluster_queue_resource_reservation": (
+                    {**labels, "cohort": "co", "flavor": "default", "resource": "cpu"},
+                    dict(fresh.reserved)["default", "cpu"] / 1000,
+                ),
+            }
+            for metric, (metric_labels, value) in gauges.items():
+                assert registry.get_sample_value(metric, metric_labels) == value, metric
+            inadmissible = {**labels, "status": "inadmissible"}
+            assert (
+                registry.get_sample_value("kueue_pending_workloads", inadmissible)
+                == fresh.inadmissible
+            )
+            local = writer.local_known[f"ns/{name}"][3]
+            expected = counts.get(f"ns/{name}", NO_WORKLOADS)
+            assert {k: local[k] for k in expected} == expected
