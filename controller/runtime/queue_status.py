@@ -101,20 +101,6 @@ def cluster_queue_figures(state: ClusterState, name: str, finished: int = 0) -> 
 
 
 @dataclass(slots=True)
-class _Held:
-    """The part of a ClusterQueue's figures taken from its quota-holding Workloads, as of
-    `version` (`ClusterState.admitted_versions`, which moves on whenever one of them is
-    admitted, released, updated or marked evicting) and of the ClusterQueue object `cq`.
-    While both stand, the refresh does not walk the queue's Workloads again."""
-
-    version: int
-    cq: Any
-    reserving: int
-    admitted: int
-    used: tuple[tuple[FlavorResource, int], ...]
-
-
-@dataclass(slots=True)
 class _Gauges:
     """A ClusterQueue's gauge series, looked up once, with the values last set on them; a
     value is set again only when it changes. (Setting every gauge of every changed queue,
@@ -241,12 +227,8 @@ class QueueStatusWriter:
         self.figures: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.figures_of: ClusterState | None = None
         self.figures_gauges: tuple[str, int] = ("", 0)
-        # Per ClusterQueue, the figures of its quota-holding Workloads and its gauge series
-        # (both dropped with `figures`).
-        self.held: dict[str, _Held] = {}
+        # Per ClusterQueue, its gauge series (dropped with `figures`).
         self.gauges: dict[str, _Gauges] = {}
-        # Per LocalQueue, what its status was last made of, and the status.
-        self.local_known: dict[str, tuple[Mapping[str, int], Any, list[Any], dict[str, Any]]] = {}
 
     def forget(self, key: str) -> None:
         """The object `kind/namespace/name` was deleted: one created again under its name
@@ -361,26 +343,6 @@ class QueueStatusWriter:
             cq, scalars, tuple(quotas), (None,) * len(scalars), ((None, None),) * len(quotas)
         )
 
-    def _figures(self, state: ClusterState, name: str, cq: Any, finished: int) -> QueueFigures:
-        """`cluster_queue_figures`, walking the queue's quota-holding Workloads only when
-        they changed since the last refresh (`_Held`)."""
-        held = self.held.get(name)
-        version = state.admitted_versions.get(name, 0)
-        if held is None or held.version != version or held.cq is not cq:
-            figures = cluster_queue_figures(state, name, finished)
-            self.held[name] = _Held(version, cq, figures.reserving, figures.admitted, figures.used)
-            return figures
-        queue = state.queues.get(name)
-        return QueueFigures(
-            pending=len(queue) if queue is not None else 0,
-            inadmissible=queue.inadmissible_count() if queue is not None else 0,
-            reserving=held.reserving,
-            admitted=held.admitted,
-            reserved=tuple((fr, state.quota.usage(name, fr)) for fr, _ in cq.quotas()),
-            used=held.used,
-            finished=finished,
-        )
-
     def sample_if_due(self, now: float) -> None:
         """Admission fair sharing's tick: every `usageSamplingInterval`, fold each
         LocalQueue's admitted usage into its history and take its status and gauge from the
@@ -428,10 +390,10 @@ class QueueStatusWriter:
         gauges = (self.ctx.metrics.role, self.ctx.metrics.queue_gauges_cleared)
         if self.figures_of is not state or self.figures_gauges != gauges:
             # A new term's state, or gauges cleared or relabelled by a role change: all anew.
-            self.figures, self.held, self.gauges, self.local_known = {}, {}, {}, {}
+            self.figures, self.gauges = {}, {}
             self.figures_of, self.figures_gauges = state, gauges
         for name, cq in state.cluster_queues.items():
-            figures = self._figures(state, name, cq, finished.get(name, 0))
+            figures = cluster_queue_figures(state, name, finished.get(name, 0))
             inactive = cluster_queue_inactive(state, name)
             unsupported = self._unsupported(_written_key(CLUSTER_QUEUES, name))
             fair_sharing = self._fair_sharing(shares, name, queue=True)
@@ -450,7 +412,6 @@ class QueueStatusWriter:
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
             self.figures.pop(name, None)
-            self.held.pop(name, None)
             self.gauges.pop(name, None)
         self.metric_queues = set(state.cluster_queues)
         self._cohort_metrics(shares)
@@ -460,30 +421,14 @@ class QueueStatusWriter:
                 "fairSharing": self._fair_sharing(shares, name, queue=False),
             }
             self._want(COHORTS, name, cohort_status)
-        if len(self.local_known) > len(state.local_queues):
-            for key in set(self.local_known) - set(state.local_queues):
-                del self.local_known[key]
         for key in list(state.local_queues):
-            entry = counts.get(key) or NO_WORKLOADS
+            status = dict(counts.get(key) or NO_WORKLOADS)
             fair_sharing = self.local_queue_fair_sharing.get(key)
-            conditions = [
-                ("Active", *active_condition(local_queue_inactive(state, key))),
-                *self._unsupported(_written_key(LOCAL_QUEUES, key)),
-            ]
-            last = self.local_known.get(key)
-            if (
-                last is not None
-                and last[0] == entry
-                and last[1] is fair_sharing
-                and last[2] == conditions
-            ):
-                status = last[3]  # the same dict: `_want` sees it unchanged at once
-            else:
-                status = dict(entry)
-                if fair_sharing is not None:
-                    status["fairSharing"] = fair_sharing
-                status["conditions"] = conditions
-                self.local_known[key] = (entry, fair_sharing, conditions, status)
+            if fair_sharing is not None:
+                status["fairSharing"] = fair_sharing
+            active, reason, message = active_condition(local_queue_inactive(state, key))
+            status["conditions"] = [("Active", active, reason, message)]
+            status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
             self._want(LOCAL_QUEUES, key, status)
 
     def _want(self, resource: Resource, key: str, status: dict[str, Any]) -> None:

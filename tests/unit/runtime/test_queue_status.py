@@ -329,10 +329,9 @@ _STEPS = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(_STEPS)
 def test_the_figures_kept_between_refreshes_are_those_of_a_fresh_count(steps: list[Any]) -> None:
-    """The refresh walks a ClusterQueue's quota-holding Workloads again only when
-    `admitted_versions` moved, reuses a LocalQueue's status while its parts are unchanged,
-    and sets a gauge only when its value changed: after every step, the figures, the
-    statuses wanted and the gauges are those counted afresh from the state."""
+    """The refresh keeps each ClusterQueue's gauge series and sets a gauge only when its
+    value changed: after every step, the figures, the statuses wanted and the gauges are
+    those counted afresh from the state."""
     policy = PreemptionPolicy(
         within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
         reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY,
@@ -388,6 +387,6 @@ def test_the_figures_kept_between_refreshes_are_those_of_a_fresh_count(steps: li
                 registry.get_sample_value("kueue_pending_workloads", inadmissible)
                 == fresh.inadmissible
             )
-            local = writer.local_known[f"ns/{name}"][3]
+            local = writer.wanted[f"LocalQueue/ns/{name}"][2]
             expected = counts.get(f"ns/{name}", NO_WORKLOADS)
             assert {k: local[k] for k in expected} == expected
