@@ -274,14 +274,14 @@ class QueueStatusWriter:
         if wanted is not None and self.written.get(key) != wanted[2]:
             await self._write(*wanted)
 
-    def update_metrics(self, name: str, figures: QueueFigures) -> None:
-        """Kueue's per-ClusterQueue gauges from the same figures as the status."""
-        state = self.ctx.state
-        cq = state.cluster_queues[name]
+    def update_metrics(
+        self, name: str, cq: Any, figures: QueueFigures, inactive: Inactive | None
+    ) -> None:
+        """Kueue's per-ClusterQueue gauges from the same figures and activity as the status."""
         gauges = self.gauges.get(name)
         if gauges is None or gauges.cq is not cq:
             gauges = self.gauges[name] = self._take_gauges(name, cq)
-        active = cluster_queue_inactive(state, name) is None
+        active = inactive is None
         values = (
             figures.pending - figures.inadmissible,
             figures.inadmissible,
@@ -403,7 +403,7 @@ class QueueStatusWriter:
                 status = known[1]
             else:
                 status = cluster_queue_status(state, name, figures)
-                self.update_metrics(name, figures)
+                self.update_metrics(name, cq, figures, inactive)
                 status["fairSharing"] = fair_sharing
                 active, reason, message = active_condition(inactive)
                 status["conditions"] = [("Active", active, reason, message), *unsupported]
@@ -434,7 +434,8 @@ class QueueStatusWriter:
     def _want(self, resource: Resource, key: str, status: dict[str, Any]) -> None:
         written_key = _written_key(resource, key)
         written = self.written.get(written_key)
-        if written is status or written == status:  # an unchanged queue's status is the same dict
+        # An unchanged ClusterQueue's status is the very dict written.
+        if written is status or written == status:
             self.wanted.pop(written_key, None)
             return
         self.wanted[written_key] = (resource, key, status)
