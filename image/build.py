@@ -96,6 +96,7 @@ class Built:
     path: Path
     name: str  # the full reference it is imported as
     digest: str  # the manifest's digest
+    image_id: str  # the config's digest: what a container runtime calls the image's ID
     layers: list[oci.Layer]
     debian: dict[str, str]
     python: dict[str, str]
@@ -255,7 +256,7 @@ def build(out: Path | None = None, say: Callable[[str], None] = print) -> Built:
                 ("org.opencontainers.image.licenses", "Apache-2.0"),
             ),
         )
-        _, manifest = oci.image_documents(layers, spec, epoch)
+        config, manifest = oci.image_documents(layers, spec, epoch)
         digest = f"sha256:{hashlib.sha256(manifest).hexdigest()}"
         target = out or cache / f"archive-{digest.removeprefix('sha256:')[:20]}.oci.tar"
         if out is not None or not target.exists():
@@ -273,6 +274,7 @@ def build(out: Path | None = None, say: Callable[[str], None] = print) -> Built:
         target,
         name,
         digest,
+        f"sha256:{hashlib.sha256(config).hexdigest()}",
         layers,
         dict(packages.versions),
         {**deps_extra["python"], **app_extra["python"]},

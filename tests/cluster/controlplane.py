@@ -22,6 +22,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.cluster import certs
 from tests.cluster.build import ensure_binaries
@@ -37,6 +38,8 @@ KCM_CONTROLLERS = ",".join(
         "serviceaccount-controller",
         "serviceaccount-token-controller",
         "replicaset-controller",
+        # Real pods behind Services (the webhook on the real node): their EndpointSlices.
+        "endpointslice-controller",
         "deployment-controller",
         "pod-garbage-collector-controller",
         "ttl-after-finished-controller",
@@ -95,6 +98,9 @@ class ControlPlane:
     bin_dir: Path | None = None
     components: dict[str, Component] = field(default_factory=dict)
     token: str = "quotagate-admin-token"
+    # What runs beside the components and needs them until it stops (a real node:
+    # tests/cluster/kubelet.py): each has `stop()`, called first by `stop()`.
+    attachments: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._own_workdir = self.workdir is None
@@ -154,6 +160,9 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Stop every component (reverse order) and remove the temp dir we made."""
+        for attachment in reversed(list(self.attachments)):
+            attachment.stop()
+        self.attachments.clear()
         for name in reversed(list(self.components)):
             component = self.components.pop(name)
             _terminate(component.process)
@@ -255,8 +264,10 @@ class ControlPlane:
                 "10.96.0.0/16",
                 "--authorization-mode",
                 "Node,RBAC",
-                "--disable-admission-plugins",
-                "ServiceAccount",
+                # The ServiceAccount admission plugin stays on, as in every cluster: the
+                # real node's pods reach the API server with the token it mounts. Pods need
+                # their ServiceAccount to exist (the `namespace` fixture makes `default`
+                # where no controller-manager runs).
                 "--allow-privileged",
                 "--feature-gates",
                 FEATURE_GATES,

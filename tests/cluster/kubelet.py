@@ -1,0 +1,552 @@
+"""A real node beside the fake ones: containerd and runc (Debian's packages) and a kubelet
+built from k8s.io/kubernetes v1.36.3, joined to the local control plane.
+
+Everything it writes is under its own directory (containerd's root, state and socket, the
+kubelet's root, pod logs, the CNI configuration), its pod cgroups under a cgroup of its
+own, its pod network named by an index of its own (tests/cluster/podnetwork.py), so test
+sessions running at once do not meet and `stop()` leaves nothing behind. The node is
+tainted `quotagate.test/real-node=true:NoSchedule`: only pods that tolerate it (and select
+it) run here, while every other test's pods keep going to the fake nodes.
+
+containerd, its shims and the kubelet run in a mount namespace of the node's own, where
+the host paths they write to whatever their flags say (/var/lib/kubelet, /var/lib/cni,
+/var/log/pods, /var/log/containers, /run/containerd, /run/netns) are directories of the
+node's, and where the kernel settings the kubelet insists on (vm.overcommit_memory,
+kernel.panic, ...) read as it wants them: it would otherwise rewrite them for the whole
+machine. Its mounts (volumes, container root filesystems, network namespaces) end with
+the namespace, when its last process does.
+
+What this host needs, and why:
+- cgroup v1: the kubelet refuses it from 1.35 on unless `failCgroupV1: false`; the cgroupfs
+  driver (there is no systemd);
+- root may not lower an oom_score_adj here: containerd's `restrict_oom_score_adj` and the
+  kubelet's `oomScoreAdj: 0` keep both from trying;
+- no registry: the sandbox image and every image pods use are imported beforehand
+  (`import_image`), and pods name them with a tag so the kubelet never pulls;
+- runc, not crun (which refuses this host's hybrid cgroup layout).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests.cluster import certs
+from tests.cluster.controlplane import ControlPlane, free_port
+from tests.cluster.node_images import NodeImage, busybox_image, pause_image
+from tests.cluster.podnetwork import CNI_BIN_DIR, PodNetwork, host_address
+
+REAL_NODE_LABEL = "quotagate.test/real-node"
+TAINT = {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}
+TOLERATION = {"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+RUNC = "/usr/sbin/runc"
+CGROUP_V1 = Path("/sys/fs/cgroup")
+# Written by the kubelet or containerd whatever their flags; the node's own in its namespace.
+REDIRECTED = (
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+    "/var/log/pods",
+    "/var/log/containers",
+    "/run/containerd",
+    "/run/netns",
+)
+# What the kubelet sets these to unless protectKernelDefaults (then it refuses to start):
+# pkg/kubelet/cm/container_manager_linux.go, setupKernelTunables.
+KERNEL_DEFAULTS = {
+    "vm/overcommit_memory": 1,
+    "vm/panic_on_oom": 0,
+    "kernel/panic": 10,
+    "kernel/panic_on_oops": 1,
+    "kernel/keys/root_maxkeys": 1000000,
+    "kernel/keys/root_maxbytes": 25000000,
+}
+
+
+class RealNodeError(RuntimeError):
+    pass
+
+
+@dataclass
+class _Process:
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def tail(self, lines: int = 30) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    def stop(self, grace: float = 10) -> None:
+        if self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(grace)
+
+
+_STARTED: list[RealNode] = []
+atexit.register(lambda: [node.stop() for node in list(_STARTED)])
+
+
+@dataclass
+class RealNode:
+    """containerd + kubelet registered as Node `name`; `start()`, then `stop()`.
+
+    Attached to `plane` (its `attachments`), so the plane stops it first, also when the
+    test session is interrupted."""
+
+    plane: ControlPlane
+    name: str = ""
+    processes: dict[str, _Process] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.dir = self.plane.dir / "real-node"
+        self.network = PodNetwork(self.plane.api_port, self.dir / "cni")
+        self.pause: NodeImage | None = None
+        self.busybox: NodeImage | None = None
+        self.mount_namespace = ""
+
+    # -- paths ---------------------------------------------------------------------------------
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "containerd" / "containerd.sock"
+
+    @property
+    def cgroup_root(self) -> str:
+        return f"/quotagate-{self.name}"
+
+    @property
+    def pod_logs(self) -> Path:
+        """/var/log/pods of the node, as seen from the host."""
+        return self.dir / "host" / "var-log-pods"
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return {"kubernetes.io/hostname": self.name}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self, timeout: float = 120) -> RealNode:
+        if os.geteuid() != 0:
+            raise RealNodeError(
+                "the real node needs root (containerd, runc, network namespaces, cgroups)"
+            )
+        assert self.plane.bin_dir is not None and self.plane.ca is not None
+        self.dir.mkdir(parents=True, exist_ok=True)
+        _STARTED.append(self)
+        self.plane.attachments.append(self)
+        try:
+            self.network.start()
+            self.name = self.name or f"real-node-{self.network.index}"
+            self.pause = pause_image()
+            self._start_containerd()
+            self.import_image(self.pause.path)
+            self.busybox = busybox_image()
+            self.import_image(self.busybox.path)
+            self._start_kubelet()
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Drain the node, stop the kubelet and containerd, remove what they left."""
+        if self not in _STARTED:
+            return
+        _STARTED.remove(self)
+        with contextlib.suppress(ValueError):
+            self.plane.attachments.remove(self)
+        kubelet = self.processes.pop("kubelet", None)
+        if kubelet is not None and kubelet.process.poll() is None:
+            self._drain()
+        if kubelet is not None:
+            kubelet.stop()
+        containerd = self.processes.pop("containerd", None)
+        if containerd is not None:
+            if containerd.process.poll() is None:
+                self._kill_tasks()
+            containerd.stop()
+        self._end_leftovers()
+        self._remove_cgroups()
+        self.network.stop()
+
+    # -- containerd ----------------------------------------------------------------------------
+
+    def _containerd_config(self) -> str:
+        root = self.dir / "containerd"
+        cri = 'plugins."io.containerd.grpc.v1.cri"'
+        assert self.pause is not None
+        return f"""version = 2
+root = "{root / "root"}"
+state = "{root / "state"}"
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing",
+]
+[grpc]
+  address = "{self.socket}"
+[ttrpc]
+  address = "{self.socket}.ttrpc"
+[debug]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{root / "opt"}"
+[{cri}]
+  sandbox_image = "{self.pause.name}"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  [{cri}.containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [{cri}.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [{cri}.containerd.runtimes.runc.options]
+        BinaryName = "{RUNC}"
+        SystemdCgroup = false
+  [{cri}.cni]
+    bin_dir = "{CNI_BIN_DIR}"
+    conf_dir = "{self.network.conf_dir}"
+    max_conf_num = 1
+"""
+
+    def _start_containerd(self) -> None:
+        binary = shutil.which("containerd")
+        if binary is None:
+            raise RealNodeError("containerd is not installed (make host-packages)")
+        config = self.dir / "containerd.toml"
+        config.write_text(self._containerd_config())
+        script = [*self._namespace_setup(), shlex.join(["exec", binary, "--config", str(config)])]
+        containerd = self._spawn(
+            "containerd",
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "sh",
+                "-ec",
+                "\n".join(script),
+            ],
+        )
+        deadline = time.monotonic() + 30
+        while not self._ctr_ok():
+            if containerd.process.poll() is not None or time.monotonic() > deadline:
+                raise RealNodeError(f"containerd did not start:\n{containerd.tail()}")
+            time.sleep(0.2)
+        self.mount_namespace = os.readlink(f"/proc/{containerd.process.pid}/ns/mnt")
+
+    def _namespace_setup(self) -> list[str]:
+        """Shell commands, run in the node's new mount namespace before containerd starts:
+        the node's own directories over REDIRECTED, the kubelet's kernel settings faked."""
+        commands = []
+        for path in REDIRECTED:
+            ours = self.dir / "host" / path.strip("/").replace("/", "-")
+            commands.append(shlex.join(["mkdir", "-p", path, str(ours)]))
+            commands.append(shlex.join(["mount", "--bind", str(ours), path]))
+        fakes = self.dir / "kernel"
+        fakes.mkdir(exist_ok=True)
+        for flag, wanted in KERNEL_DEFAULTS.items():
+            real = Path("/proc/sys") / flag
+            if int(real.read_text().split()[0]) == wanted:
+                continue
+            fake = fakes / flag.replace("/", ".")
+            fake.write_text(f"{wanted}\n")
+            commands.append(shlex.join(["mount", "--bind", str(fake), str(real)]))
+        return commands
+
+    def ctr(self, *args: str, check: bool = True) -> str:
+        """containerd's own client on this node's containerd, in the CRI's namespace."""
+        result = subprocess.run(
+            ["ctr", "--address", str(self.socket), "--namespace", "k8s.io", *args],
+            capture_output=True,
+            text=True,
+        )
+        if check and result.returncode != 0:
+            raise RealNodeError(f"ctr {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def _ctr_ok(self) -> bool:
+        try:
+            self.ctr("version")
+        except RealNodeError:
+            return False
+        return True
+
+    def import_image(self, archive: Path) -> None:
+        """Load an OCI archive into the node's image store, where the kubelet finds it."""
+        self.ctr("images", "import", str(archive))
+
+    def container_log(self, namespace: str, pod: str, container: str) -> str:
+        """What a container of a pod on this node wrote, every run of it, from the node's
+        /var/log/pods (each line without the CRI's time, stream and tag)."""
+        lines = []
+        for directory in sorted(self.pod_logs.glob(f"{namespace}_{pod}_*")):
+            for log in sorted((directory / container).glob("*.log")):
+                for line in log.read_text(errors="replace").splitlines():
+                    parts = line.split(" ", 3)
+                    lines.append(parts[3] if len(parts) == 4 else line)
+        return "\n".join(lines)
+
+    # -- the kubelet ---------------------------------------------------------------------------
+
+    def _kubelet_config(self, port: int, healthz_port: int) -> dict[str, Any]:
+        assert self.plane.ca is not None
+        endpoint = f"unix://{self.socket}"
+        return {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            "failCgroupV1": False,
+            "cgroupDriver": "cgroupfs",
+            "cgroupRoot": self.cgroup_root,
+            "containerRuntimeEndpoint": endpoint,
+            "imageServiceEndpoint": endpoint,
+            "address": host_address(),
+            "port": port,
+            "readOnlyPort": 0,
+            "healthzBindAddress": "127.0.0.1",
+            "healthzPort": healthz_port,
+            "authentication": {
+                "anonymous": {"enabled": False},
+                "webhook": {"enabled": True},
+                "x509": {"clientCAFile": str(self.plane.ca.cert)},
+            },
+            "authorization": {"mode": "Webhook"},
+            "protectKernelDefaults": True,
+            "volumePluginDir": str(self.dir / "volume-plugins"),
+            "registerWithTaints": [TAINT],
+            "oomScoreAdj": 0,
+            "failSwapOn": False,
+            "imageGCHighThresholdPercent": 100,
+            "imageGCLowThresholdPercent": 99,
+            "evictionHard": {
+                "memory.available": "50Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+            },
+            "serializeImagePulls": False,
+            "nodeStatusUpdateFrequency": "5s",
+            "syncFrequency": "10s",
+            "resolvConf": "",
+            # It would add iptables rules for the whole host (KUBE-FIREWALL drops the DNAT
+            # to the API server this node's pods use: tests/cluster/podnetwork.py).
+            "makeIPTablesUtilChains": False,
+            "maxPods": 30,
+        }
+
+    def _start_kubelet(self) -> None:
+        assert self.plane.ca is not None
+        pki = self.dir / "pki"
+        pki.mkdir(exist_ok=True)
+        client_cert = certs.issue(
+            self.plane.ca,
+            pki,
+            "kubelet-client",
+            f"system:node:{self.name}",
+            organization="system:nodes",
+            client=True,
+        )
+        kubeconfig = self.dir / "kubelet.kubeconfig"
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [
+                        {
+                            "name": "local",
+                            "cluster": {
+                                "server": self.plane.server,
+                                "certificate-authority": str(self.plane.ca.cert),
+                            },
+                        }
+                    ],
+                    "users": [
+                        {
+                            "name": "kubelet",
+                            "user": {
+                                "client-certificate": str(client_cert.cert),
+                                "client-key": str(client_cert.key),
+                            },
+                        }
+                    ],
+                    "contexts": [
+                        {"name": "node", "context": {"cluster": "local", "user": "kubelet"}}
+                    ],
+                    "current-context": "node",
+                }
+            )
+        )
+        self._cgroups()
+        config = self.dir / "kubelet.yaml"
+        self.healthz_port = free_port()
+        config.write_text(yaml.safe_dump(self._kubelet_config(free_port(), self.healthz_port)))
+        containerd = self.processes["containerd"].process.pid
+        self._spawn(
+            "kubelet",
+            [
+                "nsenter",
+                f"--mount=/proc/{containerd}/ns/mnt",
+                "--",
+                self.plane.binary("kubelet"),
+                "--config",
+                str(config),
+                "--kubeconfig",
+                str(kubeconfig),
+                "--cert-dir",
+                str(pki),
+                "--hostname-override",
+                self.name,
+                "--node-ip",
+                host_address(),
+                "--node-labels",
+                f"{REAL_NODE_LABEL}=true",
+                "-v",
+                "2",
+            ],
+        )
+
+    def _wait_ready(self, timeout: float) -> None:
+        core = client.CoreV1Api(client.ApiClient(self._admin_configuration()))
+        kubelet = self.processes["kubelet"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if kubelet.process.poll() is not None:
+                raise RealNodeError(f"the kubelet exited:\n{kubelet.tail(60)}")
+            with contextlib.suppress(ApiException):
+                node = core.read_node(self.name)
+                ready = {c.type: c.status for c in node.status.conditions or []}
+                if ready.get("Ready") == "True":
+                    # The TaintNodesByCondition admission plugin tainted the new Node
+                    # not-ready; the node-lifecycle controller, which would lift it, is not
+                    # run (it would find the fake nodes' kubelets silent and evict their
+                    # pods). Only the node's own taint stays.
+                    core.patch_node(self.name, {"spec": {"taints": [TAINT]}})
+                    return
+            time.sleep(0.5)
+        raise RealNodeError(f"node {self.name} not Ready after {timeout:.0f}s:\n{kubelet.tail(60)}")
+
+    def _admin_configuration(self) -> client.Configuration:
+        from kubernetes import config
+
+        configuration = client.Configuration()
+        config.load_kube_config(str(self.plane.kubeconfig), client_configuration=configuration)
+        return configuration
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    def _drain(self, timeout: float = 60) -> None:
+        """Delete the node's pods at once and wait until the kubelet has ended their
+        containers and sandboxes (their network released)."""
+        core = client.CoreV1Api(client.ApiClient(self._admin_configuration()))
+        with contextlib.suppress(ApiException):
+            for pod in core.list_pod_for_all_namespaces(
+                field_selector=f"spec.nodeName={self.name}"
+            ).items:
+                with contextlib.suppress(ApiException):
+                    core.delete_namespaced_pod(
+                        pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
+                    )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._running_tasks():
+            time.sleep(0.5)
+
+    def _running_tasks(self) -> list[str]:
+        try:
+            lines = self.ctr("tasks", "ls").splitlines()[1:]
+        except RealNodeError:
+            return []
+        return [line.split()[0] for line in lines if "RUNNING" in line]
+
+    def _kill_tasks(self) -> None:
+        """What the kubelet did not end: every task, through containerd."""
+        for task in self._running_tasks():
+            self.ctr("tasks", "kill", "--signal", "SIGKILL", task, check=False)
+        for container in self.ctr("containers", "ls", "--quiet", check=False).split():
+            self.ctr("tasks", "delete", "--force", container, check=False)
+
+    def _leftovers(self) -> list[int]:
+        """Processes this node started that still run: in its pods' cgroups (containers)
+        or in its mount namespace (containerd's shims, which outlive it)."""
+        pids: set[int] = set()
+        for hierarchy in self._hierarchies():
+            top = hierarchy / self.cgroup_root.lstrip("/")
+            for directory, _, files in os.walk(top):
+                if "cgroup.procs" in files:
+                    with contextlib.suppress(OSError, ValueError):
+                        text = (Path(directory) / "cgroup.procs").read_text()
+                        pids.update(int(pid) for pid in text.split())
+        if self.mount_namespace:
+            for proc in Path("/proc").iterdir():
+                if proc.name.isdigit():
+                    with contextlib.suppress(OSError):
+                        if os.readlink(proc / "ns" / "mnt") == self.mount_namespace:
+                            pids.add(int(proc.name))
+        pids.discard(os.getpid())
+        return sorted(pids)
+
+    def _end_leftovers(self, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while (pids := self._leftovers()) and time.monotonic() < deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
+
+    def _cgroups(self) -> None:
+        for hierarchy in self._hierarchies():
+            (hierarchy / self.cgroup_root.lstrip("/")).mkdir(exist_ok=True)
+
+    def _hierarchies(self) -> list[Path]:
+        return [
+            path
+            for path in CGROUP_V1.iterdir()
+            if path.is_dir() and (path / "cgroup.procs").exists()
+        ]
+
+    def _remove_cgroups(self) -> None:
+        if not self.name:
+            return
+        for hierarchy in self._hierarchies():
+            top = hierarchy / self.cgroup_root.lstrip("/")
+            if not top.exists():
+                continue
+            for directory, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory)
+
+    def _spawn(self, name: str, args: list[str]) -> _Process:
+        log = self.dir / f"{name}.log"
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.processes[name] = _Process(name, process, log)
+        return self.processes[name]
