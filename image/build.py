@@ -311,24 +311,33 @@ def package_list(built: Built) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load(built: Built, say: Callable[[str], None] = print) -> None:
-    """Load the image into a local podman or Docker (25 or newer) when there is one."""
+def load(built: Built, say: Callable[[str], None] = print) -> bool:
+    """Load the image into a local podman or Docker (25 or newer) that answers; False when
+    there is none."""
     for tool in ("podman", "docker"):
         path = shutil.which(tool)
         if path is None:
+            continue
+        if subprocess.run([path, "info"], capture_output=True, timeout=30).returncode != 0:
+            say(f"image: {tool} is installed but does not answer (`{tool} info` failed)")
             continue
         say(f"image: {tool} load -i {built.path} …")
         result = subprocess.run(
             [path, "load", "-i", str(built.path)], capture_output=True, text=True
         )
         if result.returncode != 0:
-            raise RuntimeError(f"{tool} load failed: {result.stderr.strip()}")
+            raise LoadError(f"{tool} load failed: {result.stderr.strip()}")
         say(f"image: loaded into {tool} as {built.name}")
-        return
+        return True
     say(
-        "image: no local podman or docker to load it into; push it with skopeo or load it "
-        "into kind (README: Install on a cluster)"
+        "image: not loaded (no local podman or docker answers): push it with skopeo or load "
+        "it into kind, as the README's 'Install on a cluster' shows"
     )
+    return False
+
+
+class LoadError(RuntimeError):
+    """The local runtime refused the image."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,5 +357,9 @@ def main(argv: list[str] | None = None) -> int:
         f"image: {listing}: {len(built.debian)} Debian packages, {len(built.python)} Python distributions"
     )
     if not args.no_load:
-        load(built)
+        try:
+            load(built)
+        except LoadError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     return 0

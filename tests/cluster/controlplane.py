@@ -186,6 +186,16 @@ class ControlPlane:
             ip_addresses=("127.0.0.1", "10.96.0.1"),
         )
         self.sa_private, self.sa_public = certs.make_service_account_key(pki)
+        # The API server's identity towards kubelets (logs, exec): a real node's kubelet
+        # authenticates it by the cluster's CA.
+        self.kubelet_client = certs.issue(
+            self.ca,
+            pki,
+            "apiserver-kubelet-client",
+            "kube-apiserver-kubelet-client",
+            organization="system:masters",
+            client=True,
+        )
         (pki / "tokens.csv").write_text(
             f"{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},system:masters\n"
         )
@@ -260,6 +270,13 @@ class ControlPlane:
                 str(self.sa_private),
                 "--service-account-issuer",
                 "https://kubernetes.default.svc",
+                "--kubelet-client-certificate",
+                str(self.kubelet_client.cert),
+                "--kubelet-client-key",
+                str(self.kubelet_client.key),
+                # A node's address, not its name: nothing resolves node names here.
+                "--kubelet-preferred-address-types",
+                "InternalIP",
                 "--service-cluster-ip-range",
                 "10.96.0.0/16",
                 "--authorization-mode",
@@ -275,7 +292,7 @@ class ControlPlane:
                 RUNTIME_CONFIG,
                 "--profiling=false",
                 # Webhook Services resolve through their EndpointSlices (there is no
-                # kube-proxy): tests/cluster/podrunner.py publishes a local process that way.
+                # kube-proxy): the real node's pods (tests/cluster/kubelet.py) are reached so.
                 "--enable-aggregator-routing=true",
                 "-v",
                 "1",

@@ -8,13 +8,8 @@ sessions running at once do not meet and `stop()` leaves nothing behind. The nod
 tainted `quotagate.test/real-node=true:NoSchedule`: only pods that tolerate it (and select
 it) run here, while every other test's pods keep going to the fake nodes.
 
-containerd, its shims and the kubelet run in a mount namespace of the node's own, where
-the host paths they write to whatever their flags say (/var/lib/kubelet, /var/lib/cni,
-/var/log/pods, /var/log/containers, /run/containerd, /run/netns) are directories of the
-node's, and where the kernel settings the kubelet insists on (vm.overcommit_memory,
-kernel.panic, ...) read as it wants them: it would otherwise rewrite them for the whole
-machine. Its mounts (volumes, container root filesystems, network namespaces) end with
-the namespace, when its last process does.
+containerd, its shims and the kubelet run in a mount namespace of the node's own, which
+keeps what they would write for the whole machine to the node (tests/cluster/node_host.py).
 
 What this host needs, and why:
 - cgroup v1: the kubelet refuses it from 1.35 on unless `failCgroupV1: false`; the cgroupfs
@@ -31,7 +26,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -46,6 +40,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.cluster import certs
 from tests.cluster.controlplane import ControlPlane, free_port
+from tests.cluster.node_host import Footprint, confine, redirected
 from tests.cluster.node_images import NodeImage, busybox_image, pause_image
 from tests.cluster.podnetwork import CNI_BIN_DIR, PodNetwork, host_address
 
@@ -53,26 +48,6 @@ REAL_NODE_LABEL = "quotagate.test/real-node"
 TAINT = {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}
 TOLERATION = {"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 RUNC = "/usr/sbin/runc"
-CGROUP_V1 = Path("/sys/fs/cgroup")
-# Written by the kubelet or containerd whatever their flags; the node's own in its namespace.
-REDIRECTED = (
-    "/var/lib/kubelet",
-    "/var/lib/cni",
-    "/var/log/pods",
-    "/var/log/containers",
-    "/run/containerd",
-    "/run/netns",
-)
-# What the kubelet sets these to unless protectKernelDefaults (then it refuses to start):
-# pkg/kubelet/cm/container_manager_linux.go, setupKernelTunables.
-KERNEL_DEFAULTS = {
-    "vm/overcommit_memory": 1,
-    "vm/panic_on_oom": 0,
-    "kernel/panic": 10,
-    "kernel/panic_on_oops": 1,
-    "kernel/keys/root_maxkeys": 1000000,
-    "kernel/keys/root_maxbytes": 25000000,
-}
 
 
 class RealNodeError(RuntimeError):
@@ -123,7 +98,7 @@ class RealNode:
         self.network = PodNetwork(self.plane.api_port, self.dir / "cni")
         self.pause: NodeImage | None = None
         self.busybox: NodeImage | None = None
-        self.mount_namespace = ""
+        self.footprint: Footprint | None = None
 
     # -- paths ---------------------------------------------------------------------------------
 
@@ -132,13 +107,9 @@ class RealNode:
         return self.dir / "containerd" / "containerd.sock"
 
     @property
-    def cgroup_root(self) -> str:
-        return f"/quotagate-{self.name}"
-
-    @property
     def pod_logs(self) -> Path:
         """/var/log/pods of the node, as seen from the host."""
-        return self.dir / "host" / "var-log-pods"
+        return redirected(self.dir, "/var/log/pods")
 
     @property
     def node_selector(self) -> dict[str, str]:
@@ -157,7 +128,12 @@ class RealNode:
         self.plane.attachments.append(self)
         try:
             self.network.start()
+            previous = Footprint.load(self.network.record)
+            if previous is not None:  # a killed session's node had this index
+                previous.end()
             self.name = self.name or f"real-node-{self.network.index}"
+            self.footprint = Footprint(f"/quotagate-{self.name}")
+            self.footprint.save(self.network.record)
             self.pause = pause_image()
             self._start_containerd()
             self.import_image(self.pause.path)
@@ -187,8 +163,9 @@ class RealNode:
             if containerd.process.poll() is None:
                 self._kill_tasks()
             containerd.stop()
-        self._end_leftovers()
-        self._remove_cgroups()
+        if self.footprint is not None:
+            self.footprint.end()
+            self.network.record.unlink(missing_ok=True)
         self.network.stop()
 
     # -- containerd ----------------------------------------------------------------------------
@@ -238,45 +215,15 @@ disabled_plugins = [
             raise RealNodeError("containerd is not installed (make host-packages)")
         config = self.dir / "containerd.toml"
         config.write_text(self._containerd_config())
-        script = [*self._namespace_setup(), shlex.join(["exec", binary, "--config", str(config)])]
-        containerd = self._spawn(
-            "containerd",
-            [
-                "unshare",
-                "--mount",
-                "--propagation",
-                "private",
-                "--",
-                "sh",
-                "-ec",
-                "\n".join(script),
-            ],
-        )
+        containerd = self._spawn("containerd", confine(self.dir, [binary, "--config", str(config)]))
         deadline = time.monotonic() + 30
         while not self._ctr_ok():
             if containerd.process.poll() is not None or time.monotonic() > deadline:
                 raise RealNodeError(f"containerd did not start:\n{containerd.tail()}")
             time.sleep(0.2)
-        self.mount_namespace = os.readlink(f"/proc/{containerd.process.pid}/ns/mnt")
-
-    def _namespace_setup(self) -> list[str]:
-        """Shell commands, run in the node's new mount namespace before containerd starts:
-        the node's own directories over REDIRECTED, the kubelet's kernel settings faked."""
-        commands = []
-        for path in REDIRECTED:
-            ours = self.dir / "host" / path.strip("/").replace("/", "-")
-            commands.append(shlex.join(["mkdir", "-p", path, str(ours)]))
-            commands.append(shlex.join(["mount", "--bind", str(ours), path]))
-        fakes = self.dir / "kernel"
-        fakes.mkdir(exist_ok=True)
-        for flag, wanted in KERNEL_DEFAULTS.items():
-            real = Path("/proc/sys") / flag
-            if int(real.read_text().split()[0]) == wanted:
-                continue
-            fake = fakes / flag.replace("/", ".")
-            fake.write_text(f"{wanted}\n")
-            commands.append(shlex.join(["mount", "--bind", str(fake), str(real)]))
-        return commands
+        assert self.footprint is not None
+        self.footprint.mount_namespace = os.readlink(f"/proc/{containerd.process.pid}/ns/mnt")
+        self.footprint.save(self.network.record)
 
     def ctr(self, *args: str, check: bool = True) -> str:
         """containerd's own client on this node's containerd, in the CRI's namespace."""
@@ -321,7 +268,7 @@ disabled_plugins = [
             "kind": "KubeletConfiguration",
             "failCgroupV1": False,
             "cgroupDriver": "cgroupfs",
-            "cgroupRoot": self.cgroup_root,
+            "cgroupRoot": self.footprint.cgroup_root if self.footprint else "",
             "containerRuntimeEndpoint": endpoint,
             "imageServiceEndpoint": endpoint,
             "address": host_address(),
@@ -400,7 +347,8 @@ disabled_plugins = [
                 }
             )
         )
-        self._cgroups()
+        assert self.footprint is not None
+        self.footprint.create_cgroups()
         config = self.dir / "kubelet.yaml"
         self.healthz_port = free_port()
         config.write_text(yaml.safe_dump(self._kubelet_config(free_port(), self.healthz_port)))
@@ -458,11 +406,13 @@ disabled_plugins = [
 
     # -- teardown ------------------------------------------------------------------------------
 
-    def _drain(self, timeout: float = 60) -> None:
-        """Delete the node's pods at once and wait until the kubelet has ended their
-        containers and sandboxes (their network released)."""
+    def _drain(self, timeout: float = 20) -> None:
+        """Cordon the node (no new pods: a Deployment would replace the ones deleted),
+        delete its pods at once, and wait until the kubelet has ended their containers
+        and sandboxes (their network released)."""
         core = client.CoreV1Api(client.ApiClient(self._admin_configuration()))
         with contextlib.suppress(ApiException):
+            core.patch_node(self.name, {"spec": {"unschedulable": True}})
             for pod in core.list_pod_for_all_namespaces(
                 field_selector=f"spec.nodeName={self.name}"
             ).items:
@@ -487,56 +437,6 @@ disabled_plugins = [
             self.ctr("tasks", "kill", "--signal", "SIGKILL", task, check=False)
         for container in self.ctr("containers", "ls", "--quiet", check=False).split():
             self.ctr("tasks", "delete", "--force", container, check=False)
-
-    def _leftovers(self) -> list[int]:
-        """Processes this node started that still run: in its pods' cgroups (containers)
-        or in its mount namespace (containerd's shims, which outlive it)."""
-        pids: set[int] = set()
-        for hierarchy in self._hierarchies():
-            top = hierarchy / self.cgroup_root.lstrip("/")
-            for directory, _, files in os.walk(top):
-                if "cgroup.procs" in files:
-                    with contextlib.suppress(OSError, ValueError):
-                        text = (Path(directory) / "cgroup.procs").read_text()
-                        pids.update(int(pid) for pid in text.split())
-        if self.mount_namespace:
-            for proc in Path("/proc").iterdir():
-                if proc.name.isdigit():
-                    with contextlib.suppress(OSError):
-                        if os.readlink(proc / "ns" / "mnt") == self.mount_namespace:
-                            pids.add(int(proc.name))
-        pids.discard(os.getpid())
-        return sorted(pids)
-
-    def _end_leftovers(self, timeout: float = 15) -> None:
-        deadline = time.monotonic() + timeout
-        while (pids := self._leftovers()) and time.monotonic() < deadline:
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.2)
-
-    def _cgroups(self) -> None:
-        for hierarchy in self._hierarchies():
-            (hierarchy / self.cgroup_root.lstrip("/")).mkdir(exist_ok=True)
-
-    def _hierarchies(self) -> list[Path]:
-        return [
-            path
-            for path in CGROUP_V1.iterdir()
-            if path.is_dir() and (path / "cgroup.procs").exists()
-        ]
-
-    def _remove_cgroups(self) -> None:
-        if not self.name:
-            return
-        for hierarchy in self._hierarchies():
-            top = hierarchy / self.cgroup_root.lstrip("/")
-            if not top.exists():
-                continue
-            for directory, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
-                with contextlib.suppress(OSError):
-                    os.rmdir(directory)
 
     def _spawn(self, name: str, args: list[str]) -> _Process:
         log = self.dir / f"{name}.log"

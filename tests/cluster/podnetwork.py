@@ -9,15 +9,14 @@ plugin's gateway mode, which would switch it on, is off: the bridge's address is
 here). The kernel lets the bridge's traffic reach 127.0.0.1 (route_localnet on that
 bridge only), so the DNAT to the API server works. Several test sessions can run at once:
 each takes a free index under a lock held for its lifetime, and names its bridge, its
-nftables table and its CNI network by it. `stop()` removes all three.
+nftables table and its CNI network by it. `stop()` removes the bridge and the table (the
+CNI plugins' state is the node's: tests/cluster/node_host.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
-import os
 import socket
 import subprocess
 from dataclasses import dataclass, field
@@ -28,7 +27,6 @@ SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service: first address of 10.96.0.0
 SERVICE_RANGE = "10.96.0.0/16"  # the control plane's --service-cluster-ip-range
 LOCK_DIR = Path("/run/quotagate/podnetwork")
 CNI_BIN_DIR = "/usr/lib/cni"
-CNI_CACHE = Path("/var/lib/cni/results")
 _INDEXES = range(1, 255)
 
 
@@ -86,6 +84,11 @@ class PodNetwork:
     @property
     def gateway(self) -> str:
         return f"10.88.{self.index}.1"
+
+    @property
+    def record(self) -> Path:
+        """Beside the lock: what the node holding this index left (tests/cluster/node_host.py)."""
+        return LOCK_DIR / f"{self.index}.json"
 
     @property
     def conf_dir(self) -> Path:
@@ -175,7 +178,3 @@ class PodNetwork:
     def _remove(self) -> None:
         _run("nft", "delete", "table", "ip", self.table, check=False)
         _run("ip", "link", "delete", self.bridge, check=False)
-        if CNI_CACHE.is_dir():
-            for result in CNI_CACHE.glob(f"{self.name}-*"):
-                with contextlib.suppress(OSError):
-                    os.unlink(result)

@@ -15,6 +15,7 @@ Debian's package) is queued, admitted, and its pods really run on the real node.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,6 +197,17 @@ def test_the_controller_runs_as_the_images_non_root_user_ready_through_the_kubel
     # Leader election across the two replicas: one holds the Lease.
     leader = wait_for(lambda: _leader_pod(api_client, namespace), timeout=60, what="a leader")
     assert leader in {p.metadata.name for p in pods}
+    # Internal certificate management, from inside the pod: the Secret holds a CA, and the
+    # webhook configuration has it as its bundle and names the chart's Service.
+    fullname = release["fullname"]
+    secret = client.CoreV1Api(api_client).read_namespaced_secret(f"{fullname}-webhook-cert", namespace)
+    ca = base64.b64decode(secret.data["ca.crt"])
+    webhooks = client.AdmissionregistrationV1Api(api_client).read_mutating_webhook_configuration(
+        fullname
+    )
+    for hook in webhooks.webhooks:
+        assert base64.b64decode(hook.client_config.ca_bundle) == ca
+        assert hook.client_config.service.name == f"{fullname}-webhook"
 
 
 def test_a_sample_job_is_admitted_through_the_webhook_and_its_pods_run_on_the_real_node(
