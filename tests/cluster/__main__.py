@@ -75,7 +75,6 @@ def serve(workdir: Path, kubelet: bool = False) -> int:
         "kubeconfig": str(plane.kubeconfig),
         "server": plane.server,
     }
-    watched = list(plane.components.values())
     if kubelet:
         from image.build import build
         from tests.cluster.kubelet import RealNode
@@ -84,7 +83,7 @@ def serve(workdir: Path, kubelet: bool = False) -> int:
         built = build()  # `up` built it already: found in the cache
         node.import_image(built.path)
         state.update(realNode=node.name, image=built.name)
-        watched += list(node.processes.values())
+    watched = list(plane.components.values())  # the real node's containerd and kubelet too
     STATE_FILE.write_text(json.dumps({**state, "ready": True}))
     try:
         while not stopping:

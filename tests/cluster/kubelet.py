@@ -23,11 +23,9 @@ What this host needs, and why:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -39,7 +37,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.cluster import certs
-from tests.cluster.controlplane import ControlPlane, free_port
+from tests.cluster.controlplane import Component, ControlPlane, _terminate, free_port
 from tests.cluster.node_host import Footprint, confine, redirected
 from tests.cluster.node_images import NodeImage, busybox_image, pause_image
 from tests.cluster.podnetwork import CNI_BIN_DIR, PodNetwork, host_address
@@ -55,43 +53,15 @@ class RealNodeError(RuntimeError):
 
 
 @dataclass
-class _Process:
-    name: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def tail(self, lines: int = 30) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        return ""
-
-    def stop(self, grace: float = 10) -> None:
-        if self.process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(grace)
-
-
-_STARTED: list[RealNode] = []
-atexit.register(lambda: [node.stop() for node in list(_STARTED)])
-
-
-@dataclass
 class RealNode:
     """containerd + kubelet registered as Node `name`; `start()`, then `stop()`.
 
-    Attached to `plane` (its `attachments`), so the plane stops it first, also when the
-    test session is interrupted."""
+    Attached to `plane` (its `attachments`), so the plane stops it first, also at exit and
+    when the test session is interrupted; its processes are the plane's components."""
 
     plane: ControlPlane
     name: str = ""
-    processes: dict[str, _Process] = field(default_factory=dict)
+    processes: dict[str, Component] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.dir = self.plane.dir / "real-node"
@@ -99,6 +69,7 @@ class RealNode:
         self.pause: NodeImage | None = None
         self.busybox: NodeImage | None = None
         self.footprint: Footprint | None = None
+        self._started = False
 
     # -- paths ---------------------------------------------------------------------------------
 
@@ -124,7 +95,7 @@ class RealNode:
             )
         assert self.plane.bin_dir is not None and self.plane.ca is not None
         self.dir.mkdir(parents=True, exist_ok=True)
-        _STARTED.append(self)
+        self._started = True
         self.plane.attachments.append(self)
         try:
             self.network.start()
@@ -148,21 +119,23 @@ class RealNode:
 
     def stop(self) -> None:
         """Drain the node, stop the kubelet and containerd, remove what they left."""
-        if self not in _STARTED:
+        if not self._started:
             return
-        _STARTED.remove(self)
+        self._started = False
         with contextlib.suppress(ValueError):
             self.plane.attachments.remove(self)
         kubelet = self.processes.pop("kubelet", None)
+        self.plane.components.pop("kubelet", None)
         if kubelet is not None and kubelet.process.poll() is None:
             self._drain()
         if kubelet is not None:
-            kubelet.stop()
+            _terminate(kubelet.process)
         containerd = self.processes.pop("containerd", None)
+        self.plane.components.pop("containerd", None)
         if containerd is not None:
             if containerd.process.poll() is None:
                 self._kill_tasks()
-            containerd.stop()
+            _terminate(containerd.process)
         if self.footprint is not None:
             self.footprint.end()
             self.network.record.unlink(missing_ok=True)
@@ -438,15 +411,7 @@ disabled_plugins = [
         for container in self.ctr("containers", "ls", "--quiet", check=False).split():
             self.ctr("tasks", "delete", "--force", container, check=False)
 
-    def _spawn(self, name: str, args: list[str]) -> _Process:
-        log = self.dir / f"{name}.log"
-        with log.open("ab") as out:
-            process = subprocess.Popen(
-                args,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self.processes[name] = _Process(name, process, log)
+    def _spawn(self, name: str, args: list[str]) -> Component:
+        """A process of the plane's (its log beside theirs), stopped by the node."""
+        self.processes[name] = self.plane._spawn(name, args)
         return self.processes[name]

@@ -190,8 +190,10 @@ def test_the_controller_runs_as_the_images_non_root_user_ready_through_the_kubel
         # The image the kubelet ran is the one built (its ID: the config's digest).
         assert status.image_id == quotagate_image.image_id, (status.image_id, quotagate_image)
         assert status.restart_count == 0
-        # runAsNonRoot: the kubelet started it only because the image's user is 65532.
+        # runAsNonRoot: the kubelet started it only because the image's user is 65532; and
+        # on a read-only root filesystem (the image's bytecode is compiled in).
         assert pod.spec.security_context.run_as_non_root is True
+        assert pod.spec.containers[0].security_context.read_only_root_filesystem is True
         # Its own address on the node's pod network (and so its own ports).
         assert pod.status.pod_ip.startswith(f"10.88.{real_node.network.index}.")
     # Leader election across the two replicas: one holds the Lease.
@@ -200,7 +202,9 @@ def test_the_controller_runs_as_the_images_non_root_user_ready_through_the_kubel
     # Internal certificate management, from inside the pod: the Secret holds a CA, and the
     # webhook configuration has it as its bundle and names the chart's Service.
     fullname = release["fullname"]
-    secret = client.CoreV1Api(api_client).read_namespaced_secret(f"{fullname}-webhook-cert", namespace)
+    secret = client.CoreV1Api(api_client).read_namespaced_secret(
+        f"{fullname}-webhook-cert", namespace
+    )
     ca = base64.b64decode(secret.data["ca.crt"])
     webhooks = client.AdmissionregistrationV1Api(api_client).read_mutating_webhook_configuration(
         fullname
