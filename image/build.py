@@ -173,7 +173,6 @@ def build(out: Path | None = None, say: Callable[[str], None] = print) -> Built:
     cache, named by its digest, where a second call finds it)."""
     cache = cache_root()
     epoch = source_date_epoch()
-    os.environ["SOURCE_DATE_EPOCH"] = str(epoch)  # hash-checked bytecode, no timestamps
     progress = _Progress(say)
     with _locked(cache):
         base_key = _key("base", _code("debian.py", "oci.py"), debian.recipe(), str(epoch))

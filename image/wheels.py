@@ -2,10 +2,12 @@
 dependencies (constraints.txt) and then quotagate, installed from wheels only.
 
 Wheels are installed with `installer` (PyPA's wheel installer) into a staging directory as
-if it were `/`: console scripts point at /opt/venv/bin/python, bytecode is compiled with
-the paths the image will have (and, with SOURCE_DATE_EPOCH set, with hash-checked .pyc
-files that carry no timestamp). Nothing runs inside the image to do it, so no root and no
-chroot are needed. Every requirement of every installed distribution is checked against
+if it were `/`: console scripts point at /opt/venv/bin/python. Bytecode is compiled with
+the paths the image will have, as hash-checked .pyc files that carry no timestamp, in a
+fresh interpreter with a fixed hash seed: a .pyc's bytes depend on the compiling process
+(set constants follow the hash seed, marshal's references follow what else is loaded), so
+compiling in the build's own process gave different bytes from one build to the next.
+Nothing runs inside the image to do it, so no root and no chroot are needed. Every requirement of every installed distribution is checked against
 what is installed, as `pip check` would, before the layer is written.
 """
 
@@ -145,12 +147,36 @@ def install_wheels(staging: Path, wheels: list[Path], python: str) -> None:
         scheme,
         interpreter=f"{VENV}/bin/python",
         script_kind="posix",
-        bytecode_optimization_levels=(0,),
         destdir=str(staging),
     )
     for wheel in wheels:
         with WheelFile.open(wheel) as source:
             install(source, destination, {"INSTALLER": b"quotagate-image\n"})
+    _compile(staging / site.lstrip("/"), site)
+
+
+_COMPILE = """
+import compileall, py_compile, sys
+ok = compileall.compile_dir(
+    sys.argv[1], ddir=sys.argv[2], quiet=1, workers=1,
+    invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+)
+sys.exit(0 if ok else 1)
+"""
+
+
+def _compile(directory: Path, image_path: str) -> None:
+    """Every .py under `directory` compiled as the image's `image_path`, the same bytes each
+    time (see the module docstring)."""
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _COMPILE, str(directory), image_path],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr)[-3000:]
+        raise WheelError(f"compiling the bytecode failed:\n{output}")
 
 
 def _environment(python: str, python_full: str) -> dict[str, str]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 import tarfile
 import tomllib
 from pathlib import Path
@@ -203,3 +205,31 @@ def test_a_requirement_the_installed_versions_do_not_meet_is_reported() -> None:
     assert "quotagate needs kopf<2,>=1.38, installed 2.0.0" in message
     assert "quotagate needs yarl>=1, which is not installed" in message
     assert "tomli" not in message  # its marker is false for Python 3.11
+
+
+def test_bytecode_is_the_same_bytes_whatever_process_builds_the_image(tmp_path: Path) -> None:
+    """marshal writes a string as interned or not by what the compiling process interned
+    before (and a set constant's order follows the hash seed): compiled in the build's own
+    process, two builds of the same wheels differed. The image's bytecode is compiled in a
+    fresh interpreter with a fixed seed."""
+    source = 'def unescape(s):\n    return s.replace("~1", "/").replace("~0", "~")\n'
+    pycs = []
+    for seed, before in (("1", "pass"), ("2", "import sys; sys.intern('~')")):
+        directory = tmp_path / f"site-{seed}"
+        directory.mkdir()
+        (directory / "mod.py").write_text(source)
+        code = (
+            f"{before}\nfrom pathlib import Path\nfrom image import wheels\n"
+            f"wheels._compile(Path({str(directory)!r}), '/opt/venv/lib/python3.11/site-packages')"
+        )
+        subprocess.run(
+            [sys.executable, "-c", code],
+            check=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        [pyc] = (directory / "__pycache__").glob("mod.*.pyc")
+        pycs.append(pyc.read_bytes())
+    assert pycs[0] == pycs[1]
+    # hash-checked: the header carries the source's hash, not its time
+    assert int.from_bytes(pycs[0][4:8], "little") == 0b11
