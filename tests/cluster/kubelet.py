@@ -103,7 +103,7 @@ class RealNode:
             if previous is not None:  # a killed session's node had this index
                 previous.end()
             self.name = self.name or f"real-node-{self.network.index}"
-            self.footprint = Footprint(f"/quotagate-{self.name}")
+            self.footprint = Footprint(f"/quotagate-{self.name}", str(self.dir))
             self.footprint.save(self.network.record)
             self.pause = pause_image()
             self._start_containerd()

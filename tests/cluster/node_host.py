@@ -80,9 +80,12 @@ def _hierarchies() -> list[Path]:
 
 @dataclass
 class Footprint:
-    """The node's mount namespace (as /proc/PID/ns/mnt reads) and its cgroup root."""
+    """The node's cgroup root, its directory and its mount namespace (as /proc/PID/ns/mnt
+    reads; a namespace's number is reused once it is gone, so a process counts as the
+    node's only if its command line also names the node's directory)."""
 
     cgroup_root: str
+    directory: str
     mount_namespace: str = ""
 
     def create_cgroups(self) -> None:
@@ -104,7 +107,10 @@ class Footprint:
             for proc in Path("/proc").iterdir():
                 if proc.name.isdigit():
                     with contextlib.suppress(OSError):
-                        if os.readlink(proc / "ns" / "mnt") == self.mount_namespace:
+                        if (
+                            os.readlink(proc / "ns" / "mnt") == self.mount_namespace
+                            and self.directory.encode() in (proc / "cmdline").read_bytes()
+                        ):
                             pids.add(int(proc.name))
         pids.discard(os.getpid())
         return sorted(pids)

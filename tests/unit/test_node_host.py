@@ -33,7 +33,9 @@ def test_the_node_runs_in_its_own_mount_namespace_with_the_host_paths_redirected
 
 
 def test_the_footprint_record_survives_the_session_that_wrote_it(tmp_path: Path) -> None:
-    footprint = node_host.Footprint("/quotagate-real-node-3", "mnt:[4026532001]")
+    footprint = node_host.Footprint(
+        "/quotagate-real-node-3", "/tmp/quotagate-cp-x/real-node", "mnt:[4026532001]"
+    )
     footprint.save(tmp_path / "3.json")
     assert node_host.Footprint.load(tmp_path / "3.json") == footprint
     assert node_host.Footprint.load(tmp_path / "missing.json") is None
