@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv lint typecheck crds manifests unit test bench bench-compare demo cluster-up cluster-down cluster-binaries clean
+.PHONY: all venv lint typecheck crds manifests unit test bench bench-compare demo cluster-up cluster-down cluster-binaries clean image host-packages e2e-real-node
 
 all: test
 
@@ -38,9 +38,25 @@ unit: $(STAMP)
 cluster-binaries: $(STAMP)
 	$(PY) -m tests.cluster build
 
-# Lint, types, then every test: unit, integration and e2e against the real local control plane.
-test: lint typecheck cluster-binaries
+# The Debian packages the image and the real node need (apt-get as root; nothing to do
+# when they are there): tests/cluster/host_packages.py.
+host-packages: $(STAMP)
+	$(PY) -m tests.cluster host-packages
+
+# dist/quotagate-<version>.oci.tar, from Debian's and PyPI's packages (image/), loaded into
+# a local podman or docker if there is one.
+image: $(STAMP)
+	$(PY) -m tests.cluster host-packages --for image
+	$(PY) -m image
+
+# Lint, types, then every test: unit, integration and e2e against the real local control
+# plane, the real node's among them.
+test: lint typecheck cluster-binaries host-packages
 	$(PY) -m pytest -q
+
+# The real node's tests alone: the image, the kubelet, the chart and a Job on it.
+e2e-real-node: cluster-binaries host-packages
+	$(PY) -m pytest -q tests/e2e/test_real_node.py
 
 bench: $(STAMP)
 	$(PY) -m pytest tests/bench -q -s
@@ -52,8 +68,9 @@ OUT      ?= .bench-compare
 bench-compare: $(STAMP)
 	$(PY) -m tests.bench.compare --minimalkueue "$(MINIMALKUEUE)" --kueue-crds "$(KUEUE_CRDS)" --out "$(OUT)" "$(SCENARIO)"
 
-cluster-up: cluster-binaries
-	$(PY) -m tests.cluster up
+# KUBELET=1 adds a real node (containerd and a kubelet) with quotagate's image.
+cluster-up: cluster-binaries $(if $(KUBELET),host-packages)
+	$(PY) -m tests.cluster up $(if $(KUBELET),--kubelet)
 
 cluster-down: $(STAMP)
 	$(PY) -m tests.cluster down

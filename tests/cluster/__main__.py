@@ -3,7 +3,10 @@
 `up` starts etcd, kube-apiserver, kube-scheduler, kube-controller-manager, two fake nodes
 and the pod-lifecycle helper in the background (a detached supervisor process), prints
 `export KUBECONFIG=…` on a line of its own and leaves `bin/kubectl` and `bin/helm`
-wrappers that talk to it. `down` stops every process it started and removes its dir.
+wrappers that talk to it. `up --kubelet` adds a real node (containerd and a kubelet:
+tests/cluster/kubelet.py) with quotagate's image (`make image`'s) in its image store.
+`down` stops every process it started and removes its dir. `host-packages` installs the
+Debian packages the image and the real node need (tests/cluster/host_packages.py).
 """
 
 from __future__ import annotations
@@ -45,8 +48,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def serve(workdir: Path) -> int:
-    """The supervisor: runs the control plane until SIGTERM."""
+def serve(workdir: Path, kubelet: bool = False) -> int:
+    """The supervisor: runs the control plane (and the real node) until SIGTERM."""
     from kubernetes import client, config
 
     from tests.cluster.controlplane import ControlPlane
@@ -67,20 +70,25 @@ def serve(workdir: Path) -> int:
     for name in ("node-a", "node-b"):
         create_node(core, name, labels={"topology.kubernetes.io/zone": name})
     lifecycle = PodLifecycle(api_client).start()
-    STATE_FILE.write_text(
-        json.dumps(
-            {
-                "pid": os.getpid(),
-                "kubeconfig": str(plane.kubeconfig),
-                "server": plane.server,
-                "ready": True,
-            }
-        )
-    )
+    state: dict[str, object] = {
+        "pid": os.getpid(),
+        "kubeconfig": str(plane.kubeconfig),
+        "server": plane.server,
+    }
+    if kubelet:
+        from image.build import build
+        from tests.cluster.kubelet import RealNode
+
+        node = RealNode(plane).start()
+        built = build()  # `up` built it already: found in the cache
+        node.import_image(built.path)
+        state.update(realNode=node.name, image=built.name)
+    watched = list(plane.components.values())  # the real node's containerd and kubelet too
+    STATE_FILE.write_text(json.dumps({**state, "ready": True}))
     try:
         while not stopping:
             time.sleep(0.5)
-            for component in plane.components.values():
+            for component in watched:
                 if component.process.poll() is not None:
                     print(
                         f"{component.name} exited; last log lines:\n{component.tail()}",
@@ -93,7 +101,7 @@ def serve(workdir: Path) -> int:
     return 0
 
 
-def up() -> int:
+def up(kubelet: bool = False) -> int:
     state = _read_state()
     if state and isinstance(state.get("pid"), int) and _alive(int(state["pid"])):  # type: ignore[arg-type]
         print(f"already running (pid {state['pid']})")
@@ -104,12 +112,23 @@ def up() -> int:
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if kubelet:
+        from image.build import build
+
+        build()  # here, where its progress shows; the supervisor finds it in the cache
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     STATE_DIR.mkdir(parents=True)
     log = (STATE_DIR / "supervisor.log").open("wb")
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.cluster", "serve", str(STATE_DIR / "run")],
+        [
+            sys.executable,
+            "-m",
+            "tests.cluster",
+            "serve",
+            str(STATE_DIR / "run"),
+            *(["--kubelet"] if kubelet else []),
+        ],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -133,9 +152,14 @@ def up() -> int:
         return 1
     kubeconfig = str(state["kubeconfig"])
     _write_wrappers(bin_dir, kubeconfig)
+    real = (
+        f" and the real node {state['realNode']} with {state['image']}"
+        if state.get("realNode")
+        else ""
+    )
     print(
         f"control plane ready in {time.monotonic() - started:.1f}s (etcd, kube-apiserver, kube-scheduler, "
-        "kube-controller-manager, nodes node-a and node-b)"
+        f"kube-controller-manager, nodes node-a and node-b{real})"
     )
     print("bin/kubectl and bin/helm talk to it; or run:")
     _print_export(kubeconfig)
@@ -169,7 +193,7 @@ def down() -> int:
     pid = int(state["pid"])  # type: ignore[call-overload]
     if _alive(pid):
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a real node drains and removes its pods first
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         if _alive(pid):
@@ -195,7 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.cluster")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build (or reuse) the control-plane binaries")
-    sub.add_parser("up", help="start the full local control plane in the background")
+    up_parser = sub.add_parser("up", help="start the full local control plane in the background")
+    up_parser.add_argument(
+        "--kubelet", action="store_true", help="add a real node (containerd and a kubelet)"
+    )
+    packages = sub.add_parser("host-packages", help="install the Debian packages needed")
+    packages.add_argument("--for", dest="purpose", choices=("image", "node"), default="node")
     sub.add_parser("down", help="stop it and remove its files")
     sub.add_parser("status", help="say whether it runs")
     sub.add_parser(
@@ -203,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve_parser = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve_parser.add_argument("workdir", type=Path)
+    serve_parser.add_argument("--kubelet", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "build":
         try:
@@ -218,8 +248,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         args.workdir.mkdir(parents=True, exist_ok=True)
-        return serve(args.workdir)
-    return {"up": up, "down": down, "status": status}[args.command]()
+        return serve(args.workdir, args.kubelet)
+    if args.command == "host-packages":
+        from tests.cluster.host_packages import FOR, ensure
+
+        return ensure(FOR[args.purpose])
+    if args.command == "up":
+        return up(args.kubelet)
+    return {"down": down, "status": status}[args.command]()
 
 
 if __name__ == "__main__":

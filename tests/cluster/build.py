@@ -69,7 +69,7 @@ def _helm_stamps() -> list[str]:
 
 
 def _ldflags(binary: Binary) -> str:
-    if binary.module_dir == "kube":
+    if binary.module_dir in ("kube", "kubelet"):
         stamps = _VERSION_VARS
     elif binary.module_dir == "helm":
         stamps = _helm_stamps()
@@ -91,6 +91,9 @@ BINARIES = (
     Binary("kube-scheduler", "kube", "k8s.io/kubernetes/cmd/kube-scheduler"),
     Binary("kube-controller-manager", "kube", "k8s.io/kubernetes/cmd/kube-controller-manager"),
     Binary("kubectl", "kube", "k8s.io/kubernetes/cmd/kubectl"),
+    # The real node's kubelet: the same k8s.io/kubernetes version, in a module of its own
+    # (its dependencies are not the control plane's, and a shared go.sum would rebuild both).
+    Binary("kubelet", "kubelet", "k8s.io/kubernetes/cmd/kubelet"),
     Binary("helm", "helm", "helm.sh/helm/v3/cmd/helm"),
 )
 

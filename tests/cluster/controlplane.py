@@ -22,6 +22,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.cluster import certs
 from tests.cluster.build import ensure_binaries
@@ -37,6 +38,8 @@ KCM_CONTROLLERS = ",".join(
         "serviceaccount-controller",
         "serviceaccount-token-controller",
         "replicaset-controller",
+        # Real pods behind Services (the webhook on the real node): their EndpointSlices.
+        "endpointslice-controller",
         "deployment-controller",
         "pod-garbage-collector-controller",
         "ttl-after-finished-controller",
@@ -95,6 +98,9 @@ class ControlPlane:
     bin_dir: Path | None = None
     components: dict[str, Component] = field(default_factory=dict)
     token: str = "quotagate-admin-token"
+    # What runs beside the components and needs them until it stops (a real node:
+    # tests/cluster/kubelet.py): each has `stop()`, called first by `stop()`.
+    attachments: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._own_workdir = self.workdir is None
@@ -154,6 +160,9 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Stop every component (reverse order) and remove the temp dir we made."""
+        for attachment in reversed(list(self.attachments)):
+            attachment.stop()
+        self.attachments.clear()
         for name in reversed(list(self.components)):
             component = self.components.pop(name)
             _terminate(component.process)
@@ -177,6 +186,16 @@ class ControlPlane:
             ip_addresses=("127.0.0.1", "10.96.0.1"),
         )
         self.sa_private, self.sa_public = certs.make_service_account_key(pki)
+        # The API server's identity towards kubelets (logs, exec): a real node's kubelet
+        # authenticates it by the cluster's CA.
+        self.kubelet_client = certs.issue(
+            self.ca,
+            pki,
+            "apiserver-kubelet-client",
+            "kube-apiserver-kubelet-client",
+            organization="system:masters",
+            client=True,
+        )
         (pki / "tokens.csv").write_text(
             f"{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},system:masters\n"
         )
@@ -251,12 +270,21 @@ class ControlPlane:
                 str(self.sa_private),
                 "--service-account-issuer",
                 "https://kubernetes.default.svc",
+                "--kubelet-client-certificate",
+                str(self.kubelet_client.cert),
+                "--kubelet-client-key",
+                str(self.kubelet_client.key),
+                # A node's address, not its name: nothing resolves node names here.
+                "--kubelet-preferred-address-types",
+                "InternalIP",
                 "--service-cluster-ip-range",
                 "10.96.0.0/16",
                 "--authorization-mode",
                 "Node,RBAC",
-                "--disable-admission-plugins",
-                "ServiceAccount",
+                # The ServiceAccount admission plugin stays on, as in every cluster: the
+                # real node's pods reach the API server with the token it mounts. Pods need
+                # their ServiceAccount to exist (the `namespace` fixture makes `default`
+                # where no controller-manager runs).
                 "--allow-privileged",
                 "--feature-gates",
                 FEATURE_GATES,
@@ -264,7 +292,7 @@ class ControlPlane:
                 RUNTIME_CONFIG,
                 "--profiling=false",
                 # Webhook Services resolve through their EndpointSlices (there is no
-                # kube-proxy): tests/cluster/podrunner.py publishes a local process that way.
+                # kube-proxy): the real node's pods (tests/cluster/kubelet.py) are reached so.
                 "--enable-aggregator-routing=true",
                 "-v",
                 "1",

@@ -2,7 +2,8 @@
 
 One control plane per test session: etcd + kube-apiserver start on first use; e2e tests
 that ask for `full_cluster` add kube-scheduler, kube-controller-manager, two fake nodes
-and the pod-lifecycle helper to the same control plane.
+and the pod-lifecycle helper to the same control plane; those that ask for `real_node`
+add a real kubelet with containerd beside the fake nodes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from image.build import Built
+from image.build import build as build_image
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.kubelet import RealNode
 from tests.cluster.nodes import PodLifecycle, create_node
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,6 +135,13 @@ def namespace(api_client: client.ApiClient) -> Iterator[str]:
     core.create_namespace(
         {"metadata": {"name": name, "labels": {"quotagate.test/namespace": "true"}}}
     )
+    # The ServiceAccount admission plugin admits a pod only with its ServiceAccount; the
+    # controller-manager makes `default`, but integration tests run without one.
+    try:
+        core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
     try:
         yield name
     finally:
@@ -156,3 +167,24 @@ def full_cluster(cluster: ControlPlane, api_client: client.ApiClient) -> Iterato
         yield cluster
     finally:
         lifecycle.stop()
+
+
+@pytest.fixture(scope="session")
+def real_node(full_cluster: ControlPlane) -> Iterator[RealNode]:
+    """A real node beside the fake ones: containerd and a kubelet (tests/cluster/kubelet.py),
+    tainted so that only pods tolerating it run there, with busybox in its image store
+    (`real_node.busybox`)."""
+    node = RealNode(full_cluster).start()
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="session")
+def quotagate_image(real_node: RealNode) -> Built:
+    """quotagate's image built from this checkout (or reused from the image cache: image/),
+    imported into the real node's image store."""
+    built = build_image(say=lambda line: print(line, flush=True))
+    real_node.import_image(built.path)
+    return built

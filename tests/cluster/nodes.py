@@ -2,7 +2,8 @@
 
 `create_node` registers a Ready Node with capacity (no kubelet behind it; the
 node-lifecycle controller is not run, so it is never tainted). `PodLifecycle` watches
-pods bound to those nodes and plays the kubelet's part: bound pods become Running;
+pods bound to those nodes (labelled `quotagate.test/fake-node`; a real node's pods are its
+kubelet's) and plays the kubelet's part: bound pods become Running;
 pods annotated `quotagate.test/run-seconds: "N"` succeed N seconds later (0 = at once);
 `complete()` succeeds a pod on demand; and a pod being deleted is removed at once
 (force delete), as a kubelet would after its containers stopped.
@@ -126,6 +127,7 @@ class PodLifecycle:
         self._due: dict[tuple[str, str], float] = {}
         self._ready_due: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
+        self._fake: dict[str, bool] = {}
         self._threads = [
             threading.Thread(target=self._watch_loop, name="pod-lifecycle-watch", daemon=True),
             threading.Thread(target=self._timer_loop, name="pod-lifecycle-timer", daemon=True),
@@ -163,10 +165,22 @@ class PodLifecycle:
             except Exception:  # the API server restarting must not kill the helper
                 time.sleep(0.5)
 
+    def _is_fake(self, node_name: str) -> bool:
+        """Whether `node_name` is a fake node (a real kubelet runs the others' pods)."""
+        if node_name not in self._fake:
+            try:
+                labels = self.core.read_node(node_name).metadata.labels or {}
+            except ApiException:
+                return False
+            self._fake[node_name] = labels.get(FAKE_NODE_LABEL) == "true"
+        return self._fake[node_name]
+
     def _handle(self, event_type: str, pod: Any) -> None:
         if event_type == "DELETED":
             return
         meta, spec, status = pod.metadata, pod.spec, pod.status
+        if spec.node_name and not self._is_fake(spec.node_name):
+            return
         if meta.deletion_timestamp is not None:
             with contextlib.suppress(ApiException):
                 self.core.delete_namespaced_pod(meta.name, meta.namespace, grace_period_seconds=0)

@@ -1,0 +1,5 @@
+import sys
+
+from image.build import main
+
+sys.exit(main())
