@@ -192,11 +192,16 @@ def _build_operator(go: str, module: GoModule, out: ModuleDir, env: dict[str, st
 
 
 def main(names: list[str] | None = None) -> int:
+    started = time.monotonic()
+    chosen = [m for m in MODULES if not names or m.name in names]
     try:
-        for module in MODULES:
-            if not names or module.name in names:
-                ensure_module(module.name)
+        for module in chosen:
+            ensure_module(module.name)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    print(
+        f"Go modules: {', '.join(m.key for m in chosen)} ready in {modules_dir()} "
+        f"({time.monotonic() - started:.1f}s)"
+    )
     return 0
