@@ -23,6 +23,8 @@ from tests.unit.test_kubectl_plugin import (
     workload,
 )
 
+REPO = Path(__file__).resolve().parents[2]
+
 STATE = """
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
@@ -67,6 +69,16 @@ def test_plan_admits_the_pods_that_fit_and_says_how_many_were_asked_for(
     row = capsys.readouterr().out.splitlines()[1].split(None, 3)
     assert row[:3] == ["team-a/elastic", "team-a", "admit"]
     assert row[3] == "mainx3 of 5: cpu=on-demand"
+
+
+def test_the_docs_partial_admission_example_is_what_plan_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    docs = (REPO / "docs" / "integrations.md").read_text()
+    command = "$ quotagate plan -f tests/unit/data/plan_partial.yaml -o table\n"
+    shown = docs.split(command, 1)[1].split("```", 1)[0]
+    assert main(["plan", "-f", str(REPO / "tests/unit/data/plan_partial.yaml"), "-o", "table"]) == 0
+    assert capsys.readouterr().out == shown
 
 
 def test_whatif_with_a_min_count_is_admitted_with_fewer_pods() -> None:
