@@ -284,28 +284,24 @@ def test_the_frameworks_list_switches_integrations_on_and_off(
 
 
 def test_a_kueue_framework_quotagate_does_not_implement_is_refused(tmp_path: Path) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text("integrations:\n  frameworks: [batch/job, ray.io/rayjob]\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "controller", "--config", str(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    def run(frameworks: str) -> subprocess.CompletedProcess[str]:
+        config = tmp_path / "config.yaml"
+        config.write_text(f"integrations:\n  frameworks: {frameworks}\n")
+        return subprocess.run(
+            [sys.executable, "-m", "controller", "--config", str(config)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    result = run("[batch/job, ray.io/rayjob]")
     assert result.returncode == 2
     assert (
         "integrations.frameworks[1]: ray.io/rayjob is a Kueue framework quotagate does not "
         "implement yet (implemented: batch/job, jobset.x-k8s.io/jobset, pod)"
     ) in result.stderr
-    config.write_text("integrations:\n  frameworks: [batch/jobs]\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "controller", "--config", str(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run("[batch/jobs]")
     assert result.returncode == 2
     assert "integrations.frameworks: Value error, [0]: 'batch/jobs' is not a Kueue framework" in (
         result.stderr

@@ -21,7 +21,13 @@ from typing import Any, ClassVar
 
 from controller.integrations.framework.podset_info import PodSetInfo, PodSetInfoError
 
-__all__ = ["Finished", "GenericJob", "PodSetInfoError", "TopologyHints"]
+__all__ = [
+    "Finished",
+    "GenericJob",
+    "PodSetInfoError",
+    "TopologyHints",
+    "finished_by_conditions",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +36,19 @@ class Finished:
 
     success: bool
     message: str = ""
+
+
+def finished_by_conditions(
+    status: Mapping[str, Any], succeeded: str, failed: str
+) -> Finished | None:
+    """How a job whose status has Kubernetes conditions finished: its `succeeded` or
+    `failed` condition True, with that condition's message (None: neither)."""
+    for condition in status.get("conditions") or ():
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") in (succeeded, failed):
+            return Finished(condition.get("type") == succeeded, str(condition.get("message") or ""))
+    return None
 
 
 @dataclass(frozen=True, slots=True)

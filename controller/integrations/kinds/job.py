@@ -18,7 +18,12 @@ from api.constants import (
     JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     JOB_MIN_PARALLELISM_ANNOTATION,
 )
-from controller.integrations.framework.generic_job import Finished, GenericJob, TopologyHints
+from controller.integrations.framework.generic_job import (
+    Finished,
+    GenericJob,
+    TopologyHints,
+    finished_by_conditions,
+)
 from controller.integrations.framework.podset_info import (
     PodSetInfo,
     PodSetInfoError,
@@ -172,14 +177,7 @@ class Job(GenericJob):
         )
 
     def finished(self) -> Finished | None:
-        for condition in self.status.get("conditions") or ():
-            if condition.get("status") != "True":
-                continue
-            if condition.get("type") == "Complete":
-                return Finished(True, str(condition.get("message") or ""))
-            if condition.get("type") == "Failed":
-                return Finished(False, str(condition.get("message") or ""))
-        return None
+        return finished_by_conditions(self.status, "Complete", "Failed")
 
     def is_active(self) -> bool:
         return bool(self.status.get("active"))

@@ -15,7 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from controller.integrations.framework.generic_job import Finished, GenericJob, TopologyHints
+from controller.integrations.framework.generic_job import (
+    Finished,
+    GenericJob,
+    TopologyHints,
+    finished_by_conditions,
+)
 from controller.integrations.framework.podset_info import (
     PodSetInfo,
     PodSetInfoError,
@@ -23,6 +28,7 @@ from controller.integrations.framework.podset_info import (
     restore,
 )
 from controller.integrations.framework.registry import Framework, register
+from controller.integrations.pods_ready import job_pods_count
 from controller.kube.client import Resource
 
 __all__ = ["FRAMEWORK", "JOBSETS", "JobSet"]
@@ -33,15 +39,9 @@ JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 
 
 def pods_per_replica(replicated_job: dict[str, Any]) -> int:
-    """min(parallelism, completions) of the replicatedJob's Job template (parallelism
-    defaults to 1, completions to parallelism): Kueue's `PodsCountPerReplica`."""
-    spec = ((replicated_job.get("template") or {}).get("spec")) or {}
-    parallelism = spec.get("parallelism")
-    count = int(parallelism) if parallelism is not None else 1
-    completions = spec.get("completions")
-    if completions is not None and int(completions) < count:
-        count = int(completions)
-    return count
+    """min(parallelism, completions) of the replicatedJob's Job template (Kueue's
+    `PodsCountPerReplica`)."""
+    return job_pods_count(replicated_job.get("template") or {})
 
 
 def _replicas(replicated_job: dict[str, Any]) -> int:
@@ -96,14 +96,7 @@ class JobSet(GenericJob):
         return changed
 
     def finished(self) -> Finished | None:
-        for condition in self.status.get("conditions") or ():
-            if condition.get("status") != "True":
-                continue
-            if condition.get("type") == "Completed":
-                return Finished(True, str(condition.get("message") or ""))
-            if condition.get("type") == "Failed":
-                return Finished(False, str(condition.get("message") or ""))
-        return None
+        return finished_by_conditions(self.status, "Completed", "Failed")
 
     def is_active(self) -> bool:
         return any(int(s.get("active") or 0) > 0 for s in self._statuses())
