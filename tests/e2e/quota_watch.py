@@ -20,8 +20,8 @@ def _milli(text: object) -> int:
 
 class QuotaWatch:
     """The most CPU (milli) reserved per flavor by unfinished Workloads with
-    QuotaReserved=True, and
-    the most requested by live pods (bound, not finished, not being deleted) per node."""
+    QuotaReserved=True, and the most requested by live pods (bound, not finished, not being
+    deleted) per node and on all nodes at once."""
 
     def __init__(self, api_client: client.ApiClient, namespace: str) -> None:
         self.custom = client.CustomObjectsApi(api_client)
@@ -29,6 +29,7 @@ class QuotaWatch:
         self.namespace = namespace
         self.reserved: dict[str, int] = {}
         self.running: dict[str, int] = {}
+        self.running_total = 0  # the most requested by live pods at once, on all nodes
         self.samples = 0
         self._stop = threading.Event()
 
@@ -65,6 +66,7 @@ class QuotaWatch:
             self.reserved[key] = max(self.reserved.get(key, 0), value)
         for key, value in running.items():
             self.running[key] = max(self.running.get(key, 0), value)
+        self.running_total = max(self.running_total, sum(running.values()))
         self.samples += 1
 
     def _run(self) -> None:

@@ -57,9 +57,10 @@ def jobset_quotagate(
         yield process
 
 
-def pod_template(cpu: str, seconds: int) -> dict[str, Any]:
+def pod_template(cpu: str, seconds: int | None) -> dict[str, Any]:
+    """A pod the fake nodes run for `seconds`, or until the test completes it (None)."""
     return {
-        "metadata": {"annotations": {RUN_SECONDS: str(seconds)}},
+        "metadata": {"annotations": {RUN_SECONDS: str(seconds)} if seconds is not None else {}},
         "spec": {
             "restartPolicy": "Never",
             "containers": [
@@ -69,7 +70,7 @@ def pod_template(cpu: str, seconds: int) -> dict[str, Any]:
     }
 
 
-def jobset(name: str, seconds: int = 1, queue: str = "lq") -> dict[str, Any]:
+def jobset(name: str, seconds: int | None = 1, queue: str = "lq") -> dict[str, Any]:
     """A driver (1 pod) and workers (2 Jobs of 2 pods), 1 cpu each: pod sets of 1 and 4."""
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -133,6 +134,23 @@ class JobSets:
             if pod.metadata.deletion_timestamp is None
         ]
 
+    def running(self, name: str, count: int) -> list[Any]:
+        """Wait until `count` of the JobSet's pods are Running, and return them."""
+        found: list[Any] = wait_for(
+            lambda: (
+                len(pods := [p for p in self.pods(name) if p.status.phase == "Running"]) == count
+                and pods
+            ),
+            timeout=60,
+            what=f"{count} pods of JobSet {name} running",
+        )
+        return found
+
+    def complete(self, lifecycle: Any, name: str, count: int) -> None:
+        """Succeed the JobSet's `count` pods once they run (the fake nodes' kubelet)."""
+        for pod in self.running(name, count):
+            lifecycle.complete(self.namespace, pod.metadata.name)
+
 
 def templates(js: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {rj["name"]: rj["template"]["spec"]["template"] for rj in js["spec"]["replicatedJobs"]}
@@ -165,7 +183,10 @@ def set_stop_policy(kueue: Kueue, cq: str, policy: str) -> None:
 
 
 def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
-    jobset_quotagate: ControllerProcess, api_client: client.ApiClient, namespace: str
+    jobset_quotagate: ControllerProcess,
+    full_cluster: ControlPlane,
+    api_client: client.ApiClient,
+    namespace: str,
 ) -> None:
     kueue = Kueue(api_client)
     jobsets = JobSets(api_client, namespace)
@@ -177,7 +198,7 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         local_queue(namespace, "lq", cq),
     )
     with quota_watch(api_client, namespace) as watch:
-        created = jobsets.create(jobset("train", seconds=4))
+        created = jobsets.create(jobset("train", seconds=None))  # runs until completed
         assert created["spec"]["suspend"] is True  # quotagate's webhook
         workload = wait_for(
             lambda: next(iter(kueue.workloads(namespace)), None), what="the JobSet's Workload"
@@ -217,15 +238,7 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         assert "tolerations" not in driver["spec"]
         assert driver["metadata"]["labels"][POD_SET_LABEL] == "driver"
         # The JobSet controller runs the child Jobs; their pods land on their flavor's node.
-        running = wait_for(
-            lambda: (
-                len(pods := jobsets.pods("train")) == 5
-                and all(p.spec.node_name for p in pods)
-                and pods
-            ),
-            timeout=60,
-            what="the JobSet's 5 pods placed",
-        )
+        running = jobsets.running("train", 5)
         nodes = {
             p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]: p.spec.node_name
             for p in running
@@ -260,6 +273,7 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
 
         # Resume: admitted again, runs to completion, the Workload finishes, quota returns.
         set_stop_policy(kueue, cq, "None")
+        jobsets.complete(full_cluster.lifecycle, "train", 5)  # type: ignore[attr-defined]
         wait_for(
             lambda: condition(kueue.get_workload(namespace, "jobset-train"), "Finished"),
             timeout=120,
@@ -277,15 +291,18 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
 
 
 def test_a_second_jobset_waits_suspended_while_the_first_holds_the_quota(
-    jobset_quotagate: ControllerProcess, api_client: client.ApiClient, namespace: str
+    jobset_quotagate: ControllerProcess,
+    full_cluster: ControlPlane,
+    api_client: client.ApiClient,
+    namespace: str,
 ) -> None:
     kueue = Kueue(api_client)
     jobsets = JobSets(api_client, namespace)
     cq, rf = f"{namespace}-cq", f"{namespace}-rf"
     kueue.apply(flavor(rf), cluster_queue(cq, {rf: {"cpu": 5}}), local_queue(namespace, "lq", cq))
     with quota_watch(api_client, namespace) as watch:
-        jobsets.create(jobset("first", seconds=3))
-        wait_for(lambda: len(jobsets.pods("first")) == 5, timeout=60, what="the first running")
+        jobsets.create(jobset("first", seconds=None))  # runs until completed
+        jobsets.running("first", 5)
         jobsets.create(jobset("second", seconds=1))
         wait_for(
             lambda: workload_condition(kueue, namespace, "jobset-second", "QuotaReserved"),
@@ -293,6 +310,7 @@ def test_a_second_jobset_waits_suspended_while_the_first_holds_the_quota(
         )
         assert jobsets.get("second")["spec"]["suspend"] is True
         assert not jobsets.pods("second")
+        jobsets.complete(full_cluster.lifecycle, "first", 5)  # type: ignore[attr-defined]
         wait_for(
             lambda: condition(kueue.get_workload(namespace, "jobset-second"), "Finished"),
             timeout=120,
@@ -303,7 +321,7 @@ def test_a_second_jobset_waits_suspended_while_the_first_holds_the_quota(
     assert first_done is not None and second_admitted is not None
     assert first_done["lastTransitionTime"] <= second_admitted["lastTransitionTime"]
     assert watch.reserved.get(rf, 0) <= 5000
-    assert sum(watch.running.values()) <= 5000
+    assert watch.running_total <= 5000
 
 
 def test_the_webhook_refuses_an_elastic_jobset_as_kueue_does(
