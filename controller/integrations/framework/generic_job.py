@@ -64,8 +64,6 @@ class TopologyHints:
 class GenericJob(ABC):
     """One job object as the framework sees it. Subclasses wrap their kind's object."""
 
-    #: Kueue's pod set limit (`jobframework.MaxPodSets`).
-    max_pod_sets: ClassVar[int] = 18
     #: Whether the API server accepts the template restored in the same patch that
     #: suspends the job (a JobSet does; a batch/v1 Job only once it is suspended and its
     #: pods are gone: `template_mutable`).

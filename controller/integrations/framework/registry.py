@@ -54,10 +54,9 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class IntegrationSettings:
-    """What the configuration tells every integration: the enabled framework names and
-    Kueue's `integrations.labelKeysToCopy`."""
+    """What the configuration tells every integration: Kueue's
+    `integrations.labelKeysToCopy`."""
 
-    enabled: frozenset[str] = frozenset()
     label_keys_to_copy: tuple[str, ...] = ()
 
 
