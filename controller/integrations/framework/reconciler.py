@@ -49,7 +49,7 @@ from api.constants import (
     VERSION,
 )
 from controller.integrations.framework.generic_job import GenericJob
-from controller.integrations.framework.patches import merge_patch
+from controller.integrations.framework.object_writes import patch_object, patch_workload
 from controller.integrations.framework.podset_info import (
     FlavorPlacement,
     PodSetInfoError,
@@ -73,7 +73,6 @@ __all__ = ["FAILED_TO_START", "OUT_OF_SYNC", "GenericReconciler"]
 
 log = logging.getLogger(__name__)
 
-MERGE_PATCH = "application/merge-patch+json"
 FAILED_TO_START = "FailedToStart"
 """Kueue's `FailedToStartFinishedReason`: the admission could not be put into the job."""
 OUT_OF_SYNC = "OutOfSync"
@@ -201,7 +200,7 @@ class GenericReconciler:
         if not reserved and not prebuilt:
             follow = followed_spec(obj, workload)
             if follow:
-                await self._patch_workload(workload, {"spec": follow})
+                await patch_workload(self.custom, workload, {"spec": follow})
                 return  # the Workload's event brings the rest
         # Kueue's step 5: the PodsReady condition first; the Workload's event brings the rest.
         if self.view.wait_for_pods_ready and await self.pods_ready.sync(
@@ -307,7 +306,8 @@ class GenericReconciler:
                 *((workload.get("metadata") or {}).get("ownerReferences") or ()),
                 owner_reference(obj),
             ]
-            await self._patch_workload(
+            await patch_workload(
+                self.custom,
                 workload,
                 {"metadata": {"ownerReferences": refs, "labels": {JOB_UID_LABEL: uid}}},
             )
@@ -348,7 +348,7 @@ class GenericReconciler:
             if self.view.events:
                 await self.view.events(obj, "Warning", FAILED_TO_START, str(exc))
             return
-        await self._patch_object(obj, job.obj)
+        await patch_object(self.custom, self.framework.resource, obj, job.obj)
         if self.view.events:
             admission = (workload.get("status") or {}).get("admission") or {}
             await self.view.events(
@@ -375,14 +375,14 @@ class GenericReconciler:
             job.suspend()
             if infos and job.restores_while_suspending:
                 job.restore_pod_sets_info(infos)
-            await self._patch_object(obj, job.obj)
+            await patch_object(self.custom, self.framework.resource, obj, job.obj)
             if self.view.events:
                 await self.view.events(obj, "Normal", "Stopped", f"Suspended: {message}")
             return False
         if not infos or not job.restore_pod_sets_info(infos):
             return True
         if job.template_mutable():
-            await self._patch_object(obj, job.obj)
+            await patch_object(self.custom, self.framework.resource, obj, job.obj)
         return False
 
     def _placement(self, flavor: str) -> FlavorPlacement | None:
@@ -390,42 +390,6 @@ class GenericReconciler:
         if found is None:
             return None
         return FlavorPlacement(dict(found.node_labels), tuple(found.tolerations))
-
-    # -- writes ---------------------------------------------------------------------------------
-
-    async def _patch_object(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        patch = merge_patch(
-            {k: v for k, v in old.items() if k != "status"},
-            {k: v for k, v in new.items() if k != "status"},
-        )
-        if not patch:
-            return
-        meta = old["metadata"]
-        patch.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
-        resource = self.framework.resource
-        await self.custom.patch_namespaced_custom_object(
-            resource.group,
-            resource.version,
-            meta["namespace"],
-            resource.plural,
-            meta["name"],
-            patch,
-            field_manager="quotagate",
-            _content_type=MERGE_PATCH,
-        )
-
-    async def _patch_workload(self, workload: Mapping[str, Any], patch: dict[str, Any]) -> None:
-        meta = workload["metadata"]
-        await self.custom.patch_namespaced_custom_object(
-            GROUP,
-            VERSION,
-            meta["namespace"],
-            "workloads",
-            meta["name"],
-            patch,
-            field_manager="quotagate",
-            _content_type=MERGE_PATCH,
-        )
 
     async def _report(self, key: str, obj: dict[str, Any], reason: str, text: str) -> None:
         """A Warning Event on the object, once per distinct problem."""
