@@ -27,6 +27,7 @@ typecheck: $(STAMP)
 crds: $(STAMP)
 	$(PY) -m api.crdgen config/crd/bases
 	rm -f charts/quotagate/crds/*.yaml && cp config/crd/bases/*.yaml charts/quotagate/crds/
+	$(PY) -m controller.integrations.framework.manifests charts/quotagate/files/integrations.yaml
 
 # config/default/quotagate.yaml: the chart rendered with its defaults.
 manifests: cluster-binaries
@@ -37,6 +38,7 @@ unit: $(STAMP)
 
 cluster-binaries: $(STAMP)
 	$(PY) -m tests.cluster build
+	$(PY) -m tests.cluster modules
 
 # The Debian packages the image and the real node need (apt-get as root; nothing to do
 # when they are there): tests/cluster/host_packages.py.

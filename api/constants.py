@@ -304,3 +304,29 @@ class LabelSelectorOperator(StrEnum):
     NOT_IN = "NotIn"
     EXISTS = "Exists"
     DOES_NOT_EXIST = "DoesNotExist"
+
+
+# --- the job framework's labels and annotations (Kueue's jobframework and jobs) ------
+
+JOB_MIN_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-min-parallelism"
+"""On a batch/v1 Job: the fewest pods it can run with (its pod set's `minCount`: partial
+admission)."""
+JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: Final = (
+    "kueue.x-k8s.io/job-completions-equal-parallelism"
+)
+"""On an Indexed batch/v1 Job (`"true"`): completions follow the admitted parallelism."""
+PREBUILT_WORKLOAD_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
+"""On a job object (label or annotation): the existing Workload it runs under, instead of
+one made for it."""
+ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
+"""On a job object (`"true"`): Kueue's elastic jobs through Workload slices."""
+POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
+"""On an admitted job's pod template: the name of its pod set."""
+POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
+POD_SET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
+POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
+POD_SET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-required-topology"
+POD_SET_SLICE_SIZE_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-size"
+POD_SET_GROUP_NAME_ANNOTATION: Final = "kueue.x-k8s.io/podset-group-name"
+"""On a pod template: the topology a pod set asks for (Kueue's topology-aware scheduling);
+they become the pod set's `topologyRequest`."""

@@ -284,6 +284,79 @@ class Webhook(_Section):
     )
 
 
+KUEUE_FRAMEWORKS = (
+    "batch/job",
+    "kubeflow.org/mpijob",
+    "ray.io/rayjob",
+    "ray.io/rayservice",
+    "ray.io/raycluster",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/paddlejob",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/tfjob",
+    "kubeflow.org/xgboostjob",
+    "kubeflow.org/jaxjob",
+    "trainer.kubeflow.org/trainjob",
+    "workload.codeflare.dev/appwrapper",
+    "sparkoperator.k8s.io/sparkapplication",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+"""Every name Kueue's `integrations.frameworks` accepts (Kueue's `Integrations` type);
+which of them quotagate implements is the integrations registry's
+(controller/integrations/framework/registry.py), checked when `quotagate run` starts."""
+
+
+class Integrations(_Section):
+    """Kueue's `integrations`: which kinds of job objects are queued."""
+
+    frameworks: list[str] = Field(
+        default_factory=lambda: ["batch/job"],
+        description="Kueue's framework names of the integrations to run (Kueue's default: "
+        "batch/job only)",
+    )
+    external_frameworks: list[str] = Field(
+        default_factory=list,
+        alias="externalFrameworks",
+        description="kinds managed for Kueue by external controllers: not implemented, must "
+        "be empty",
+    )
+    label_keys_to_copy: list[str] = Field(
+        default_factory=list,
+        alias="labelKeysToCopy",
+        description="label keys copied from a job object to its Workload when it is created",
+    )
+
+    @field_validator("frameworks")
+    @classmethod
+    def _kueue_names(cls, value: list[str]) -> list[str]:
+        if not value:
+            return ["batch/job"]  # Kueue's defaulting: an empty list is the default
+        seen: set[str] = set()
+        for index, name in enumerate(value):
+            if name not in KUEUE_FRAMEWORKS:
+                raise ValueError(
+                    f"[{index}]: {name!r} is not a Kueue framework; supported values: "
+                    + ", ".join(KUEUE_FRAMEWORKS)
+                )
+            if name in seen:
+                raise ValueError(f"[{index}]: {name!r} is listed twice")
+            seen.add(name)
+        return value
+
+    @field_validator("external_frameworks")
+    @classmethod
+    def _no_external(cls, value: list[str]) -> list[str]:
+        if value:
+            raise ValueError(
+                f"external frameworks are not implemented by quotagate: {value} (their "
+                "Workloads would never be created)"
+            )
+        return value
+
+
 class ControllerConfig(_Section):
     """Top-level configuration of `quotagate run`."""
 
@@ -310,6 +383,7 @@ class ControllerConfig(_Section):
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )
     webhook: Webhook = Field(default_factory=lambda: Webhook())
+    integrations: Integrations = Field(default_factory=lambda: Integrations())
     metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
     health_port: int = Field(
         8081,

@@ -3,7 +3,8 @@
     kubectl quotagate list workloads|clusterqueues|localqueues [-n NS | -A] [-o wide|json|yaml]
     kubectl quotagate describe workload NAME [-n NS] [-o json|yaml] [--estimate-cycles N]
     kubectl quotagate whatif --queue LQ [-n NS] [--priority N | --priority-class NAME]
-                             --requests cpu=4,memory=8Gi [--count N] [-o json|yaml]
+                             --requests cpu=4,memory=8Gi [--count N] [--min-count M]
+                             [-o json|yaml]
 
 kubectl runs the `kubectl-quotagate` executable on PATH and passes every argument after
 `quotagate`, so the usual `--kubeconfig`, `--context` and `-n/--namespace` flags work in
@@ -197,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="per-pod requests, e.g. cpu=4,memory=8Gi",
     )
     whatif.add_argument("--count", type=_positive, default=1, help="number of pods (default 1)")
+    whatif.add_argument(
+        "--min-count",
+        type=_positive,
+        help="fewest pods it may run with (partial admission: Kueue's minCount)",
+    )
     priority = whatif.add_mutually_exclusive_group()
     priority.add_argument("--priority", type=int)
     priority.add_argument(
@@ -352,8 +358,20 @@ def _whatif(args: argparse.Namespace) -> int:
     now = time.time()
     taken = {obj.key for obj in snapshot.objects if isinstance(obj, Workload)}
     name = unique_name(taken, namespace)
+    if args.min_count is not None and args.min_count > args.count:
+        raise KubectlError(
+            f"error: --min-count {args.min_count} is more than --count {args.count}", exit_code=2
+        )
     body = hypothetical_workload(
-        namespace, name, args.queue, args.requests, args.count, now, args.priority, priority_class
+        namespace,
+        name,
+        args.queue,
+        args.requests,
+        args.count,
+        now,
+        args.priority,
+        priority_class,
+        args.min_count,
     )
     try:
         workload = convert(body)
@@ -365,6 +383,7 @@ def _whatif(args: argparse.Namespace) -> int:
         "localQueue": f"{namespace}/{args.queue}",
         "requests": args.requests,
         "count": args.count,
+        **({"minCount": args.min_count} if args.min_count is not None else {}),
         "priority": snapshot.priority_classes().resolve(workload).value,
         **decide([*snapshot.objects, workload], workload.key, now, snapshot.new_state()),
         "engineSettings": snapshot.settings,

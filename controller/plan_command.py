@@ -216,8 +216,8 @@ def plan(
             }
         )
     decided: dict[str, Any] = {
-        "admitted": [_admitted(admits[key]) for key in sorted(admits)],
-        "preempting": [_preempting(preempting[key]) for key in sorted(preempting)],
+        "admitted": [_admitted(admits[key], state) for key in sorted(admits)],
+        "preempting": [_preempting(preempting[key], state) for key in sorted(preempting)],
         "pending": pending,
         "evicted": [
             {"workload": e.workload_key, "clusterQueue": e.cluster_queue, "reason": e.reason}
@@ -247,12 +247,16 @@ def _kind(obj: CoreObject) -> str:
     return name if name in _APPLY_ORDER else "Workload"
 
 
-def _preempting(preempt: Preempt) -> dict[str, Any]:
-    return {
+def _preempting(preempt: Preempt, state: ClusterState) -> dict[str, Any]:
+    out = {
         "workload": preempt.preemptor_key,
         "clusterQueue": preempt.cluster_queue,
         "victims": [_victim(v) for v in sorted(preempt.victims, key=lambda v: v.workload_key)],
     }
+    partial = [ps for ps in _pod_sets(preempt.admit, state) if "requestedCount" in ps]
+    if partial:  # admitted with fewer pods once the victims are gone
+        out["podSets"] = [{k: v for k, v in ps.items() if k != "flavors"} for ps in partial]
+    return out
 
 
 def _victim(victim: Victim) -> dict[str, Any]:
@@ -267,16 +271,38 @@ def _victim(victim: Victim) -> dict[str, Any]:
     return out
 
 
-def _admitted(admit: Admit) -> dict[str, Any]:
+def _pod_sets(admit: Admit, state: ClusterState) -> list[dict[str, Any]]:
+    """Each pod set's admitted count and flavors, and its `requestedCount` when partial
+    admission gave it fewer pods than it asked for."""
+    workload = state.workloads.get(admit.workload_key)
+    requested = {ps.name: ps.count for ps in workload.pod_sets} if workload else {}
+    out = []
+    for ps in admit.pod_sets:
+        entry: dict[str, Any] = {
+            "name": ps.name,
+            "count": ps.count,
+            "flavors": dict(sorted(ps.flavors.items())),
+        }
+        if requested.get(ps.name, ps.count) > ps.count:
+            entry["requestedCount"] = requested[ps.name]
+        out.append(entry)
+    return out
+
+
+def _admitted(admit: Admit, state: ClusterState) -> dict[str, Any]:
     return {
         "workload": admit.workload_key,
         "clusterQueue": admit.cluster_queue,
         "borrowing": admit.borrowing,
-        "podSets": [
-            {"name": ps.name, "count": ps.count, "flavors": dict(sorted(ps.flavors.items()))}
-            for ps in admit.pod_sets
-        ],
+        "podSets": _pod_sets(admit, state),
     }
+
+
+def _count(pod_set: dict[str, Any]) -> str:
+    """`x3`, or `x3 of 5` for a partial admission."""
+    if "requestedCount" in pod_set:
+        return f"x{pod_set['count']} of {pod_set['requestedCount']}"
+    return f"x{pod_set['count']}"
 
 
 def render(result: dict[str, Any], output: str) -> str:
@@ -287,7 +313,7 @@ def render(result: dict[str, Any], output: str) -> str:
     rows = [("WORKLOAD", "CLUSTERQUEUE", "DECISION", "DETAIL")]
     for a in result["admitted"]:
         flavors = ", ".join(
-            f"{ps['name']}x{ps['count']}: " + " ".join(f"{r}={f}" for r, f in ps["flavors"].items())
+            f"{ps['name']}{_count(ps)}: " + " ".join(f"{r}={f}" for r, f in ps["flavors"].items())
             for ps in a["podSets"]
         )
         rows.append(
@@ -304,7 +330,8 @@ def render(result: dict[str, Any], output: str) -> str:
             + (", already evicting)" if v.get("alreadyEvicting") else ")")
             for v in p["victims"]
         )
-        rows.append((p["workload"], p["clusterQueue"], "preempt", f"victims: {victims}"))
+        partial = "".join(f"; {ps['name']}{_count(ps)}" for ps in p.get("podSets", ()))
+        rows.append((p["workload"], p["clusterQueue"], "preempt", f"victims: {victims}{partial}"))
     for e in result["evicted"]:
         rows.append((e["workload"], e["clusterQueue"], "evict", e["reason"]))
     for p in result["pending"]:

@@ -4,7 +4,9 @@
    (HoldAndDrain, deactivated).
 2. Pop one head from every active ClusterQueue.
 3. Nominate each head against the usage at the start of the cycle: namespace selector,
-   then flavor assignment.
+   then flavor assignment. A head with `minCount`s that neither fits whole nor can preempt
+   for all its pods is assigned at the most pods that fit, or fit after preempting
+   (partial admission: controller/core/partial_admission.py).
 4. Process heads in Kueue's order: those that fit without borrowing first, then higher
    priority, then older. Each is re-checked against the usage as it stands (earlier heads
    have been charged), so two heads never take the same capacity; a head that no longer
@@ -59,18 +61,20 @@ from api.workload_status import rfc3339
 from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
 from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
 from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
+from controller.core.partial_admission import can_be_partially_admitted, search, with_counts
 from controller.core.pending import cluster_queue_inactive
 from controller.core.preemption.nominations import (
     VictimSearches,
     plan_preemption,
     preemption_oracle,
+    preemption_victims,
     settle_nominations,
 )
 from controller.core.queues import OrderKey
 from controller.core.shares import shares_of
 from controller.core.state import ClusterState, namespace_matches
 from controller.core.tournament import fair_order
-from controller.core.workloads import WorkloadKey
+from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
 
@@ -100,6 +104,8 @@ class _Entry:
     item: OrderKey
     assignment: FlavorAssignment
     version: int  # the cohort's quota version the assignment was made against
+    # Partial admission: the Workload at the counts its assignment is for (None: whole).
+    reduced: Workload | None = None
 
     @property
     def key(self) -> WorkloadKey:
@@ -176,7 +182,12 @@ def run_cycle(
             oracle,
             preempt_while_borrowing=state.fair_sharing is not None,
         )
-        entries.append(_Entry(cq, item, assignment, state.quota.version(name)))
+        reduced = None
+        if not assignment.fits and can_be_partially_admitted(workload):
+            partial = _partial(state, cq, workload, assignment, oracle, searches)
+            if partial is not None:
+                reduced, assignment = partial
+        entries.append(_Entry(cq, item, assignment, state.quota.version(name), reduced))
 
     ordered: Iterable[_Entry]
     if state.fair_sharing is None:
@@ -200,7 +211,7 @@ def run_cycle(
             untried.append(cq.name)
             changed = True
             continue
-        workload = state.records[entry.key].workload
+        workload = entry.reduced or state.records[entry.key].workload
         if assignment.mode is Mode.PREEMPT:
             preempt = plan_preemption(state, cq, workload, assignment, searches)
             if preempt is not None:
@@ -286,6 +297,41 @@ def run_cycle(
         changed,
         tuple(preempting),
     )
+
+
+def _partial(
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    full: FlavorAssignment,
+    oracle: PreemptionOracle,
+    searches: VictimSearches,
+) -> tuple[Workload, FlavorAssignment] | None:
+    """Partial admission (controller/core/partial_admission.py, Kueue's
+    `getInitialAssignments`): when the full counts neither fit nor fit after preempting
+    victims that exist, the most pods on the walk to the `minCount`s that fit, or fit after
+    preempting; None when even the `minCount`s do not."""
+    if full.mode is Mode.PREEMPT and preemption_victims(cq, workload, full, searches):
+        return None
+
+    def fits(counts: tuple[int, ...]) -> tuple[Workload, FlavorAssignment] | None:
+        candidate = with_counts(workload, counts)
+        assignment = assign_flavors(
+            state.quota,
+            state.flavors,
+            cq,
+            candidate,
+            oracle,
+            preempt_while_borrowing=state.fair_sharing is not None,
+        )
+        if assignment.fits or (
+            assignment.mode is Mode.PREEMPT
+            and preemption_victims(cq, candidate, assignment, searches)
+        ):
+            return candidate, assignment
+        return None
+
+    return search(workload.pod_sets, fits)
 
 
 def _passed_over_first(passed_over: Mapping[str, int], ordered: list[_Entry]) -> list[_Entry]:

@@ -111,15 +111,6 @@ def _workload(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[Findin
     for i, pod_set in enumerate(spec.get("podSets") or ()):
         if not isinstance(pod_set, Mapping):
             continue
-        if pod_set.get("minCount") is not None:
-            found.append(
-                (
-                    f"spec.podSets[{i}].minCount",
-                    f"partial admission is {_NOT_IMPLEMENTED}: the pod set is admitted only "
-                    "with all its pods (with spec.disruptionMode Pod, minCount is still the "
-                    "floor for preempting single pods)",
-                )
-            )
         if pod_set.get("topologyRequest") is not None:
             found.append(
                 (

@@ -135,6 +135,27 @@ def owner_references(pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def copied_labels(
+    pods: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> tuple[dict[str, str], str | None]:
+    """The labels of `keys` (Kueue's `integrations.labelKeysToCopy`) the unit's pods carry,
+    for its Workload, and why they cannot be copied: pods of one group disagreeing on a
+    value (Kueue refuses to create the Workload then)."""
+    copied: dict[str, str] = {}
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        for key in keys:
+            if key not in labels:
+                continue
+            if key in copied and copied[key] != labels[key]:
+                return {}, (
+                    f"the pods' label {key} has different values ({copied[key]!r}, "
+                    f"{labels[key]!r}): integrations.labelKeysToCopy needs one"
+                )
+            copied[key] = str(labels[key])
+    return copied, None
+
+
 def workload_for(
     unit: Unit,
     pods: Sequence[Mapping[str, Any]],
@@ -146,6 +167,7 @@ def workload_for(
     workload_priority_class: str | None = None,
     disruption_mode: str | None = None,
     owner_preemptibility: list[str] | None = None,
+    labels_to_copy: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The Workload describing a unit of pods (pure). Pods are sorted by name; the first
     one's spec is the template."""
@@ -166,7 +188,7 @@ def workload_for(
         "metadata": {
             "name": unit.workload_name,
             "namespace": unit.namespace,
-            "labels": {"quotagate.x-k8s.io/unit": unit.kind},
+            "labels": {**(labels_to_copy or {}), "quotagate.x-k8s.io/unit": unit.kind},
             "ownerReferences": owner_references(pods),
         },
         "spec": {"queueName": labels[QUEUE_NAME_LABEL], "podSets": [podset]},

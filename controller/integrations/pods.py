@@ -55,6 +55,7 @@ from controller.integrations.pod_units import (
     CORE_GROUP,
     Unit,
     admitted_count,
+    copied_labels,
     gated,
     group_total,
     managed,
@@ -86,7 +87,9 @@ class PodIntegration:
         view: ControllerView,
         owner_cache_seconds: float = 60.0,
         settle_seconds: float = 1.0,
+        label_keys_to_copy: tuple[str, ...] = (),
     ) -> None:
+        self.label_keys_to_copy = label_keys_to_copy
         self.core = aio_client.CoreV1Api(api_client)
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.view = view
@@ -134,6 +137,12 @@ class PodIntegration:
     def resync(self) -> None:
         for unit in list(self.members):
             self.kick(unit)
+
+    # The job framework's `Integration` (framework/registry.py): the pods' informer.
+    on_object_event = on_pod_event
+
+    def known_keys(self) -> set[str]:
+        return set(self.pods)
 
     def kick(self, unit: Unit) -> None:
         self._serial.kick(unit)
@@ -226,6 +235,10 @@ class PodIntegration:
             count = len(pods)
         else:
             count = 1
+        copied, problem = copied_labels(pods, self.label_keys_to_copy)
+        if problem is not None:
+            await self._report(unit, pods, "InvalidPodGroup", problem)
+            return
         first = pods[0]
         labels = (first.get("metadata") or {}).get("labels") or {}
         wpc = labels.get(PRIORITY_CLASS_LABEL)
@@ -247,6 +260,7 @@ class PodIntegration:
             workload_priority_class=wpc,
             disruption_mode=settings.get("disruption_mode"),
             owner_preemptibility=await self._owner_preemptibility(first),
+            labels_to_copy=copied,
         )
         try:
             await self.custom.create_namespaced_custom_object(

@@ -1,8 +1,12 @@
-"""The mutating admission webhook's decisions: queue-labelled pods get the scheduling gate,
-queue-labelled Jobs are created suspended, and either is refused when a Kueue label on it is
-invalid (`kueue.x-k8s.io/max-exec-time-seconds`), naming the label and why. Anything without the queue label is answered
-"allowed, no change" — and the MutatingWebhookConfiguration's selectors (also here) keep it
-from being sent at all. The TLS server and its certificates are the runtime's
+"""The mutating admission webhook's decisions, for the enabled integrations: a
+queue-labelled pod gets the scheduling gate, a queue-labelled object of a job kind is
+created suspended (its adapter's `suspend`), and either is refused when a Kueue label or
+annotation on it is invalid, naming it and why (`kueue.x-k8s.io/max-exec-time-seconds`,
+an elastic job or a prebuilt Workload on a kind Kueue refuses them for, the kind's own
+checks such as the Job's `kueue.x-k8s.io/job-min-parallelism`). Anything without the queue
+label, or of a kind whose integration is off, is answered "allowed, no change" — and the
+MutatingWebhookConfiguration's rules and selectors (also here) keep it from being sent at
+all. The TLS server and its certificates are the runtime's
 (controller/runtime/webhook_server.py): every replica answers; only the leader acts on the
 objects.
 """
@@ -10,15 +14,20 @@ objects.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from api.constants import ADMISSION_GATE as GATE
+from api.constants import ELASTIC_JOB_ANNOTATION
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
+from controller.integrations.framework.patches import json_patch
+from controller.integrations.framework.registry import Framework, by_kind, frameworks
+from controller.integrations.framework.workloads import prebuilt_workload_name
 from controller.integrations.job_labels import max_exec_time_problem
 
 log = logging.getLogger(__name__)
@@ -26,15 +35,30 @@ log = logging.getLogger(__name__)
 CONFIG_NAME = "quotagate"
 SYSTEM_NAMESPACES = ("kube-system", "kube-node-lease")
 
+Enabled = Mapping[tuple[str, str], Framework]
+"""The enabled integrations by (API group, kind) of the objects they manage."""
 
-def pod_patch(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    """JSON patch gating a queue-labelled pod (none for other pods, or if already gated)."""
+
+def _all() -> Enabled:
+    return by_kind(tuple(frameworks()))
+
+
+def by_default(enabled: Enabled | None) -> Enabled:
+    """`enabled`, or every integration quotagate has when not given."""
+    return _all() if enabled is None else enabled
+
+
+def pod_patch(pod: dict[str, Any], enabled: Enabled | None = None) -> list[dict[str, Any]]:
+    """JSON patch gating a queue-labelled pod (none for other pods, for pods an enabled job
+    integration runs — the job itself is queued — or if already gated)."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     if QUEUE_LABEL not in labels:
         return []
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    if any(o.get("kind") == "Job" and o.get("apiVersion", "").startswith("batch/") for o in owners):
-        return []  # a Job's pods: the Job itself is queued (suspended until admitted)
+    managed_kinds = by_default(enabled)
+    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+        if (group, owner.get("kind")) in managed_kinds and owner.get("kind") != "Pod":
+            return []
     spec = pod.get("spec") or {}
     gates = spec.get("schedulingGates")
     if gates is None:
@@ -44,32 +68,51 @@ def pod_patch(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}}]
 
 
-def job_patch(job: dict[str, Any]) -> list[dict[str, Any]]:
-    """JSON patch creating a queue-labelled Job suspended."""
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    if QUEUE_LABEL not in labels or (job.get("spec") or {}).get("suspend") is True:
+def job_patch(obj: dict[str, Any], framework: Framework) -> list[dict[str, Any]]:
+    """JSON patch creating a queue-labelled object of a job kind suspended (Kueue's
+    `ApplyDefaultForSuspend`)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if QUEUE_LABEL not in labels or framework.job is None:
         return []
-    return [{"op": "add", "path": "/spec/suspend", "value": True}]
+    job = framework.job(copy.deepcopy(obj))
+    if job.is_suspended():
+        return []
+    job.suspend()
+    return json_patch(obj, job.obj)
 
 
-def review_response(review: dict[str, Any]) -> dict[str, Any]:
+def _framework_of(request: Mapping[str, Any], enabled: Enabled) -> Framework | None:
+    """The enabled integration of the request's kind (by kind alone when the request
+    names no group, as a hand-written review may)."""
+    kind = request.get("kind") or {}
+    name = str(kind.get("kind") or "")
+    if "group" in kind:
+        return enabled.get((str(kind.get("group") or ""), name))
+    return next((f for (_, k), f in enabled.items() if k == name), None)
+
+
+def review_response(review: dict[str, Any], enabled: Enabled | None = None) -> dict[str, Any]:
     """An AdmissionReview answer: a JSONPatch for objects we manage; refused only for an
-    invalid Kueue label on a queue-labelled Job or pod."""
+    invalid Kueue label or annotation on a queue-labelled object. `enabled`: the enabled
+    integrations (default: every one quotagate has)."""
+    enabled = by_default(enabled)
     request = review.get("request") or {}
     obj = request.get("object") or {}
-    kind = (request.get("kind") or {}).get("kind")
+    framework = _framework_of(request, enabled)
     patch: list[dict[str, Any]] = []
     try:
-        if request.get("operation") == "CREATE":
-            if kind == "Pod":
-                patch = pod_patch(obj)
-            elif kind == "Job":
-                patch = job_patch(obj)
-    except (AttributeError, TypeError) as exc:  # never reject what we cannot read
-        log.warning("webhook could not read a %s: %s", kind, exc)
+        if request.get("operation") == "CREATE" and framework is not None:
+            patch = pod_patch(obj, enabled) if framework.job is None else job_patch(obj, framework)
+    except (
+        AttributeError,
+        TypeError,
+        KeyError,
+        ValueError,
+    ) as exc:  # never reject what we cannot read
+        log.warning("webhook could not read a %s: %s", (request.get("kind") or {}).get("kind"), exc)
         patch = []
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
-    problem = _refusal(request, kind, obj)
+    problem = _refusal(request, framework, obj)
     if problem is not None:
         response["allowed"] = False
         response["status"] = {"code": 422, "reason": "Invalid", "message": problem}
@@ -80,37 +123,71 @@ def review_response(review: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-def _refusal(request: Mapping[str, Any], kind: str | None, obj: Mapping[str, Any]) -> str | None:
-    """Why a queue-labelled Job or pod is refused on creation, as Kueue's webhooks refuse it
-    (None: allowed)."""
-    if request.get("operation") != "CREATE" or kind not in ("Job", "Pod"):
+def _refusal(
+    request: Mapping[str, Any], framework: Framework | None, obj: Mapping[str, Any]
+) -> str | None:
+    """Why a queue-labelled object is refused on creation, as Kueue's webhooks refuse it
+    (None: allowed); several problems are joined with "; "."""
+    if request.get("operation") != "CREATE" or framework is None:
         return None
     try:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        if QUEUE_LABEL not in labels:
+        meta = obj.get("metadata") or {}
+        if QUEUE_LABEL not in (meta.get("labels") or {}):
             return None
-        return max_exec_time_problem(obj)
-    except (AttributeError, TypeError):
+        problems = [p for p in (max_exec_time_problem(obj),) if p is not None]
+        if framework.job is not None:
+            job = framework.job(copy.deepcopy(dict(obj)))
+            kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"
+            annotations = meta.get("annotations") or {}
+            if annotations.get(ELASTIC_JOB_ANNOTATION) == "true" and not job.supports_elastic_job():
+                problems.append(
+                    f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
+                    f'not supported for "{kind}"'
+                )
+            if prebuilt_workload_name(obj) and not job.supports_prebuilt_workload():
+                problems.append(
+                    f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
+                    f'supported for "{kind}"'
+                )
+            problems.extend(job.validate_on_create())
+        return "; ".join(problems) or None
+    except (AttributeError, TypeError, KeyError, ValueError):
         return None  # never reject what we cannot read
 
 
-async def handle(request: web.Request) -> web.Response:
-    """The aiohttp handler: an AdmissionReview in, our answer out."""
-    try:
-        review = await request.json()
-    except (ValueError, UnicodeDecodeError):
-        return web.json_response({"error": "not an AdmissionReview"}, status=400)
-    return web.json_response(review_response(review))
+def handler(enabled: Enabled | None = None) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The aiohttp handler for the enabled integrations: an AdmissionReview in, our answer
+    out."""
+
+    async def handle(request: web.Request) -> web.Response:
+        try:
+            review = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return web.json_response({"error": "not an AdmissionReview"}, status=400)
+        return web.json_response(review_response(review, enabled))
+
+    return handle
 
 
-def webhook_configuration(url_base: str, ca_bundle: bytes, own_namespace: str) -> dict[str, Any]:
-    """Our MutatingWebhookConfiguration: only queue-labelled pods and Jobs outside system
-    namespaces and our own are ever sent here, so `failurePolicy: Fail` cannot wedge them."""
+handle = handler()
+
+
+def webhook_configuration(
+    url_base: str,
+    ca_bundle: bytes,
+    own_namespace: str,
+    enabled: Enabled | None = None,
+) -> dict[str, Any]:
+    """Our MutatingWebhookConfiguration: only queue-labelled objects of the enabled
+    integrations' kinds, outside system namespaces and our own, are ever sent here, so
+    `failurePolicy: Fail` cannot wedge them."""
     excluded = sorted({*SYSTEM_NAMESPACES, own_namespace})
+    chosen = sorted(by_default(enabled).values(), key=lambda f: f.name)
 
-    def entry(kind: str, group: str) -> dict[str, Any]:
+    def entry(framework: Framework) -> dict[str, Any]:
+        resource = framework.resource
         return {
-            "name": f"{kind}.quotagate.kueue.x-k8s.io",
+            "name": f"{resource.plural}.quotagate.kueue.x-k8s.io",
             "admissionReviewVersions": ["v1"],
             "sideEffects": "None",
             "failurePolicy": "Fail",
@@ -118,15 +195,15 @@ def webhook_configuration(url_base: str, ca_bundle: bytes, own_namespace: str) -
             "matchPolicy": "Equivalent",
             "reinvocationPolicy": "Never",
             "clientConfig": {
-                "url": f"{url_base}/mutate-{kind}",
+                "url": f"{url_base}{framework.webhook_path}",
                 "caBundle": base64.b64encode(ca_bundle).decode(),
             },
             "rules": [
                 {
                     "operations": ["CREATE"],
-                    "apiGroups": [group],
-                    "apiVersions": ["v1"],
-                    "resources": [kind],
+                    "apiGroups": [resource.group],
+                    "apiVersions": [resource.version],
+                    "resources": [resource.plural],
                 }
             ],
             "objectSelector": {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]},
@@ -141,5 +218,5 @@ def webhook_configuration(url_base: str, ca_bundle: bytes, own_namespace: str) -
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": CONFIG_NAME, "labels": {"app.kubernetes.io/name": "quotagate"}},
-        "webhooks": [entry("pods", ""), entry("jobs", "batch")],
+        "webhooks": [entry(framework) for framework in chosen],
     }

@@ -63,6 +63,7 @@ class Informer:
         label_selector: str | None = None,
         watch_timeout: int = 300,
         on_listed: Callable[[], None] | None = None,
+        await_api: bool = False,
     ) -> None:
         self.api = Api(api_client)
         self.resource = resource
@@ -71,6 +72,9 @@ class Informer:
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.on_listed = on_listed  # told after every complete (re-)list
+        # A resource the server may not serve yet (a CRD installed later): a 404 is
+        # waited out, as Kueue waits for an integration's API (`WaitForAPI`).
+        self.await_api = await_api
         self.events = 0
 
     async def run(self) -> None:
@@ -87,9 +91,13 @@ class Informer:
 
     async def _inform(self, namespace: str | None) -> None:
         backoff = 0.5
+        missing = False
         while True:
             try:
                 version = await self._relist(namespace)
+                if missing:
+                    log.info("the API server serves %s now", self.resource.plural)
+                    missing = False
                 backoff = 0.5
                 while True:
                     version = await self._watch(namespace, version)
@@ -97,6 +105,17 @@ class Informer:
                 plural = self.resource.plural
                 if exc.status == 410:
                     log.info("%s watch expired (410 Gone); re-listing", plural)
+                    continue
+                if exc.status == 404 and self.await_api:
+                    if not missing:
+                        log.info(
+                            "the API server does not serve %s (%s) yet: waiting for its CRD",
+                            plural,
+                            self.resource.api_version,
+                        )
+                    missing = True
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 30.0)
                     continue
                 if exc.status in (401, 403):
                     raise FatalError(
@@ -168,5 +187,6 @@ class WorkloadInformer(Informer):
         namespaces: list[str] | None = None,
         watch_timeout: int = 300,
         on_listed: Callable[[], None] | None = None,
+        await_api: bool = False,
     ) -> None:
         super().__init__(api_client, WORKLOADS, sink, namespaces, None, watch_timeout, on_listed)

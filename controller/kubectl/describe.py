@@ -165,6 +165,7 @@ def _pod_sets(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         {
             "name": ps.name,
             "count": ps.count,
+            **({"minCount": ps.min_count} if ps.min_count is not None else {}),
             "requests": {r: format_quantity(v) for r, v in sorted(ps.requests.items())},
         }
         for ps in workload.pod_sets
@@ -298,7 +299,11 @@ def _pod_sets_table(pod_sets: list[Mapping[str, Any]]) -> str:
         ]
         for ps in pod_sets
     ]
-    return format_table(["NAME", "COUNT", "REQUESTS PER POD"], rows)
+    if not any("minCount" in ps for ps in pod_sets):
+        return format_table(["NAME", "COUNT", "REQUESTS PER POD"], rows)
+    for row, ps in zip(rows, pod_sets, strict=True):  # partial admission
+        row.insert(2, str(ps.get("minCount", "-")))
+    return format_table(["NAME", "COUNT", "MIN COUNT", "REQUESTS PER POD"], rows)
 
 
 def _admission_lines(admission: Mapping[str, Any] | None) -> list[str]:

@@ -91,8 +91,10 @@ def hypothetical_workload(
     now: float,
     priority: int | None = None,
     priority_class: Mapping[str, str] | None = None,
+    min_count: int | None = None,
 ) -> dict[str, Any]:
-    """A v1beta2 Workload as a user would submit it (created now)."""
+    """A v1beta2 Workload as a user would submit it (created now); with `min_count` it may
+    be admitted with that many pods or more (partial admission)."""
     spec: dict[str, Any] = {
         "queueName": queue,
         "podSets": [
@@ -107,6 +109,8 @@ def hypothetical_workload(
             }
         ],
     }
+    if min_count is not None:
+        spec["podSets"][0]["minCount"] = min_count
     if priority is not None:
         spec["priority"] = priority
     if priority_class is not None:
@@ -141,11 +145,14 @@ def decide(
             }
     for preempting in result["preempting"]:
         if preempting["workload"] == key:
-            return {
+            out = {
                 "decision": PREEMPT,
                 "clusterQueue": preempting["clusterQueue"],
                 "victims": preempting["victims"],
             }
+            if "podSets" in preempting:  # partial admission once the victims are gone
+                out["podSets"] = preempting["podSets"]
+            return out
     for pending in result["pending"]:
         if pending["workload"] == key:
             return {
@@ -160,6 +167,8 @@ def render_answer(answer: Mapping[str, Any]) -> str:
     """The text output of `whatif`."""
     requests = ", ".join(f"{r}={q}" for r, q in answer["requests"].items())
     pods = f"{answer['count']} pod{'s' if answer['count'] != 1 else ''}"
+    if answer.get("minCount") is not None:
+        pods += f", at least {answer['minCount']}"
     lines = [
         f"Workload {answer['workload']} ({pods} × {requests}; priority {answer['priority']}) "
         f"in LocalQueue {answer['localQueue']}:",
@@ -172,6 +181,8 @@ def render_answer(answer: Mapping[str, Any]) -> str:
         for ps in answer["podSets"]:
             flavors = ", ".join(f"{r}={f}" for r, f in ps["flavors"].items())
             lines.append(f"  flavors: {flavors}")
+            if "requestedCount" in ps:
+                lines.append(f"  partial admission: {ps['count']} of {ps['requestedCount']} pods")
     elif decision == PREEMPT:
         victims = answer["victims"]
         lines.append(
@@ -189,6 +200,8 @@ def render_answer(answer: Mapping[str, Any]) -> str:
         ]
         table = format_table(["VICTIM", "CLUSTERQUEUE", "REASON", "PODS"], rows)
         lines += ["    " + line for line in table.splitlines()]
+        for ps in answer.get("podSets", ()):
+            lines.append(f"  partial admission: {ps['count']} of {ps['requestedCount']} pods")
     else:
         lines.append(f"  would stay pending in ClusterQueue {cluster_queue}")
         lines.append(f"  reason: {answer['reason']}")

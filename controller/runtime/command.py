@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import collector
-from controller.config import ConfigError, load_config
+from controller.config import ConfigError, ControllerConfig, load_config
 from controller.kube.process import run_until_done, setup_logging
 
 
@@ -82,9 +82,27 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in flags.items() if value is not None}
 
 
+def check_integrations(config: ControllerConfig) -> None:
+    """Every configured framework is one quotagate implements (the configuration accepts
+    any of Kueue's names: a Kueue configuration file may list more)."""
+    from controller.integrations.framework.registry import frameworks, unimplemented
+
+    missing = unimplemented(config.integrations.frameworks)
+    if missing:
+        problems = "; ".join(
+            f"integrations.frameworks[{index}]: {name} is a Kueue framework quotagate does not "
+            "implement yet"
+            for index, name in missing
+        )
+        raise ConfigError(
+            f"invalid configuration: {problems} (implemented: {', '.join(frameworks())})"
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, _overrides(args))
+        check_integrations(config)
     except ConfigError as exc:
         print(f"quotagate run: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """`quotagate run`: watches feed the Controller; the leader runs the scheduling loop.
 
-Workloads, and the queue-labelled pods and Jobs (filtered by the API server), come from
-informers (controller/kube/informer.py); the low-volume queue objects from kopf, which
+Workloads, and the queue-labelled objects of the enabled integrations (pods, Jobs,
+JobSets, …: `integrations.frameworks`, filtered by the API server), come from informers
+(controller/kube/informer.py); the low-volume queue objects from kopf, which
 runs `standalone` (its peering is not leader election). `leader.run_while_leading`
 decides which replica schedules. Every replica keeps its state current from the watches
 and serves the webhook and the health probes; a replica that becomes leader re-reads
@@ -22,13 +23,14 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import QUEUE_NAME_LABEL
 from controller.config import ControllerConfig
-from controller.integrations.jobs import JobIntegration
-from controller.integrations.pods import PodIntegration
+from controller.integrations.framework.registry import (
+    IntegrationSettings,
+    enabled_with_implied,
+    frameworks,
+)
 from controller.kube.client import (
     CLUSTER_QUEUES,
-    JOBS,
     LOCAL_QUEUES,
-    PODS,
     WATCHED,
     WORKLOADS,
     Api,
@@ -181,10 +183,15 @@ async def _run(
     statuses = QueueStatusWriter(controller.ctx, controller.sync.unsupported)
     controller.sync.object_deletion_listeners.append(statuses.forget)
 
-    jobs = JobIntegration(api_client, controller)
-    controller.workload_listeners.append(jobs.on_workload_event)
-    pods = PodIntegration(api_client, controller)
-    controller.workload_listeners.append(pods.on_workload_event)
+    enabled = enabled_with_implied(config.integrations.frameworks)
+    settings = IntegrationSettings(tuple(config.integrations.label_keys_to_copy))
+    known = frameworks()
+    integrations = [
+        (known[name], known[name].make(api_client, controller, settings)) for name in enabled
+    ]
+    for _, integration in integrations:
+        controller.workload_listeners.append(integration.on_workload_event)
+    log.info("integrations enabled: %s", ", ".join(enabled))
     webhook = WebhookServer(config, api_client, readiness) if config.webhook.enabled else None
     if webhook is not None:
         await webhook.start()
@@ -194,8 +201,8 @@ async def _run(
         controller.reset()
         await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
         status_task = asyncio.create_task(statuses.run_forever())
-        jobs.resync()
-        pods.resync()
+        for _, integration in integrations:
+            integration.resync()
         try:
             await controller.schedule_forever()
         finally:
@@ -274,19 +281,17 @@ async def _run(
         ),
         *(
             background(
-                f"the {resource.kind} watch",
+                f"the {framework.resource.kind} watch",
                 Informer(
                     api_client,
-                    resource,
-                    _EventSink(apply, keys),
+                    framework.resource,
+                    _EventSink(integration.on_object_event, integration.known_keys),
                     namespaces,
                     label_selector=QUEUED_SELECTOR,
+                    await_api=True,
                 ).run(),
             )
-            for resource, apply, keys in (
-                (JOBS, jobs.on_job_event, lambda: set(jobs.jobs)),
-                (PODS, pods.on_pod_event, lambda: set(pods.pods)),
-            )
+            for framework, integration in integrations
         ),
     ]
     if webhook is not None:

@@ -22,7 +22,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from controller.config import ControllerConfig
 from controller.integrations import webhook as webhooks
-from controller.integrations.webhook import handle
+from controller.integrations.framework.registry import by_kind, enabled_with_implied
 from controller.kube.client import API_ERRORS, retrying
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
@@ -82,11 +82,16 @@ class CertReloader:
                 log.warning("webhook certificate not reloaded: %s", exc)
 
 
-async def serve(address: str, port: int, reloader: CertReloader) -> web.AppRunner:
-    """Start the HTTPS webhook server; returns the runner (call `cleanup()` to stop)."""
+async def serve(
+    address: str, port: int, reloader: CertReloader, enabled: webhooks.Enabled | None = None
+) -> web.AppRunner:
+    """Start the HTTPS webhook server for the `enabled` integrations (default: all), one
+    path per kind; returns the runner (call `cleanup()` to stop)."""
     app = web.Application()
-    app.router.add_post("/mutate-pods", handle)
-    app.router.add_post("/mutate-jobs", handle)
+    chosen = webhooks.by_default(enabled)
+    handle = webhooks.handler(chosen)
+    for framework in chosen.values():
+        app.router.add_post(framework.webhook_path, handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
@@ -111,6 +116,7 @@ class WebhookServer:
         self.runner: Any = None
         self.reloader: CertReloader | None = None
         self.certificates: WebhookCertificates | None = None
+        self.enabled = by_kind(enabled_with_implied(config.integrations.frameworks))
         readiness.require("the webhook is serving")
 
     def _host(self) -> str:
@@ -155,7 +161,7 @@ class WebhookServer:
                 f"cannot load the webhook certificate from {directory}: {exc} (webhook.certDir)"
             ) from None
         try:
-            self.runner = await serve(settings.address, settings.port, self.reloader)
+            self.runner = await serve(settings.address, settings.port, self.reloader, self.enabled)
         except OSError as exc:
             raise FatalError(
                 f"cannot serve the webhook on {settings.address}:{settings.port}: "
@@ -181,6 +187,7 @@ class WebhookServer:
             f"https://{self._host()}:{settings.port}",
             ca_bundle,
             self.config.leader_election.lease_namespace,
+            self.enabled,
         )
         admission = aio_client.AdmissionregistrationV1Api(self.api_client)
         try:

@@ -1,4 +1,4 @@
-"""`python -m tests.cluster build|up|down|status` — the local control plane for humans.
+"""`python -m tests.cluster build|modules|up|down|status` — the local control plane for humans.
 
 `up` starts etcd, kube-apiserver, kube-scheduler, kube-controller-manager, two fake nodes
 and the pod-lifecycle helper in the background (a detached supervisor process), prints
@@ -219,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.cluster")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build (or reuse) the control-plane binaries")
+    modules_parser = sub.add_parser(
+        "modules", help="fetch (and build) the Go modules' CRDs and operators the tests use"
+    )
+    modules_parser.add_argument("names", nargs="*", help="modules (default: all)")
     up_parser = sub.add_parser("up", help="start the full local control plane in the background")
     up_parser.add_argument(
         "--kubelet", action="store_true", help="add a real node (containerd and a kubelet)"
@@ -241,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "modules":
+        from tests.cluster.modules import main as modules_main
+
+        return modules_main(args.names)
     if args.command == "render-chart":
         from tests.cluster.chart import default_manifests
 

@@ -1,39 +1,54 @@
-"""e2e fixtures: the controller with its webhook registered on the full control plane."""
+"""e2e fixtures: the controller with its webhook registered on the full control plane,
+and the real JobSet controller (built from its Go module, tests/cluster/modules.py)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
+from tests.cluster.operators import JobSetController
 from tests.integration.kueue import ControllerProcess
 
 
-@pytest.fixture(scope="module")
-def webhook_controller(
-    full_cluster: ControlPlane,
-    kubeconfig_path: str,
-    crds_installed: list[str],
+@contextlib.contextmanager
+def webhook_controller_running(
+    kubeconfig: str,
     api_client: client.ApiClient,
-    tmp_path_factory: pytest.TempPathFactory,
+    directory: Path,
+    name: str,
+    config: dict[str, Any],
 ) -> Iterator[ControllerProcess]:
+    """`quotagate run --config` (with `config`) serving its webhook and registering the
+    MutatingWebhookConfiguration `quotagate`, removed afterwards."""
     try:
         client.CoreV1Api(api_client).create_namespace({"metadata": {"name": "quotagate-system"}})
     except ApiException as exc:
         if exc.status != 409:
             raise
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
     port = free_port()
     process = ControllerProcess(
-        kubeconfig_path,
-        tmp_path_factory.mktemp("jobs"),
-        "jobs",
-        "jobs-e2e",
-        ["--webhook-address", f"127.0.0.1:{port}", "--webhook-manage-config"],
+        kubeconfig,
+        directory,
+        name,
+        f"{name}-e2e",
+        [
+            "--config",
+            str(path),
+            "--webhook-address",
+            f"127.0.0.1:{port}",
+            "--webhook-manage-config",
+        ],
     ).start()
     admission = client.AdmissionregistrationV1Api(api_client)
     try:
@@ -46,6 +61,42 @@ def webhook_controller(
         with contextlib.suppress(ApiException):
             admission.delete_mutating_webhook_configuration("quotagate")
         print("\n" + "\n".join(process.log().splitlines()[-10:]))
+
+
+@pytest.fixture(scope="module")
+def webhook_controller(
+    full_cluster: ControlPlane,
+    kubeconfig_path: str,
+    crds_installed: list[str],
+    api_client: client.ApiClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[ControllerProcess]:
+    """The controller with its webhook, queueing Jobs and pods."""
+    with webhook_controller_running(
+        kubeconfig_path,
+        api_client,
+        tmp_path_factory.mktemp("jobs"),
+        "jobs",
+        {"integrations": {"frameworks": ["batch/job", "pod"]}},
+    ) as process:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def jobset_controller(
+    full_cluster: ControlPlane,
+    kubeconfig_path: str,
+    api_client: client.ApiClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[JobSetController]:
+    """The real JobSet controller (sigs.k8s.io/jobset, its CRD and webhooks)."""
+    controller = JobSetController(kubeconfig_path, tmp_path_factory.mktemp("jobset"))
+    try:
+        yield controller.start(api_client)
+    finally:
+        controller.stop()
+        controller.unregister(api_client)
+        print("\n--- JobSet controller log tail ---\n" + controller.log()[-3000:])
 
 
 def _registered(admission: client.AdmissionregistrationV1Api) -> bool:

@@ -45,7 +45,9 @@ def pods_ready_controller(
         client.CoreV1Api(api_client).create_namespace({"metadata": {"name": "quotagate-system"}})
     directory = tmp_path_factory.mktemp("podsready")
     config = directory / "config.yaml"
-    config.write_text("waitForPodsReady:\n  enable: true\n")
+    config.write_text(
+        "waitForPodsReady:\n  enable: true\nintegrations:\n  frameworks: [batch/job, pod]\n"
+    )
     port, metrics_port = free_port(), free_port()
     process = ControllerProcess(
         kubeconfig_path,

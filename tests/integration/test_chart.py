@@ -82,6 +82,39 @@ def test_cost_controller_rbac_is_least_privilege() -> None:
     }
 
 
+def _rules(docs: list[dict]) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
+    role = next(
+        d
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-controller")
+    )
+    return {(tuple(r["apiGroups"]), tuple(r["resources"])) for r in role["rules"]}
+
+
+def test_rbac_and_webhook_follow_the_enabled_integrations() -> None:
+    """controller.config.integrations.frameworks decides the kinds the controller may
+    touch and the webhook sees; a name quotagate does not implement fails the render."""
+    defaults = render()
+    assert {(("batch",), ("jobs",)), (("",), ("pods",)), (("jobset.x-k8s.io",), ("jobsets",))} <= (
+        _rules(defaults)
+    )
+    webhook = next(d for d in defaults if d["kind"] == "MutatingWebhookConfiguration")
+    assert [w["clientConfig"]["service"]["path"] for w in webhook["webhooks"]] == [
+        "/mutate-jobs",
+        "/mutate-jobsets",
+        "/mutate-pods",
+    ]
+    only_jobs = render("controller.config.integrations.frameworks={batch/job}")
+    rules = _rules(only_jobs)
+    assert (("batch",), ("jobs",)) in rules
+    assert (("",), ("pods",)) not in rules and (("jobset.x-k8s.io",), ("jobsets",)) not in rules
+    assert (("apps",), ("replicasets", "deployments", "statefulsets")) not in rules
+    webhook = next(d for d in only_jobs if d["kind"] == "MutatingWebhookConfiguration")
+    assert [w["rules"][0]["resources"] for w in webhook["webhooks"]] == [["jobs"]]
+    with pytest.raises(RuntimeError, match=r"ray\.io/rayjob is not an integration quotagate"):
+        render("controller.config.integrations.frameworks={batch/job,ray.io/rayjob}")
+
+
 def test_plain_manifests_are_the_rendered_chart() -> None:
     committed = (REPO / "config" / "default" / "quotagate.yaml").read_text()
     assert committed == default_manifests(), "run `make manifests` after changing the chart"

@@ -35,31 +35,36 @@ def _warning(core: client.CoreV1Api, namespace: str | None, kind: str, name: str
     )
 
 
-def test_a_workload_with_partial_admission_is_admitted_whole_and_reported(
+def test_a_workload_with_min_count_is_admitted_partially_and_its_topology_reported(
     controller: ControllerProcess, kueue: Kueue, namespace: str, api_client: client.ApiClient
 ) -> None:
+    """`minCount` is implemented (partial admission: 2 of 4 pods fit); a pod set's
+    `topologyRequest` is not, and is reported."""
     cq = f"{namespace}-cq"
-    limited = workload(namespace, "limited", "lq")
+    limited = workload(namespace, "limited", "lq", count=4)
     limited["spec"]["podSets"][0]["minCount"] = 1
+    limited["spec"]["podSets"][0]["topologyRequest"] = {"required": "cloud.com/rack"}
     kueue.apply(
         flavor(f"{namespace}-rf"),
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
         local_queue(namespace, "lq", cq),
         limited,
     )
-    wait_admitted(kueue, namespace, "limited")
+    admitted = wait_admitted(kueue, namespace, "limited")
+    [assignment] = admitted["status"]["admission"]["podSetAssignments"]
+    assert (assignment["count"], assignment["resourceUsage"]["cpu"]) == (2, "2")
     reported = wait_for(
         lambda: condition(kueue.get_workload(namespace, "limited"), "UnsupportedFields"),
         what="the UnsupportedFields condition",
     )
     assert (reported["status"], reported["reason"]) == ("True", "NotImplemented")
-    assert reported["message"].startswith("spec.podSets[0].minCount: ")
-    assert "partial admission" in reported["message"]
+    assert reported["message"].startswith("spec.podSets[0].topologyRequest: ")
+    assert "minCount" not in reported["message"]
     core = client.CoreV1Api(api_client)
     event = wait_for(
         lambda: _warning(core, namespace, "Workload", "limited"), what="a Warning Event"
     )
-    assert "spec.podSets[0].minCount" in event.message
+    assert "spec.podSets[0].topologyRequest" in event.message
 
 
 def test_a_cluster_queue_with_admission_checks_is_inactive_and_admits_nothing(

@@ -38,3 +38,24 @@ readinessProbe:
   initialDelaySeconds: 2
   periodSeconds: 5
 {{- end -}}
+
+{{/* The enabled integrations as JSON, by name: controller.config.integrations.frameworks
+(Kueue's default, batch/job, when empty) and the names they imply, each with its RBAC rules
+and webhook rule from files/integrations.yaml (generated from quotagate's registry). A name
+quotagate does not implement fails the render, as it fails `quotagate run`. */}}
+{{- define "quotagate.integrations" -}}
+{{- $known := .Files.Get "files/integrations.yaml" | fromYaml -}}
+{{- $integrations := .Values.controller.config.integrations | default dict -}}
+{{- $pending := $integrations.frameworks | default (list "batch/job") -}}
+{{- $names := list -}}
+{{- range $name := $pending -}}
+{{- if not (hasKey $known $name) -}}
+{{- fail (printf "controller.config.integrations.frameworks: %s is not an integration quotagate implements (implemented: %s)" $name (keys $known | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- $names = append $names $name -}}
+{{- range $implied := (get $known $name).implies -}}{{- $names = append $names $implied -}}{{- end -}}
+{{- end -}}
+{{- $out := dict -}}
+{{- range $name := ($names | uniq) -}}{{- $_ := set $out $name (get $known $name) -}}{{- end -}}
+{{- toJson $out -}}
+{{- end -}}

@@ -35,6 +35,7 @@ __all__ = [
     "may_preempt",
     "plan_preemption",
     "preemption_oracle",
+    "preemption_victims",
     "settle_action",
     "settle_nominations",
 ]
@@ -424,6 +425,27 @@ def preemption_oracle(state: ClusterState, searches: VictimSearches) -> Preempti
     return oracle
 
 
+def preemption_victims(
+    cq: ClusterQueue,
+    workload: Workload,
+    assignment: FlavorAssignment,
+    searches: VictimSearches,
+) -> tuple[Victim, ...] | None:
+    """The minimal victims that let a head whose flavor assignment needs preemption fit,
+    or None when no set of eligible victims does (nothing is nominated)."""
+    if not cq.preemption.may_preempt():
+        return None  # the queue may preempt nobody: skip building the candidates
+    short = frozenset(
+        (check.flavor, check.resource)
+        for pod_set in assignment.pod_sets
+        for check in pod_set.checks
+        if check.mode is Mode.PREEMPT
+    )
+    if not short:
+        return None
+    return searches.victims(cq, workload, dict(assignment.usage), short) or None
+
+
 def plan_preemption(
     state: ClusterState,
     cq: ClusterQueue,
@@ -433,23 +455,12 @@ def plan_preemption(
 ) -> Preempt | None:
     """Victims for a head whose flavor assignment needs preemption, nominated at once; or
     None when no set of eligible victims makes it fit."""
-    if not cq.preemption.may_preempt():
-        return None  # the queue may preempt nobody: skip building the candidates
+    victims = preemption_victims(cq, workload, assignment, searches)
+    if victims is None:
+        return None
     key = workload.key
-    usage = dict(assignment.usage)
-    short = frozenset(
-        (check.flavor, check.resource)
-        for pod_set in assignment.pod_sets
-        for check in pod_set.checks
-        if check.mode is Mode.PREEMPT
-    )
-    if not short:
-        return None
-    victims = searches.victims(cq, workload, usage, short)
-    if not victims:
-        return None
     admit = Admit.from_assignment(key, cq.name, assignment, borrowing=False)
-    state.nominate(Nomination(admit, victims, usage))
+    state.nominate(Nomination(admit, victims, dict(assignment.usage)))
     return Preempt(key, cq.name, victims, admit)
 
 

@@ -32,7 +32,7 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
             {
                 "kind": "Workload",
                 "spec": {
-                    "maximumExecutionTimeSeconds": 60,  # implemented: not reported
+                    "maximumExecutionTimeSeconds": 60,  # implemented: not reported (nor minCount)
                     "podSets": [
                         POD_SET,
                         {**POD_SET, "name": "b", "minCount": 1, "topologyRequest": {}},
@@ -42,7 +42,6 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
                 "status": {"reclaimablePods": [{"name": "main", "count": 1}]},
             },
             [
-                "spec.podSets[1].minCount",
                 "spec.podSets[1].topologyRequest",
                 "spec.preemptionGates",
                 "status.reclaimablePods",

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from api.constants import MAX_EXEC_TIME_LABEL, QUEUE_NAME_LABEL
+from controller.integrations.framework.workloads import new_workload
 from controller.integrations.job_labels import max_exec_time_problem, max_exec_time_seconds
-from controller.integrations.jobs import workload_for
+from controller.integrations.kinds.job import Job
 from controller.integrations.pod_units import Unit
 from controller.integrations.pod_units import workload_for as workload_for_unit
 from controller.integrations.webhook import review_response
@@ -51,13 +52,16 @@ def test_the_label_is_read_as_kueue_reads_it(
 
 def job(value: str | None) -> dict[str, Any]:
     out = labelled(value)
+    out["apiVersion"], out["kind"] = "batch/v1", "Job"
     out["spec"] = {"parallelism": 1, "template": {"spec": {"containers": []}}}
     return out
 
 
 def test_a_jobs_label_becomes_the_workloads_maximum_execution_time() -> None:
-    assert workload_for(job("3600"), None)["spec"]["maximumExecutionTimeSeconds"] == 3600
-    assert "maximumExecutionTimeSeconds" not in workload_for(job(None), None)["spec"]
+    assert (
+        new_workload(Job(job("3600")), priority=None)["spec"]["maximumExecutionTimeSeconds"] == 3600
+    )
+    assert "maximumExecutionTimeSeconds" not in new_workload(Job(job(None)), priority=None)["spec"]
 
 
 def test_a_pod_units_label_comes_from_its_first_pod() -> None:

@@ -1,0 +1,166 @@
+"""What an admission puts into a pod set's pod template, and how eviction takes it out
+(pure; Kueue's `pkg/podset`).
+
+`PodSetInfo` is the admitted shape of one pod set: its count, the node selector and
+tolerations of the flavors it was assigned, and the labels and annotations that go with
+them (the pod set's name as `kueue.x-k8s.io/podset`). `merge` adds it to a pod template, as
+Kueue's `podset.Merge` does: a key the template already has with another value is a
+conflict, and the job cannot start (`PodSetInfoError`). `restore` puts back the template
+the Workload was made from (`from_pod_set`), as `podset.RestorePodSpec` does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.constants import POD_SET_LABEL
+
+__all__ = [
+    "FlavorPlacement",
+    "PodSetInfo",
+    "PodSetInfoError",
+    "from_admission",
+    "from_pod_set",
+    "merge",
+    "restore",
+]
+
+
+class PodSetInfoError(ValueError):
+    """The admission cannot be put into the job (Kueue's permanent `ErrInvalidPodsetInfo`
+    and `ErrInvalidPodSetUpdate`): the Workload is finished as failed to start."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorPlacement:
+    """A ResourceFlavor's node labels and tolerations, as a pod spec writes them."""
+
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(slots=True)
+class PodSetInfo:
+    """One pod set's admitted (or original) scheduling shape."""
+
+    name: str
+    count: int
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    scheduling_gates: list[dict[str, Any]] = field(default_factory=list)
+
+
+def from_admission(
+    workload: Mapping[str, Any], placement: Callable[[str], FlavorPlacement | None]
+) -> list[PodSetInfo]:
+    """Per pod set of an admitted Workload, in `status.admission.podSetAssignments` order:
+    the admitted count (the pod set's count when the assignment omits it), the node
+    labels and tolerations of its flavors (each flavor once, as Kueue's `FromAssignment`),
+    and the pod set label. A flavor that no longer exists adds nothing."""
+    pod_sets = {str(ps.get("name")): ps for ps in (workload.get("spec") or {}).get("podSets") or ()}
+    admission = (workload.get("status") or {}).get("admission") or {}
+    infos = []
+    for assignment in admission.get("podSetAssignments") or ():
+        name = str(assignment.get("name"))
+        pod_set = pod_sets.get(name) or {}
+        count = assignment.get("count")
+        info = PodSetInfo(
+            name, int(count if count is not None else pod_set.get("count", 1)), labels={}
+        )
+        seen: set[str] = set()
+        for flavor in (assignment.get("flavors") or {}).values():
+            if flavor in seen:
+                continue
+            seen.add(flavor)
+            found = placement(str(flavor))
+            if found is None:
+                continue
+            info.node_selector.update(found.node_labels)
+            info.tolerations.extend(dict(t) for t in found.tolerations)
+        info.labels[POD_SET_LABEL] = name
+        infos.append(info)
+    return infos
+
+
+def from_pod_set(pod_set: Mapping[str, Any]) -> PodSetInfo:
+    """The shape a Workload's pod set was made with (Kueue's `FromPodSet`): what eviction
+    restores."""
+    template = pod_set.get("template") or {}
+    meta = template.get("metadata") or {}
+    spec = template.get("spec") or {}
+    return PodSetInfo(
+        str(pod_set.get("name")),
+        int(pod_set.get("count", 1)),
+        dict(meta.get("annotations") or {}),
+        dict(meta.get("labels") or {}),
+        dict(spec.get("nodeSelector") or {}),
+        copy.deepcopy(list(spec.get("tolerations") or ())),
+        copy.deepcopy(list(spec.get("schedulingGates") or ())),
+    )
+
+
+def _merge_map(into: dict[str, Any], key: str, extra: Mapping[str, str], what: str) -> None:
+    current = dict(into.get(key) or {})
+    for name, value in extra.items():
+        if name in current and current[name] != value:
+            raise PodSetInfoError(
+                f"conflict for {what}: {name} is {current[name]!r} in the pod template, "
+                f"{value!r} in the admission"
+            )
+        current[name] = value
+    if current:
+        into[key] = current
+
+
+def merge(template: dict[str, Any], info: PodSetInfo) -> None:
+    """Add `info` to a pod template in place (Kueue's `podset.Merge`): labels,
+    annotations and node selector key by key (a different value for a key already there is
+    a `PodSetInfoError`), tolerations and scheduling gates not already present."""
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    _merge_map(meta, "annotations", info.annotations, "annotations")
+    _merge_map(meta, "labels", info.labels, "labels")
+    _merge_map(spec, "nodeSelector", info.node_selector, "nodeSelector")
+    for key, extra in (
+        ("tolerations", info.tolerations),
+        ("schedulingGates", info.scheduling_gates),
+    ):
+        current = list(spec.get(key) or ())
+        current.extend(copy.deepcopy(item) for item in extra if item not in current)
+        if current:
+            spec[key] = current
+
+
+def _set(into: dict[str, Any], key: str, value: Any) -> bool:
+    """Set `into[key]` to `value` (an empty value removes the key); whether it changed."""
+    before = into.get(key) or type(value)()
+    if before == value:
+        return False
+    if value:
+        into[key] = copy.deepcopy(value)
+    else:
+        into.pop(key, None)
+    return True
+
+
+def restore(template: dict[str, Any], info: PodSetInfo) -> bool:
+    """Put a pod template's labels, annotations, node selector, tolerations and scheduling
+    gates back to `info` (Kueue's `podset.RestorePodSpec`); whether anything changed. An
+    empty map or list is left out, as the API server leaves it out."""
+    meta = template.get("metadata") or {}
+    spec = template.get("spec") or {}
+    changed = _set(meta, "annotations", info.annotations)
+    changed = _set(meta, "labels", info.labels) or changed
+    changed = _set(spec, "nodeSelector", info.node_selector) or changed
+    changed = _set(spec, "tolerations", info.tolerations) or changed
+    changed = _set(spec, "schedulingGates", info.scheduling_gates) or changed
+    if changed:
+        for key, part in (("metadata", meta), ("spec", spec)):
+            if part or key in template:
+                template[key] = part
+    return changed

@@ -1,0 +1,48 @@
+"""`pod`: plain pods, pod groups (`kueue.x-k8s.io/pod-group-name`) and core
+scheduling.k8s.io PodGroups, each unit one Workload. Not an adapter of the generic
+reconciler: a unit is many objects (Kueue's `ComposableJob`), reconciled by
+`controller.integrations.pods.PodIntegration`."""
+
+from __future__ import annotations
+
+from kubernetes.aio import client as aio_client
+
+from controller.integrations.framework.registry import (
+    Framework,
+    Integration,
+    IntegrationSettings,
+    Rule,
+    register,
+)
+from controller.integrations.host import ControllerView
+from controller.integrations.pods import PodIntegration
+from controller.kube.client import PODS
+
+__all__ = ["FRAMEWORK"]
+
+
+def _integration(
+    api_client: aio_client.ApiClient,
+    view: ControllerView,
+    framework: Framework,
+    settings: IntegrationSettings,
+) -> Integration:
+    return PodIntegration(api_client, view, label_keys_to_copy=settings.label_keys_to_copy)
+
+
+FRAMEWORK = register(
+    Framework(
+        "pod",
+        PODS,
+        integration=_integration,
+        verbs=("get", "list", "watch", "update", "patch", "delete"),
+        rules=(
+            Rule(
+                ("apps",),
+                ("replicasets", "deployments", "statefulsets"),
+                ("get",),
+                "the owners of queued pods, read for their kai.scheduler/preemptibility label",
+            ),
+        ),
+    )
+)
