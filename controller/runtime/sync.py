@@ -108,6 +108,8 @@ class WorkloadSync:
         self._seen = 0
         self.monotonic: Callable[[], float] = time.monotonic
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
+        # object key → what Kueue's rules find wrong with it, as last reported
+        self.invalid: dict[str, str] = {}
         # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
         self.unsupported: dict[str, str] = {}
         # Called with every Workload applied (the pending reasons, then the integrations)
@@ -123,6 +125,7 @@ class WorkloadSync:
         self.echoes.clear()
         self._delays_seen, self._seen = 0.0, 0
         self.problems.clear()
+        self.invalid.clear()
         self.unsupported.clear()
 
     def body(self, key: WorkloadKey) -> dict[str, Any] | None:
@@ -155,6 +158,8 @@ class WorkloadSync:
         if event_type == "DELETED":
             if seen is None or rv >= seen.rv:
                 self.copies.pop(key, None)
+                self.problems.pop(key, None)
+                self.invalid.pop(key, None)
                 for forget in self.deletion_listeners:
                     forget(key)
                 state.remove_workload(key)
@@ -168,6 +173,7 @@ class WorkloadSync:
             self._report_problem(key, body, str(exc))
             return
         self.problems.pop(key, None)
+        self._report_invalid(key, body, getattr(workload, "invalid", None))
         held = state.admitted.get(key)
         cluster_queue = held.cluster_queue if held is not None else None
         from_api.apply(state, workload)
@@ -211,9 +217,12 @@ class WorkloadSync:
         kind = body.get("kind")
         meta = body.get("metadata") or {}
         name = meta.get("name", "")
+        key = f"{kind}/{meta.get('namespace', '')}/{name}"
         if event_type == "DELETED":
+            self.problems.pop(key, None)
+            self.invalid.pop(key, None)
             for listener in self.object_deletion_listeners:
-                listener(f"{kind}/{meta.get('namespace', '')}/{name}")
+                listener(key)
             if kind == "ResourceFlavor":
                 state.remove_flavor(name)
             elif kind == "ClusterQueue":
@@ -228,8 +237,18 @@ class WorkloadSync:
         try:
             obj = from_api.convert(body)
         except from_api.InvalidObject as exc:
-            self._report_problem(f"{kind}/{name}", body, str(exc))
+            # Never left as its previous version: a queue, flavor or Cohort that cannot be
+            # read stands in inactive, with what is wrong (its condition and an Event).
+            message = "; ".join(f"{path}: {problem}" for path, problem in exc.problems)
+            rules = from_api.invalid_message(body)
+            message = f"{rules}; {message}" if rules else message
+            self._report_problem(key, body, message)
+            placeholder = from_api.stand_in(body, message)
+            if placeholder is not None:
+                from_api.apply(state, placeholder)
             return
+        self.problems.pop(key, None)
+        self._report_invalid(key, body, getattr(obj, "invalid", None))
         from_api.apply(state, obj)
 
     def _check_unsupported(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -284,11 +303,26 @@ class WorkloadSync:
             log.info("UnsupportedFields condition of %s not written: %s", key_of(body), exc)
 
     def _report_problem(self, key: str, body: dict[str, Any], message: str) -> None:
+        """An object that cannot be converted: logged, with a Warning Event."""
         if self.problems.get(key) == message:
             return
         self.problems[key] = message
-        log.warning("ignoring invalid %s %s: %s", body.get("kind"), key, message)
+        log.warning("unreadable %s %s: %s", body.get("kind"), key, message)
         if self.ctx.events is not None:
+            self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
+
+    def _report_invalid(self, key: str, body: dict[str, Any], message: str | None) -> None:
+        """An object Kueue's rules refuse (stored before the validating webhook, or while it
+        was down): a Warning Event when what is wrong changes. Its condition comes with
+        its status (a queue's Active=False, a pending Workload's QuotaReserved=False)."""
+        if message is None:
+            self.invalid.pop(key, None)
+            return
+        if self.invalid.get(key) == message:
+            return
+        self.invalid[key] = message
+        log.warning("invalid %s %s: %s", body.get("kind"), key, message)
+        if self.ctx.events is not None and self.ctx.leading:
             self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
 
     def _seen_on_watch(self, key: WorkloadKey, rv: int) -> None:

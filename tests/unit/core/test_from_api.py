@@ -18,8 +18,10 @@ from controller.core.clusterqueues import (
     LocalQueue,
     PreemptionPolicy,
     QueueingStrategy,
+    ResourceQuota,
     WhenCanBorrow,
 )
+from controller.core.cohort_nodes import Cohort
 from controller.core.from_api import InvalidObject, Namespace, convert
 from controller.core.priorities import PriorityClass
 from controller.core.workloads import Workload
@@ -165,7 +167,7 @@ def test_problems_name_every_field() -> None:
     ]
 
 
-def test_quota_not_a_quantity_and_lending_above_nominal() -> None:
+def test_quota_not_a_quantity() -> None:
     spec = {
         **CQ["spec"],
         "resourceGroups": [
@@ -183,9 +185,66 @@ def test_quota_not_a_quantity_and_lending_above_nominal() -> None:
     with pytest.raises(InvalidObject) as raised:
         convert({**CQ, "spec": spec})
     assert [f for f, _ in raised.value.problems] == [
-        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
-        "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
     ]
+
+
+def test_kueue_rules_mark_the_object_invalid_with_kueues_message() -> None:
+    """A ClusterQueue that converts but breaks Kueue's rules (stored before the validating
+    webhook, or while it was down) is kept with what is wrong, as the webhook says it: the
+    engine makes it inactive rather than admit by a spec its owner did not mean."""
+    spec = {
+        **CQ["spec"],
+        "cohortName": "c",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {
+                        "name": "f",
+                        "resources": [{"name": "cpu", "nominalQuota": "1", "lendingLimit": "2"}],
+                    }
+                ],
+            }
+        ],
+    }
+    cq = convert({**CQ, "spec": spec})
+    assert isinstance(cq, ClusterQueue)
+    assert cq.invalid == (
+        'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: "2": '
+        "must be less than or equal to the nominalQuota"
+    )
+    assert convert(CQ).invalid is None  # type: ignore[union-attr]
+
+
+def test_a_cohort_may_lend_more_than_its_own_nominal_quota() -> None:
+    """Kueue's Cohort lendingLimit caps what its whole subtree lends, not its own quota: a
+    Cohort lending more than its nominal quota is valid (Kueue's cohort webhook does not
+    check it) and converts with the limit as written."""
+    cohort = convert(
+        {
+            "kind": "Cohort",
+            "metadata": {"name": "child"},
+            "spec": {
+                "parentName": "root",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {
+                                "name": "f",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "1", "lendingLimit": "5"}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    assert isinstance(cohort, Cohort) and cohort.invalid is None
+    assert cohort.quotas()[("f", "cpu")] == ResourceQuota(1000, None, 5000)
 
 
 def test_unknown_kind_and_other_kinds() -> None:

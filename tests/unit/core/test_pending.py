@@ -56,7 +56,7 @@ def test_workloads_being_written_are_skipped() -> None:
 
 def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
     """While every LocalQueue with Workloads is active, the pass looks only at the
-    deactivated Workloads (`state.deactivated`); one deactivated again, then reactivated,
+    Workloads held back (`state.held_back`); one deactivated again, then reactivated,
     or finished, drops out."""
     state = add(
         cluster(cq("cq", {"default": {"cpu": "1"}})),
@@ -66,7 +66,7 @@ def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
         replace(wl("off-finished", cpu="1", active=False), finished=True),
     )
     settle(state)
-    assert list(state.deactivated) == ["ns/off"]
+    assert list(state.held_back) == ["ns/off"]
 
     decisions = unqueued_decisions(state, skip=())
     assert decisions == [
@@ -74,5 +74,5 @@ def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
     ]
 
     add(state, wl("off", cpu="1"))  # reactivated: it waits in its queue, the cycle explains it
-    assert not state.deactivated
+    assert not state.held_back
     assert unqueued_decisions(state, skip=()) == []
