@@ -29,6 +29,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.constants import (
+    ADMISSION_GATED_BY_ANNOTATION,
     GROUP,
     JOB_UID_LABEL,
     PREEMPTIBILITY_LABEL,
@@ -36,9 +37,15 @@ from api.constants import (
     QUEUE_NAME_LABEL,
     VERSION,
 )
+from api.validation import aggregate
+from api.validation.admission_gates import validate_gates_update
 from api.workload_status import has_quota_reservation
 from controller.integrations.host import ControllerView, placement_of
-from controller.integrations.job_labels import max_exec_time_seconds
+from controller.integrations.job_labels import (
+    WorkloadPriorityClassNotFound,
+    admission_gated_by,
+    max_exec_time_seconds,
+)
 from controller.integrations.pods_ready import job_pods_ready
 from controller.integrations.serial import SerialReconciler
 from controller.integrations.workload_writes import PodsReadyWriter, apply_workload_status
@@ -106,13 +113,17 @@ def workload_for(job: dict[str, Any], priority: int | None) -> dict[str, Any]:
         },
     }
     if labels.get(PRIORITY_CLASS_LABEL):
+        if priority is None:  # Kueue's rules: a priorityClassRef comes with its priority
+            raise WorkloadPriorityClassNotFound(labels[PRIORITY_CLASS_LABEL])
         body["spec"]["priorityClassRef"] = {
             "group": GROUP,
             "kind": "WorkloadPriorityClass",
             "name": labels[PRIORITY_CLASS_LABEL],
         }
-        if priority is not None:
-            body["spec"]["priority"] = priority
+        body["spec"]["priority"] = priority
+    gates = admission_gated_by(job)
+    if gates is not None:
+        body["metadata"]["annotations"] = {ADMISSION_GATED_BY_ANNOTATION: gates}
     if labels.get(PREEMPTIBILITY_LABEL) in PREEMPTIBILITY_VALUES:
         body["spec"]["preemptibility"] = labels[PREEMPTIBILITY_LABEL]
     limit = max_exec_time_seconds(job)
@@ -247,6 +258,8 @@ class JobIntegration:
                     workload, {"spec": {"maximumExecutionTimeSeconds": limit}}
                 )
                 return  # the Workload's event brings the rest
+            if await self._propagate_gates(job, workload):
+                return
         # Kueue's step 5: the PodsReady condition first; the Workload's event brings the rest.
         if (
             self.view.wait_for_pods_ready
@@ -286,7 +299,12 @@ class JobIntegration:
     async def _create_workload(self, job: dict[str, Any]) -> None:
         labels = (job.get("metadata") or {}).get("labels") or {}
         cls = labels.get(PRIORITY_CLASS_LABEL)
-        body = workload_for(job, self.view.priority_of_class(cls) if cls else None)
+        try:
+            body = workload_for(job, self.view.priority_of_class(cls) if cls else None)
+        except WorkloadPriorityClassNotFound as exc:
+            if self.view.events:
+                await self.view.events(job, "Warning", exc.reason, str(exc))
+            raise  # reconciled again after a backoff, as Kueue requeues it
         try:
             await self.custom.create_namespaced_custom_object(
                 GROUP, VERSION, job["metadata"]["namespace"], "workloads", body
@@ -299,6 +317,26 @@ class JobIntegration:
             await self.view.events(
                 job, "Normal", "CreatedWorkload", f"Created Workload {body['metadata']['name']}"
             )
+
+    async def _propagate_gates(self, job: dict[str, Any], workload: dict[str, Any]) -> bool:
+        """Kueue's `UpdateAdmissionGatedBy`: the Job's admission gates become the pending
+        Workload's. Gates are only ever removed after creation (Kueue's rule; a gate added
+        to the Job later is reported, not propagated). Whether the Workload was patched."""
+        gates = admission_gated_by(job)
+        if admission_gated_by(workload) == gates:
+            return False
+        annotations = {ADMISSION_GATED_BY_ANNOTATION: gates}
+        wanted = {**workload, "metadata": {**workload["metadata"], "annotations": annotations}}
+        refused = validate_gates_update(workload, wanted)
+        if refused:
+            if self.view.events:
+                await self.view.events(job, "Warning", "AdmissionGatedBy", aggregate(refused))
+            return False
+        await self._patch_workload(workload, {"metadata": {"annotations": annotations}})
+        if self.view.events:
+            text = f'Updated workload AdmissionGatedBy to "{gates or ""}"'
+            await self.view.events(job, "Normal", "UpdatedWorkload", text)
+        return True
 
     async def _patch_workload(self, workload: dict[str, Any], patch: dict[str, Any]) -> None:
         """A Job-level label changed while its Workload waits (Kueue rebuilds the Workload

@@ -1,6 +1,7 @@
 """The mutating admission webhook's decisions: queue-labelled pods get the scheduling gate,
-queue-labelled Jobs are created suspended, and either is refused when a Kueue label on it is
-invalid (`kueue.x-k8s.io/max-exec-time-seconds`), naming the label and why. Anything without the queue label is answered
+queue-labelled Jobs are created suspended, and either is refused when a Kueue label or
+annotation on it is invalid (`kueue.x-k8s.io/max-exec-time-seconds`,
+`kueue.x-k8s.io/admission-gated-by`), naming it and why. Anything without the queue label is answered
 "allowed, no change" — and the MutatingWebhookConfiguration's selectors (also here) keep it
 from being sent at all. The TLS server and its certificates are the runtime's
 (controller/runtime/webhook_server.py): every replica answers; only the leader acts on the
@@ -19,6 +20,8 @@ from aiohttp import web
 
 from api.constants import ADMISSION_GATE as GATE
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
+from api.validation import aggregate
+from api.validation.admission_gates import validate_gates
 from controller.integrations.job_labels import max_exec_time_problem
 
 log = logging.getLogger(__name__)
@@ -89,7 +92,8 @@ def _refusal(request: Mapping[str, Any], kind: str | None, obj: Mapping[str, Any
         labels = (obj.get("metadata") or {}).get("labels") or {}
         if QUEUE_LABEL not in labels:
             return None
-        return max_exec_time_problem(obj)
+        gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
+        return aggregate(gates) if gates else max_exec_time_problem(obj)
     except (AttributeError, TypeError):
         return None  # never reject what we cannot read
 
