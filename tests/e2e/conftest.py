@@ -45,6 +45,8 @@ def webhook_controller(
         process.stop()
         with contextlib.suppress(ApiException):
             admission.delete_mutating_webhook_configuration("quotagate")
+        with contextlib.suppress(ApiException):
+            admission.delete_validating_webhook_configuration("quotagate")
         print("\n" + "\n".join(process.log().splitlines()[-10:]))
 
 

@@ -22,7 +22,7 @@ from controller.core.clusterqueues import (
     WhenCanBorrow,
 )
 from controller.core.cohort_nodes import Cohort
-from controller.core.from_api import InvalidObject, Namespace, convert
+from controller.core.from_api import InvalidObject, Namespace, convert, stand_in
 from controller.core.priorities import PriorityClass
 from controller.core.workloads import Workload
 
@@ -419,3 +419,50 @@ def test_admission_fair_sharing_fields_are_refused_by_name() -> None:
     path = "status.fairSharing.admissionFairSharingStatus.consumedResources"
     assert "invalid quantity 'lots'" in problems[f"{path}[cpu]"]
     assert problems[f"{path}[memory]"] == "must not be negative, got '-1'"
+
+
+def test_pod_level_resources_and_admission_gates_are_read() -> None:
+    """A pod set's own `spec.resources` counts (Kubernetes' PodLevelResources: such pods were
+    admitted with no usage), and the admission-gated-by annotation holds the Workload."""
+    body = workload()
+    body["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": " example.com/a "}
+    body["spec"]["priority"] = 1
+    body["spec"]["podSets"][0]["template"]["spec"]["resources"] = {
+        "requests": {"cpu": "2"},
+        "limits": {"memory": "1Gi"},
+    }
+    converted = convert(body)
+    assert isinstance(converted, Workload)
+    assert dict(converted.pod_sets[0].requests) == {"cpu": 2000, "memory": 2**30 * 1000}
+    assert converted.admission_gated_by == "example.com/a"
+    assert converted.held_back and converted.invalid is None
+
+
+def test_an_unreadable_queue_stands_in_inactive_with_what_is_wrong() -> None:
+    """What the controller keeps for a queue, flavor or Cohort it cannot convert (stored
+    before the strict CRDs): not the previous version, a stand-in that admits nothing."""
+    bad = {
+        **CQ,
+        "spec": {
+            **CQ["spec"],
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "-1"}]}
+                    ],
+                }
+            ],
+        },
+    }
+    with pytest.raises(InvalidObject):
+        convert(bad)
+    stand_in_cq = stand_in(bad, "nominalQuota: must not be negative")
+    assert stand_in_cq == ClusterQueue(
+        "cq", cohort="co", invalid="nominalQuota: must not be negative"
+    )
+    lq = stand_in(
+        {"kind": "LocalQueue", "metadata": {"name": "q", "namespace": "ns"}, "spec": 3}, "x"
+    )
+    assert lq is None  # not an object spec: nothing to stand in for
+    assert stand_in({"kind": "Workload", "metadata": {"name": "w"}, "spec": {}}, "x") is None
