@@ -47,6 +47,12 @@ def resource_version(obj: dict[str, Any]) -> int:
         return 0
 
 
+def _display(obj: dict[str, Any]) -> str:
+    """`namespace/name`, or `name` for a cluster-scoped object, for a log line."""
+    meta = obj.get("metadata") or {}
+    return "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+
+
 def key_of(obj: dict[str, Any]) -> WorkloadKey:
     meta = obj.get("metadata") or {}
     return workload_key(meta.get("namespace", ""), meta.get("name", ""))
@@ -307,7 +313,7 @@ class WorkloadSync:
         if self.problems.get(key) == message:
             return
         self.problems[key] = message
-        log.warning("unreadable %s %s: %s", body.get("kind"), key, message)
+        log.warning("unreadable %s %s: %s", body.get("kind"), _display(body), message)
         if self.ctx.events is not None:
             self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
 
@@ -321,7 +327,7 @@ class WorkloadSync:
         if self.invalid.get(key) == message:
             return
         self.invalid[key] = message
-        log.warning("invalid %s %s: %s", body.get("kind"), key, message)
+        log.warning("invalid %s %s: %s", body.get("kind"), _display(body), message)
         if self.ctx.events is not None and self.ctx.leading:
             self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
 
