@@ -12,6 +12,7 @@ from typing import Annotated, ClassVar, Final
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from api.admission_checks import AdmissionCheckState, PodSetUpdate
 from api.common import (
     Condition,
     DNSLabel,
@@ -20,15 +21,12 @@ from api.common import (
     KueueModel,
     NonNegativeInt32,
     PositiveInt32,
-    Toleration,
     atomic_list,
     cel,
     list_map,
-    toleration_list,
 )
 from api.constants import (
     DEFAULT_POD_SET_NAME,
-    CheckState,
     DelayedTopologyRequestState,
     DisruptionMode,
     GatePosition,
@@ -42,6 +40,7 @@ from api.constants import (
 from api.objects import AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
 from api.podtemplate import PodTemplateSpec
 from api.quantity import NonNegativeQuantity, QuantityValue
+from api.topology import PodSetTopologyRequest, TopologyAssignment
 
 __all__ = [
     "Admission",
@@ -60,31 +59,6 @@ __all__ = [
     "WorkloadSpec",
     "WorkloadStatus",
 ]
-
-
-class PodSetSliceConstraint(KueueModel):
-    topology: str = Field(min_length=1, max_length=63)
-    size: PositiveInt32
-
-
-class PodSetTopologyRequest(KueueModel):
-    """Kueue's topology-aware scheduling request (not implemented by quotagate: reported)."""
-
-    required: str | None = Field(default=None, max_length=63)
-    preferred: str | None = Field(default=None, max_length=63)
-    unconstrained: bool | None = None
-    pod_index_label: str | None = Field(default=None, max_length=317)
-    sub_group_index_label: str | None = Field(default=None, max_length=317)
-    sub_group_count: NonNegativeInt32 | None = None
-    pod_set_group_name: str | None = Field(default=None, max_length=256)
-    pod_set_slice_required_topology: str | None = Field(default=None, max_length=63)
-    pod_set_slice_size: PositiveInt32 | None = None
-    podset_slice_required_topology_constraints: list[PodSetSliceConstraint] | None = Field(
-        default=None,
-        max_length=3,
-        alias="podsetSliceRequiredTopologyConstraints",
-        json_schema_extra=atomic_list(),
-    )
 
 
 class PodSet(KueueModel):
@@ -169,87 +143,6 @@ class WorkloadSpec(KueueModel):
     """quotagate: PodGroup preempts the whole Workload; Pod may take pods above minCount."""
 
 
-class PodCounts(KueueModel):
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            (
-                "has(self.universal) != has(self.individual)",
-                "exactly one of the fields in [universal individual] must be set",
-            )
-        )
-    )
-
-    universal: PositiveInt32 | None = None
-    individual: list[PositiveInt32] | None = Field(
-        default=None, min_length=1, max_length=100000, json_schema_extra=atomic_list()
-    )
-
-
-class IndividualValues(KueueModel):
-    prefix: str | None = Field(default=None, max_length=63)
-    suffix: str | None = Field(default=None, max_length=63)
-    roots: list[Annotated[str, StringConstraints(max_length=63)]] = Field(
-        min_length=1, max_length=100000, json_schema_extra=atomic_list()
-    )
-
-
-class LevelValues(KueueModel):
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            (
-                "has(self.universal) != has(self.individual)",
-                "exactly one of the fields in [universal individual] must be set",
-            )
-        )
-    )
-
-    universal: str | None = Field(default=None, max_length=63)
-    individual: IndividualValues | None = None
-
-
-class TopologyAssignmentSlice(KueueModel):
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            (
-                "!has(self.podCounts.individual) || "
-                "size(self.podCounts.individual) == self.domainCount",
-                "podCounts.individual must have length equal to domainCount",
-            ),
-            (
-                "self.valuesPerLevel.all(x, !has(x.individual) || "
-                "size(x.individual.roots) == self.domainCount)",
-                "valuesPerLevel.individual, if set, must have roots of length equal to "
-                "domainCount of this TopologyAssignmentSlice",
-            ),
-        )
-    )
-
-    domain_count: PositiveInt32
-    pod_counts: PodCounts
-    values_per_level: list[LevelValues] = Field(
-        min_length=1, max_length=16, json_schema_extra=atomic_list()
-    )
-
-
-class TopologyAssignment(KueueModel):
-    """Kueue's topology assignment (written by Kueue's TAS, not by quotagate)."""
-
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            (
-                "self.slices.all(x, size(x.valuesPerLevel) == size(self.levels))",
-                "valuesPerLevel must have the same length as the number of levels in this "
-                "TopologyAssignment",
-            )
-        )
-    )
-
-    levels: list[Annotated[str, StringConstraints(max_length=317)]] = Field(
-        min_length=1, max_length=16, json_schema_extra=atomic_list()
-    )
-    slices: list[TopologyAssignmentSlice] = Field(max_length=1000, json_schema_extra=atomic_list())
-
-
 class PodSetAssignment(KueueModel):
     """The flavors and quota assigned to one pod set."""
 
@@ -303,32 +196,6 @@ class ResolvedPreemptibility(KueueModel):
     """Which source decided it: spec, ownerLabel, podLabel, priorityThreshold or default."""
     message: str | None = None
     """Why, e.g. an invalid label value that was skipped."""
-
-
-class PodSetUpdate(KueueModel):
-    """What an admission check adds to a pod set (written by Kueue's admission checks)."""
-
-    name: DNSLabel
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    node_selector: dict[str, str] | None = None
-    tolerations: list[Toleration] | None = Field(
-        default=None, max_length=8, json_schema_extra=toleration_list()
-    )
-
-
-class AdmissionCheckState(KueueModel):
-    """The state of one admission check (quotagate runs none; kept as written)."""
-
-    name: str = Field(min_length=1, max_length=316)
-    state: CheckState
-    last_transition_time: datetime
-    message: str = Field(max_length=32768)
-    pod_set_updates: list[PodSetUpdate] | None = Field(
-        default=None, max_length=18, json_schema_extra=atomic_list()
-    )
-    requeue_after_seconds: NonNegativeInt32 | None = None
-    retry_count: NonNegativeInt32 | None = None
 
 
 class PreemptionGateState(KueueModel):
