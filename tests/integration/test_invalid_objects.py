@@ -8,8 +8,10 @@ and one whose pods have pod-level resources."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from tests.cluster.fixtures import wait_for
@@ -26,6 +28,17 @@ from tests.integration.kueue import (
 )
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
+
+
+@pytest.fixture(autouse=True)
+def _remove_invalid_objects(kueue: Kueue, namespace: str) -> Iterator[None]:
+    """The cluster-scoped objects a test made (all named after its namespace) go with it:
+    invalid ones must not linger into other tests."""
+    yield
+    for plural in ("clusterqueues", "cohorts", "resourceflavors"):
+        for item in kueue.custom.list_cluster_custom_object(GROUP, VERSION, plural)["items"]:
+            if item["metadata"]["name"].startswith(f"{namespace}-"):
+                kueue.delete_cluster_scoped(plural, item["metadata"]["name"])
 
 
 def _event(core: client.CoreV1Api, namespace: str | None, kind: str, name: str, reason: str) -> Any:
