@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
-from tests.integration.kueue import ControllerProcess
+from tests.integration.kueue import ControllerProcess, delete_webhook_configurations
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +42,7 @@ def webhook_controller(
         yield process
     finally:
         process.stop()
-        with contextlib.suppress(ApiException):
-            admission.delete_mutating_webhook_configuration("quotagate")
-        with contextlib.suppress(ApiException):
-            admission.delete_validating_webhook_configuration("quotagate")
+        delete_webhook_configurations(api_client)
         print("\n" + "\n".join(process.log().splitlines()[-10:]))
 
 

@@ -266,6 +266,22 @@ def rbac_refusals(log: str) -> list[str]:
     return RBAC_REFUSAL.findall(log)
 
 
+def delete_webhook_configurations(api_client: client.ApiClient, name: str = "quotagate") -> None:
+    """Remove what `quotagate run --webhook-manage-config` registered, both configurations:
+    one left behind with `failurePolicy: Fail` and a dead address refuses every later write
+    of the kinds it names."""
+    admission = client.AdmissionregistrationV1Api(api_client)
+    for delete in (
+        admission.delete_mutating_webhook_configuration,
+        admission.delete_validating_webhook_configuration,
+    ):
+        try:
+            delete(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
 class ControllerProcess:
     """`quotagate run` as a subprocess with its own log file."""
 

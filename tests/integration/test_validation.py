@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for
-from tests.integration.kueue import ControllerProcess
+from tests.integration.kueue import ControllerProcess, delete_webhook_configurations
 from tests.unit.api.test_validation import reserved
 from tests.validation_cases import CASES, NAMESPACE, Case, cq
 
@@ -33,7 +33,6 @@ PLURALS = {
     "Workload": "workloads",
 }
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
-CONFIG = "quotagate"
 
 
 class Objects:
@@ -135,7 +134,6 @@ def webhook(
             "validation-controller",
         ],
     ).start()
-    admission = client.AdmissionregistrationV1Api(api_client)
     probe = named(
         cq(
             resourceGroups=[
@@ -154,15 +152,7 @@ def webhook(
         yield process
     finally:
         process.stop()
-        for delete in (
-            admission.delete_validating_webhook_configuration,
-            admission.delete_mutating_webhook_configuration,
-        ):
-            try:
-                delete(CONFIG)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+        delete_webhook_configurations(api_client)
         print("\n".join(process.log().splitlines()[-10:]))
 
 
