@@ -8,6 +8,7 @@ run on the fake nodes; the cost controller writes costs; both report ready and s
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,20 +96,34 @@ def test_the_charts_default_install_runs_and_admits_through_its_own_webhook(
         core = client.CoreV1Api(api_client)
         secret = core.read_namespaced_secret(f"{fullname}-webhook-cert", system)
         ca = base64.b64decode(secret.data["ca.crt"])
-        config = client.AdmissionregistrationV1Api(api_client).read_mutating_webhook_configuration(
-            fullname
-        )
-        for hook in config.webhooks:
-            assert base64.b64decode(hook.client_config.ca_bundle) == ca
-            assert hook.client_config.service.name == f"{fullname}-webhook"
+        admission = client.AdmissionregistrationV1Api(api_client)
+        for config in (
+            admission.read_mutating_webhook_configuration(fullname),
+            admission.read_validating_webhook_configuration(fullname),
+        ):
+            for hook in config.webhooks:
+                assert base64.b64decode(hook.client_config.ca_bundle) == ca
+                assert hook.client_config.service.name == f"{fullname}-webhook"
 
+        # Kueue's kinds go through the validating webhook (Service, TLS): a broken
+        # ClusterQueue is refused with Kueue's message, good objects are created.
         kueue = Kueue(api_client)
         cq = f"{namespace}-cq"
-        kueue.apply(
+        broken = cluster_queue(f"{namespace}-broken", {f"{namespace}-rf": {"cpu": 4}})
+        broken["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"] = "1"
+        with pytest.raises(ApiException) as refused:
+            _create_through_webhook(lambda: kueue.apply(broken))
+        assert refused.value.status == 403
+        assert (
+            'lendingLimit: Invalid value: "1": must be nil when cohort is empty'
+            in (json.loads(refused.value.body)["message"])
+        )
+        for obj in (
             flavor(f"{namespace}-rf"),
             cluster_queue(cq, {f"{namespace}-rf": {"cpu": 4}}),
             local_queue(namespace, "lq", cq),
-        )
+        ):
+            _create_through_webhook(lambda obj=obj: kueue.apply(obj))
         # A Job: the API server asks the webhook (Service, TLS): created suspended.
         batch = client.BatchV1Api(api_client)
         created = _create_through_webhook(
