@@ -209,16 +209,13 @@ def test_a_job_waits_for_its_workload_priority_class_and_its_admission_gates(
     )
     assert event.message == f'WorkloadPriorityClass "{high}" not found'
     assert not kueue.workloads(namespace)
-    kueue.custom.create_cluster_custom_object(
-        "kueue.x-k8s.io",
-        "v1beta2",
-        "workloadpriorityclasses",
+    kueue.apply(
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "WorkloadPriorityClass",
             "metadata": {"name": high},
             "value": 500,
-        },
+        }
     )
     try:
         workload = wait_for(

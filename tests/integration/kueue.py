@@ -138,7 +138,8 @@ class Kueue:
 
     def apply(self, *objects: dict[str, Any]) -> None:
         for obj in objects:
-            plural = obj["kind"].lower() + "s"
+            kind = obj["kind"].lower()
+            plural = kind + ("es" if kind.endswith("s") else "s")
             namespace = obj["metadata"].get("namespace")
             if namespace:
                 self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, obj)
