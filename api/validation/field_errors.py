@@ -58,12 +58,15 @@ class _Omitted:
 OMIT_VALUE: Final = _Omitted()
 
 
-@dataclass(frozen=True, slots=True)
 class Path:
     """A field path, built as `field.Path` builds one: `spec.podSets[0].name`,
-    `metadata.annotations[kueue.x-k8s.io/admission-gated-by]`."""
+    `metadata.annotations[kueue.x-k8s.io/admission-gated-by]`; the root prints as `<nil>`.
+    A plain slotted class: the rules make one for most fields they look at."""
 
-    text: str = ""
+    __slots__ = ("text",)
+
+    def __init__(self, text: str = "") -> None:
+        self.text = text
 
     def child(self, *names: str) -> Path:
         text = self.text
@@ -76,6 +79,15 @@ class Path:
 
     def key(self, key: str) -> Path:
         return Path(f"{self.text}[{key}]")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Path) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Path({self.text!r})"
 
     def __str__(self) -> str:
         return self.text or "<nil>"

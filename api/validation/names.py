@@ -54,7 +54,6 @@ _DNS_SUBDOMAIN_ERR: Final = (
     "or '.', and must start and end with an alphanumeric character"
 )
 _HTTP_PATH_FMT: Final = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
-_CONDITION_REASON_FMT: Final = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
 
 _LABEL_KEY: Final = re.compile(_LABEL_KEY_FMT)
 _LABEL_VALUE: Final = re.compile(_LABEL_VALUE_FMT)
@@ -156,10 +155,6 @@ def is_label_value(value: str) -> list[str]:
     return errors
 
 
-def is_condition_reason(value: str) -> bool:
-    return re.fullmatch(_CONDITION_REASON_FMT, value) is not None
-
-
 def validate_label_name(name: str, path: Path, rule: str = "") -> list[FieldError]:
     """`ValidateLabelName`: a qualified name."""
     return [invalid(path, name, message, rule) for message in is_qualified_name(name)]
@@ -191,9 +186,6 @@ def validate_annotations(
     if total > ANNOTATIONS_SIZE_MAX:
         errors.append(too_long(path, ANNOTATIONS_SIZE_MAX, rule))
     return errors
-
-
-_SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
 def validate_label_selector(selector: Any, path: Path, rule: str = "") -> list[FieldError]:

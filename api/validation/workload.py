@@ -6,7 +6,7 @@ workload_status.py, the admission gates' in admission_gates.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from api.constants import ELASTIC_JOB_ANNOTATION
@@ -24,6 +24,7 @@ __all__ = [
     "MIN_COUNT_MESSAGE",
     "PRIORITY_NEEDS_CLASS_MESSAGE",
     "validate_workload",
+    "validate_workload_spec",
     "validate_workload_update",
 ]
 
@@ -55,13 +56,6 @@ def _resource_list(resources: Any, path: Path) -> list[FieldError]:
                 )
             )
     return errors
-
-
-def _container(container: Mapping[str, Any], path: Path) -> list[FieldError]:
-    resources = mapping(container.get("resources"))
-    return _resource_list(resources.get("requests"), path.child("resources", "requests")) + (
-        _resource_list(resources.get("limits"), path.child("resources", "limits"))
-    )
 
 
 def _topology_request(request: Any, path: Path) -> list[FieldError]:
@@ -110,39 +104,39 @@ def _pod_set(pod_set: Mapping[str, Any], path: Path) -> list[FieldError]:
     request or limit (containers, init containers, the pod's own), the topology request."""
     template = mapping(pod_set.get("template"))
     meta, spec = mapping(template.get("metadata")), mapping(template.get("spec"))
-    tpath = path.child("template")
-    errors = validate_labels(
-        mapping(meta.get("labels")), tpath.child("metadata", "labels"), "template-labels"
-    )
-    errors += validate_annotations(
-        mapping(meta.get("annotations")),
-        tpath.child("metadata", "annotations"),
-        "template-annotations",
-    )
+    errors: list[FieldError] = []
+    if meta:
+        tpath = path.child("template", "metadata")
+        labels, annotations = mapping(meta.get("labels")), mapping(meta.get("annotations"))
+        if labels:
+            errors += validate_labels(labels, tpath.child("labels"), "template-labels")
+        if annotations:
+            errors += validate_annotations(
+                annotations, tpath.child("annotations"), "template-annotations"
+            )
     for kind in ("initContainers", "containers"):
         for i, container in enumerate(mappings(spec.get(kind))):
-            errors += _container(container, tpath.child("spec", kind).index(i))
-    pod_resources = spec.get("resources")
-    if isinstance(pod_resources, Mapping):
-        rpath = tpath.child("spec", "resources")
-        errors += _resource_list(pod_resources.get("requests"), rpath.child("requests"))
-        errors += _resource_list(pod_resources.get("limits"), rpath.child("limits"))
-    errors += _topology_request(pod_set.get("topologyRequest"), path.child("topologyRequest"))
+            resources = mapping(container.get("resources"))
+            for part in ("requests", "limits"):
+                if resources.get(part):
+                    errors += _resource_list(
+                        resources[part],
+                        path.child("template", "spec", kind).index(i).child("resources", part),
+                    )
+    pod_resources = mapping(spec.get("resources"))
+    for part in ("requests", "limits"):
+        if pod_resources.get(part):
+            errors += _resource_list(
+                pod_resources[part], path.child("template", "spec", "resources", part)
+            )
+    if pod_set.get("topologyRequest") is not None:
+        errors += _topology_request(pod_set["topologyRequest"], path.child("topologyRequest"))
     return errors
 
 
-def _cel_rules(obj: Mapping[str, Any]) -> list[FieldError]:
-    """The CRD's rules that need no earlier version of the object."""
-    spec, status = mapping(obj.get("spec")), mapping(obj.get("status"))
+def _spec_rules(spec: Mapping[str, Any], pod_sets: list[Mapping[str, Any]]) -> list[FieldError]:
+    """The CRD's rules on the spec (no earlier version needed)."""
     errors: list[FieldError] = []
-    pod_sets = mappings(spec.get("podSets"))
-    admission = status.get("admission")
-    if (
-        has_quota_reservation(obj)
-        and isinstance(admission, Mapping)
-        and len(mappings(admission.get("podSetAssignments"))) != len(pod_sets)
-    ):
-        errors.append(rule_failed(_ROOT, ASSIGNMENTS_MATCH_POD_SETS, "cel:assignments-per-pod-set"))
     ref = spec.get("priorityClassRef")
     if ref is not None and spec.get("priority") is None:
         errors.append(rule_failed(_SPEC, PRIORITY_NEEDS_CLASS_MESSAGE, "cel:priority-with-class"))
@@ -170,6 +164,23 @@ def _cel_rules(obj: Mapping[str, Any]) -> list[FieldError]:
                     "cel:priority-class-kind",
                 )
             )
+    return errors
+
+
+def _status_rules(obj: Mapping[str, Any], reserved: bool) -> list[FieldError]:
+    """The CRD's rules on the status (and on the whole object)."""
+    status = mapping(obj.get("status"))
+    if not status:
+        return []
+    errors: list[FieldError] = []
+    admission = status.get("admission")
+    if (
+        reserved
+        and isinstance(admission, Mapping)
+        and len(mappings(admission.get("podSetAssignments")))
+        != len(mappings(mapping(obj.get("spec")).get("podSets")))
+    ):
+        errors.append(rule_failed(_ROOT, ASSIGNMENTS_MATCH_POD_SETS, "cel:assignments-per-pod-set"))
     if status.get("clusterName") and status.get("nominatedClusterNames"):
         errors.append(
             rule_failed(
@@ -191,13 +202,12 @@ def _cel_rules(obj: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def validate_workload(
-    obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
-) -> list[FieldError]:
-    """`ValidateWorkload` (`old` on an update), with the CRD's own rules first."""
+def validate_workload_spec(obj: Mapping[str, Any]) -> list[FieldError]:
+    """The rules that read only the spec: the same for every copy of one
+    `metadata.generation` (the controller reuses them between status changes)."""
     spec = mapping(obj.get("spec"))
-    errors = _cel_rules(obj)
     pod_sets = mappings(spec.get("podSets"))
+    errors = _spec_rules(spec, pod_sets)
     with_min_count = 0
     for i, pod_set in enumerate(pod_sets):
         errors += _pod_set(pod_set, _SPEC.child("podSets").index(i))
@@ -212,19 +222,38 @@ def validate_workload(
                 "one-min-count",
             )
         )
+    return errors
+
+
+def validate_workload(
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None = None,
+    spec_errors: Sequence[FieldError] | None = None,
+) -> list[FieldError]:
+    """`ValidateWorkload` (`old` on an update), with the CRD's own rules first;
+    `spec_errors`: what `validate_workload_spec` found on this spec already."""
+    errors = list(spec_errors) if spec_errors is not None else validate_workload_spec(obj)
+    reserved = has_quota_reservation(obj)
+    errors += _status_rules(obj, reserved)
     annotations = mapping(mapping(obj.get("metadata")).get("annotations"))
-    if with_min_count and annotations.get(ELASTIC_JOB_ANNOTATION) == "true":
-        errors.append(
-            invalid(
-                _SPEC.child("podSets"),
-                with_min_count,
-                "partial admission and elastic job cannot be used together",
-                "min-count-not-elastic",
-            )
+    if annotations:
+        with_min_count = sum(
+            1
+            for pod_set in mappings(mapping(obj.get("spec")).get("podSets"))
+            if pod_set.get("minCount") is not None
         )
-    errors += validate_status(obj, old)
-    if old is None:
-        errors += validate_gates(obj)
+        if with_min_count and annotations.get(ELASTIC_JOB_ANNOTATION) == "true":
+            errors.append(
+                invalid(
+                    _SPEC.child("podSets"),
+                    with_min_count,
+                    "partial admission and elastic job cannot be used together",
+                    "min-count-not-elastic",
+                )
+            )
+        if old is None:
+            errors += validate_gates(obj)
+    errors += validate_status(obj, old, reserved)
     return errors
 
 

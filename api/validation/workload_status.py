@@ -26,6 +26,7 @@ from api.validation.resourceflavor import validate_tolerations
 __all__ = ["conditions_true", "has_quota_reservation", "validate_status"]
 
 _STATUS: Final = Path("status")
+_ADMISSION: Final = _STATUS.child("admission")
 
 
 def conditions_true(obj: Mapping[str, Any], type_: str) -> bool:
@@ -44,7 +45,6 @@ def _validate_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -
     """`validateAdmission` (while QuotaReserved is True): an admission is there (unless the
     Workload was already without one), its assignments name pod sets, and each usage is a
     whole multiple of the assignment's count (cpu in milli-units, the rest in units)."""
-    path = _STATUS.child("admission")
     admission = mapping(obj.get("status")).get("admission")
     if not isinstance(admission, Mapping):
         if (
@@ -55,42 +55,54 @@ def _validate_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -
             return []
         return [
             required(
-                path, "must be set while the QuotaReserved condition is true", "admission-present"
+                _ADMISSION,
+                "must be set while the QuotaReserved condition is true",
+                "admission-present",
             )
         ]
-    names = {
-        str(ps.get("name", "main")) for ps in mappings(mapping(obj.get("spec")).get("podSets"))
-    }
+    pod_sets = mappings(mapping(obj.get("spec")).get("podSets"))
     errors = []
     for i, assignment in enumerate(mappings(admission.get("podSetAssignments"))):
-        apath = path.child("podSetAssignments").index(i)
         name = str(assignment.get("name", "main"))
-        if name not in names:
-            errors.append(not_found(apath.child("name"), name, "assignment-names-pod-set"))
+        if not any(str(ps.get("name", "main")) == name for ps in pod_sets):
+            at = _ADMISSION.child("podSetAssignments").index(i).child("name")
+            errors.append(not_found(at, name, "assignment-names-pod-set"))
         count = assignment.get("count")
-        if isinstance(count, int) and count > 0:
-            for resource, value in mapping(assignment.get("resourceUsage")).items():
-                try:
-                    quantity = Quantity.parse(value)
-                except (InvalidQuantity, TypeError, ValueError):
-                    continue
-                units = quantity.milli if resource == "cpu" else quantity.value
-                if units % count:
-                    errors.append(
-                        invalid(
-                            apath.child("resourceUsage").key(str(resource)),
-                            quantity_text(value),
-                            f"is not a multiple of {count}",
-                            "usage-multiple-of-count",
-                        )
+        if type(count) is not int or count <= 1:  # anything is a multiple of 1
+            continue
+        for resource, value in mapping(assignment.get("resourceUsage")).items():
+            try:
+                quantity = Quantity.parse(value)
+            except (InvalidQuantity, TypeError, ValueError):
+                continue
+            units = quantity.milli if resource == "cpu" else quantity.value
+            if units % count:
+                at = _ADMISSION.child("podSetAssignments").index(i)
+                errors.append(
+                    invalid(
+                        at.child("resourceUsage").key(str(resource)),
+                        quantity_text(value),
+                        f"is not a multiple of {count}",
+                        "usage-multiple-of-count",
                     )
+                )
     return errors
 
 
-def validate_status(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
-    """The status rules (not sent to quotagate's webhook: the controller checks them)."""
-    spec, status = mapping(obj.get("spec")), mapping(obj.get("status"))
-    errors = _validate_admission(obj, old) if has_quota_reservation(obj) else []
+def validate_status(
+    obj: Mapping[str, Any], old: Mapping[str, Any] | None, reserved: bool | None = None
+) -> list[FieldError]:
+    """The status rules (not sent to quotagate's webhook: the controller checks them);
+    `reserved`: whether QuotaReserved is True, if the caller knows."""
+    status = mapping(obj.get("status"))
+    if not status:
+        return []
+    spec = mapping(obj.get("spec"))
+    if reserved is None:
+        reserved = has_quota_reservation(obj)
+    errors = _validate_admission(obj, old) if reserved else []
+    if not status.get("reclaimablePods") and not status.get("admissionChecks"):
+        return errors
     pod_sets = {str(ps.get("name", "main")): ps for ps in mappings(spec.get("podSets"))}
     for item in mappings(status.get("reclaimablePods")):
         name = str(item.get("name"))

@@ -27,8 +27,9 @@ from api.constants import (
     WithinClusterQueuePolicy,
 )
 from api.quantities import InvalidQuantity, exact_value
-from api.validation import VALIDATED_KINDS, aggregate, validate
+from api.validation import VALIDATED_KINDS, FieldError, aggregate, validate
 from api.validation.field_errors import Path, required
+from api.validation.workload import validate_workload, validate_workload_spec
 from api.workload_status import PodSetShape, admission_from_api
 from controller.core.api_fields import FieldReader, parse_time
 from controller.core.clusterqueues import (
@@ -557,10 +558,16 @@ KINDS = (
 )
 
 
-def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObject:
+def convert(
+    obj: Any,
+    *,
+    pod_sets: tuple[PodSet, ...] | None = None,
+    spec_errors: tuple[FieldError, ...] | None = None,
+) -> CoreObject:
     """One API object (dict or pydantic model) → the engine's object; raises InvalidObject.
-    `pod_sets`, for a Workload: its pod sets as converted from an earlier copy of the same
-    spec (same uid and metadata.generation), used instead of reading `spec.podSets` again."""
+    `pod_sets` and `spec_errors`, for a Workload: its pod sets and what Kueue's rules found
+    on its spec, from an earlier copy of the same spec (same uid and metadata.generation),
+    used instead of reading `spec.podSets` again."""
     data = _as_dict(obj)
     kind = str(data.get("kind") or "")
     r = FieldReader()
@@ -613,11 +620,23 @@ def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObje
         )
     if r.problems:
         raise InvalidObject(kind, name, r.problems)
-    if isinstance(result, Validated):
+    if isinstance(result, Workload):
+        found = spec_errors if spec_errors is not None else tuple(validate_workload_spec(data))
+        errors = validate_workload(data, spec_errors=found) + _no_pod_sets(data)
+        result = replace(result, invalid=aggregate(errors) if errors else None, spec_errors=found)
+    elif isinstance(result, Validated):
         invalid = invalid_message(data)
         if invalid is not None:
             result = replace(result, invalid=invalid)
     return result
+
+
+def _no_pod_sets(data: Mapping[str, Any]) -> list[FieldError]:
+    """A Workload without pod sets, which Kueue's schema lets through: it would be admitted
+    for nothing."""
+    if (data.get("spec") or {}).get("podSets"):
+        return []
+    return [required(Path("spec.podSets"), "a Workload needs at least one pod set")]
 
 
 def invalid_message(data: Mapping[str, Any]) -> str | None:
@@ -628,8 +647,8 @@ def invalid_message(data: Mapping[str, Any]) -> str | None:
     if kind not in VALIDATED_KINDS:
         return None
     errors = validate(data)
-    if kind == "Workload" and not (data.get("spec") or {}).get("podSets"):
-        errors.append(required(Path("spec.podSets"), "a Workload needs at least one pod set"))
+    if kind == "Workload":
+        errors += _no_pod_sets(data)
     return aggregate(errors) if errors else None
 
 

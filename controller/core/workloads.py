@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import NewType
 
 from api.constants import DisruptionMode
+from api.validation import FieldError
 from api.workload_status import Admission
 from controller.core.clusterqueues import FlavorResource
 from controller.core.requests import EMPTY_INT
@@ -140,6 +141,9 @@ class Workload:
     # What Kueue's rules find wrong with it (api/validation), or None: an invalid Workload
     # is not queued (Misconfigured); one holding quota keeps it as its admission says.
     invalid: str | None = None
+    # What the rules found on its spec alone: the same for every copy of one generation, so
+    # a status change is checked without reading the pod templates again (runtime/sync.py).
+    spec_errors: tuple[FieldError, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def held_back(self) -> bool:

@@ -28,7 +28,7 @@ from api.workload_status import apply_body
 from controller.core import from_api
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
-from controller.core.workloads import PodSet, Workload, WorkloadKey, workload_key
+from controller.core.workloads import Workload, WorkloadKey, workload_key
 from controller.kube.client import API_ERRORS, FIELD_MANAGER, retrying
 from controller.runtime.context import Context, priority_class_of
 
@@ -174,7 +174,12 @@ class WorkloadSync:
             return  # an older copy than one already applied
         self.copies[key] = WorkloadCopy(body, rv)
         try:
-            workload = from_api.convert(body, pod_sets=self._unchanged_pod_sets(key, seen, body))
+            same = self._same_spec(key, seen, body)
+            workload = from_api.convert(
+                body,
+                pod_sets=same.pod_sets if same is not None else None,
+                spec_errors=same.spec_errors if same is not None else None,
+            )
         except from_api.InvalidObject as exc:
             self._report_problem(key, body, str(exc))
             return
@@ -200,14 +205,15 @@ class WorkloadSync:
         for listener in self.workload_listeners:
             listener(body)
 
-    def _unchanged_pod_sets(
+    def _same_spec(
         self, key: WorkloadKey, seen: WorkloadCopy | None, body: dict[str, Any]
-    ) -> tuple[PodSet, ...] | None:
-        """The state's pod sets of this Workload when its spec cannot have changed since
-        the copy they came from: same uid and same metadata.generation (the API server bumps
-        it on every spec change). Most events are status changes; converting the pod
-        templates again for each was a few percent of the controller's CPU."""
-        if seen is None or key in self.problems:  # the state's pod sets are not seen's
+    ) -> Workload | None:
+        """The state's copy of this Workload when its spec cannot have changed since the
+        copy it came from: same uid and same metadata.generation (the API server bumps it
+        on every spec change). Most events are status changes; reading the pod templates
+        again for each (their requests, Kueue's rules on them) was a few percent of the
+        controller's CPU."""
+        if seen is None or key in self.problems:  # the state's copy is not seen's
             return None
         before, after = seen.body.get("metadata") or {}, body.get("metadata") or {}
         generation = after.get("generation")
@@ -215,8 +221,8 @@ class WorkloadSync:
             return None
         if not after.get("uid") or after.get("uid") != before.get("uid"):
             return None
-        previous = self.ctx.state.workloads.get(key)
-        return previous.pod_sets if previous is not None else None
+        previous: Workload | None = self.ctx.state.workloads.get(key)
+        return previous
 
     def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
         state = self.ctx.state

@@ -9,9 +9,12 @@ ClusterQueues and as many Workloads one at a time (the latency a user or a job s
 with the ValidatingWebhookConfiguration registered and without it (the order alternates
 between rounds), deleting them again between runs. Prints per round and kind the median,
 p95 and mean create latency with and without the webhook and their difference, then the
-medians over all rounds; and the time the webhook spends deciding (`review_response`, in
-this process) for the same two objects. Figures, not assertions; the pytest function only
-checks that the two objects are allowed and a broken one refused.
+medians over all rounds; the time the webhook spends deciding (`review_response`, in this
+process) for the same two objects; and what the controller's own check of Kueue's rules
+costs per Workload event (the spec's rules are reused while `metadata.generation` stays,
+so a status change costs only the status rules) beside the whole conversion of the event.
+Figures, not assertions; the pytest function only checks that the two objects are allowed
+and a broken one refused.
 """
 
 from __future__ import annotations
@@ -101,6 +104,57 @@ def decision_seconds(obj: dict[str, Any], times: int = 2000) -> float:
     for _ in range(times):
         review_response(review)
     return (time.perf_counter() - started) / times
+
+
+def controller_event_costs(times: int = 5000) -> dict[str, float]:
+    """Seconds per Workload event in the controller (`from_api.convert`, spec unchanged),
+    and the part of it and of a new spec that is Kueue's rules."""
+    from api.validation.workload import validate_workload, validate_workload_spec
+    from controller.core import from_api
+
+    body = copy.deepcopy(WORKLOAD)
+    body["metadata"].update(uid="u", generation=1, creationTimestamp="2026-01-01T00:00:00Z")
+    body["status"] = {
+        "conditions": [
+            {
+                "type": t,
+                "status": "True",
+                "reason": t,
+                "message": "x",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+            for t in ("QuotaReserved", "Admitted")
+        ],
+        "admission": {
+            "clusterQueue": "bench",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "count": 4,
+                    "flavors": {"cpu": "default", "memory": "default"},
+                    "resourceUsage": {"cpu": "4", "memory": "4Gi"},
+                }
+            ],
+        },
+    }
+    converted = from_api.convert(body)
+    assert isinstance(converted, from_api.Workload)
+    costs = {}
+    for label, call in (
+        (
+            "convert, spec unchanged",
+            lambda: from_api.convert(
+                body, pod_sets=converted.pod_sets, spec_errors=converted.spec_errors
+            ),
+        ),
+        ("rules, spec unchanged", lambda: validate_workload(body, spec_errors=())),
+        ("rules of a new spec", lambda: validate_workload_spec(body)),
+    ):
+        started = time.process_time()
+        for _ in range(times):
+            call()
+        costs[label] = (time.process_time() - started) / times
+    return costs
 
 
 def _latencies(
@@ -273,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for kind, obj in (("ClusterQueue", CLUSTER_QUEUE), ("Workload", WORKLOAD)):
         print(f"review_response, {kind} create: {decision_seconds(obj) * 1e6:6.1f} µs", flush=True)
+    for label, seconds in controller_event_costs().items():
+        print(f"controller, per Workload event: {label} {seconds * 1e6:6.1f} µs", flush=True)
     import tempfile
 
     from tests.cluster.controlplane import ControlPlane
@@ -295,6 +351,11 @@ def test_the_measured_objects_are_allowed_and_a_broken_one_refused() -> None:
     ] = "1"
     response = review_response(_review(broken))["response"]
     assert response["allowed"] is False and response["status"]["code"] == 403
+    assert set(controller_event_costs(times=3)) == {
+        "convert, spec unchanged",
+        "rules, spec unchanged",
+        "rules of a new spec",
+    }
 
 
 if __name__ == "__main__":
