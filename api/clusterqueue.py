@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from api.common import (
     Condition,
@@ -15,13 +15,15 @@ from api.common import (
     KueueModel,
     LabelSelector,
     NonNegativeInt32,
-    OpenModel,
     atomic_list,
+    cel,
     list_map,
+    set_list,
 )
 from api.constants import (
     AdmissionMode,
     BorrowWithinCohortPolicy,
+    ConcurrentAdmissionMode,
     FlavorFungibilityPolicy,
     FlavorFungibilityPreference,
     Kind,
@@ -31,15 +33,18 @@ from api.constants import (
     WithinClusterQueuePolicy,
 )
 from api.objects import WIDE_AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
-from api.quantity import NonNegativeQuantity, QuantityValue
+from api.quantity import QuantityValue, QuotaQuantity
 
 __all__ = [
+    "AdmissionCheckStrategyRule",
+    "AdmissionChecksStrategy",
     "AdmissionScope",
     "BorrowWithinCohort",
     "ClusterQueue",
     "ClusterQueuePreemption",
     "ClusterQueueSpec",
     "ClusterQueueStatus",
+    "ConcurrentAdmissionPolicy",
     "FlavorFungibility",
     "FlavorQuotas",
     "FlavorUsage",
@@ -54,11 +59,11 @@ class ResourceQuota(KueueModel):
 
     name: str
     """The resource name, e.g. `cpu`, `memory`, `nvidia.com/gpu`, `pods`."""
-    nominal_quota: NonNegativeQuantity
+    nominal_quota: QuotaQuantity
     """What this ClusterQueue may use at any time; must not be negative."""
-    borrowing_limit: NonNegativeQuantity | None = None
+    borrowing_limit: QuotaQuantity | None = None
     """How much more than nominal it may borrow from its cohort (unset: unlimited)."""
-    lending_limit: NonNegativeQuantity | None = None
+    lending_limit: QuotaQuantity | None = None
     """How much of its nominal quota the cohort may borrow (unset: all of it)."""
 
 
@@ -74,6 +79,15 @@ class FlavorQuotas(KueueModel):
 
 class ResourceGroup(KueueModel):
     """Resources that are assigned a flavor together, with the flavors in order of preference."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",
+                "flavors must have the same number of resources as the coveredResources",
+            )
+        )
+    )
 
     covered_resources: list[str] = Field(
         min_length=1, max_length=64, json_schema_extra=atomic_list()
@@ -94,15 +108,38 @@ class BorrowWithinCohort(KueueModel):
 class ClusterQueuePreemption(KueueModel):
     """Which admitted Workloads a pending Workload of this ClusterQueue may preempt."""
 
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "!(self.reclaimWithinCohort == 'Never' && has(self.borrowWithinCohort) && "
+                "self.borrowWithinCohort.policy != 'Never')",
+                "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+            )
+        )
+    )
+
     reclaim_within_cohort: ReclaimWithinCohortPolicy = ReclaimWithinCohortPolicy.NEVER
     """Preempt Workloads of other ClusterQueues in the cohort that borrow this queue's quota."""
-    borrow_within_cohort: BorrowWithinCohort | None = None
+    borrow_within_cohort: BorrowWithinCohort | None = Field(
+        default=None, json_schema_extra={"default": {}}
+    )
     within_cluster_queue: WithinClusterQueuePolicy = WithinClusterQueuePolicy.NEVER
     """Preempt Workloads of this ClusterQueue."""
 
 
 class FlavorFungibility(KueueModel):
     """Whether the flavor search stops at a flavor that fits by borrowing or preempting."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "!has(self.preference) || (self.whenCanBorrow == 'TryNextFlavor' && "
+                "self.whenCanPreempt == 'TryNextFlavor')",
+                "preference can only be set when both whenCanBorrow and whenCanPreempt are "
+                "TryNextFlavor",
+            )
+        )
+    )
 
     when_can_borrow: FlavorFungibilityPolicy = FlavorFungibilityPolicy.MAY_STOP_SEARCH
     when_can_preempt: FlavorFungibilityPolicy = FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
@@ -116,8 +153,51 @@ class AdmissionScope(KueueModel):
     """UsageBasedAdmissionFairSharing: the least-used LocalQueue's Workloads go first."""
 
 
-class ClusterQueueSpec(OpenModel):
+class AdmissionCheckStrategyRule(KueueModel):
+    """An admission check the queue's Workloads need, on all or some of its flavors."""
+
+    name: str = Field(min_length=1, max_length=316)
+    on_flavors: list[DNSSubdomain] | None = Field(
+        default=None, max_length=64, json_schema_extra=set_list()
+    )
+
+
+class AdmissionChecksStrategy(KueueModel):
+    """Kueue's admission checks (not run by quotagate: a queue naming any is inactive)."""
+
+    admission_checks: list[AdmissionCheckStrategyRule] = Field(
+        min_length=1, max_length=64, json_schema_extra=list_map("name")
+    )
+
+
+class MigrationConstraints(KueueModel):
+    last_acceptable_flavor_name: DNSSubdomain | None = None
+
+
+class ConcurrentAdmissionMigration(KueueModel):
+    mode: ConcurrentAdmissionMode = Field(json_schema_extra={"maxLength": 253})
+    constraints: MigrationConstraints | None = None
+
+
+class ConcurrentAdmissionPolicy(KueueModel):
+    """Kueue's concurrent admission (not implemented by quotagate: reported); immutable."""
+
+    migration: ConcurrentAdmissionMigration
+
+
+class ClusterQueueSpec(KueueModel):
     """ClusterQueueSpec defines quota, cohort, queueing and preemption of a ClusterQueue."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "has(self.cohortName) || !has(self.resourceGroups) || "
+                "self.resourceGroups.all(rg, rg.flavors.all(f, "
+                "f.resources.all(r, !has(r.borrowingLimit))))",
+                "borrowingLimit must be nil when cohort is empty",
+            )
+        )
+    )
 
     resource_groups: list[ResourceGroup] | None = Field(
         default=None, max_length=16, json_schema_extra=atomic_list()
@@ -141,6 +221,10 @@ class ClusterQueueSpec(OpenModel):
     """Its weight when fair sharing is on in the controller configuration."""
     admission_scope: AdmissionScope | None = None
     """Admission fair sharing (with the configuration's admissionFairSharing section)."""
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
+    """Admission checks: quotagate runs none, so a queue that names any admits nothing."""
+    concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
+    """Concurrent admission (not implemented by quotagate: reported)."""
 
 
 class ResourceUsage(KueueModel):
@@ -152,13 +236,11 @@ class ResourceUsage(KueueModel):
 
 
 class FlavorUsage(KueueModel):
-    name: str
-    resources: list[ResourceUsage] | None = Field(
-        default=None, max_length=64, json_schema_extra=list_map("name")
-    )
+    name: DNSSubdomain
+    resources: list[ResourceUsage] = Field(max_length=64, json_schema_extra=list_map("name"))
 
 
-class ClusterQueueStatus(OpenModel):
+class ClusterQueueStatus(KueueModel):
     """ClusterQueueStatus is what the controller observed for this ClusterQueue."""
 
     conditions: list[Condition] | None = Field(

@@ -2,11 +2,11 @@
 ObjectMeta, Condition, LabelSelector, Toleration and Taint.
 
 Every model reads and writes Kubernetes JSON (camelCase aliases, `None` omitted) and
-keeps fields it does not know (`extra="allow"`), so a Kueue manifest survives a round
-trip through quotagate unchanged. Whether the *CRD* keeps unknown fields is a separate,
-per-model choice: models deriving from `OpenModel` are marked
-`x-kubernetes-preserve-unknown-fields`, those deriving from `KueueModel` are pruned by
-the API server like any structural schema.
+keeps fields it does not know in Python (`extra="allow"`), so a manifest read by `plan`
+survives a round trip unchanged. The CRDs are strict: every field of Kueue's schema is
+declared, so the API server prunes an unknown field (and refuses it under strict field
+validation, kubectl's default) instead of storing it unread. Kueue's CRD rules ride on the
+models as `x-kubernetes-validations` (`cel`), with Kueue's messages.
 """
 
 from __future__ import annotations
@@ -17,17 +17,12 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from api.constants import (
-    ConditionStatus,
-    LabelSelectorOperator,
-    TaintEffect,
-    TolerationOperator,
-)
-from api.quantity import NonNegativeQuantity
+from api.constants import ConditionStatus
+from api.quantity import QuotaQuantity
 
 __all__ = [
-    "PRESERVE_UNKNOWN_FIELDS",
     "Condition",
+    "DNSLabel",
     "DNSSubdomain",
     "FairSharing",
     "FairSharingStatus",
@@ -38,16 +33,15 @@ __all__ = [
     "LabelSelectorRequirement",
     "NonNegativeInt32",
     "ObjectMeta",
-    "OpenModel",
     "OwnerReference",
     "PositiveInt32",
     "Taint",
     "Toleration",
     "atomic_list",
+    "cel",
     "list_map",
+    "toleration_list",
 ]
-
-PRESERVE_UNKNOWN_FIELDS: Final = "x-kubernetes-preserve-unknown-fields"
 
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
@@ -71,6 +65,11 @@ DNSSubdomain = Annotated[
 ]
 """A Kubernetes object name (RFC 1123 subdomain), as Kueue validates references."""
 
+DNSLabel = Annotated[
+    str, StringConstraints(max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+]
+"""An RFC 1123 label: a pod set's name."""
+
 
 def list_map(*keys: str) -> dict[str, Any]:
     """CRD markers of a list keyed by `keys` (`+listType=map`, `+listMapKey=...`)."""
@@ -80,6 +79,50 @@ def list_map(*keys: str) -> dict[str, Any]:
 def atomic_list() -> dict[str, Any]:
     """CRD marker of a list replaced as a whole on merge (`+listType=atomic`)."""
     return {"x-kubernetes-list-type": "atomic"}
+
+
+def set_list() -> dict[str, Any]:
+    """CRD marker of a list of unique scalars (`+listType=set`)."""
+    return {"x-kubernetes-list-type": "set"}
+
+
+def cel(*rules: tuple[str, str], **markers: Any) -> dict[str, Any]:
+    """CRD validation rules (`+kubebuilder:validation:XValidation`): (CEL rule, message)
+    pairs, with any other schema markers given alongside (`x-kubernetes-list-type`...)."""
+    validations = [{"rule": rule, "message": message} for rule, message in rules]
+    return {**markers, "x-kubernetes-validations": validations}
+
+
+# The CRD rules of every toleration list Kueue validates (ResourceFlavor `tolerations`, a
+# Workload's admission-check pod set updates), with Kueue's messages
+# (api/validation/resourceflavor.py checks the same in Python).
+_TOLERATION_RULES: Final = (
+    (
+        "self.all(x, (has(x.key) && x.key != '') || (has(x.operator) && x.operator == 'Exists'))",
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+    ),
+    (
+        "self.all(x, !has(x.tolerationSeconds) || (has(x.effect) && x.effect == 'NoExecute'))",
+        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+    ),
+    (
+        "self.all(x, !has(x.operator) || x.operator == 'Equal' || x.operator == 'Exists')",
+        "supported toleration values: 'Equal'(default), 'Exists'",
+    ),
+    (
+        "self.all(x, !(has(x.operator) && x.operator == 'Exists') || !has(x.value))",
+        "a value must be empty when 'operator' is 'Exists'",
+    ),
+    (
+        "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+        "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+    ),
+)
+
+
+def toleration_list() -> dict[str, Any]:
+    """Markers of a toleration list: atomic, at most 8, Kueue's rules."""
+    return cel(*_TOLERATION_RULES, **atomic_list())
 
 
 class KueueModel(BaseModel):
@@ -103,16 +146,10 @@ class KueueModel(BaseModel):
         )
 
 
-class OpenModel(KueueModel):
-    """A model whose CRD schema keeps unknown fields (Kueue fields quotagate ignores)."""
-
-    model_config = ConfigDict(json_schema_extra={PRESERVE_UNKNOWN_FIELDS: True})
-
-
 class FairSharing(KueueModel):
     """A Cohort's, ClusterQueue's or LocalQueue's weight in fair sharing."""
 
-    weight: NonNegativeQuantity | None = Field(default=None, json_schema_extra={"default": 1})
+    weight: QuotaQuantity | None = Field(default=None, json_schema_extra={"default": 1})
     """Usage (above nominal quota, for a ClusterQueue or Cohort) is divided by it (0: an
     infinite share); not negative."""
 
@@ -175,34 +212,46 @@ class Condition(KueueModel):
 
 
 class LabelSelectorRequirement(KueueModel):
+    """A selector requirement; its operator and values are checked by the webhook
+    (api/validation/names.py), as Kueue's `ValidateLabelSelector` does."""
+
     key: str
-    operator: LabelSelectorOperator
-    values: list[str] | None = None
+    operator: str
+    """In, NotIn, Exists or DoesNotExist."""
+    values: list[str] | None = Field(default=None, json_schema_extra=atomic_list())
 
 
 class LabelSelector(KueueModel):
     """`metav1.LabelSelector`; `{}` selects everything."""
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-map-type": "atomic"})
+
     match_labels: dict[str, str] | None = None
-    match_expressions: list[LabelSelectorRequirement] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = Field(
+        default=None, json_schema_extra=atomic_list()
+    )
 
 
 class Toleration(KueueModel):
-    """`corev1.Toleration`."""
+    """`corev1.Toleration`; its operator and effect are checked by the list's rules
+    (`toleration_list`)."""
 
     key: str | None = None
-    operator: TolerationOperator | None = None
+    operator: str | None = None
+    """Equal (the default) or Exists."""
     value: str | None = None
-    effect: TaintEffect | None = None
+    effect: str | None = None
+    """NoSchedule, PreferNoSchedule or NoExecute; unset: every effect."""
     toleration_seconds: Int64 | None = None
 
 
 class Taint(KueueModel):
-    """`corev1.Taint`."""
+    """`corev1.Taint`; its effect is checked by the list's rule."""
 
     key: str
     value: str | None = None
-    effect: TaintEffect
+    effect: str
+    """NoSchedule, PreferNoSchedule or NoExecute."""
     time_added: datetime | None = None
 
 

@@ -64,6 +64,13 @@ EXPECTED_RUNTIME_ANNOTATION: Final = "quotagate.x-k8s.io/expected-runtime-second
 used only by the admission wait-time estimate (`kubectl quotagate describe`)."""
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 """On pods of a group: how many pods the group expects."""
+ADMISSION_GATED_BY_ANNOTATION: Final = "kueue.x-k8s.io/admission-gated-by"
+"""On a Workload (or the Job or pods it is made from): comma-separated gates, each a
+domain-prefixed path; the Workload is not admitted while any is left (Kueue's
+AdmissionGatedBy, on by default). Gates may only be removed after creation."""
+ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
+"""On a job object (value `true`): Kueue's elastic jobs (workload slices), not implemented by
+quotagate; Kueue refuses it together with a pod set's minCount."""
 
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 """Scheduling gate held on a pod until its Workload is admitted."""
@@ -288,6 +295,36 @@ class DisruptionMode(StrEnum):
     POD = "Pod"
 
 
+class CheckState(StrEnum):
+    """An admission check's state on a Workload (Kueue's; quotagate runs no checks)."""
+
+    PENDING = "Pending"
+    READY = "Ready"
+    RETRY = "Retry"
+    REJECTED = "Rejected"
+
+
+class GatePosition(StrEnum):
+    """A preemption gate's position (Kueue's; not implemented by quotagate)."""
+
+    CLOSED = "Closed"
+    OPEN = "Open"
+
+
+class DelayedTopologyRequestState(StrEnum):
+    """Kueue's delayed topology request of a pod set assignment."""
+
+    PENDING = "Pending"
+    READY = "Ready"
+
+
+class ConcurrentAdmissionMode(StrEnum):
+    """Kueue's `concurrentAdmissionPolicy.migration.mode` (not implemented by quotagate)."""
+
+    TRY_PREFERRED_FLAVORS = "TryPreferredFlavors"
+    RETAIN_FIRST_ADMISSION = "RetainFirstAdmission"
+
+
 class TaintEffect(StrEnum):
     NO_SCHEDULE = "NoSchedule"
     PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -318,8 +355,6 @@ JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: Final = (
 PREBUILT_WORKLOAD_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 """On a job object (label or annotation): the existing Workload it runs under, instead of
 one made for it."""
-ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
-"""On a job object (`"true"`): Kueue's elastic jobs through Workload slices."""
 POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
 """On an admitted job's pod template: the name of its pod set."""
 POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"

@@ -14,7 +14,7 @@ from api.common import (
     Int64,
     KueueModel,
     NonNegativeInt32,
-    OpenModel,
+    cel,
     list_map,
 )
 from api.constants import Kind, StopPolicy
@@ -32,11 +32,14 @@ __all__ = [
 ]
 
 
-class LocalQueueSpec(OpenModel):
+class LocalQueueSpec(KueueModel):
     """LocalQueueSpec names the ClusterQueue that Workloads of this queue use."""
 
-    cluster_queue: DNSSubdomain
-    """The ClusterQueue that backs this queue (immutable in Kueue)."""
+    cluster_queue: DNSSubdomain | None = Field(
+        default=None, json_schema_extra=cel(("self == oldSelf", "field is immutable"))
+    )
+    """The ClusterQueue that backs this queue; it cannot be changed (Kueue's schema leaves
+    it optional: a LocalQueue without one admits nothing)."""
     stop_policy: StopPolicy = StopPolicy.NONE
     """Hold stops new admissions; HoldAndDrain also evicts admitted Workloads."""
     fair_sharing: FairSharing | None = None
@@ -49,11 +52,9 @@ class LocalQueueResourceUsage(KueueModel):
 
 
 class LocalQueueFlavorUsage(KueueModel):
-    name: str
-    resources: list[LocalQueueResourceUsage] | None = Field(
-        default=None,
-        max_length=64,
-        json_schema_extra=list_map("name"),
+    name: DNSSubdomain
+    resources: list[LocalQueueResourceUsage] = Field(
+        max_length=64, json_schema_extra=list_map("name")
     )
 
 
@@ -72,7 +73,7 @@ class LocalQueueFairSharingStatus(KueueModel):
     admission_fair_sharing_status: LocalQueueAdmissionFairSharingStatus | None = None
 
 
-class LocalQueueStatus(OpenModel):
+class LocalQueueStatus(KueueModel):
     """LocalQueueStatus is what the controller observed for this queue."""
 
     conditions: list[Condition] | None = Field(
@@ -114,5 +115,5 @@ class LocalQueue(KueueObject):
     )
 
     kind: str = Kind.LOCAL_QUEUE.value
-    spec: LocalQueueSpec
+    spec: LocalQueueSpec = Field(default_factory=LocalQueueSpec)
     status: LocalQueueStatus | None = None

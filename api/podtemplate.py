@@ -1,19 +1,21 @@
-"""The parts of a `PodTemplateSpec` that admission reads: requests, overhead, placement.
+"""The parts of a `PodTemplateSpec` that admission reads: requests (per container, per init
+container and the pod's own), overhead, placement.
 
-The CRD keeps a pod template free-form (`x-kubernetes-preserve-unknown-fields`): the pod
-API is large, validated by Kubernetes itself when pods are created, and changes with
-every release. In Python the fields quotagate needs are typed; the rest is kept as is.
+In Python the fields quotagate needs are typed and the rest is kept as is. In the CRD the
+template has Kubernetes' whole `PodTemplateSpec` schema, as Kueue's has
+(api/podtemplate_schema.py), so a misspelt pod field is pruned or refused, not stored.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import copy
 
 from pydantic import GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from api.common import PRESERVE_UNKNOWN_FIELDS, KueueModel, Toleration
+from api.common import KueueModel, Toleration
+from api.podtemplate_schema import load
 from api.quantity import NonNegativeQuantity
 
 __all__ = ["Container", "PodSpec", "PodTemplateMeta", "PodTemplateSpec", "ResourceRequirements"]
@@ -32,6 +34,9 @@ class Container(KueueModel):
 class PodSpec(KueueModel):
     containers: list[Container] | None = None
     init_containers: list[Container] | None = None
+    resources: ResourceRequirements | None = None
+    """Pod-level requests and limits (Kubernetes' PodLevelResources): cpu, memory and
+    hugepages set here count for the whole pod instead of its containers' sum."""
     overhead: dict[str, NonNegativeQuantity] | None = None
     node_selector: dict[str, str] | None = None
     tolerations: list[Toleration] | None = None
@@ -44,7 +49,7 @@ class PodTemplateMeta(KueueModel):
 
 
 class PodTemplateSpec(KueueModel):
-    """A pod template; free-form in the CRD (see the module docstring)."""
+    """A pod template; in the CRD, Kubernetes' own schema (see the module docstring)."""
 
     metadata: PodTemplateMeta | None = None
     spec: PodSpec | None = None
@@ -53,10 +58,4 @@ class PodTemplateSpec(KueueModel):
     def __get_pydantic_json_schema__(
         cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        free_form: dict[str, Any] = {
-            "type": "object",
-            "description": "template is the Pod template (free-form; validated by Kubernetes"
-            " when pods are created).",
-            PRESERVE_UNKNOWN_FIELDS: True,
-        }
-        return free_form
+        return copy.deepcopy(load())

@@ -21,14 +21,15 @@ from api.quantities import (
     parse_quantity,
 )
 
-__all__ = ["NonNegativeQuantity", "QuantityValue"]
+__all__ = ["NonNegativeQuantity", "QuantityValue", "QuotaQuantity"]
 
 
 class _QuantityField:
     """Annotation that turns `Quantity` into a pydantic field type."""
 
-    def __init__(self, *, non_negative: bool) -> None:
+    def __init__(self, *, non_negative: bool, signed_schema: bool = False) -> None:
         self.non_negative = non_negative
+        self.signed_schema = signed_schema
 
     def _validate(self, value: Any) -> Quantity:
         try:
@@ -57,7 +58,7 @@ class _QuantityField:
             "pattern": QUANTITY_PATTERN,
             "x-kubernetes-int-or-string": True,
         }
-        if self.non_negative:
+        if self.non_negative and not self.signed_schema:
             # The pattern checks strings only; `minimum` catches a negative JSON number.
             quantity_schema["pattern"] = NON_NEGATIVE_QUANTITY_PATTERN
             quantity_schema["minimum"] = 0
@@ -67,4 +68,8 @@ class _QuantityField:
 QuantityValue = Annotated[Quantity, _QuantityField(non_negative=False)]
 """Any Kubernetes quantity (usage, requests)."""
 NonNegativeQuantity = Annotated[Quantity, _QuantityField(non_negative=True)]
-"""A quantity that must be ≥ 0 (quota, limits, preemption cost)."""
+"""A quantity that must be ≥ 0, in the CRD too (quotagate's preemption cost)."""
+QuotaQuantity = Annotated[Quantity, _QuantityField(non_negative=True, signed_schema=True)]
+"""A quota, limit or fair-sharing weight: ≥ 0. As in Kueue, the CRD accepts any quantity
+and the webhook refuses a negative one ("must be greater than or equal to 0",
+api/validation/quota.py)."""

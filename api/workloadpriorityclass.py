@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import Field
+
 from api.common import Int32
 from api.constants import Kind
 from api.objects import WIDE_AGE_COLUMN, CRDNames, KueueObject, PrinterColumn, Scope
@@ -25,5 +27,5 @@ class WorkloadPriorityClass(KueueObject):
     kind: str = Kind.WORKLOAD_PRIORITY_CLASS.value
     value: Int32
     """The priority of Workloads that name this class; higher is more important."""
-    description: str | None = None
+    description: str | None = Field(default=None, max_length=2048)
     """What the class is for."""

@@ -224,7 +224,8 @@ class InternalCertManagement(_Section):
         "quotagate",
         alias="configurationName",
         min_length=1,
-        description="MutatingWebhookConfiguration whose caBundle is kept in step",
+        description="the Mutating- and ValidatingWebhookConfiguration (one name, two kinds) "
+        "whose caBundle is kept in step",
     )
     validity_seconds: int = Field(
         365 * 86400,
@@ -247,7 +248,9 @@ class InternalCertManagement(_Section):
 
 
 class Webhook(_Section):
-    """The mutating webhook that gates queue-labelled pods and suspends queue-labelled Jobs."""
+    """The webhook server: the mutating webhook that gates queue-labelled pods and suspends
+    queue-labelled Jobs, and the validating webhook that refuses what Kueue's webhooks
+    refuse on ResourceFlavors, ClusterQueues, Cohorts, LocalQueues and Workloads."""
 
     enabled: bool = Field(False, description="serve the webhook (the chart turns it on)")
     address: str = Field("0.0.0.0", description="address to listen on")
@@ -281,6 +284,19 @@ class Webhook(_Section):
         None,
         alias="urlHost",
         description="host the API server reaches the webhook at (default: address)",
+    )
+    validation: bool = Field(
+        True,
+        description="with manageConfiguration: register the ValidatingWebhookConfiguration "
+        "`quotagate` for Kueue's kinds too (the server always answers it)",
+    )
+    validation_failure_policy: Literal["Fail", "Ignore"] = Field(
+        "Fail",
+        alias="validationFailurePolicy",
+        description="the validating webhook's failurePolicy when manageConfiguration "
+        "registers it: Fail (Kueue's) refuses writes of Kueue's kinds while no replica "
+        "answers; Ignore lets them through unchecked, and the controller reports what it "
+        "finds invalid",
     )
 
 

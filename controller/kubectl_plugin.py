@@ -46,10 +46,10 @@ from controller.kubectl.whatif import (
     decide,
     hypothetical_workload,
     parse_requests,
-    priority_class_ref,
     render_answer,
     unique_name,
 )
+from controller.kubectl.whatif import priority_class as whatif_priority_class
 
 __all__ = ["build_parser", "main", "resource_type"]
 
@@ -348,13 +348,15 @@ def _whatif(args: argparse.Namespace) -> int:
     cluster, namespace = _open(args)
     cluster.get(LOCAL_QUEUES, args.queue, namespace)  # NotFound reads like kubectl's
     snapshot = _snapshot(cluster, args.config)
-    priority_class = None
+    priority_class, priority = None, args.priority
     if args.priority_class:
-        priority_class = priority_class_ref(args.priority_class, snapshot.objects)
-        if priority_class is None:
+        found = whatif_priority_class(args.priority_class, snapshot.objects)
+        if found is None:
             raise KubectlError(
                 f'error: no WorkloadPriorityClass or PriorityClass named "{args.priority_class}"'
             )
+        priority_class = found[0]
+        priority = found[1] if priority is None else priority
     now = time.time()
     taken = {obj.key for obj in snapshot.objects if isinstance(obj, Workload)}
     name = unique_name(taken, namespace)
@@ -369,7 +371,7 @@ def _whatif(args: argparse.Namespace) -> int:
         args.requests,
         args.count,
         now,
-        args.priority,
+        priority,
         priority_class,
         args.min_count,
     )

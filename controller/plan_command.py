@@ -20,6 +20,7 @@ import json
 import math
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from controller.core.api_fields import parse_time
 from controller.core.clusterqueues import LocalQueue
 from controller.core.cycle import run_cycle
 from controller.core.decisions import Admit, Evict, Preempt
-from controller.core.from_api import CoreObject, InvalidObject, apply, convert
+from controller.core.from_api import CoreObject, InvalidObject, Validated, apply, convert
 from controller.core.pending import why_pending
 from controller.core.preemption.types import Victim
 from controller.core.state import ClusterState
@@ -86,6 +87,13 @@ def add_plan_command(commands: Any) -> None:
         help="stop after N admission cycles (default: run until nothing changes; 1 shows "
         "what one cycle of Kueue's scheduler decides)",
     )
+    sub.add_argument(
+        "--without-api-rules",
+        action="store_true",
+        help="plan objects that Kueue's API rules (its webhooks, its CRDs' rules) would "
+        "refuse as they are written, as Kueue's own unit tests build them; by default such "
+        "an object is an input error, naming the field and the rule",
+    )
     sub.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="json")
     sub.set_defaults(handler=_plan)
 
@@ -123,6 +131,12 @@ def _load(paths: Iterable[str]) -> list[tuple[str, int, Any]]:
     return docs
 
 
+def _name_of(doc: dict[str, Any]) -> str:
+    """`namespace/name` (or `name`) of a manifest."""
+    meta = doc.get("metadata") or {}
+    return "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+
+
 def _unsupported(docs: list[tuple[str, int, Any]], state: ClusterState) -> list[dict[str, str]]:
     """Kueue fields in the input that quotagate does not implement yet (reported, and the
     plan is computed without them: controller/core/unsupported.py)."""
@@ -130,8 +144,7 @@ def _unsupported(docs: list[tuple[str, int, Any]], state: ClusterState) -> list[
     for path, index, doc in docs:
         if not isinstance(doc, dict):
             continue
-        meta = doc.get("metadata") or {}
-        name = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+        name = _name_of(doc)
         for field, message in unsupported_fields(
             doc,
             fair_sharing=state.fair_sharing is not None,
@@ -148,7 +161,7 @@ def _unsupported(docs: list[tuple[str, int, Any]], state: ClusterState) -> list[
     return found
 
 
-def _convert(docs: list[tuple[str, int, Any]]) -> list[CoreObject]:
+def _convert(docs: list[tuple[str, int, Any]], api_rules: bool = True) -> list[CoreObject]:
     problems: list[str] = []
     objects: list[tuple[str, int, CoreObject]] = []
     for path, index, doc in docs:
@@ -157,12 +170,19 @@ def _convert(docs: list[tuple[str, int, Any]]) -> list[CoreObject]:
             problems.append(f"{where}: expected a Kubernetes object, got {type(doc).__name__}")
             continue
         try:
-            objects.append((path, index, convert(doc)))
+            obj = convert(doc)
         except InvalidObject as exc:
             problems.extend(
                 f"{where}: {exc.kind} {exc.name}: {field or 'kind'}: {message}"
                 for field, message in exc.problems
             )
+            continue
+        if isinstance(obj, Validated) and obj.invalid is not None:
+            if api_rules:  # Kueue's API would refuse it
+                problems.append(f"{where}: {doc.get('kind')} {_name_of(doc)}: {obj.invalid}")
+                continue
+            obj = replace(obj, invalid=None)
+        objects.append((path, index, obj))
     local_queues = {obj.key for _, _, obj in objects if isinstance(obj, LocalQueue)}
     for path, index, obj in objects:
         if isinstance(obj, Workload) and f"{obj.namespace}/{obj.queue_name}" not in local_queues:
@@ -377,7 +397,7 @@ def _plan(args: argparse.Namespace) -> int:
         return 2
     try:
         docs = _load(args.filename)
-        objects = _convert(docs)
+        objects = _convert(docs, api_rules=not args.without_api_rules)
     except PlanInputError as exc:
         for line in exc.problems:
             print(line, file=sys.stderr)

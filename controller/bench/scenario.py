@@ -52,7 +52,6 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from api.cohort import LIMITS_NEED_PARENT_MESSAGE
 from api.quantities import InvalidQuantity, Quantity, exact_value
 from controller.config import FairSharingConfig
 from controller.core.cohort_nodes import Cohort, parent_cycle
@@ -359,7 +358,7 @@ def _parent_cohort(raw: Any, where: str) -> ParentCohort:
             if limit is not None:
                 raise ScenarioError(
                     f"{where}.{key}: only a Cohort with a parent has limits "
-                    f"(Kueue: {LIMITS_NEED_PARENT_MESSAGE})"
+                    "(Kueue: must be nil when parent is empty)"
                 )
     return cohort
 

@@ -126,6 +126,9 @@ class ClusterQueue:
     # admissionFairSharing, UsageBasedAdmissionFairSharing orders Workloads by their
     # LocalQueue's usage (controller/core/admission_fair_queue.py).
     admission_mode: AdmissionMode | None = None
+    # What Kueue's rules find wrong with it (api/validation), or None: an invalid queue is
+    # inactive (reason Invalid), whatever else its spec says.
+    invalid: str | None = None
 
     def group_for(self, resource: str) -> ResourceGroup | None:
         """The resource group covering `resource`, or None when the queue does not cover it."""
@@ -166,6 +169,8 @@ class LocalQueue:
     # resource; None: no such status): seeds its admission fair sharing history once
     # (controller/core/usage_ledger.py). Not compared: our own status writes come back.
     consumed_status: Mapping[str, float] | None = field(default=None, compare=False)
+    # What makes it unreadable, or None: an invalid LocalQueue is inactive (Invalid).
+    invalid: str | None = None
 
     @property
     def key(self) -> str:

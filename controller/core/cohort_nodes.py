@@ -18,7 +18,7 @@ from fractions import Fraction
 from controller.core.clusterqueues import FlavorResource, ResourceGroup, ResourceQuota
 from controller.core.fair_sharing import DEFAULT_WEIGHT
 
-__all__ = ["Cohort", "parent_cycle", "unsupported_cohort"]
+__all__ = ["Cohort", "invalid_cohort", "parent_cycle", "unsupported_cohort"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,9 @@ class Cohort:
     """`spec.resourceGroups`: quota of its own, and limits towards the parent."""
     fair_weight: Fraction = DEFAULT_WEIGHT
     """`spec.fairSharing.weight` (exact), used with fair sharing."""
+    invalid: str | None = None
+    """What Kueue's rules find wrong with it, or None: the ClusterQueues of the trees an
+    invalid Cohort is in are inactive (reason Invalid), as for a cycle."""
 
     @property
     def has_quota(self) -> bool:
@@ -68,3 +71,20 @@ def unsupported_cohort(cohorts: Mapping[str, Cohort], name: str) -> str | None:
     if cycle is None:
         return None
     return f"Cohort {name} is in a tree with a cycle ({' -> '.join(cycle)})"
+
+
+def invalid_cohort(cohorts: Mapping[str, Cohort], name: str) -> str | None:
+    """The first invalid Cohort on the chain of parents from `name` (a message naming it
+    and what is wrong), or None. A ClusterQueue under an invalid Cohort admits nothing:
+    the quota it would borrow from or lend to is not what its owner wrote."""
+    seen: set[str] = set()
+    current: str | None = name
+    while current is not None and current not in seen:
+        seen.add(current)
+        cohort = cohorts.get(current)
+        if cohort is None:
+            return None
+        if cohort.invalid is not None:
+            return f"Cohort {current} is invalid: {cohort.invalid}"
+        current = cohort.parent
+    return None

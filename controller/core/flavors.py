@@ -32,6 +32,9 @@ class ResourceFlavor:
     node_labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     node_taints: tuple[Taint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # What Kueue's rules find wrong with it, or None: the ClusterQueues that name an invalid
+    # flavor are inactive (reason Invalid); its labels and tolerations never reach a pod.
+    invalid: str | None = None
 
 
 def _untolerated(flavor: ResourceFlavor, pod_set: PodSet) -> Taint | None:

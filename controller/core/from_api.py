@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, TypeVar
 
-from api.cohort import LIMITS_NEED_PARENT_MESSAGE
 from api.constants import (
+    ADMISSION_GATED_BY_ANNOTATION,
     EXPECTED_RUNTIME_ANNOTATION,
     MINIMUM_RUNTIME_ANNOTATION,
     OWNER_PREEMPTIBILITY_ANNOTATION,
@@ -27,6 +27,9 @@ from api.constants import (
     WithinClusterQueuePolicy,
 )
 from api.quantities import InvalidQuantity, exact_value
+from api.validation import VALIDATED_KINDS, FieldError, aggregate, validate
+from api.validation.field_errors import Path, required
+from api.validation.workload import validate_workload, validate_workload_spec
 from api.workload_status import PodSetShape, admission_from_api
 from controller.core.api_fields import FieldReader, parse_time
 from controller.core.clusterqueues import (
@@ -63,9 +66,12 @@ __all__ = [
     "CoreObject",
     "InvalidObject",
     "Namespace",
+    "Validated",
     "apply",
     "convert",
+    "invalid_message",
     "parse_time",
+    "stand_in",
 ]
 
 T = TypeVar("T")
@@ -76,6 +82,9 @@ class Namespace:
     name: str
     labels: Mapping[str, str]
 
+
+Validated = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | Workload
+"""The engine's objects that Kueue's rules apply to (they carry `invalid`)."""
 
 CoreObject = (
     ResourceFlavor
@@ -148,17 +157,10 @@ def _resource_groups(r: FieldReader, spec: Mapping[str, Any]) -> tuple[ResourceG
                 nominal = r.quantity(res.get("nominalQuota"), f"{rpath}.nominalQuota")
                 borrow = res.get("borrowingLimit")
                 lend = res.get("lendingLimit")
-                lend_milli = None if lend is None else r.quantity(lend, f"{rpath}.lendingLimit")
-                if lend_milli is not None and lend_milli > nominal:
-                    r.problem(f"{rpath}.lendingLimit", "must not exceed nominalQuota")
                 resources[name] = ResourceQuota(
                     nominal,
                     None if borrow is None else r.quantity(borrow, f"{rpath}.borrowingLimit"),
-                    lend_milli,
-                )
-            if set(resources) != set(covered):
-                r.problem(
-                    f"{fpath}.resources", f"must list exactly the covered resources {list(covered)}"
+                    None if lend is None else r.quantity(lend, f"{rpath}.lendingLimit"),
                 )
             flavors.append(FlavorQuotas(r.text(flavor.get("name"), f"{fpath}.name"), resources))
         groups.append(ResourceGroup(covered, tuple(flavors)))
@@ -257,7 +259,7 @@ def _local_queue(
     return LocalQueue(
         r.text(meta.get("namespace"), "metadata.namespace", "default"),
         r.text(meta.get("name"), "metadata.name"),
-        r.text(spec.get("clusterQueue"), "spec.clusterQueue"),
+        r.text(spec.get("clusterQueue"), "spec.clusterQueue", ""),
         r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
         _fair_weight(r, spec),
         _consumed_status(r, status),
@@ -325,19 +327,8 @@ def _minimum_runtime(r: FieldReader, meta: Mapping[str, Any]) -> int | None:
 
 
 def _cohort(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Cohort:
-    """A Cohort; a limit without a parent is refused as the CRD (Kueue's webhook) does."""
+    """A Cohort (a limit without a parent is one of Kueue's rules: api/validation)."""
     parent = r.text(spec.get("parentName"), "spec.parentName", "") or None
-    groups = r.seq(spec.get("resourceGroups"), "spec.resourceGroups")
-    if parent is None:
-        for g, group in enumerate(groups):
-            gp = f"spec.resourceGroups[{g}]"
-            for f, flavor in enumerate(r.seq(r.obj(group, gp).get("flavors"), f"{gp}.flavors")):
-                fp = f"{gp}.flavors[{f}]"
-                for q, quota in enumerate(r.seq(r.obj(flavor, fp).get("resources"), fp)):
-                    qp = f"{fp}.resources[{q}]"
-                    for limit in ("borrowingLimit", "lendingLimit"):
-                        if r.obj(quota, qp).get(limit) is not None:
-                            r.problem(f"{qp}.{limit}", LIMITS_NEED_PARENT_MESSAGE)
     return Cohort(
         r.text(meta.get("name"), "metadata.name"),
         parent,
@@ -361,6 +352,17 @@ def _containers(r: FieldReader, obj: Any, path: str) -> list[Container]:
     return out
 
 
+def _pod_level(r: FieldReader, pod: Mapping[str, Any], path: str) -> Container | None:
+    """The pod's own `spec.resources` (Kubernetes' PodLevelResources), if it has any."""
+    if pod.get("resources") is None:
+        return None
+    res = r.obj(pod.get("resources"), f"{path}.resources")
+    return Container(
+        r.quantities(res.get("requests"), f"{path}.resources.requests"),
+        r.quantities(res.get("limits"), f"{path}.resources.limits"),
+    )
+
+
 def _pod_set(r: FieldReader, obj: Any, path: str) -> PodSet:
     ps = r.obj(obj, path)
     pod = r.obj(r.obj(ps.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
@@ -369,6 +371,7 @@ def _pod_set(r: FieldReader, obj: Any, path: str) -> PodSet:
         _containers(r, pod.get("containers"), f"{spath}.containers"),
         _containers(r, pod.get("initContainers"), f"{spath}.initContainers"),
         r.quantities(pod.get("overhead"), f"{spath}.overhead"),
+        _pod_level(r, pod, spath),
     )
     affinity = r.obj(
         r.obj(pod.get("affinity"), f"{spath}.affinity").get("nodeAffinity"),
@@ -421,8 +424,6 @@ def _workload(
             _pod_set(r, ps, f"spec.podSets[{i}]")
             for i, ps in enumerate(r.seq(spec.get("podSets"), "spec.podSets"))
         )
-    if not pod_sets:
-        r.problem("spec.podSets", "at least one podset is required")
     ref = None
     if spec.get("priorityClassRef") is not None:
         raw = r.obj(spec["priorityClassRef"], "spec.priorityClassRef")
@@ -484,6 +485,9 @@ def _workload(
         expected_runtime=_text_or_none(
             (meta.get("annotations") or {}).get(EXPECTED_RUNTIME_ANNOTATION)
         ),
+        admission_gated_by=str(
+            (meta.get("annotations") or {}).get(ADMISSION_GATED_BY_ANNOTATION) or ""
+        ).strip(),
         disruption_mode=r.enum(
             spec.get("disruptionMode"),
             "spec.disruptionMode",
@@ -554,10 +558,16 @@ KINDS = (
 )
 
 
-def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObject:
+def convert(
+    obj: Any,
+    *,
+    pod_sets: tuple[PodSet, ...] | None = None,
+    spec_errors: tuple[FieldError, ...] | None = None,
+) -> CoreObject:
     """One API object (dict or pydantic model) → the engine's object; raises InvalidObject.
-    `pod_sets`, for a Workload: its pod sets as converted from an earlier copy of the same
-    spec (same uid and metadata.generation), used instead of reading `spec.podSets` again."""
+    `pod_sets` and `spec_errors`, for a Workload: its pod sets and what Kueue's rules found
+    on its spec, from an earlier copy of the same spec (same uid and metadata.generation),
+    used instead of reading `spec.podSets` again."""
     data = _as_dict(obj)
     kind = str(data.get("kind") or "")
     r = FieldReader()
@@ -610,7 +620,64 @@ def convert(obj: Any, *, pod_sets: tuple[PodSet, ...] | None = None) -> CoreObje
         )
     if r.problems:
         raise InvalidObject(kind, name, r.problems)
+    if isinstance(result, Workload):
+        found = spec_errors if spec_errors is not None else tuple(validate_workload_spec(data))
+        errors = validate_workload(data, spec_errors=found) + _no_pod_sets(data)
+        result = replace(result, invalid=aggregate(errors) if errors else None, spec_errors=found)
+    elif isinstance(result, Validated):
+        invalid = invalid_message(data)
+        if invalid is not None:
+            result = replace(result, invalid=invalid)
     return result
+
+
+def _no_pod_sets(data: Mapping[str, Any]) -> list[FieldError]:
+    """A Workload without pod sets, which Kueue's schema lets through: it would be admitted
+    for nothing."""
+    if (data.get("spec") or {}).get("podSets"):
+        return []
+    return [required(Path("spec.podSets"), "a Workload needs at least one pod set")]
+
+
+def invalid_message(data: Mapping[str, Any]) -> str | None:
+    """What Kueue's rules find wrong with an object (api/validation), as its webhook would
+    say it; None for a valid one. A Workload without pod sets, which Kueue's schema lets
+    through, is one too: it would be admitted for nothing."""
+    kind = str(data.get("kind") or "")
+    if kind not in VALIDATED_KINDS:
+        return None
+    errors = validate(data)
+    if kind == "Workload":
+        errors += _no_pod_sets(data)
+    return aggregate(errors) if errors else None
+
+
+def stand_in(obj: Mapping[str, Any], message: str) -> CoreObject | None:
+    """What a ResourceFlavor, ClusterQueue, Cohort or LocalQueue that cannot be converted
+    stands for in the engine: its name and links (a queue's cohort, a Cohort's parent, a
+    LocalQueue's ClusterQueue, where readable), no quota, and `message` as what is wrong,
+    so that it is inactive, not replaced by its previous version. None for other kinds (an
+    unreadable Workload keeps its last readable version: its quota is still held)."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    if not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
+        return None
+    name, kind = meta.get("name"), obj.get("kind")
+    if not isinstance(name, str):
+        return None
+
+    def text(value: Any) -> str | None:
+        return value if isinstance(value, str) and value else None
+
+    if kind == "ResourceFlavor":
+        return ResourceFlavor(name, invalid=message)
+    if kind == "ClusterQueue":
+        return ClusterQueue(name, cohort=text(spec.get("cohortName")), invalid=message)
+    if kind == "Cohort":
+        return Cohort(name, parent=text(spec.get("parentName")), invalid=message)
+    if kind == "LocalQueue" and isinstance(meta.get("namespace"), str):
+        queue = text(spec.get("clusterQueue")) or ""
+        return LocalQueue(meta["namespace"], name, queue, invalid=message)
+    return None
 
 
 def apply(state: ClusterState, obj: CoreObject) -> None:

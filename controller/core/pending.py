@@ -19,13 +19,16 @@ from typing import Final
 
 from controller.core.after_admission import awaits_backoff_finished
 from controller.core.clusterqueues import StopPolicy
-from controller.core.cohort_nodes import unsupported_cohort
+from controller.core.cohort_nodes import invalid_cohort, unsupported_cohort
 from controller.core.decisions import Inadmissible
 from controller.core.records import Phase
 from controller.core.state import ClusterState
 from controller.core.workloads import WorkloadKey
 
 __all__ = [
+    "ADMISSION_GATED",
+    "INVALID",
+    "MISCONFIGURED",
     "UNSUPPORTED_COHORT",
     "Inactive",
     "Unqueued",
@@ -56,6 +59,15 @@ class Unqueued:
     message: str
 
 
+INVALID: Final = "Invalid"
+"""quotagate's `Active=False` reason for a queue that Kueue's rules find invalid, or whose
+flavor or Cohort they do (an object stored before the validating webhook, or while it was
+down): it admits nothing rather than admit by a spec its owner did not write."""
+MISCONFIGURED: Final = "Misconfigured"
+"""Kueue's `QuotaReserved=False` reason for a Workload that fails its checks."""
+ADMISSION_GATED: Final = "AdmissionGated"
+"""Kueue's `QuotaReserved=False` reason for a Workload held by admission gates."""
+
 UNSUPPORTED_COHORT: Final = "UnsupportedCohort"
 """quotagate's `Active=False` reason for a ClusterQueue whose tree of Cohorts has a cycle
 of parents (controller/core/cohort_nodes.py); Kueue makes such queues inactive too."""
@@ -77,6 +89,8 @@ def _cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     cq = state.cluster_queues.get(name)
     if cq is None:
         return Inactive("ClusterQueueDoesNotExist", f"ClusterQueue {name} doesn't exist")
+    if cq.invalid is not None:
+        return Inactive(INVALID, f"ClusterQueue {cq.name} is inactive: {cq.invalid}")
     if cq.stopped:
         message = f"ClusterQueue {cq.name} is inactive: stopped ({cq.stop_policy.value})"
         return Inactive("Stopped", message)
@@ -84,6 +98,13 @@ def _cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     if missing:
         message = f"ClusterQueue {cq.name} is inactive: flavor {', '.join(missing)} not found"
         return Inactive("FlavorNotFound", message)
+    for flavor in dict.fromkeys(cq.flavor_names()):
+        problem = state.flavors[flavor].invalid
+        if problem is not None:
+            message = (
+                f"ClusterQueue {cq.name} is inactive: ResourceFlavor {flavor} is invalid: {problem}"
+            )
+            return Inactive(INVALID, message)
     if cq.admission_checks:
         message = (
             f"ClusterQueue {cq.name} is inactive: admission check "
@@ -95,6 +116,9 @@ def _cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     if unsupported is not None:
         message = f"ClusterQueue {cq.name} is inactive: {unsupported}"
         return Inactive(UNSUPPORTED_COHORT, message)
+    invalid = invalid_cohort(state.cohorts, cq.cohort) if cq.cohort else None
+    if invalid is not None:
+        return Inactive(INVALID, f"ClusterQueue {cq.name} is inactive: {invalid}")
     return None
 
 
@@ -104,6 +128,8 @@ def local_queue_inactive(state: ClusterState, lq_key: str) -> Inactive | None:
     lq = state.local_queues.get(lq_key)
     if lq is None:
         return Inactive("NotFound", f"LocalQueue {lq_key} doesn't exist")
+    if lq.invalid is not None:
+        return Inactive(INVALID, f"LocalQueue {lq.name} is inactive: {lq.invalid}")
     if lq.stop_policy is not StopPolicy.NONE:
         message = f"LocalQueue {lq.name} is inactive: stopped ({lq.stop_policy.value})"
         return Inactive("Stopped", message)
@@ -133,16 +159,28 @@ def unqueued_reason(
         return None
     lq_key = state.local_queue_key(key)
     if by_local_queue is None:
-        return _queue_blocker(state, lq_key, workload.queue_name)
-    if lq_key not in by_local_queue:
-        by_local_queue[lq_key] = _queue_blocker(state, lq_key, workload.queue_name)
-    return by_local_queue[lq_key]
+        blocker = _queue_blocker(state, lq_key, workload.queue_name)
+    else:
+        if lq_key not in by_local_queue:
+            by_local_queue[lq_key] = _queue_blocker(state, lq_key, workload.queue_name)
+        blocker = by_local_queue[lq_key]
+    if blocker is not None:
+        return blocker
+    # Kueue's order (`resolveGranularUnadmittedQuotaReservedCondition`): the queues first,
+    # then the Workload's own checks, then its admission gates.
+    if workload.invalid is not None:
+        return Unqueued(MISCONFIGURED, workload.invalid)
+    if workload.admission_gated_by:
+        return Unqueued(ADMISSION_GATED, f"Admission is gated by: {workload.admission_gated_by}")
+    return None
 
 
 def _queue_blocker(state: ClusterState, lq_key: str, queue: str) -> Unqueued | None:
     lq = state.local_queues.get(lq_key)
     if lq is None:
         return Unqueued("Misconfigured", f"LocalQueue {queue} doesn't exist")
+    if lq.invalid is not None:
+        return Unqueued("Suspended", f"LocalQueue {queue} is inactive: {lq.invalid}")
     if lq.stop_policy is not StopPolicy.NONE:
         detail = f"stopped ({lq.stop_policy.value})"
         return Unqueued("Suspended", f"LocalQueue {queue} is inactive: {detail}")
@@ -159,12 +197,13 @@ def unqueued_decisions(state: ClusterState, skip: Container[WorkloadKey]) -> lis
     as the cycle's own `Inadmissible` decisions are. Workloads in `skip` (being written) and
     nominated preemptors (their reason is the preemption's) are left out. What each
     LocalQueue with Workloads says is found once; while all of them are active only the
-    deactivated Workloads can have a reason, and only they are looked at."""
+    Workloads held back (deactivated, invalid or gated) can have a reason, and only they
+    are looked at."""
     by_local_queue: dict[str, Unqueued | None] = {
         lq_key: _queue_blocker(state, lq_key, lq_key.split("/", 1)[1]) for lq_key in state.live_in
     }
     blocked = any(blocker is not None for blocker in by_local_queue.values())
-    candidates = state.pending() if blocked else state.pending(among=state.deactivated)
+    candidates = state.pending() if blocked else state.pending(among=state.held_back)
     decisions = []
     for key in candidates:
         if key in skip or key in state.nominated:

@@ -66,6 +66,9 @@ class PriorityClasses:
     def workload_class(self, name: str) -> WorkloadPriorityClass | None:
         return self._workload.get(name)
 
+    def pod_class(self, name: str) -> PriorityClass | None:
+        return self._pod.get(name)
+
     def set_workload_priority_class(self, cls: WorkloadPriorityClass) -> None:
         self._workload[cls.name] = cls
 

@@ -1,8 +1,11 @@
 """Per-pod resource requests, computed the way Kubernetes (and so Kueue) computes them.
 
 A pod requests max(sum of containers + restartable init containers, the largest init
-phase) plus its overhead; a container's request defaults to its limit. Values are
-milli-units.
+phase) plus its overhead; a container's request defaults to its limit. Pod-level
+resources (Kubernetes' PodLevelResources, `spec.resources`) replace that sum for the
+resources they may set (cpu, memory, hugepages-*), their requests too defaulting to their
+limits (Kueue's `UseLimitsAsMissingRequestsInPod`, then component-helpers' `PodRequests`).
+Values are milli-units.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["EMPTY_INT", "Container", "pod_requests"]
+__all__ = ["EMPTY_INT", "Container", "is_pod_level_resource", "pod_requests"]
 
 ResourceList = Mapping[str, int]
 
@@ -44,13 +47,22 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[name] = value
 
 
+def is_pod_level_resource(name: str) -> bool:
+    """Whether a pod's own `spec.resources` may set `name` (Kubernetes'
+    `IsSupportedPodLevelResource`): cpu, memory and huge pages."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
 def pod_requests(
     containers: Iterable[Container],
     init_containers: Iterable[Container] = (),
     overhead: ResourceList = EMPTY_INT,
+    pod_level: Container | None = None,
 ) -> dict[str, int]:
     """One pod's requests (k8s `PodRequests`): sidecars add to the running total and to
-    every later init phase; regular init containers only set a floor. Zero entries dropped."""
+    every later init phase; regular init containers only set a floor; the pod's own
+    requests (`pod_level`, limits standing in for missing requests) replace the total of
+    the resources they may set. Zero entries dropped."""
     total: dict[str, int] = {}
     for container in containers:
         _add(total, container.effective_requests())
@@ -67,5 +79,11 @@ def pod_requests(
             _max(init_peak, phase)
     _add(total, sidecars)
     _max(total, init_peak)
+    if pod_level is not None:
+        total.update(
+            (name, value)
+            for name, value in pod_level.effective_requests().items()
+            if is_pod_level_resource(name)
+        )
     _add(total, overhead)
     return {name: value for name, value in total.items() if value != 0}

@@ -113,9 +113,10 @@ class ClusterState:
         # seen (at 50,000, with 15,000 pending, such a pass took 40 ms).
         self.live: dict[WorkloadKey, str] = {}
         self.live_in: dict[str, int] = {}
-        # Among them, the deactivated ones (`spec.active: false`), in arrival order: the
-        # only pending Workloads with a reason of their own while every queue is active.
-        self.deactivated: dict[WorkloadKey, None] = {}
+        # Among them, those held back (deactivated, invalid or gated: `Workload.held_back`),
+        # in arrival order: the only pending Workloads with a reason of their own while
+        # every queue is active.
+        self.held_back: dict[WorkloadKey, None] = {}
         # And those the after-admission timers may have something due for (admitted, in a
         # backoff, or Requeued=False: `may_come_due`): the timers read only these, since in
         # a long run most unfinished Workloads are pending with none of that. A superset: a
@@ -353,9 +354,11 @@ class ClusterState:
         if old is not None and old.fair_weight != lq.fair_weight:
             self._usage_changed(lq.key)
         if old is not None and (
-            old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy
+            old.cluster_queue != lq.cluster_queue
+            or old.stop_policy != lq.stop_policy
+            or old.invalid != lq.invalid
         ):
-            self._requeue_local_queue(old)  # a stopped LocalQueue's Workloads wait aside
+            self._requeue_local_queue(old)  # a stopped or invalid LocalQueue's wait aside
         if lq.stop_policy is StopPolicy.HOLD_AND_DRAIN:
             for key in [k for k in self.admitted if self.local_queue_key(k) == lq.key]:
                 self._request_eviction(key, "LocalQueueStopped", "The LocalQueue is stopped")
@@ -490,11 +493,11 @@ class ClusterState:
         del self.records[key]
 
     def _count_finished(self, key: WorkloadKey, workload: Workload | None) -> None:
-        """Keep `live`, `live_in`, `deactivated`, `timed` and `finished_in` current for `key`
+        """Keep `live`, `live_in`, `held_back`, `timed` and `finished_in` current for `key`
         (`workload` None: forgotten)."""
         _decrement(self.finished_in, self._finished_cq.pop(key, None))
         _decrement(self.live_in, self.live.pop(key, None))
-        self.deactivated.pop(key, None)
+        self.held_back.pop(key, None)
         self.timed.pop(key, None)
         if workload is None:
             return
@@ -502,8 +505,8 @@ class ClusterState:
             local_queue = f"{workload.namespace}/{workload.queue_name}"
             self.live[key] = local_queue
             self.live_in[local_queue] = self.live_in.get(local_queue, 0) + 1
-            if not workload.active:
-                self.deactivated[key] = None
+            if workload.held_back:
+                self.held_back[key] = None
             if may_come_due(workload):
                 self.timed[key] = None
             return
@@ -568,8 +571,8 @@ class ClusterState:
         or, while its LocalQueue is missing or stopped or its ClusterQueue missing, aside
         with that LocalQueue until it changes (`pending.unqueued_reason` says why)."""
         record = self.records[key]
-        if record.phase is Phase.NOMINATED or not record.workload.active:
-            return  # waits for its victims, or for `active: true`, outside the queue
+        if record.phase is Phase.NOMINATED or record.workload.held_back:
+            return  # waits for its victims, or for `active: true`, a fix or its gates to go
         workload = record.workload
         if workload.requeue_at is not None and key not in self.backoff_queue:
             self.backoff_queue.add(key, workload.requeue_at)
@@ -579,7 +582,12 @@ class ClusterState:
         lq_key = self.local_queue_key(key)
         lq = self.local_queues.get(lq_key)
         queue = self.queues.get(lq.cluster_queue) if lq else None
-        if lq is None or queue is None or lq.stop_policy is not StopPolicy.NONE:
+        if (
+            lq is None
+            or queue is None
+            or lq.stop_policy is not StopPolicy.NONE
+            or lq.invalid is not None
+        ):
             self._aside.setdefault(lq_key, set()).add(key)
             return
         record.queued_in = lq.cluster_queue

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import NewType
 
 from api.constants import DisruptionMode
+from api.validation import FieldError
 from api.workload_status import Admission
 from controller.core.clusterqueues import FlavorResource
 from controller.core.requests import EMPTY_INT
@@ -134,6 +135,20 @@ class Workload:
     # EXPECTED_RUNTIME_ANNOTATION as written: what its owner expects it to run. Read only
     # by the admission forecast (controller/core/forecast.py), which reports a bad value.
     expected_runtime: str | None = None
+    # The `kueue.x-k8s.io/admission-gated-by` annotation as written ("" without gates): a
+    # Workload with a gate left is not queued (Kueue's AdmissionGated).
+    admission_gated_by: str = ""
+    # What Kueue's rules find wrong with it (api/validation), or None: an invalid Workload
+    # is not queued (Misconfigured); one holding quota keeps it as its admission says.
+    invalid: str | None = None
+    # What the rules found on its spec alone: the same for every copy of one generation, so
+    # a status change is checked without reading the pod templates again (runtime/sync.py).
+    spec_errors: tuple[FieldError, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def held_back(self) -> bool:
+        """Not to be queued for its own reasons: deactivated, gated or invalid."""
+        return not self.active or bool(self.admission_gated_by) or self.invalid is not None
 
     @property
     def pod_count(self) -> int:

@@ -47,6 +47,10 @@ class ControllerView(Protocol):
         """The WorkloadPriorityClass's value (None: no such class)."""
         ...
 
+    def priority_of_pod_class(self, name: str) -> int | None:
+        """The scheduling.k8s.io PriorityClass's value (None: no such class)."""
+        ...
+
     @property
     def wait_for_pods_ready(self) -> bool:
         """Whether waitForPodsReady is configured: only then do the integrations keep the

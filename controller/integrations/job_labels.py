@@ -1,15 +1,55 @@
-"""Kueue's Job-level labels that set a Workload field (pure): today
-`kueue.x-k8s.io/max-exec-time-seconds` → `spec.maximumExecutionTimeSeconds`, read from a Job
-or, for pods, from the pod the Workload is made from (Kueue's jobframework)."""
+"""Kueue's Job-level labels and annotations that set a Workload field (pure):
+`kueue.x-k8s.io/max-exec-time-seconds` → `spec.maximumExecutionTimeSeconds` and
+`kueue.x-k8s.io/admission-gated-by` → the Workload's annotation of that name, read from a Job
+or, for pods, from the pod the Workload is made from (Kueue's jobframework); and the
+WorkloadPriorityClass a Workload cannot be made without."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from api.constants import MAX_EXEC_TIME_LABEL
+from api.constants import ADMISSION_GATED_BY_ANNOTATION, MAX_EXEC_TIME_LABEL
 
-__all__ = ["max_exec_time_problem", "max_exec_time_seconds"]
+__all__ = [
+    "PriorityClassNotFound",
+    "WorkloadPriorityClassNotFound",
+    "admission_gated_by",
+    "max_exec_time_problem",
+    "max_exec_time_seconds",
+]
+
+
+class WorkloadPriorityClassNotFound(LookupError):
+    """The `kueue.x-k8s.io/priority-class` label names a class that does not exist: as in
+    Kueue, no Workload is made (it would need the class's priority), and the owner is
+    reconciled again after a backoff."""
+
+    reason = "WorkloadPriorityClassNotFound"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f'WorkloadPriorityClass "{name}" not found')
+
+
+class PriorityClassNotFound(LookupError):
+    """The pod template's `priorityClassName` names a PriorityClass that does not exist: as
+    in Kueue (`GetPriorityFromPriorityClass`), no Workload is made and the owner is
+    reconciled again after a backoff."""
+
+    reason = "PriorityClassNotFound"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f'PriorityClass "{name}" not found')
+
+
+def admission_gated_by(obj: Mapping[str, Any]) -> str | None:
+    """The object's `kueue.x-k8s.io/admission-gated-by` annotation (None: absent or
+    empty), which Kueue copies to the Workload (`PropagateAdmissionGatedByAnnotation`)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(
+        ADMISSION_GATED_BY_ANNOTATION
+    )
+    return str(value) if value else None
+
 
 _INT32_MAX = 2**31 - 1
 

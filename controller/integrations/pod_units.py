@@ -11,6 +11,7 @@ from typing import Any
 
 from api.constants import ADMISSION_GATE as GATE
 from api.constants import (
+    ADMISSION_GATED_BY_ANNOTATION,
     GROUP,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_GROUP_NAME_LABEL,
@@ -20,7 +21,7 @@ from api.constants import (
     QUEUE_NAME_LABEL,
     VERSION,
 )
-from controller.integrations.job_labels import max_exec_time_seconds
+from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
 
 CORE_GROUP = "scheduling.k8s.io"
 _DISRUPTION_MODES = {"single": "Pod", "all": "PodGroup", "Pod": "Pod", "PodGroup": "PodGroup"}
@@ -182,6 +183,9 @@ def workload_for(
         annotations[OWNER_PREEMPTIBILITY_ANNOTATION] = json.dumps(owner_preemptibility)
     if labels.get(PREEMPTIBILITY_LABEL) is not None:
         annotations[POD_PREEMPTIBILITY_ANNOTATION] = str(labels[PREEMPTIBILITY_LABEL])
+    gates = admission_gated_by(first)
+    if gates is not None:
+        annotations[ADMISSION_GATED_BY_ANNOTATION] = gates
     body: dict[str, Any] = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "Workload",
@@ -198,13 +202,15 @@ def workload_for(
         body["spec"]["maximumExecutionTimeSeconds"] = limit
     if annotations:
         body["metadata"]["annotations"] = annotations
-    if workload_priority_class:
+    # Kueue's rules: a priorityClassRef always comes with its priority (a class whose value
+    # is unknown gives neither; a missing WorkloadPriorityClass makes no Workload at all).
+    if priority is not None and workload_priority_class:
         body["spec"]["priorityClassRef"] = {
             "group": GROUP,
             "kind": "WorkloadPriorityClass",
             "name": workload_priority_class,
         }
-    elif priority_class:
+    elif priority is not None and priority_class:
         body["spec"]["priorityClassRef"] = {
             "group": CORE_GROUP,
             "kind": "PriorityClass",

@@ -51,6 +51,7 @@ from api.constants import (
 )
 from api.workload_status import Condition, has_quota_reservation
 from controller.integrations.host import ControllerView, placement_of
+from controller.integrations.job_labels import WorkloadPriorityClassNotFound
 from controller.integrations.pod_units import (
     CORE_GROUP,
     Unit,
@@ -248,6 +249,10 @@ class PodIntegration:
         priority = settings.get("priority")
         if wpc:
             priority = self.view.priority_of_class(wpc)
+            if priority is None:
+                missing = WorkloadPriorityClassNotFound(wpc)
+                await self._report(unit, pods, missing.reason, str(missing))
+                raise missing  # retried after a backoff, as Kueue requeues it
         elif priority is None:
             priority = (first.get("spec") or {}).get("priority")
         body = workload_for(

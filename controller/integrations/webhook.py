@@ -2,8 +2,8 @@
 queue-labelled pod gets the scheduling gate, a queue-labelled object of a job kind is
 created suspended (its adapter's `suspend`), and either is refused when a Kueue label or
 annotation on it is invalid, naming it and why (`kueue.x-k8s.io/max-exec-time-seconds`,
-an elastic job or a prebuilt Workload on a kind Kueue refuses them for, the kind's own
-checks such as the Job's `kueue.x-k8s.io/job-min-parallelism`). Anything without the queue
+`kueue.x-k8s.io/admission-gated-by`, an elastic job or a prebuilt Workload on a kind Kueue
+refuses them for, the kind's own checks such as the Job's `kueue.x-k8s.io/job-min-parallelism`). Anything without the queue
 label, or of a kind whose integration is off, is answered "allowed, no change" — and the
 MutatingWebhookConfiguration's rules and selectors (also here) keep it from being sent at
 all. The TLS server and its certificates are the runtime's
@@ -25,6 +25,8 @@ from aiohttp import web
 from api.constants import ADMISSION_GATE as GATE
 from api.constants import ELASTIC_JOB_ANNOTATION
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
+from api.validation import aggregate
+from api.validation.admission_gates import validate_gates
 from controller.integrations.framework.patches import json_patch
 from controller.integrations.framework.registry import Framework, by_kind, frameworks
 from controller.integrations.framework.workloads import prebuilt_workload_name
@@ -134,7 +136,9 @@ def _refusal(
         meta = obj.get("metadata") or {}
         if QUEUE_LABEL not in (meta.get("labels") or {}):
             return None
-        problems = [p for p in (max_exec_time_problem(obj),) if p is not None]
+        gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
+        problems = [aggregate(gates)] if gates else []
+        problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
         if framework.job is not None:
             job = framework.job(copy.deepcopy(dict(obj)))
             kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"

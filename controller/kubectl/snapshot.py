@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config import ControllerConfig, FairSharingConfig, configure_state
-from controller.core.from_api import CoreObject, InvalidObject, apply, convert
+from controller.core.from_api import CoreObject, InvalidObject, apply, convert, stand_in
 from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.state import ClusterState
 
@@ -53,7 +53,12 @@ class Snapshot:
             try:
                 snapshot.objects.append(convert(item))
             except InvalidObject as exc:
-                snapshot.warnings.append(f"ignoring invalid {exc}")
+                # As the controller does: a queue, flavor or Cohort that cannot be read
+                # stands in inactive; anything else is left out, with a warning.
+                placeholder = stand_in(item, "; ".join(f"{p}: {m}" for p, m in exc.problems))
+                if placeholder is not None:
+                    snapshot.objects.append(placeholder)
+                snapshot.warnings.append(f"invalid {exc}")
         if config is not None:
             snapshot.config, snapshot.settings = config, f"--config {config_path}"
         elif shares_written:

@@ -30,6 +30,7 @@ __all__ = [
     "decide",
     "hypothetical_workload",
     "parse_requests",
+    "priority_class",
     "priority_class_ref",
     "render_answer",
     "unique_name",
@@ -73,12 +74,21 @@ def unique_name(taken: Collection[str], namespace: str) -> str:
 def priority_class_ref(name: str, objects: list[CoreObject]) -> dict[str, str] | None:
     """The `spec.priorityClassRef` for a class name: a WorkloadPriorityClass first (as the
     `kueue.x-k8s.io/priority-class` label would), else a PriorityClass; None if neither."""
+    found = priority_class(name, objects)
+    return found[0] if found is not None else None
+
+
+def priority_class(name: str, objects: list[CoreObject]) -> tuple[dict[str, str], int] | None:
+    """The `spec.priorityClassRef` for a class name and the class's value (Kueue's API
+    wants the priority beside the ref): a WorkloadPriorityClass first, else a
+    PriorityClass; None if neither."""
     for cls, group, kind in (
         (WorkloadPriorityClass, KUEUE_GROUP, "WorkloadPriorityClass"),
         (PriorityClass, SCHEDULING_GROUP, "PriorityClass"),
     ):
-        if any(isinstance(obj, cls) and obj.name == name for obj in objects):
-            return {"group": group, "kind": kind, "name": name}
+        for obj in objects:
+            if isinstance(obj, cls) and obj.name == name:
+                return {"group": group, "kind": kind, "name": name}, obj.value
     return None
 
 

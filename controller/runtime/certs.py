@@ -10,7 +10,8 @@ Every replica runs `WebhookCertificates.run_forever`:
    resourceVersion read: when another replica wrote first, its certificates are used);
 2. write `tls.crt`, `tls.key` and `ca.crt` into the webhook's `certDir` (atomically), so
    the webhook server picks them up without a restart (`webhook.CertReloader`);
-3. inject the CA into the MutatingWebhookConfiguration's `caBundle`;
+3. inject the CA into the `caBundle` of the Mutating- and the ValidatingWebhookConfiguration
+   (one name, two kinds; a missing one is skipped with a warning);
 4. sleep until the certificate is due for rotation (at most an hour), and start over.
 """
 
@@ -256,14 +257,31 @@ class WebhookCertificates:
         return datetime.timedelta(seconds=self.settings.validity_seconds)
 
     async def _inject_ca_bundle(self, ca: bytes) -> None:
+        admission = self.admission
+        for kind, read, replace in (
+            (
+                "MutatingWebhookConfiguration",
+                admission.read_mutating_webhook_configuration,
+                admission.replace_mutating_webhook_configuration,
+            ),
+            (
+                "ValidatingWebhookConfiguration",
+                admission.read_validating_webhook_configuration,
+                admission.replace_validating_webhook_configuration,
+            ),
+        ):
+            await self._inject_into(kind, read, replace, base64.b64encode(ca).decode())
+
+    async def _inject_into(self, kind: str, read: Any, replace: Any, bundle: str) -> None:
+        """Set `bundle` as the caBundle of every webhook of one configuration (retried on a
+        conflict with another writer)."""
         name = self.settings.configuration_name
-        bundle = base64.b64encode(ca).decode()
         for _ in range(5):
             try:
-                config: Any = await self.admission.read_mutating_webhook_configuration(name)
+                config: Any = await read(name)
             except ApiException as exc:
                 if exc.status == 404:
-                    log.warning("MutatingWebhookConfiguration %s not found: no caBundle set", name)
+                    log.warning("%s %s not found: no caBundle set", kind, name)
                     return
                 raise
             body = self.admission.api_client.sanitize_for_serialization(config)
@@ -273,8 +291,8 @@ class WebhookCertificates:
             for hook in hooks:
                 hook.setdefault("clientConfig", {})["caBundle"] = bundle
             try:
-                await self.admission.replace_mutating_webhook_configuration(name, body)
-                log.info("caBundle of MutatingWebhookConfiguration %s updated", name)
+                await replace(name, body)
+                log.info("caBundle of %s %s updated", kind, name)
                 return
             except ApiException as exc:
                 if exc.status != 409:

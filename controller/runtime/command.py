@@ -50,12 +50,14 @@ def add_run_command(commands: Any) -> None:
     sub.add_argument(
         "--webhook-address",
         metavar="HOST:PORT",
-        help="serve the pod/Job webhook on HOST:PORT (self-signed unless webhook.certDir is set)",
+        help="serve the webhooks (pods and Jobs; Kueue's kinds) on HOST:PORT (self-signed "
+        "unless webhook.certDir is set)",
     )
     sub.add_argument(
         "--webhook-manage-config",
         action="store_true",
-        help="register the MutatingWebhookConfiguration `quotagate` pointing at --webhook-address (local runs)",
+        help="register the Mutating- and ValidatingWebhookConfiguration `quotagate` pointing at "
+        "--webhook-address (local runs)",
     )
     sub.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     sub.set_defaults(handler=_run)

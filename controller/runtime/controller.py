@@ -121,6 +121,10 @@ class Controller:
         cls = self.ctx.state.priority_classes.workload_class(name)
         return cls.value if cls is not None else None
 
+    def priority_of_pod_class(self, name: str) -> int | None:
+        cls = self.ctx.state.priority_classes.pod_class(name)
+        return cls.value if cls is not None else None
+
     @property
     def wait_for_pods_ready(self) -> bool:
         config = self.ctx.config.wait_for_pods_ready

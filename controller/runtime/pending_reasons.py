@@ -25,7 +25,7 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.workload_status import has_quota_reservation
 from controller.core.decisions import Inadmissible
-from controller.core.pending import unqueued_decisions
+from controller.core.pending import ADMISSION_GATED, unqueued_decisions
 from controller.core.workloads import WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.kube.workqueue import KeyQueue
@@ -34,6 +34,17 @@ from controller.runtime.events import TokenBucket
 from controller.runtime.sync import WorkloadSync, resolved_preemptibility, same_resolution
 
 log = logging.getLogger(__name__)
+
+
+def _event_reason(before: dict[str, Any], pending: Inadmissible) -> str:
+    """The Event of a new pending reason: Kueue's for admission gates (AdmissionGated when
+    the gates hold it, AdmissionGateCleared once they are gone), Pending otherwise."""
+    if pending.condition_reason == ADMISSION_GATED:
+        return ADMISSION_GATED
+    earlier = workload_status.condition(before, "QuotaReserved") or {}
+    if earlier.get("reason") == ADMISSION_GATED:
+        return "AdmissionGateCleared"
+    return "Pending"
 
 
 class PendingReasons:
@@ -191,7 +202,7 @@ class PendingReasons:
         if pending is not None and workload_status.pending_changed(
             before, pending.condition_reason, pending.reason
         ):
-            await ctx.events(result, "Normal", "Pending", pending.reason)
+            await ctx.events(result, "Normal", _event_reason(before, pending), pending.reason)
         message = (status.get("resolvedPreemptibility") or {}).get("message")
         earlier = (before.get("status") or {}).get("resolvedPreemptibility") or {}
         if message and earlier.get("message") != message:

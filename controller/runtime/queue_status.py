@@ -30,7 +30,12 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.quantities import Quantity, decimal_text
 from controller.core.clusterqueues import FlavorResource
-from controller.core.pending import Inactive, cluster_queue_inactive, local_queue_inactive
+from controller.core.pending import (
+    INVALID,
+    Inactive,
+    cluster_queue_inactive,
+    local_queue_inactive,
+)
 from controller.core.records import Phase
 from controller.core.shares import Shares, shares_of
 from controller.core.state import ClusterState
@@ -415,9 +420,16 @@ class QueueStatusWriter:
             self.gauges.pop(name, None)
         self.metric_queues = set(state.cluster_queues)
         self._cohort_metrics(shares)
-        for name in list(state.cohorts):
+        for name, cohort in list(state.cohorts.items()):
+            conditions = self._unsupported(_written_key(COHORTS, name))
+            if cohort.invalid is not None:  # quotagate's, while invalid (Kueue writes none)
+                message = (
+                    f"Cohort {name} is invalid: {cohort.invalid}; the ClusterQueues of its "
+                    "tree admit nothing"
+                )
+                conditions = [("Active", False, INVALID, message), *conditions]
             cohort_status = {
-                "conditions": self._unsupported(_written_key(COHORTS, name)),
+                "conditions": conditions,
                 "fairSharing": self._fair_sharing(shares, name, queue=False),
             }
             self._want(COHORTS, name, cohort_status)
@@ -500,8 +512,9 @@ class QueueStatusWriter:
     async def _write(self, resource: Resource, key: str, status: dict[str, Any]) -> None:
         """Write a ClusterQueue's, LocalQueue's or Cohort's status (`key`: `name` or
         `namespace/name`) and remember it; one deleted meanwhile (404) is let go. A
-        Cohort's is its `fairSharing` and its `UnsupportedFields` condition (Kueue writes no
-        Cohort conditions); an empty list removes it."""
+        Cohort's is its `fairSharing`, its `UnsupportedFields` condition and, while it is
+        invalid, `Active=False` (Kueue writes no Cohort conditions); an empty list removes
+        them."""
         written_key = _written_key(resource, key)
         conditions = self._conditions(written_key, status["conditions"], self.ctx.clock())
         body = {**status, "conditions": conditions}

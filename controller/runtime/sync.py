@@ -28,7 +28,7 @@ from api.workload_status import apply_body
 from controller.core import from_api
 from controller.core.state import ClusterState
 from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
-from controller.core.workloads import PodSet, Workload, WorkloadKey, workload_key
+from controller.core.workloads import Workload, WorkloadKey, workload_key
 from controller.kube.client import API_ERRORS, FIELD_MANAGER, retrying
 from controller.runtime.context import Context, priority_class_of
 
@@ -45,6 +45,12 @@ def resource_version(obj: dict[str, Any]) -> int:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
         return 0
+
+
+def _display(obj: dict[str, Any]) -> str:
+    """`namespace/name`, or `name` for a cluster-scoped object, for a log line."""
+    meta = obj.get("metadata") or {}
+    return "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
 
 
 def key_of(obj: dict[str, Any]) -> WorkloadKey:
@@ -108,6 +114,8 @@ class WorkloadSync:
         self._seen = 0
         self.monotonic: Callable[[], float] = time.monotonic
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
+        # object key → what Kueue's rules find wrong with it, as last reported
+        self.invalid: dict[str, str] = {}
         # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
         self.unsupported: dict[str, str] = {}
         # Called with every Workload applied (the pending reasons, then the integrations)
@@ -123,6 +131,7 @@ class WorkloadSync:
         self.echoes.clear()
         self._delays_seen, self._seen = 0.0, 0
         self.problems.clear()
+        self.invalid.clear()
         self.unsupported.clear()
 
     def body(self, key: WorkloadKey) -> dict[str, Any] | None:
@@ -155,6 +164,8 @@ class WorkloadSync:
         if event_type == "DELETED":
             if seen is None or rv >= seen.rv:
                 self.copies.pop(key, None)
+                self.problems.pop(key, None)
+                self.invalid.pop(key, None)
                 for forget in self.deletion_listeners:
                     forget(key)
                 state.remove_workload(key)
@@ -163,11 +174,17 @@ class WorkloadSync:
             return  # an older copy than one already applied
         self.copies[key] = WorkloadCopy(body, rv)
         try:
-            workload = from_api.convert(body, pod_sets=self._unchanged_pod_sets(key, seen, body))
+            same = self._same_spec(key, seen, body)
+            workload = from_api.convert(
+                body,
+                pod_sets=same.pod_sets if same is not None else None,
+                spec_errors=same.spec_errors if same is not None else None,
+            )
         except from_api.InvalidObject as exc:
             self._report_problem(key, body, str(exc))
             return
         self.problems.pop(key, None)
+        self._report_invalid(key, body, getattr(workload, "invalid", None))
         held = state.admitted.get(key)
         cluster_queue = held.cluster_queue if held is not None else None
         from_api.apply(state, workload)
@@ -188,14 +205,15 @@ class WorkloadSync:
         for listener in self.workload_listeners:
             listener(body)
 
-    def _unchanged_pod_sets(
+    def _same_spec(
         self, key: WorkloadKey, seen: WorkloadCopy | None, body: dict[str, Any]
-    ) -> tuple[PodSet, ...] | None:
-        """The state's pod sets of this Workload when its spec cannot have changed since
-        the copy they came from: same uid and same metadata.generation (the API server bumps
-        it on every spec change). Most events are status changes; converting the pod
-        templates again for each was a few percent of the controller's CPU."""
-        if seen is None or key in self.problems:  # the state's pod sets are not seen's
+    ) -> Workload | None:
+        """The state's copy of this Workload when its spec cannot have changed since the
+        copy it came from: same uid and same metadata.generation (the API server bumps it
+        on every spec change). Most events are status changes; reading the pod templates
+        again for each (their requests, Kueue's rules on them) was a few percent of the
+        controller's CPU."""
+        if seen is None or key in self.problems:  # the state's copy is not seen's
             return None
         before, after = seen.body.get("metadata") or {}, body.get("metadata") or {}
         generation = after.get("generation")
@@ -203,17 +221,20 @@ class WorkloadSync:
             return None
         if not after.get("uid") or after.get("uid") != before.get("uid"):
             return None
-        previous = self.ctx.state.workloads.get(key)
-        return previous.pod_sets if previous is not None else None
+        previous: Workload | None = self.ctx.state.workloads.get(key)
+        return previous
 
     def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
         state = self.ctx.state
         kind = body.get("kind")
         meta = body.get("metadata") or {}
         name = meta.get("name", "")
+        key = f"{kind}/{meta.get('namespace', '')}/{name}"
         if event_type == "DELETED":
+            self.problems.pop(key, None)
+            self.invalid.pop(key, None)
             for listener in self.object_deletion_listeners:
-                listener(f"{kind}/{meta.get('namespace', '')}/{name}")
+                listener(key)
             if kind == "ResourceFlavor":
                 state.remove_flavor(name)
             elif kind == "ClusterQueue":
@@ -228,8 +249,18 @@ class WorkloadSync:
         try:
             obj = from_api.convert(body)
         except from_api.InvalidObject as exc:
-            self._report_problem(f"{kind}/{name}", body, str(exc))
+            # Never left as its previous version: a queue, flavor or Cohort that cannot be
+            # read stands in inactive, with what is wrong (its condition and an Event).
+            message = "; ".join(f"{path}: {problem}" for path, problem in exc.problems)
+            rules = from_api.invalid_message(body)
+            message = f"{rules}; {message}" if rules else message
+            self._report_problem(key, body, message)
+            placeholder = from_api.stand_in(body, message)
+            if placeholder is not None:
+                from_api.apply(state, placeholder)
             return
+        self.problems.pop(key, None)
+        self._report_invalid(key, body, getattr(obj, "invalid", None))
         from_api.apply(state, obj)
 
     def _check_unsupported(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -284,11 +315,26 @@ class WorkloadSync:
             log.info("UnsupportedFields condition of %s not written: %s", key_of(body), exc)
 
     def _report_problem(self, key: str, body: dict[str, Any], message: str) -> None:
+        """An object that cannot be converted: logged, with a Warning Event."""
         if self.problems.get(key) == message:
             return
         self.problems[key] = message
-        log.warning("ignoring invalid %s %s: %s", body.get("kind"), key, message)
+        log.warning("unreadable %s %s: %s", body.get("kind"), _display(body), message)
         if self.ctx.events is not None:
+            self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
+
+    def _report_invalid(self, key: str, body: dict[str, Any], message: str | None) -> None:
+        """An object Kueue's rules refuse (stored before the validating webhook, or while it
+        was down): a Warning Event when what is wrong changes. Its condition comes with
+        its status (a queue's Active=False, a pending Workload's QuotaReserved=False)."""
+        if message is None:
+            self.invalid.pop(key, None)
+            return
+        if self.invalid.get(key) == message:
+            return
+        self.invalid[key] = message
+        log.warning("invalid %s %s: %s", body.get("kind"), _display(body), message)
+        if self.ctx.events is not None and self.ctx.leading:
             self.ctx.spawn(self.ctx.events(body, "Warning", "InvalidObject", message))
 
     def _seen_on_watch(self, key: WorkloadKey, rv: int) -> None:

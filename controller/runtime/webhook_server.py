@@ -1,8 +1,9 @@
 """The webhook's TLS server inside the controller process (every replica serves it): its
 certificate — self-signed for local runs, mounted from a Secret, or managed by the
 controller (controller/runtime/certs.py) — reloaded whenever it changes, and, for local
-runs, our own MutatingWebhookConfiguration with a `url:` clientConfig. What the webhook
-answers is the integrations' (controller/integrations/webhook.py)."""
+runs, our own Mutating- and ValidatingWebhookConfiguration with a `url:` clientConfig.
+What the mutating webhook answers is the integrations' (controller/integrations/webhook.py),
+what the validating one answers is Kueue's rules (controller/runtime/validating_webhook.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from controller.integrations.framework.registry import by_kind, enabled_with_imp
 from controller.kube.client import API_ERRORS, retrying
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
+from controller.runtime import validating_webhook
 from controller.runtime.certs import WebhookCertificates, issue, write_files
 
 __all__ = ["CertReloader", "ServingCert", "WebhookServer", "self_signed", "serve"]
@@ -92,6 +94,8 @@ async def serve(
     handle = webhooks.handler(chosen)
     for framework in chosen.values():
         app.router.add_post(framework.webhook_path, handle)
+    for plural in validating_webhook.KINDS:
+        app.router.add_post(validating_webhook.path_of(plural), validating_webhook.handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
@@ -101,6 +105,19 @@ async def serve(
         raise
     log.info("webhook serving on https://%s:%d", address, port)
     return runner
+
+
+async def _create_or_replace(body: Any, read: Any, replace: Any, create: Any) -> None:
+    """Replace the configuration of that name at the version read, or create it."""
+    name = body["metadata"]["name"]
+    try:
+        existing: Any = await read(name)
+        body["metadata"]["resourceVersion"] = existing.metadata.resource_version
+        await replace(name, body)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        await create(body)
 
 
 class WebhookServer:
@@ -182,25 +199,37 @@ class WebhookServer:
         return work
 
     async def _register(self, ca_bundle: bytes) -> None:
+        """Create or update our MutatingWebhookConfiguration and, unless `webhook.validation`
+        is off, our ValidatingWebhookConfiguration (both named `quotagate`)."""
         settings = self.settings
-        body: Any = webhooks.webhook_configuration(
-            f"https://{self._host()}:{settings.port}",
-            ca_bundle,
-            self.config.leader_election.lease_namespace,
-            self.enabled,
-        )
+        url_base = f"https://{self._host()}:{settings.port}"
         admission = aio_client.AdmissionregistrationV1Api(self.api_client)
-        try:
-            existing: Any = await admission.read_mutating_webhook_configuration(
-                webhooks.CONFIG_NAME
-            )
-            body["metadata"]["resourceVersion"] = existing.metadata.resource_version
-            await admission.replace_mutating_webhook_configuration(webhooks.CONFIG_NAME, body)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            await admission.create_mutating_webhook_configuration(body)
+        mutating = webhooks.webhook_configuration(
+            url_base, ca_bundle, self.config.leader_election.lease_namespace, self.enabled
+        )
+        await _create_or_replace(
+            mutating,
+            admission.read_mutating_webhook_configuration,
+            admission.replace_mutating_webhook_configuration,
+            admission.create_mutating_webhook_configuration,
+        )
         log.info("registered MutatingWebhookConfiguration %s", webhooks.CONFIG_NAME)
+        if not settings.validation:
+            return
+        validating = validating_webhook.validating_configuration(
+            url_base, ca_bundle, settings.validation_failure_policy, webhooks.CONFIG_NAME
+        )
+        await _create_or_replace(
+            validating,
+            admission.read_validating_webhook_configuration,
+            admission.replace_validating_webhook_configuration,
+            admission.create_validating_webhook_configuration,
+        )
+        log.info(
+            "registered ValidatingWebhookConfiguration %s (failurePolicy %s)",
+            webhooks.CONFIG_NAME,
+            settings.validation_failure_policy,
+        )
 
     async def stop(self) -> None:
         if self.runner is not None:

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
 from tests.cluster.operators import JobSetController
-from tests.integration.kueue import ControllerProcess
+from tests.integration.kueue import ControllerProcess, delete_webhook_configurations
 
 
 @contextlib.contextmanager
@@ -58,8 +58,7 @@ def webhook_controller_running(
         yield process
     finally:
         process.stop()
-        with contextlib.suppress(ApiException):
-            admission.delete_mutating_webhook_configuration("quotagate")
+        delete_webhook_configurations(api_client)
         print("\n" + "\n".join(process.log().splitlines()[-10:]))
 
 

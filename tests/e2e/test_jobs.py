@@ -171,3 +171,80 @@ def test_a_jobs_max_exec_time_label_sets_its_workloads_limit_and_a_bad_one_is_re
         f'metadata.labels[{MAX_EXEC_TIME_LABEL}]: Invalid value: "10m": must be a whole number '
         "of seconds"
     ) in json.loads(refused.value.body)["message"]
+
+
+def test_a_job_waits_for_its_workload_priority_class_and_its_admission_gates(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """Kueue's API refuses a Workload whose priorityClassRef has no priority, so a Job
+    labelled with a WorkloadPriorityClass that does not exist gets no Workload (Kueue's
+    WorkloadPriorityClassNotFound Event) until the class exists; then its Workload carries
+    the class and its value. The Job's admission-gated-by annotation holds the Workload
+    (AdmissionGated) until the gate is removed from the Job."""
+    kueue = Kueue(api_client)
+    batch = client.BatchV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    cq, high = f"{namespace}-cq", f"{namespace}-high"
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
+        local_queue(namespace, "lq", cq),
+    )
+    job = queued_job("classy")
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = high
+    job["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/hold"}
+    batch.create_namespaced_job(namespace, job)
+    event = wait_for(
+        lambda: next(
+            (
+                e
+                for e in core.list_namespaced_event(
+                    namespace, field_selector="involvedObject.name=classy"
+                ).items
+                if e.reason == "WorkloadPriorityClassNotFound"
+            ),
+            None,
+        ),
+        what="the WorkloadPriorityClassNotFound Event",
+    )
+    assert event.message == f'WorkloadPriorityClass "{high}" not found'
+    assert not kueue.workloads(namespace)
+    kueue.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": high},
+            "value": 500,
+        }
+    )
+    try:
+        workload = wait_for(
+            lambda: next(iter(kueue.workloads(namespace)), None), timeout=90, what="the Workload"
+        )
+        assert workload["spec"]["priority"] == 500
+        assert workload["spec"]["priorityClassRef"]["name"] == high
+        gated = wait_for(
+            lambda: condition(kueue.get_workload(namespace, "job-classy"), "QuotaReserved"),
+            what="the pending reason",
+        )
+        assert (gated["reason"], gated["message"]) == (
+            "AdmissionGated",
+            "Admission is gated by: example.com/hold",
+        )
+        batch.patch_namespaced_job(
+            "classy",
+            namespace,
+            {"metadata": {"annotations": {"kueue.x-k8s.io/admission-gated-by": None}}},
+        )
+        wait_for(
+            lambda: (
+                (condition(kueue.get_workload(namespace, "job-classy"), "Admitted") or {}).get(
+                    "status"
+                )
+                == "True"
+            ),
+            timeout=60,
+            what="the Workload admitted once the gate is gone",
+        )
+    finally:
+        kueue.delete_cluster_scoped("workloadpriorityclasses", high)

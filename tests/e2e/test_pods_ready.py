@@ -25,6 +25,7 @@ from tests.integration.kueue import (
     Kueue,
     cluster_queue,
     condition,
+    delete_webhook_configurations,
     flavor,
     local_queue,
 )
@@ -73,8 +74,7 @@ def pods_ready_controller(
         yield process
     finally:
         process.stop()
-        with contextlib.suppress(ApiException):
-            admission.delete_mutating_webhook_configuration("quotagate")
+        delete_webhook_configurations(api_client)
         print("\n" + "\n".join(process.log().splitlines()[-10:]))
 
 

@@ -16,6 +16,7 @@ Debian's package) is queued, admitted, and its pods really run on the real node.
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,18 +207,31 @@ def test_the_controller_runs_as_the_images_non_root_user_ready_through_the_kubel
         f"{fullname}-webhook-cert", namespace
     )
     ca = base64.b64decode(secret.data["ca.crt"])
-    webhooks = client.AdmissionregistrationV1Api(api_client).read_mutating_webhook_configuration(
-        fullname
-    )
-    for hook in webhooks.webhooks:
-        assert base64.b64decode(hook.client_config.ca_bundle) == ca
-        assert hook.client_config.service.name == f"{fullname}-webhook"
+    admission = client.AdmissionregistrationV1Api(api_client)
+    for config in (
+        admission.read_mutating_webhook_configuration(fullname),
+        admission.read_validating_webhook_configuration(fullname),
+    ):
+        for hook in config.webhooks:
+            assert base64.b64decode(hook.client_config.ca_bundle) == ca
+            assert hook.client_config.service.name == f"{fullname}-webhook"
 
 
 def test_a_sample_job_is_admitted_through_the_webhook_and_its_pods_run_on_the_real_node(
     release: dict[str, str], api_client: client.ApiClient, real_node: RealNode, namespace: str
 ) -> None:
     kueue = Kueue(api_client)
+    # Kueue's kinds go through the validating webhook (Service, TLS): a broken ClusterQueue
+    # is refused with Kueue's message.
+    broken = cluster_queue(f"{namespace}-broken", {f"{namespace}-rf": {"cpu": 4}})
+    broken["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"] = "1"
+    with pytest.raises(ApiException) as refused:
+        _create_through_webhook(lambda: kueue.apply(broken))
+    assert refused.value.status == 403
+    assert (
+        'lendingLimit: Invalid value: "1": must be nil when cohort is empty'
+        in (json.loads(refused.value.body)["message"])
+    )
     _sample_priorities(api_client)
     _queue_for_the_real_node(kueue, namespace, real_node)
     # config/samples/10-job.yaml as it is, but for its image (no registry here: busybox from

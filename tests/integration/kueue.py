@@ -138,7 +138,8 @@ class Kueue:
 
     def apply(self, *objects: dict[str, Any]) -> None:
         for obj in objects:
-            plural = obj["kind"].lower() + "s"
+            kind = obj["kind"].lower()
+            plural = kind + ("es" if kind.endswith("s") else "s")
             namespace = obj["metadata"].get("namespace")
             if namespace:
                 self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, obj)
@@ -264,6 +265,22 @@ RBAC_REFUSAL = re.compile(r'forbidden: User \\?"system:serviceaccount:[^"\\]*\\?
 def rbac_refusals(log: str) -> list[str]:
     """Every RBAC refusal of a ServiceAccount a process logged."""
     return RBAC_REFUSAL.findall(log)
+
+
+def delete_webhook_configurations(api_client: client.ApiClient, name: str = "quotagate") -> None:
+    """Remove what `quotagate run --webhook-manage-config` registered, both configurations:
+    one left behind with `failurePolicy: Fail` and a dead address refuses every later write
+    of the kinds it names."""
+    admission = client.AdmissionregistrationV1Api(api_client)
+    for delete in (
+        admission.delete_mutating_webhook_configuration,
+        admission.delete_validating_webhook_configuration,
+    ):
+        try:
+            delete(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
 
 
 class ControllerProcess:

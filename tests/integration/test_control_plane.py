@@ -49,18 +49,20 @@ def test_every_generated_crd_is_established(crds_installed: list[str]) -> None:
     ]
 
 
+# What the CRDs' schema refuses (a negative quota, as in Kueue, is the validating
+# webhook's: tests/integration/test_validation.py).
 BAD_INPUT = [
     (
         "ClusterQueue",
         "clusterqueues",
         {
-            "metadata": {"name": "neg"},
+            "metadata": {"name": "nan"},
             "spec": {
                 "resourceGroups": [
                     {
                         "coveredResources": ["cpu"],
                         "flavors": [
-                            {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "-1"}]}
+                            {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "ten"}]}
                         ],
                     }
                 ]
@@ -78,10 +80,12 @@ BAD_INPUT = [
         "Workload",
         "workloads",
         {
-            "metadata": {"name": "zero"},
+            "metadata": {"name": "negative"},
             "spec": {
                 "queueName": "q",
-                "podSets": [{"name": "main", "count": 0, "template": {"spec": {"containers": []}}}],
+                "podSets": [
+                    {"name": "main", "count": -1, "template": {"spec": {"containers": []}}}
+                ],
             },
         },
         "count",

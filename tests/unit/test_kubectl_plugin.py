@@ -31,6 +31,7 @@ from controller.kubectl.whatif import (
     decide,
     hypothetical_workload,
     parse_requests,
+    priority_class,
     priority_class_ref,
     render_answer,
 )
@@ -778,6 +779,11 @@ def test_priority_class_ref_prefers_the_workload_priority_class() -> None:
         "name": "pod",
     }
     assert priority_class_ref("none", objects) is None
+    # With its value: Kueue's API wants a Workload's priority beside its priorityClassRef.
+    assert priority_class("both", objects) == (
+        {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "both"},
+        1,
+    )
 
 
 def test_render_answer() -> None:

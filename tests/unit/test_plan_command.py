@@ -315,7 +315,11 @@ def test_plan_rejects_a_limit_on_a_root_cohort(
     )
     assert main(["plan", "-f", write(tmp_path, state)]) == 2
     err = capsys.readouterr().err
-    assert "Cohort research" in err and "lendingLimit must be nil when parentName" in err
+    assert "Cohort research" in err
+    assert (
+        'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: "1": '
+        "must be nil when parent is empty" in err
+    )
 
 
 def test_plan_reclaims_through_a_tree_from_the_cheapest_over_quota_queue(

@@ -85,7 +85,10 @@ def find_victims(
     verdicts: dict[tuple[bool, bool, int, bool, Preemptibility, bool], Eligibility] = {}
     entries: list[tuple[CandidateSortKey, int, Choice]] = []
     index = 0
-    advantage = tree.advantage_by_level(cq.name, {fr: usage.get(fr, 0) for fr in short})
+    # Kueue's hierarchical advantage is judged on the whole request (`QuantitiesFitInQuota`
+    # over all of it), not only on what is short: a preemptor that fits its own quota in
+    # cpu but must borrow memory has no advantage over another queue's Workloads.
+    advantage = tree.advantage_by_level(cq.name, usage)
     own_only = _own_queue_only(tree, cq, short, preemptor, may_borrow, advantage)
     for queue, members in contenders.items():
         same = queue == cq.name

@@ -41,6 +41,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.constants import (
+    ADMISSION_GATED_BY_ANNOTATION,
     ELASTIC_JOB_ANNOTATION,
     GROUP,
     JOB_UID_LABEL,
@@ -48,6 +49,8 @@ from api.constants import (
     QUEUE_NAME_LABEL,
     VERSION,
 )
+from api.validation import aggregate
+from api.validation.admission_gates import validate_gates_update
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.framework.object_writes import patch_object, patch_workload
 from controller.integrations.framework.podset_info import (
@@ -66,6 +69,11 @@ from controller.integrations.framework.workloads import (
     workload_name,
 )
 from controller.integrations.host import ControllerView
+from controller.integrations.job_labels import (
+    PriorityClassNotFound,
+    WorkloadPriorityClassNotFound,
+    admission_gated_by,
+)
 from controller.integrations.serial import SerialReconciler
 from controller.integrations.workload_writes import PodsReadyWriter, apply_workload_status
 
@@ -202,6 +210,8 @@ class GenericReconciler:
             if follow:
                 await patch_workload(self.custom, workload, {"spec": follow})
                 return  # the Workload's event brings the rest
+            if await self._propagate_gates(key, obj, workload):
+                return
         # Kueue's step 5: the PodsReady condition first; the Workload's event brings the rest.
         if self.view.wait_for_pods_ready and await self.pods_ready.sync(
             wl_key, workload, job.pods_ready()
@@ -235,11 +245,16 @@ class GenericReconciler:
             return  # its pods are still going
         labels = (obj.get("metadata") or {}).get("labels") or {}
         cls = labels.get(PRIORITY_CLASS_LABEL)
-        body = new_workload(
-            job,
-            priority=self.view.priority_of_class(cls) if cls else None,
-            label_keys_to_copy=self.settings.label_keys_to_copy,
-        )
+        try:
+            body = new_workload(
+                job,
+                priority=self.view.priority_of_class(cls) if cls else None,
+                priority_of_pod_class=self.view.priority_of_pod_class,
+                label_keys_to_copy=self.settings.label_keys_to_copy,
+            )
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            await self._report(key, obj, exc.reason, str(exc))
+            raise  # reconciled again after a backoff, as Kueue requeues it
         try:
             await self.custom.create_namespaced_custom_object(
                 GROUP, VERSION, body["metadata"]["namespace"], "workloads", body
@@ -390,6 +405,27 @@ class GenericReconciler:
         if found is None:
             return None
         return FlavorPlacement(dict(found.node_labels), tuple(found.tolerations))
+
+    async def _propagate_gates(
+        self, key: str, obj: dict[str, Any], workload: dict[str, Any]
+    ) -> bool:
+        """Kueue's `UpdateAdmissionGatedBy`: the object's admission gates become the pending
+        Workload's. Gates are only ever removed after creation (Kueue's rule; a gate added
+        to the object later is reported, not propagated). Whether the Workload was patched."""
+        gates = admission_gated_by(obj)
+        if admission_gated_by(workload) == gates:
+            return False
+        annotations = {ADMISSION_GATED_BY_ANNOTATION: gates}
+        wanted = {**workload, "metadata": {**workload["metadata"], "annotations": annotations}}
+        refused = validate_gates_update(workload, wanted)
+        if refused:
+            await self._report(key, obj, "AdmissionGatedBy", aggregate(refused))
+            return False
+        await patch_workload(self.custom, workload, {"metadata": {"annotations": annotations}})
+        if self.view.events:
+            text = f'Updated workload AdmissionGatedBy to "{gates or ""}"'
+            await self.view.events(obj, "Normal", "UpdatedWorkload", text)
+        return True
 
     async def _report(self, key: str, obj: dict[str, Any], reason: str, text: str) -> None:
         """A Warning Event on the object, once per distinct problem."""

@@ -15,10 +15,11 @@ WorkloadPriorityClass (else the pod sets' PriorityClass), KAI's preemptibility a
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from api.constants import (
+    ADMISSION_GATED_BY_ANNOTATION,
     GROUP,
     JOB_UID_LABEL,
     POD_SET_GROUP_NAME_ANNOTATION,
@@ -35,7 +36,12 @@ from api.constants import (
     VERSION,
 )
 from controller.integrations.framework.generic_job import GenericJob, TopologyHints
-from controller.integrations.job_labels import max_exec_time_seconds
+from controller.integrations.job_labels import (
+    PriorityClassNotFound,
+    WorkloadPriorityClassNotFound,
+    admission_gated_by,
+    max_exec_time_seconds,
+)
 
 __all__ = [
     "followed_spec",
@@ -132,14 +138,22 @@ def _pod_sets(job: GenericJob) -> list[dict[str, Any]]:
     return out
 
 
+def _no_pod_classes(name: str) -> int | None:
+    return None
+
+
 def new_workload(
     job: GenericJob,
     *,
     priority: int | None,
+    priority_of_pod_class: Callable[[str], int | None] = _no_pod_classes,
     label_keys_to_copy: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The Workload describing `job` (Kueue's `ConstructWorkload` + `prepareWorkload`);
-    `priority` is the WorkloadPriorityClass's value when its label names a known one."""
+    `priority` is the WorkloadPriorityClass's value when its label names a known one, and
+    `priority_of_pod_class` gives a PriorityClass's value. As in Kueue, a
+    `priorityClassRef` always comes with its priority: a class that does not exist makes no
+    Workload (WorkloadPriorityClassNotFound, PriorityClassNotFound; retried later)."""
     obj = job.obj
     meta = obj["metadata"]
     labels: Mapping[str, str] = meta.get("labels") or {}
@@ -160,21 +174,29 @@ def new_workload(
     }
     spec = body["spec"]
     if labels.get(PRIORITY_CLASS_LABEL):
+        if priority is None:
+            raise WorkloadPriorityClassNotFound(labels[PRIORITY_CLASS_LABEL])
         spec["priorityClassRef"] = {
             "group": GROUP,
             "kind": "WorkloadPriorityClass",
             "name": labels[PRIORITY_CLASS_LABEL],
         }
-        if priority is not None:
-            spec["priority"] = priority
+        spec["priority"] = priority
     else:
         pod_class = job.priority_class()
         if pod_class:
+            pod_priority = priority_of_pod_class(pod_class)
+            if pod_priority is None:
+                raise PriorityClassNotFound(pod_class)
             spec["priorityClassRef"] = {
                 "group": SCHEDULING_GROUP,
                 "kind": "PriorityClass",
                 "name": pod_class,
             }
+            spec["priority"] = pod_priority
+    gates = admission_gated_by(obj)
+    if gates is not None:
+        body["metadata"]["annotations"] = {ADMISSION_GATED_BY_ANNOTATION: gates}
     if labels.get(PREEMPTIBILITY_LABEL) in PREEMPTIBILITY_VALUES:
         spec["preemptibility"] = labels[PREEMPTIBILITY_LABEL]
     limit = max_exec_time_seconds(obj)

@@ -4,6 +4,7 @@ rejects bad ones exactly where the models do."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,21 @@ import yaml
 from api import MODELS, load_object
 from api.constants import Kind, Preemptibility, QueueingStrategy, StopPolicy
 from api.crdgen import file_name, render_all
+from api.quantities import QUANTITY_PATTERN
+from api.validation import validate
+from api.validation.quota import SAME_SIZE_MESSAGE
+from api.validation.resourceflavor import TAINT_EFFECT_MESSAGE, TOLERATION_MESSAGES
 from tests.unit.api.manifests import ALL, sample
 
 CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd" / "bases"
+PRESERVE_UNKNOWN = "x-kubernetes-preserve-unknown-fields"
 
 
+@functools.cache
 def _crd(kind: str) -> dict[str, Any]:
+    """The committed CRD (read once: the Workload's is large). Not to be modified."""
     text = (CRD_DIR / file_name(MODELS[Kind(kind)])).read_text(encoding="utf-8")
-    crd: dict[str, Any] = yaml.safe_load(text)
+    crd: dict[str, Any] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return crd
 
 
@@ -184,9 +192,9 @@ def test_schemas_are_structural(kind: str) -> None:
     for path, node in _nodes(_schema(kind)):
         where = f"{kind}{path}"
         assert "$ref" not in node and "title" not in node and "allOf" not in node, where
+        assert PRESERVE_UNKNOWN not in node, f"{where} keeps unknown fields"
         if node.get("x-kubernetes-int-or-string"):
             assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], where
-            assert "pattern" in node, where
             continue
         assert "anyOf" not in node, where
         assert node.get("type") in {"object", "array", "string", "integer", "number", "boolean"}, (
@@ -216,12 +224,30 @@ def test_quantities_and_pod_templates() -> None:
     assert quota["required"] == ["name", "nominalQuota"]
     for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
         assert quota["properties"][field]["x-kubernetes-int-or-string"] is True
-        assert quota["properties"][field]["pattern"].startswith("^\\+?")  # no minus sign
-        assert quota["properties"][field]["minimum"] == 0
+        # Signed, as Kueue's: a negative quota is the webhook's to refuse, with its message.
+        assert quota["properties"][field]["pattern"] == QUANTITY_PATTERN
+        assert "minimum" not in quota["properties"][field]
     wl = _schema("Workload")["properties"]
     pod_set = wl["spec"]["properties"]["podSets"]["items"]
-    assert pod_set["properties"]["template"]["x-kubernetes-preserve-unknown-fields"] is True
-    assert pod_set["properties"]["count"]["minimum"] == 1
+    template = pod_set["properties"]["template"]
+    pod = template["properties"]["spec"]["properties"]
+    container = pod["containers"]["items"]["properties"]
+    for resources in (container["resources"], pod["resources"]):
+        assert resources["properties"]["requests"]["additionalProperties"]["pattern"] == (
+            QUANTITY_PATTERN
+        )
+    assert set(template["properties"]["metadata"]["properties"]) == {
+        "annotations",
+        "finalizers",
+        "labels",
+        "name",
+        "namespace",
+    }
+    assert pod["containers"]["x-kubernetes-list-map-keys"] == ["name"]
+    assert {"nodeSelector", "tolerations", "priorityClassName", "initContainers"} <= set(pod)
+    assert pod_set["properties"]["name"]["pattern"] == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    assert pod_set["properties"]["name"]["maxLength"] == 63
+    assert pod_set["properties"]["count"]["minimum"] == 0
     assert pod_set["properties"]["minCount"]["minimum"] == 1
     assert wl["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] == 1
     assert wl["spec"]["properties"]["podSets"]["x-kubernetes-list-map-keys"] == ["name"]
@@ -260,19 +286,17 @@ def _set(manifest: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[st
 
 NOMINAL = ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota")
 BAD = [
-    ("ClusterQueue", NOMINAL, "-1"),
-    ("ClusterQueue", NOMINAL, -1),
     ("ClusterQueue", NOMINAL, "lots"),
     ("ClusterQueue", ("spec", "queueingStrategy"), "Fastest"),
     ("ClusterQueue", ("spec", "preemption", "reclaimWithinCohort"), "Sometimes"),
     ("ClusterQueue", ("spec", "flavorFungibility", "whenCanBorrow"), "Borrow"),
     ("ClusterQueue", ("spec", "stopPolicy"), "Pause"),
     ("LocalQueue", ("spec", "stopPolicy"), "Pause"),
-    ("LocalQueue", ("spec", "fairSharing", "weight"), "-1"),
     ("LocalQueue", ("status", "fairSharing", "weightedShare"), "zero"),
     ("ClusterQueue", ("spec", "admissionScope", "admissionMode"), "Sometimes"),
     ("ClusterQueue", ("spec", "admissionScope"), {}),
-    ("Workload", ("spec", "podSets", 0, "count"), 0),
+    ("Workload", ("spec", "podSets", 0, "count"), -1),
+    ("Workload", ("spec", "podSets", 0, "name"), "Main_Set"),
     ("Workload", ("spec", "podSets", 0, "minCount"), 0),
     ("Workload", ("spec", "maximumExecutionTimeSeconds"), 0),
     ("Workload", ("spec", "preemptibility"), "sometimes"),
@@ -283,12 +307,33 @@ BAD = [
     ("Workload", ("status", "resolvedPreemptibility", "source"), "guess"),
     ("Workload", ("spec", "podSets"), []),
     ("WorkloadPriorityClass", ("value",), "high"),
-    ("Cohort", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "lendingLimit"), "-1"),
-    ("Cohort", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 1, "borrowingLimit"), -1),
-    ("Cohort", ("spec", "fairSharing", "weight"), "-1"),
     ("Cohort", ("spec", "parentName"), "Not_A_Name"),
     ("Cohort", ("spec", "resourceGroups", 0, "coveredResources"), []),
 ]
+
+# Accepted by the schema, as by Kueue's, and refused by the webhook's rules (Kueue's message)
+# and by the models (what `quotagate plan` reads).
+REFUSED_BY_RULES = [
+    ("ClusterQueue", NOMINAL, "-1"),
+    ("ClusterQueue", NOMINAL, -1),
+    ("LocalQueue", ("spec", "fairSharing", "weight"), "-1"),
+    ("Cohort", ("spec", "resourceGroups", 0, "flavors", 0, "resources", 1, "borrowingLimit"), -1),
+    ("Cohort", ("spec", "fairSharing", "weight"), "-1"),
+]
+
+
+@pytest.mark.parametrize(("kind", "path", "value"), REFUSED_BY_RULES)
+def test_negative_quota_is_refused_by_the_rules_not_the_schema(
+    kind: str, path: tuple[Any, ...], value: Any
+) -> None:
+    manifest = _set(sample(kind), path, value)
+    assert _errors(kind, manifest) == []
+    with pytest.raises(ValueError):
+        load_object(manifest)
+    if kind != "LocalQueue":  # a LocalQueue's weight is Kueue's schema only: no webhook
+        assert any(
+            error.detail == "must be greater than or equal to 0" for error in validate(manifest)
+        )
 
 
 @pytest.mark.parametrize(("kind", "path", "value"), BAD)
@@ -310,6 +355,7 @@ def test_bad_values_are_rejected_by_schema_and_model(
         ("Workload", ("status", "preemptionCost"), 5),
         ("Workload", ("status", "preemptionCost"), "1500m"),
         ("Workload", ("spec", "podSets", 0, "count"), 1),
+        ("Workload", ("spec", "podSets", 0, "count"), 0),
         ("Workload", ("spec", "priority"), -5),
     ],
 )
@@ -321,14 +367,81 @@ def test_good_values_are_accepted_by_schema_and_model(
     load_object(manifest)
 
 
-def test_cohort_crd_carries_kueues_rules() -> None:
-    spec = _version("Cohort")["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    [limits] = spec["x-kubernetes-validations"]
-    assert (
-        limits["message"] == "borrowingLimit and lendingLimit must be nil when parentName is empty"
-    )
-    assert limits["fieldPath"] == ".resourceGroups"
-    group = spec["properties"]["resourceGroups"]["items"]
-    [same_size] = group["x-kubernetes-validations"]
-    assert "size(self.coveredResources)" in same_size["rule"]
-    assert spec["properties"]["fairSharing"]["properties"]["weight"]["default"] == 1
+# Kueue's CRD rules (apis/kueue/v1beta2/*_types.go), by the node that carries them.
+KUEUE_RULES = {
+    "ResourceFlavor": {
+        ".spec": [
+            "at least one nodeLabel is required when topology is set",
+            "topologyName is immutable when topologyName is set",
+        ],
+        ".spec.nodeTaints": [TAINT_EFFECT_MESSAGE],
+        ".spec.tolerations": list(TOLERATION_MESSAGES),
+    },
+    "ClusterQueue": {
+        ".spec": ["borrowingLimit must be nil when cohort is empty"],
+        ".spec.flavorFungibility": [
+            "preference can only be set when both whenCanBorrow and whenCanPreempt are "
+            "TryNextFlavor"
+        ],
+        ".spec.preemption": ["reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"],
+        ".spec.resourceGroups[]": [SAME_SIZE_MESSAGE],
+    },
+    "Cohort": {".spec.resourceGroups[]": [SAME_SIZE_MESSAGE]},
+    "LocalQueue": {".spec.clusterQueue": ["field is immutable"]},
+    "Workload": {
+        "": [
+            "podSetAssignments must have the same number of podSets as the spec",
+            "priorityClassRef is immutable while workload quota reserved",
+            "priorityClassRef.group is immutable while workload quota reserved",
+            "priorityClassRef.kind is immutable while workload quota reserved",
+            "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while "
+            "workload quota reserved",
+            "queueName is immutable while workload quota reserved",
+            "maximumExecutionTimeSeconds is immutable while workload quota reserved",
+        ],
+        ".spec": ["priority should not be nil when priorityClassRef is set"],
+        ".spec.podSets[]": ["minCount should be positive and less or equal to count"],
+        ".spec.priorityClassRef": [
+            "only the PriorityClass kind is allowed for the scheduling.k8s.io group",
+            "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group",
+        ],
+        ".status": [
+            "clusterName is immutable once set",
+            "clusterName and nominatedClusterNames are mutually exclusive",
+        ],
+        ".status.admission.podSetAssignments[].topologyAssignment": [
+            "valuesPerLevel must have the same length as the number of levels in this "
+            "TopologyAssignment"
+        ],
+        ".status.admission.podSetAssignments[].topologyAssignment.slices[]": [
+            "podCounts.individual must have length equal to domainCount",
+            "valuesPerLevel.individual, if set, must have roots of length equal to domainCount "
+            "of this TopologyAssignmentSlice",
+        ],
+        ".status.admission.podSetAssignments[].topologyAssignment.slices[].podCounts": [
+            "exactly one of the fields in [universal individual] must be set"
+        ],
+        ".status.admission.podSetAssignments[].topologyAssignment.slices[].valuesPerLevel[]": [
+            "exactly one of the fields in [universal individual] must be set"
+        ],
+        ".status.admissionChecks[].podSetUpdates[].tolerations": list(TOLERATION_MESSAGES),
+    },
+    "WorkloadPriorityClass": {},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KUEUE_RULES))
+def test_crds_carry_kueues_rules_with_its_messages(kind: str) -> None:
+    found = {
+        path: [rule["message"] for rule in node["x-kubernetes-validations"]]
+        for path, node in _nodes(_schema(kind))
+        if "x-kubernetes-validations" in node
+    }
+    assert found == KUEUE_RULES[kind]
+
+
+def test_every_kueue_rule_is_counted() -> None:
+    """The CRD rules docs/validation.md counts: 37 in Kueue's v1beta2 CRDs of these kinds
+    (the five toleration rules appear twice: ResourceFlavor, admission-check updates)."""
+    total = sum(len(messages) for rules in KUEUE_RULES.values() for messages in rules.values())
+    assert total == 37

@@ -31,6 +31,7 @@ from api.constants import (
 )
 from api.podtemplate import PodTemplateSpec
 from api.quantities import Quantity
+from api.validation import validate
 from api.workload import PodSet, ResolvedPreemptibility, WorkloadSpec, WorkloadStatus
 from tests.unit.api.manifests import ALL, sample
 
@@ -114,10 +115,10 @@ def test_fields_are_typed_in_python() -> None:
     container = wl.spec.pod_sets[0].template.spec.containers[0]  # type: ignore[union-attr,index]
     assert container.resources is not None and container.resources.requests is not None
     assert container.resources.requests["cpu"].milli == 1500
-    # Unknown Kueue fields are kept, under their JSON names.
-    assert wl.spec.pod_sets[0].model_extra == {
-        "topologyRequest": {"preferred": "cloud.provider.com/rack"}
-    }
+    # Kueue's fields quotagate does not implement are typed too (and reported).
+    request = wl.spec.pod_sets[0].topology_request
+    assert request is not None and request.preferred == "cloud.provider.com/rack"
+    assert wl.spec.pod_sets[0].model_extra == {}
 
 
 def test_quantities_serialize_canonically_and_accept_numbers() -> None:
@@ -183,7 +184,7 @@ def _problems(manifest: dict[str, Any]) -> dict[str, str]:
 
 def test_invalid_input_names_kind_object_and_every_field() -> None:
     manifest = sample("Workload")
-    manifest["spec"]["podSets"][0]["count"] = 0
+    manifest["spec"]["podSets"][0]["count"] = -1
     manifest["spec"]["preemptibility"] = "sometimes"
     manifest["status"]["preemptionCost"] = "abc"
     with pytest.raises(InvalidObjectError) as info:
@@ -196,7 +197,7 @@ def test_invalid_input_names_kind_object_and_every_field() -> None:
         "spec.preemptibility",
         "status.preemptionCost",
     }
-    assert "greater than or equal to 1" in problems["spec.podSets[0].count"]
+    assert "greater than or equal to 0" in problems["spec.podSets[0].count"]
     assert "'abc'" in problems["status.preemptionCost"]
     assert "spec.podSets[0].count: " in str(err)
 
@@ -256,9 +257,20 @@ def test_invalid_field_is_reported(
 
 
 def test_missing_required_field() -> None:
-    manifest = sample("LocalQueue")
-    del manifest["spec"]["clusterQueue"]
-    assert _problems(manifest) == {"spec.clusterQueue": "Field required"}
+    manifest = sample("Workload")
+    del manifest["spec"]["podSets"][0]["template"]
+    assert _problems(manifest) == {"spec.podSets[0].template": "Field required"}
+
+
+def test_kueue_optional_fields_are_optional() -> None:
+    """Kueue's schema requires neither a LocalQueue's clusterQueue nor a Workload's podSets
+    (the controller reports such objects); the models read them too."""
+    queue = sample("LocalQueue")
+    del queue["spec"]["clusterQueue"]
+    assert load_object(queue).to_dict()["spec"].get("clusterQueue") is None
+    workload = sample("Workload")
+    del workload["spec"]["podSets"]
+    assert load_object(workload).to_dict(exclude_unset=True)["spec"].get("podSets") is None
 
 
 def test_wrong_api_version_or_kind() -> None:
@@ -271,13 +283,20 @@ def test_wrong_api_version_or_kind() -> None:
 def test_cohort_limits_need_a_parent_as_kueues_webhook_says() -> None:
     manifest = sample("Cohort")
     del manifest["spec"]["parentName"]
-    with pytest.raises(InvalidObjectError, match="lendingLimit must be nil when parentName"):
-        load_object(manifest)
+    assert {str(error.path): error.detail for error in validate(manifest)} == {
+        "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit": (
+            "must be nil when parent is empty"
+        ),
+        "spec.resourceGroups[0].flavors[0].resources[1].borrowingLimit": (
+            "must be nil when parent is empty"
+        ),
+    }
     for group in manifest["spec"]["resourceGroups"]:
         for flavor in group["flavors"]:
             for quota in flavor["resources"]:
                 quota.pop("lendingLimit", None)
                 quota.pop("borrowingLimit", None)
+    assert validate(manifest) == []
     cohort = load_object(manifest)
     assert isinstance(cohort, Cohort) and cohort.spec.parent_name is None
     assert cohort.spec.resource_groups is not None

@@ -18,9 +18,11 @@ from controller.core.clusterqueues import (
     LocalQueue,
     PreemptionPolicy,
     QueueingStrategy,
+    ResourceQuota,
     WhenCanBorrow,
 )
-from controller.core.from_api import InvalidObject, Namespace, convert
+from controller.core.cohort_nodes import Cohort
+from controller.core.from_api import InvalidObject, Namespace, convert, stand_in
 from controller.core.priorities import PriorityClass
 from controller.core.workloads import Workload
 
@@ -165,7 +167,7 @@ def test_problems_name_every_field() -> None:
     ]
 
 
-def test_quota_not_a_quantity_and_lending_above_nominal() -> None:
+def test_quota_not_a_quantity() -> None:
     spec = {
         **CQ["spec"],
         "resourceGroups": [
@@ -183,9 +185,66 @@ def test_quota_not_a_quantity_and_lending_above_nominal() -> None:
     with pytest.raises(InvalidObject) as raised:
         convert({**CQ, "spec": spec})
     assert [f for f, _ in raised.value.problems] == [
-        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
-        "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
     ]
+
+
+def test_kueue_rules_mark_the_object_invalid_with_kueues_message() -> None:
+    """A ClusterQueue that converts but breaks Kueue's rules (stored before the validating
+    webhook, or while it was down) is kept with what is wrong, as the webhook says it: the
+    engine makes it inactive rather than admit by a spec its owner did not mean."""
+    spec = {
+        **CQ["spec"],
+        "cohortName": "c",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {
+                        "name": "f",
+                        "resources": [{"name": "cpu", "nominalQuota": "1", "lendingLimit": "2"}],
+                    }
+                ],
+            }
+        ],
+    }
+    cq = convert({**CQ, "spec": spec})
+    assert isinstance(cq, ClusterQueue)
+    assert cq.invalid == (
+        'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: "2": '
+        "must be less than or equal to the nominalQuota"
+    )
+    assert convert(CQ).invalid is None  # type: ignore[union-attr]
+
+
+def test_a_cohort_may_lend_more_than_its_own_nominal_quota() -> None:
+    """Kueue's Cohort lendingLimit caps what its whole subtree lends, not its own quota: a
+    Cohort lending more than its nominal quota is valid (Kueue's cohort webhook does not
+    check it) and converts with the limit as written."""
+    cohort = convert(
+        {
+            "kind": "Cohort",
+            "metadata": {"name": "child"},
+            "spec": {
+                "parentName": "root",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {
+                                "name": "f",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "1", "lendingLimit": "5"}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    assert isinstance(cohort, Cohort) and cohort.invalid is None
+    assert cohort.quotas()[("f", "cpu")] == ResourceQuota(1000, None, 5000)
 
 
 def test_unknown_kind_and_other_kinds() -> None:
@@ -360,3 +419,50 @@ def test_admission_fair_sharing_fields_are_refused_by_name() -> None:
     path = "status.fairSharing.admissionFairSharingStatus.consumedResources"
     assert "invalid quantity 'lots'" in problems[f"{path}[cpu]"]
     assert problems[f"{path}[memory]"] == "must not be negative, got '-1'"
+
+
+def test_pod_level_resources_and_admission_gates_are_read() -> None:
+    """A pod set's own `spec.resources` counts (Kubernetes' PodLevelResources: such pods were
+    admitted with no usage), and the admission-gated-by annotation holds the Workload."""
+    body = workload()
+    body["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": " example.com/a "}
+    body["spec"]["priority"] = 1
+    body["spec"]["podSets"][0]["template"]["spec"]["resources"] = {
+        "requests": {"cpu": "2"},
+        "limits": {"memory": "1Gi"},
+    }
+    converted = convert(body)
+    assert isinstance(converted, Workload)
+    assert dict(converted.pod_sets[0].requests) == {"cpu": 2000, "memory": 2**30 * 1000}
+    assert converted.admission_gated_by == "example.com/a"
+    assert converted.held_back and converted.invalid is None
+
+
+def test_an_unreadable_queue_stands_in_inactive_with_what_is_wrong() -> None:
+    """What the controller keeps for a queue, flavor or Cohort it cannot convert (stored
+    before the strict CRDs): not the previous version, a stand-in that admits nothing."""
+    bad = {
+        **CQ,
+        "spec": {
+            **CQ["spec"],
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "-1"}]}
+                    ],
+                }
+            ],
+        },
+    }
+    with pytest.raises(InvalidObject):
+        convert(bad)
+    stand_in_cq = stand_in(bad, "nominalQuota: must not be negative")
+    assert stand_in_cq == ClusterQueue(
+        "cq", cohort="co", invalid="nominalQuota: must not be negative"
+    )
+    lq = stand_in(
+        {"kind": "LocalQueue", "metadata": {"name": "q", "namespace": "ns"}, "spec": 3}, "x"
+    )
+    assert lq is None  # not an object spec: nothing to stand in for
+    assert stand_in({"kind": "Workload", "metadata": {"name": "w"}, "spec": {}}, "x") is None

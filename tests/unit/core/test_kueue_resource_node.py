@@ -621,3 +621,19 @@ def test_snapshot_with_lending_limit_remove_all_then_add_workload_using_quota_ov
     the 6 kept back), lend-b 0."""
     tree = lend_snapshot(list(LEND_WORKLOADS), ["lend-a-2"])
     check_lend(tree, cohort=m("3"), lend_a=m("9"), lend_b=0)
+
+
+def test_a_cohort_lends_its_subtree_not_only_its_own_quota() -> None:
+    """Kueue's localQuota of a Cohort is `max(0, SubtreeQuota - lendingLimit)`: the limit
+    caps what its whole subtree lends, so a lendingLimit above the Cohort's own nominal
+    quota (which its webhook allows) is a real limit. left (red 1, lendingLimit 8) holds cq1
+    (red 10): its subtree has 11, it keeps 3 and lends 8; right's cq2 (red 0) may use 8."""
+    tree = QuotaTree()
+    tree.set_cohort("root", None, {})
+    tree.set_cohort("left", "root", red("1", lend="8"))
+    tree.set_cohort("right", "root", {})
+    tree.set_cluster_queue("cq1", "left", red("10"))
+    tree.set_cluster_queue("cq2", "right", red("0"))
+    assert tree.cohort_pool("left", RED) == m("11")
+    assert tree.potential_available("cq2", RED) == m("8")
+    assert tree.potential_available("cq1", RED) == m("11")

@@ -7,8 +7,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controller.core.clusterqueues import LocalQueue, StopPolicy
+from controller.core.cohort_nodes import Cohort
 from controller.core.decisions import Inadmissible
-from controller.core.pending import unqueued_decisions
+from controller.core.flavors import ResourceFlavor
+from controller.core.pending import (
+    Inactive,
+    cluster_queue_inactive,
+    local_queue_inactive,
+    unqueued_decisions,
+)
 from controller.core.workloads import WorkloadKey
 from tests.unit.core.builders import add, cluster, cq, settle, wl
 
@@ -56,7 +63,7 @@ def test_workloads_being_written_are_skipped() -> None:
 
 def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
     """While every LocalQueue with Workloads is active, the pass looks only at the
-    deactivated Workloads (`state.deactivated`); one deactivated again, then reactivated,
+    Workloads held back (`state.held_back`); one deactivated again, then reactivated,
     or finished, drops out."""
     state = add(
         cluster(cq("cq", {"default": {"cpu": "1"}})),
@@ -66,7 +73,7 @@ def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
         replace(wl("off-finished", cpu="1", active=False), finished=True),
     )
     settle(state)
-    assert list(state.deactivated) == ["ns/off"]
+    assert list(state.held_back) == ["ns/off"]
 
     decisions = unqueued_decisions(state, skip=())
     assert decisions == [
@@ -74,5 +81,81 @@ def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
     ]
 
     add(state, wl("off", cpu="1"))  # reactivated: it waits in its queue, the cycle explains it
-    assert not state.deactivated
+    assert not state.held_back
     assert unqueued_decisions(state, skip=()) == []
+
+
+def test_an_invalid_or_gated_workload_waits_outside_the_queue_with_kueues_reason() -> None:
+    """A Workload Kueue's rules refuse is not queued (QuotaReserved=False, Misconfigured,
+    with what is wrong); one with admission gates left waits for them (AdmissionGated,
+    Kueue's message); either is admitted once that is gone. A queue blocker speaks first,
+    as in Kueue."""
+    state = cluster(cq("cq", {"default": {"cpu": "4"}}))
+    problem = 'spec.podSets[0]...requests[pods]: Invalid value: "pods": reserved'
+    add(
+        state,
+        replace(wl("bad", cpu="1"), invalid=problem),
+        replace(wl("gated", cpu="1"), admission_gated_by="example.com/a, example.com/b"),
+        replace(wl("lost", "nowhere", cpu="1"), admission_gated_by="example.com/a"),
+    )
+    settle(state)
+    assert not state.admitted
+    assert list(state.held_back) == ["ns/bad", "ns/gated", "ns/lost"]
+    decisions = {
+        d.workload_key: (d.condition_reason, d.reason) for d in unqueued_decisions(state, ())
+    }
+    assert decisions == {
+        "ns/bad": ("Misconfigured", problem),
+        "ns/gated": ("AdmissionGated", "Admission is gated by: example.com/a, example.com/b"),
+        "ns/lost": ("Misconfigured", "LocalQueue nowhere doesn't exist"),
+    }
+    add(state, wl("bad", cpu="1"), wl("gated", cpu="1"))  # fixed, and the gates removed
+    settle(state)
+    assert set(state.admitted) == {"ns/bad", "ns/gated"}
+
+
+def test_invalid_queues_flavors_and_cohorts_make_their_queues_inactive() -> None:
+    """An invalid ClusterQueue, a queue naming an invalid flavor or under an invalid Cohort,
+    and an invalid LocalQueue admit nothing (Active=False, Invalid, with what is wrong), and
+    their pending Workloads say why; a fixed object lets them run again."""
+    state = cluster(
+        cq("bad-cq", {"default": {"cpu": "4"}}),
+        cq("flavored", {"spot": {"cpu": "4"}}),
+        cq("tree", {"default": {"cpu": "4"}}, cohort="team"),
+        cq("fine", {"default": {"cpu": "4"}}),
+        flavors=("default", "spot"),
+    )
+    state.set_cluster_queue(replace(state.cluster_queues["bad-cq"], invalid="lendingLimit: bad"))
+    state.set_flavor(ResourceFlavor("spot", invalid="spec.tolerations: bad"))
+    state.set_cohort(Cohort("team", invalid="spec.resourceGroups: bad"))
+    state.set_local_queue(LocalQueue("ns", "broken", "fine", invalid="spec: bad"))
+    add(
+        state,
+        *(wl(f"in-{name}", name, cpu="1") for name in ("bad-cq", "flavored", "tree", "fine")),
+        wl("in-broken", "broken", cpu="1"),
+    )
+    settle(state)
+    assert set(state.admitted) == {"ns/in-fine"}
+    assert cluster_queue_inactive(state, "bad-cq") == Inactive(
+        "Invalid", "ClusterQueue bad-cq is inactive: lendingLimit: bad"
+    )
+    assert cluster_queue_inactive(state, "flavored") == Inactive(
+        "Invalid",
+        "ClusterQueue flavored is inactive: ResourceFlavor spot is invalid: spec.tolerations: bad",
+    )
+    assert cluster_queue_inactive(state, "tree") == Inactive(
+        "Invalid", "ClusterQueue tree is inactive: Cohort team is invalid: spec.resourceGroups: bad"
+    )
+    assert local_queue_inactive(state, "ns/broken") == Inactive(
+        "Invalid", "LocalQueue broken is inactive: spec: bad"
+    )
+    reasons = {d.workload_key: d.condition_reason for d in unqueued_decisions(state, ())}
+    assert reasons == dict.fromkeys(
+        ("ns/in-bad-cq", "ns/in-flavored", "ns/in-tree", "ns/in-broken"), "Suspended"
+    )
+    state.set_cluster_queue(replace(state.cluster_queues["bad-cq"], invalid=None))
+    state.set_flavor(ResourceFlavor("spot"))
+    state.set_cohort(Cohort("team"))
+    state.set_local_queue(LocalQueue("ns", "broken", "fine"))
+    settle(state)
+    assert len(state.admitted) == 5

@@ -437,7 +437,7 @@ def test_live_and_finished_counts_match_a_recount(
                 finished[name] = finished.get(name, 0) + 1
         live = {k: r.workload for k, r in state.records.items() if not r.workload.finished}
         assert state.live == {k: f"{w.namespace}/{w.queue_name}" for k, w in live.items()}
-        assert set(state.deactivated) == {k for k, w in live.items() if not w.active}
+        assert set(state.held_back) == {k for k, w in live.items() if w.held_back}
         per_local_queue: dict[str, int] = {}
         for local_queue in state.live.values():
             per_local_queue[local_queue] = per_local_queue.get(local_queue, 0) + 1

@@ -1,6 +1,8 @@
-"""Kueue's `kueue.x-k8s.io/max-exec-time-seconds` label (controller/integrations/job_labels.py):
-how a Job's or pod's label becomes the Workload's `spec.maximumExecutionTimeSeconds`, and
-how the webhook refuses a bad one."""
+"""Kueue's Job-level labels and annotations (controller/integrations/job_labels.py): how a
+Job's or pod's `kueue.x-k8s.io/max-exec-time-seconds` becomes the Workload's
+`spec.maximumExecutionTimeSeconds`, its `kueue.x-k8s.io/admission-gated-by` the Workload's
+annotation, its priority class the Workload's with its priority, and how the webhook
+refuses a bad one."""
 
 from __future__ import annotations
 
@@ -10,9 +12,21 @@ from typing import Any
 
 import pytest
 
-from api.constants import MAX_EXEC_TIME_LABEL, QUEUE_NAME_LABEL
+from api.constants import (
+    ADMISSION_GATED_BY_ANNOTATION,
+    MAX_EXEC_TIME_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+)
+from api.validation import validate
 from controller.integrations.framework.workloads import new_workload
-from controller.integrations.job_labels import max_exec_time_problem, max_exec_time_seconds
+from controller.integrations.job_labels import (
+    PriorityClassNotFound,
+    WorkloadPriorityClassNotFound,
+    admission_gated_by,
+    max_exec_time_problem,
+    max_exec_time_seconds,
+)
 from controller.integrations.kinds.job import Job
 from controller.integrations.pod_units import Unit
 from controller.integrations.pod_units import workload_for as workload_for_unit
@@ -100,3 +114,67 @@ def test_the_webhook_lets_a_good_label_through_and_still_suspends() -> None:
 def test_the_webhook_leaves_what_it_does_not_queue_alone() -> None:
     assert review("Job", labelled("10m", queue=False) | {"spec": {}})["allowed"] is True
     assert review("Job", job("10m"), operation="UPDATE")["allowed"] is True
+
+
+def test_a_workload_priority_class_comes_with_its_priority_or_not_at_all() -> None:
+    """Kueue's rules refuse a priorityClassRef without a priority: a Job labelled with a
+    WorkloadPriorityClass that does not exist gets no Workload yet (Kueue: the
+    WorkloadPriorityClassNotFound event, and the Job is reconciled again)."""
+    labelled_job = job(None)
+    labelled_job["metadata"]["labels"][PRIORITY_CLASS_LABEL] = "high"
+    body = new_workload(Job(labelled_job), priority=1000)
+    assert body["spec"]["priority"] == 1000
+    assert body["spec"]["priorityClassRef"]["name"] == "high"
+    with pytest.raises(
+        WorkloadPriorityClassNotFound, match='WorkloadPriorityClass "high" not found'
+    ):
+        new_workload(Job(labelled_job), priority=None)
+    # The pod template's PriorityClass: its value comes with it, or no Workload.
+    with_class = job(None)
+    with_class["spec"]["template"]["spec"]["priorityClassName"] = "batch"
+    values = {"batch": 7}
+    spec = new_workload(Job(with_class), priority=None, priority_of_pod_class=values.get)["spec"]
+    assert spec["priorityClassRef"] == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "batch",
+    }
+    assert spec["priority"] == 7
+    with pytest.raises(PriorityClassNotFound, match='PriorityClass "batch" not found'):
+        new_workload(Job(with_class), priority=None)
+    unit = Unit("single", "ns", "p")
+    pod = {**labelled(None), "spec": {"containers": []}}
+    for priority, ref in ((None, False), (50, True)):
+        spec = workload_for_unit(unit, [pod], 1, priority=priority, priority_class="low")["spec"]
+        assert ("priorityClassRef" in spec) is ref and ("priority" in spec) is ref
+        assert (
+            validate(
+                {"kind": "Workload", "spec": {**spec, "podSets": [{"name": "main", "count": 1}]}}
+            )
+            == []
+        )
+
+
+def test_admission_gates_go_from_the_job_or_pod_to_its_workload() -> None:
+    """Kueue's PropagateAdmissionGatedByAnnotation; the webhook refuses a malformed value."""
+    gated = job(None)
+    gated["metadata"]["annotations"] = {ADMISSION_GATED_BY_ANNOTATION: "example.com/a"}
+    assert admission_gated_by(gated) == "example.com/a"
+    assert new_workload(Job(gated), priority=None)["metadata"]["annotations"] == {
+        ADMISSION_GATED_BY_ANNOTATION: "example.com/a"
+    }
+    assert "annotations" not in new_workload(Job(job(None)), priority=None)["metadata"]
+    pod = {**gated, "spec": {"containers": []}}
+    body = workload_for_unit(Unit("single", "ns", "p"), [pod], 1)
+    assert body["metadata"]["annotations"][ADMISSION_GATED_BY_ANNOTATION] == "example.com/a"
+    bad = job(None)
+    bad["metadata"]["annotations"] = {ADMISSION_GATED_BY_ANNOTATION: "gate"}
+    review = {
+        "request": {"uid": "1", "operation": "CREATE", "kind": {"kind": "Job"}, "object": bad}
+    }
+    response = review_response(review)["response"]
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        f'metadata.annotations[{ADMISSION_GATED_BY_ANNOTATION}]: Invalid value: "gate": '
+        'must be a domain-prefixed path (such as "acme.io/foo")'
+    )

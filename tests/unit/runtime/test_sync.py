@@ -77,6 +77,32 @@ def test_an_invalid_copy_is_never_the_source_of_reused_pod_sets() -> None:
     assert controller.state.workloads["ns/w"].pod_sets[0].requests["cpu"] == 1000
 
 
+def test_kueues_spec_rules_are_checked_once_per_generation() -> None:
+    """A spec breaking one of Kueue's rules stays invalid through status-only changes
+    without the rules being run on it again; a new generation is checked afresh."""
+    controller = _controller()
+    broken = _body("1", 1)
+    broken["spec"]["priorityClassRef"] = {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "high",
+    }
+    controller.apply_event("ADDED", broken)
+    first = controller.state.workloads["ns/w"]
+    assert first.invalid is not None and "priority should not be nil" in first.invalid
+    controller.apply_event("MODIFIED", _status_change(broken, "2"))
+    after = controller.state.workloads["ns/w"]
+    assert after.spec_errors is first.spec_errors  # not checked again
+    assert after.invalid == first.invalid
+
+    fixed = _body("3", 2)
+    fixed["spec"]["priorityClassRef"] = broken["spec"]["priorityClassRef"]
+    fixed["spec"]["priority"] = 100
+    controller.apply_event("MODIFIED", fixed)
+    assert controller.state.workloads["ns/w"].invalid is None
+    assert controller.state.workloads["ns/w"].spec_errors == ()
+
+
 def test_events_wait_while_a_write_is_in_flight_and_stale_ones_drop_out() -> None:
     controller = _controller()
     controller.apply_event("ADDED", _body("1", 1))

@@ -1,0 +1,104 @@
+"""The validating webhook for Kueue's kinds: ResourceFlavor, ClusterQueue, Cohort,
+LocalQueue and Workload creates and updates are refused where Kueue's webhooks refuse them,
+with Kueue's messages (the rules are api/validation's, shared with the controller).
+
+Served by the webhook's TLS server (controller/runtime/webhook_server.py) on Kueue's paths
+(`/validate-kueue-x-k8s-io-v1beta2-<kind>`), registered by the chart and by
+`quotagate run --webhook-manage-config`. It is not on the Workload status path: every
+admission write goes there, and only controllers write status (the controller checks a
+Workload's status itself when it reads it). Its failure policy is Kueue's, `Fail`, unless
+configured otherwise (docs/validation.md says what each choice means).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+from aiohttp import web
+
+from api.constants import GROUP, VERSION
+from api.validation import aggregate, validate, validate_update
+
+__all__ = ["KINDS", "handle", "path_of", "review_response", "validating_configuration"]
+
+KINDS: Final = {
+    "resourceflavors": "ResourceFlavor",
+    "clusterqueues": "ClusterQueue",
+    "cohorts": "Cohort",
+    "localqueues": "LocalQueue",
+    "workloads": "Workload",
+}
+"""The resources checked (plural → kind). WorkloadPriorityClass has no rule beyond its
+schema, as in Kueue."""
+
+
+def path_of(plural: str) -> str:
+    """The URL path of one kind's validation (Kueue's)."""
+    return f"/validate-{GROUP.replace('.', '-')}-{VERSION}-{KINDS[plural].lower()}"
+
+
+def review_response(review: Mapping[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview answer: allowed, or refused as Kueue refuses it (403 Forbidden
+    with the field errors, joined as `field.ErrorList.ToAggregate` joins them)."""
+    request = review.get("request") or {}
+    operation = request.get("operation")
+    obj = request.get("object") or {}
+    if operation == "CREATE":
+        errors = validate(obj)
+    elif operation == "UPDATE":
+        errors = validate_update(request.get("oldObject") or {}, obj)
+    else:
+        errors = []
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": not errors}
+    if errors:
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": aggregate(errors)}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+async def handle(request: web.Request) -> web.Response:
+    """The aiohttp handler: an AdmissionReview in, the answer out."""
+    try:
+        review = orjson.loads(await request.read())
+    except orjson.JSONDecodeError:
+        return web.json_response({"error": "not an AdmissionReview"}, status=400)
+    if not isinstance(review, dict):
+        return web.json_response({"error": "not an AdmissionReview"}, status=400)
+    return web.Response(body=orjson.dumps(review_response(review)), content_type="application/json")
+
+
+def validating_configuration(
+    url_base: str, ca_bundle: bytes, failure_policy: str, name: str = "quotagate"
+) -> dict[str, Any]:
+    """Our ValidatingWebhookConfiguration for local runs (a `url:` clientConfig): one
+    webhook per kind, on CREATE and UPDATE of the main resource only (never
+    `workloads/status`). The chart ships the same with a Service clientConfig."""
+    bundle = base64.b64encode(ca_bundle).decode()
+
+    def entry(plural: str) -> dict[str, Any]:
+        return {
+            "name": f"{plural}.validate.quotagate.kueue.x-k8s.io",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": failure_policy,
+            "timeoutSeconds": 10,
+            "matchPolicy": "Equivalent",
+            "clientConfig": {"url": f"{url_base}{path_of(plural)}", "caBundle": bundle},
+            "rules": [
+                {
+                    "operations": ["CREATE", "UPDATE"],
+                    "apiGroups": [GROUP],
+                    "apiVersions": [VERSION],
+                    "resources": [plural],
+                }
+            ],
+        }
+
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "quotagate"}},
+        "webhooks": [entry(plural) for plural in KINDS],
+    }
