@@ -360,3 +360,16 @@ def test_admission_fair_sharing_fields_are_refused_by_name() -> None:
     path = "status.fairSharing.admissionFairSharingStatus.consumedResources"
     assert "invalid quantity 'lots'" in problems[f"{path}[cpu]"]
     assert problems[f"{path}[memory]"] == "must not be negative, got '-1'"
+
+
+def test_a_workload_on_hold_is_read_from_its_quota_reserved_reason() -> None:
+    """Kueue's `IsOnHold`: QuotaReserved=False with reason OnHold, and only that."""
+
+    def reserved(status: str, reason: str) -> dict[str, Any]:
+        return {"conditions": [{"type": "QuotaReserved", "status": status, "reason": reason}]}
+
+    held = convert(workload(**reserved("False", "OnHold")))
+    waiting = convert(workload(**reserved("False", "WaitingForQuota")))
+    assert isinstance(held, Workload) and held.on_hold
+    assert isinstance(waiting, Workload) and not waiting.on_hold
+    assert not convert(workload()).on_hold  # type: ignore[union-attr]
