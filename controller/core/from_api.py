@@ -469,6 +469,7 @@ def _workload(
         priority=r.integer(spec.get("priority"), "spec.priority"),
         priority_class=ref,
         active=spec.get("active", True) is not False,
+        on_hold=_on_hold(conditions),
         preemption_cost=0 if cost is None else r.quantity(cost, "status.preemptionCost"),
         admission=admission,
         evicted=true("Evicted"),
@@ -509,6 +510,13 @@ def _workload(
             else None
         ),
     )
+
+
+def _on_hold(conditions: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Kueue's `workload.IsOnHold`: QuotaReserved=False with reason OnHold, written by the
+    job side (Kueue's `JobWithOnHold`); such a Workload is not queued."""
+    found = conditions.get("QuotaReserved") or {}
+    return str(found.get("status")) == "False" and found.get("reason") == "OnHold"
 
 
 def _condition_state(

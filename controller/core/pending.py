@@ -149,12 +149,15 @@ def unqueued_reason(
     """Why a pending Workload is in no active queue, as Kueue's workload controller says
     it (`getQueueBlocker`): deactivated, its LocalQueue or ClusterQueue missing, or one of
     them stopped or inactive. None when it waits in an active queue, in eviction backoff
-    or for its victims (the cycle, the backoff or the preemption explain it). What its
-    queues say is kept in `by_local_queue` when given (one pass over many Workloads)."""
+    or for its victims (the cycle, the backoff or the preemption explain it), or on hold
+    (its QuotaReserved=False OnHold says why). What its queues say is kept in
+    `by_local_queue` when given (one pass over many Workloads)."""
     record = state.records[key]
     workload = record.workload
     if not workload.active:
         return Unqueued("Deactivated", "The workload is deactivated")
+    if workload.on_hold:
+        return None  # its QuotaReserved=False OnHold, the job side's, says why
     if record.phase is Phase.NOMINATED or key in state.backoff_queue:
         return None
     lq_key = state.local_queue_key(key)

@@ -573,6 +573,8 @@ class ClusterState:
         record = self.records[key]
         if record.phase is Phase.NOMINATED or record.workload.held_back:
             return  # waits for its victims, or for `active: true`, a fix or its gates to go
+        if record.workload.on_hold:
+            return  # Kueue's IsOnHold: put on hold by its job, never requeued
         workload = record.workload
         if workload.requeue_at is not None and key not in self.backoff_queue:
             self.backoff_queue.add(key, workload.requeue_at)

@@ -111,6 +111,7 @@ class Workload:
     priority: int | None = None
     priority_class: PriorityClassRef | None = None
     active: bool = True
+    on_hold: bool = False  # QuotaReserved=False OnHold: its job asked not to be queued
     preemption_cost: int = 0  # milli-units; unset = 0
     admission: Admission | None = None  # set iff QuotaReserved=True
     evicted: bool = False  # Evicted=True (still holds quota while admission is set)

@@ -27,6 +27,7 @@ from api.constants import ELASTIC_JOB_ANNOTATION
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
 from api.validation import aggregate
 from api.validation.admission_gates import validate_gates
+from controller.integrations.framework.ancestors import owner_framework
 from controller.integrations.framework.patches import json_patch
 from controller.integrations.framework.registry import Framework, by_kind, frameworks
 from controller.integrations.framework.workloads import prebuilt_workload_name
@@ -70,14 +71,18 @@ def pod_patch(pod: dict[str, Any], enabled: Enabled | None = None) -> list[dict[
     return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}}]
 
 
-def job_patch(obj: dict[str, Any], framework: Framework) -> list[dict[str, Any]]:
+def job_patch(
+    obj: dict[str, Any], framework: Framework, enabled: Enabled | None = None
+) -> list[dict[str, Any]]:
     """JSON patch creating a queue-labelled object of a job kind suspended (Kueue's
-    `ApplyDefaultForSuspend`)."""
+    `ApplyDefaultForSuspend`); none for an object that is not queued (`skip`) or whose
+    controller owner is of an enabled job kind (a RayJob's RayCluster: it runs as part of
+    its owner's Workload, framework/ancestors.py)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if QUEUE_LABEL not in labels or framework.job is None:
         return []
     job = framework.job(copy.deepcopy(obj))
-    if job.is_suspended():
+    if job.is_suspended() or job.skip() or owner_framework(obj, by_default(enabled)):
         return []
     job.suspend()
     return json_patch(obj, job.obj)
@@ -104,7 +109,11 @@ def review_response(review: dict[str, Any], enabled: Enabled | None = None) -> d
     patch: list[dict[str, Any]] = []
     try:
         if request.get("operation") == "CREATE" and framework is not None:
-            patch = pod_patch(obj, enabled) if framework.job is None else job_patch(obj, framework)
+            patch = (
+                pod_patch(obj, enabled)
+                if framework.job is None
+                else job_patch(obj, framework, enabled)
+            )
     except (
         AttributeError,
         TypeError,

@@ -184,7 +184,7 @@ async def _run(
     controller.sync.object_deletion_listeners.append(statuses.forget)
 
     enabled = enabled_with_implied(config.integrations.frameworks)
-    settings = IntegrationSettings(tuple(config.integrations.label_keys_to_copy))
+    settings = IntegrationSettings(tuple(config.integrations.label_keys_to_copy), tuple(enabled))
     known = frameworks()
     integrations = [
         (known[name], known[name].make(api_client, controller, settings)) for name in enabled

@@ -35,7 +35,10 @@ def install_crds(
     extensions = client.ApiextensionsV1Api(api_client)
     names = []
     for file in sorted(path.glob("*.yaml")):
-        for doc in yaml.safe_load_all(file.read_text()):
+        # libyaml's loader where there is one: KubeRay's CRDs are 4 MB of YAML.
+        for doc in yaml.load_all(
+            file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        ):
             if not doc:
                 continue
             name = doc["metadata"]["name"]

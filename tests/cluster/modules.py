@@ -68,6 +68,15 @@ MODULES = (
         ),
         operator="sigs.k8s.io/jobset",
     ),
+    # KubeRay: the proxy lists v1.4.0 and v1.5.0 but serves v1.6.2, the newest it serves
+    # (Kueue ff69552 builds against v1.7.0, which it does not serve).
+    GoModule(
+        "kuberay",
+        "github.com/ray-project/kuberay/ray-operator",
+        "v1.6.2",
+        crds=("config/crd/bases",),
+        operator="github.com/ray-project/kuberay/ray-operator",
+    ),
 )
 
 
@@ -149,24 +158,37 @@ def ensure_module(name: str, verbose: bool = True) -> ModuleDir:
             print(
                 f"building {module.binary_name} ({module.operator}@{module.version}) …", flush=True
             )
-        _build_operator(go, module, out, env)
+        _build_operator(go, module, out, env, source)
     stamp.write_text(stamp_text)
     if verbose:
         print(f"{module.key}: ready in {out.root} ({time.monotonic() - started:.1f}s)", flush=True)
     return out
 
 
-def _build_operator(go: str, module: GoModule, out: ModuleDir, env: dict[str, str]) -> None:
+def _build_operator(
+    go: str, module: GoModule, out: ModuleDir, env: dict[str, str], source: Path
+) -> None:
     """Build the operator in a module of our own that requires only `module` (written in
     the cache, not the repository), so the build list is the module's own requirements.
     Not `go install module@version`: it also asks the proxy for the module's version list,
-    which the proxy refuses for some modules (sigs.k8s.io/jobset)."""
+    which the proxy refuses for some modules (sigs.k8s.io/jobset). Our module declares the
+    module's `go` version (so that its dependencies' graph is pruned, as when the module is
+    built on its own) and starts from its go.sum (so that the checksums it recorded are
+    used: the checksum database does not know every version a dependency names, e.g.
+    KubeRay's volcano.sh/apis requiring a k8s.io/gengo/v2 pseudo-version)."""
     work = out.root / "build"
     work.mkdir()
+    go_line = next(
+        (line for line in (source / "go.mod").read_text().splitlines() if line.startswith("go ")),
+        None,
+    )
     (work / "go.mod").write_text(
         f"module quotagate.local/modules/{module.name}\n\n"
-        f"require {module.module} {module.version}\n"
+        + (f"{go_line}\n\n" if go_line else "")
+        + f"require {module.module} {module.version}\n"
     )
+    if (source / "go.sum").exists():
+        (work / "go.sum").write_text((source / "go.sum").read_text())
     (out.root / "bin").mkdir()
     result = subprocess.run(
         [

@@ -111,8 +111,8 @@ def test_rbac_and_webhook_follow_the_enabled_integrations() -> None:
     assert (("apps",), ("replicasets", "deployments", "statefulsets")) not in rules
     webhook = next(d for d in only_jobs if d["kind"] == "MutatingWebhookConfiguration")
     assert [w["rules"][0]["resources"] for w in webhook["webhooks"]] == [["jobs"]]
-    with pytest.raises(RuntimeError, match=r"ray\.io/rayjob is not an integration quotagate"):
-        render("controller.config.integrations.frameworks={batch/job,ray.io/rayjob}")
+    with pytest.raises(RuntimeError, match=r"ray\.io/rayservice is not an integration quotagate"):
+        render("controller.config.integrations.frameworks={batch/job,ray.io/rayservice}")
 
 
 def test_plain_manifests_are_the_rendered_chart() -> None:

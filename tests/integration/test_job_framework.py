@@ -295,11 +295,12 @@ def test_a_kueue_framework_quotagate_does_not_implement_is_refused(tmp_path: Pat
             timeout=60,
         )
 
-    result = run("[batch/job, ray.io/rayjob]")
+    result = run("[batch/job, ray.io/rayservice]")
     assert result.returncode == 2
     assert (
-        "integrations.frameworks[1]: ray.io/rayjob is a Kueue framework quotagate does not "
-        "implement yet (implemented: batch/job, jobset.x-k8s.io/jobset, pod)"
+        "integrations.frameworks[1]: ray.io/rayservice is a Kueue framework quotagate does not "
+        "implement yet (implemented: batch/job, jobset.x-k8s.io/jobset, pod, ray.io/raycluster, "
+        "ray.io/rayjob)"
     ) in result.stderr
     result = run("[batch/jobs]")
     assert result.returncode == 2

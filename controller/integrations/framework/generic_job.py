@@ -158,6 +158,17 @@ class GenericJob(ABC):
         is reported (a Warning Event) and the job runs at the size it was admitted with."""
         return False
 
+    def skip(self) -> bool:
+        """Whether the object is not queued although it is queue-labelled (Kueue's
+        `JobWithSkip`: a RayJob on an existing cluster): no Workload, never suspended."""
+        return False
+
+    def is_on_hold(self) -> bool:
+        """Whether the job asks for its Workload to be put on hold (Kueue's
+        `JobWithOnHold`): its quota reservation released with QuotaReserved=False
+        `OnHold`, and it is not queued again while it stays so."""
+        return False
+
     def supports_prebuilt_workload(self) -> bool:
         """Whether the kind runs under a prebuilt Workload (Kueue's
         `supportedPrebuiltWlJobGVKs`)."""

@@ -2,6 +2,11 @@
 queue-labelled object of its kind and its Workload in step (Kueue's
 `JobReconciler.ReconcileGenericJob`), level-triggered and idempotent, on the leader only:
 
+- an object that is not queued (`skip`: a RayJob on an existing cluster) is left alone;
+  one that belongs to a queued ancestor (a RayJob's RayCluster: `ancestors.py`) gets no
+  Workload and is suspended while it runs without its ancestor's Workload admitted;
+- the job on hold (`is_on_hold`: a RayJob KubeRay refused) → its Workload's quota
+  reservation is released with QuotaReserved=False `OnHold`, and it is not queued again;
 - no Workload → a running object is suspended first, and once none of its pods is active
   the Workload is created (`workloads.new_workload`); an object naming a prebuilt Workload
   (`kueue.x-k8s.io/prebuilt-workload-name`) runs under that one instead: it waits for it,
@@ -48,9 +53,11 @@ from api.constants import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     VERSION,
+    QuotaReservedReason,
 )
 from api.validation import aggregate
 from api.validation.admission_gates import validate_gates_update
+from controller.integrations.framework.ancestors import managed_ancestor, owner_framework
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.framework.object_writes import patch_object, patch_workload
 from controller.integrations.framework.podset_info import (
@@ -59,7 +66,7 @@ from controller.integrations.framework.podset_info import (
     from_admission,
     from_pod_set,
 )
-from controller.integrations.framework.registry import Framework, IntegrationSettings
+from controller.integrations.framework.registry import Framework, IntegrationSettings, by_kind
 from controller.integrations.framework.workloads import (
     followed_spec,
     new_workload,
@@ -104,6 +111,7 @@ class GenericReconciler:
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.view = view
         self.settings = settings
+        self.enabled = by_kind(settings.enabled)
         self.objects: dict[str, dict[str, Any]] = {}
         self.prebuilt: dict[str, set[str]] = {}  # Workload key → keys of objects naming it
         self.pods_ready = PodsReadyWriter(self.custom, view)
@@ -182,6 +190,23 @@ class GenericReconciler:
         workload = self.view.workload(wl_key)
         prebuilt = prebuilt_workload_name(obj)
         job = self._job(obj)  # read only here: `_start` and `_stop` change copies of their own
+        if job.skip():
+            return
+        if owner_framework(obj, self.enabled) is not None:
+            ancestor = await managed_ancestor(self.custom, obj, self.enabled)
+            if ancestor is not None:
+                await self._child(obj, job, ancestor)
+                return
+        if job.is_on_hold():  # Kueue's step 2
+            if workload is not None and workload_status.has_quota_reservation(workload):
+                await apply_workload_status(
+                    self.custom,
+                    workload,
+                    workload_status.unset_quota_reservation(
+                        workload, QuotaReservedReason.ON_HOLD, "Job is on hold", time.time()
+                    ),
+                )
+            return
         finished = job.finished()
         if prebuilt:
             workload = await self._prebuilt(key, obj, workload, finished is not None)
@@ -233,6 +258,27 @@ class GenericReconciler:
             return
         if not workload_status.is_admitted(workload):
             await self._stop(obj, workload, "Not admitted by cluster queue")
+
+    async def _child(self, obj: dict[str, Any], job: GenericJob, ancestor: dict[str, Any]) -> None:
+        """A job of a queued ancestor has no Workload of its own: it runs as part of the
+        ancestor's, and is suspended while it runs without that Workload admitted (Kueue's
+        `shouldSuspendChildJob`)."""
+        if job.finished() is not None or job.is_suspended():
+            return
+        meta = ancestor.get("metadata") or {}
+        name = prebuilt_workload_name(ancestor) or workload_name(
+            str(ancestor.get("kind")), str(meta.get("name"))
+        )
+        workload = self.view.workload(f"{meta.get('namespace')}/{name}")
+        if (
+            workload is not None
+            and not workload_status.is_finished(workload)
+            and workload_status.is_admitted(workload)
+        ):
+            return
+        await self._stop(
+            obj, None, f"its {ancestor.get('kind')} {meta.get('name')} is not admitted"
+        )
 
     async def _no_workload(self, key: str, obj: dict[str, Any]) -> None:
         """Suspend a running object first (Kueue: "job with no matching workload,

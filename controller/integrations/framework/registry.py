@@ -55,9 +55,12 @@ class Rule:
 @dataclass(frozen=True, slots=True)
 class IntegrationSettings:
     """What the configuration tells every integration: Kueue's
-    `integrations.labelKeysToCopy`."""
+    `integrations.labelKeysToCopy`, and the enabled integrations (with those they imply),
+    by Kueue's name: a job whose owner is a queued object of one of them is that object's
+    (`framework/ancestors.py`)."""
 
     label_keys_to_copy: tuple[str, ...] = ()
+    enabled: tuple[str, ...] = ()
 
 
 class Integration(Protocol):

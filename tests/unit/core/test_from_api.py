@@ -466,3 +466,16 @@ def test_an_unreadable_queue_stands_in_inactive_with_what_is_wrong() -> None:
     )
     assert lq is None  # not an object spec: nothing to stand in for
     assert stand_in({"kind": "Workload", "metadata": {"name": "w"}, "spec": {}}, "x") is None
+
+
+def test_a_workload_on_hold_is_read_from_its_quota_reserved_reason() -> None:
+    """Kueue's `IsOnHold`: QuotaReserved=False with reason OnHold, and only that."""
+
+    def reserved(status: str, reason: str) -> dict[str, Any]:
+        return {"conditions": [{"type": "QuotaReserved", "status": status, "reason": reason}]}
+
+    held = convert(workload(**reserved("False", "OnHold")))
+    waiting = convert(workload(**reserved("False", "WaitingForQuota")))
+    assert isinstance(held, Workload) and held.on_hold
+    assert isinstance(waiting, Workload) and not waiting.on_hold
+    assert not convert(workload()).on_hold  # type: ignore[union-attr]

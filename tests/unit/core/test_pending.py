@@ -159,3 +159,18 @@ def test_invalid_queues_flavors_and_cohorts_make_their_queues_inactive() -> None
     state.set_local_queue(LocalQueue("ns", "broken", "fine"))
     settle(state)
     assert len(state.admitted) == 5
+
+
+def test_a_workload_on_hold_is_neither_queued_nor_given_a_reason_until_its_hold_ends() -> None:
+    """Kueue's OnHold (a RayJob KubeRay refused): the job side released its quota with
+    QuotaReserved=False OnHold; it is not queued again, and no pending reason replaces
+    that one. Without the hold it is queued and admitted."""
+    state = add(
+        cluster(cq("cq", {"default": {"cpu": "1"}})), replace(wl("held", cpu="1"), on_hold=True)
+    )
+    settle(state)
+    assert not state.admitted
+    assert unqueued_decisions(state, skip=()) == []
+    add(state, wl("held", cpu="1"))
+    settle(state)
+    assert set(state.admitted) == {"ns/held"}

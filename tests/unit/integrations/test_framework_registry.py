@@ -37,7 +37,7 @@ def test_kueues_default_is_batch_job_only(tmp_path: Path) -> None:
 
 
 def test_unimplemented_names_are_found_by_position() -> None:
-    assert unimplemented(["batch/job", "ray.io/rayjob", "pod"]) == [(1, "ray.io/rayjob")]
+    assert unimplemented(["batch/job", "ray.io/rayservice", "pod"]) == [(1, "ray.io/rayservice")]
     assert enabled_with_implied(["pod", "batch/job", "pod"]) == ["pod", "batch/job"]
 
 
