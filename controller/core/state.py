@@ -35,7 +35,12 @@ from controller.core.fair_sharing import FairSharing
 from controller.core.flavors import ResourceFlavor
 from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
 from controller.core.preemption.types import Release
-from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
+from controller.core.priorities import (
+    PriorityClass,
+    PriorityClasses,
+    WorkloadPriorityClass,
+    parse_priority_boost,
+)
 from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, WorkloadQueue, order_key
 from controller.core.records import (
     AdmittedView,
@@ -136,6 +141,9 @@ class ClusterState:
         self.block_admission = False
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
+        # Kueue's PriorityBoost gate: the `kueue.x-k8s.io/priority-boost` annotation adds to
+        # the priority the engine orders and preempts by (controller/core/priorities.py).
+        self.priority_boost = False
         # Per ClusterQueue, why it admits nothing (None: it is active), as
         # `pending.cluster_queue_inactive` found it; cleared whenever a ClusterQueue, a
         # flavor or a Cohort changes (the cycle asks for every queue with a head).
@@ -407,22 +415,38 @@ class ClusterState:
 
     # -- workloads ---------------------------------------------------------------------------
 
+    def boost_of(self, workload: Workload) -> int:
+        """What the priority boost adds to the Workload's priority: 0 with the gate off, a
+        missing or unreadable annotation (Kueue's `EffectivePriority`)."""
+        if not self.priority_boost or workload.priority_boost is None:
+            return 0
+        try:
+            return parse_priority_boost(workload.priority_boost)
+        except ValueError:
+            return 0
+
     def upsert_workload(self, workload: Workload) -> None:
         """Add or update a Workload. Its priority is resolved once, when first seen (a class
         whose value changes later does not reorder existing Workloads, as in Kueue)."""
         key = workload.key
         record = self.records.get(key)
-        if record is None or workload.priority != record.workload.priority:
-            priority = self.priority_classes.resolve(workload).value
+        if (
+            record is None
+            or workload.priority != record.workload.priority
+            or workload.priority_boost != record.workload.priority_boost
+        ):
+            base = self.priority_classes.resolve(workload).value
+            priority = base + self.boost_of(workload)
         else:
             priority = -record.order[0]
+            base = priority - self.boost_of(workload)
         resolution = resolve_preemptibility(
             workload.preemptibility,
             tuple({PREEMPTIBILITY_LABEL: v} if v else {} for v in workload.owner_preemptibility),
             None
             if workload.pod_preemptibility is None
             else {PREEMPTIBILITY_LABEL: workload.pod_preemptibility},
-            priority,
+            base,  # the threshold reads the class's priority, not a boost (docs/priority-boost.md)
             self.preemptibility_threshold,
         )
         order = order_key(

@@ -46,6 +46,7 @@ from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
 from controller.runtime.queue_status import QueueStatusWriter
+from controller.runtime.visibility import VisibilityServer
 from controller.runtime.webhook_server import WebhookServer
 
 log = logging.getLogger(__name__)
@@ -195,6 +196,13 @@ async def _run(
     webhook = WebhookServer(config, api_client, readiness) if config.webhook.enabled else None
     if webhook is not None:
         await webhook.start()
+    visibility = (
+        VisibilityServer(config, api_client, lambda: controller.ctx.state)
+        if config.serves_visibility()
+        else None
+    )
+    if visibility is not None:
+        await visibility.start()
 
     async def lead() -> None:
         controller.leading = True
@@ -294,8 +302,9 @@ async def _run(
             for framework, integration in integrations
         ),
     ]
-    if webhook is not None:
-        tasks += [background(what, coro) for what, coro in webhook.background()]
+    for server in (webhook, visibility):
+        if server is not None:
+            tasks += [background(what, coro) for what, coro in server.background()]
     try:
         await kopf.operator(
             registry=build_registry(controller, kubeconfig),
@@ -309,8 +318,9 @@ async def _run(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if webhook is not None:
-            await webhook.stop()
+        for server in (webhook, visibility):
+            if server is not None:
+                await server.stop()
         if health is not None:
             await health.cleanup()
     if failures:

@@ -28,7 +28,14 @@ from controller.kube.client import API_ERRORS, retrying
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
 from controller.runtime import validating_webhook
-from controller.runtime.certs import WebhookCertificates, issue, write_files
+from controller.runtime.certs import (
+    WebhookCertificates,
+    issue,
+    service_dns_names,
+    write_files,
+)
+
+VISIBILITY_API_SERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 
 __all__ = ["CertReloader", "ServingCert", "WebhookServer", "self_signed", "serve"]
 
@@ -54,9 +61,9 @@ class CertReloader:
     they are on disk, reloaded when they change (a rotated Secret, or files rewritten by
     the controller's own certificate management), without a restart."""
 
-    def __init__(self, cert: ServingCert) -> None:
+    def __init__(self, cert: ServingCert, context: ssl.SSLContext | None = None) -> None:
         self.cert = cert
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context = context or ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._seen: tuple[tuple[float, int, int], ...] = ()
         self.reload()
 
@@ -147,11 +154,19 @@ class WebhookServer:
         managed = settings.internal_cert_management
         if managed.enabled:
             assert settings.cert_dir is not None  # the config requires it
+            namespace = self.config.leader_election.lease_namespace
+            visibility = self.config.serves_visibility()
             self.certificates = WebhookCertificates(
                 self.api_client,
                 managed,
-                self.config.leader_election.lease_namespace,
+                namespace,
                 Path(settings.cert_dir),
+                # The visibility API shares the certificate: it names that Service too,
+                # and its APIService trusts the same CA (controller/runtime/visibility.py).
+                extra_names=service_dns_names(self.config.visibility.service_name, namespace)
+                if visibility
+                else (),
+                api_services=(VISIBILITY_API_SERVICE,) if visibility else (),
             )
             try:
                 await retrying(self.certificates.ensure, attempts=8)
