@@ -92,11 +92,17 @@ class CertReloader:
 
 
 async def serve(
-    address: str, port: int, reloader: CertReloader, enabled: webhooks.Enabled | None = None
+    address: str,
+    port: int,
+    reloader: CertReloader,
+    enabled: webhooks.Enabled | None = None,
+    priority_boost: bool = False,
 ) -> web.AppRunner:
     """Start the HTTPS webhook server for the `enabled` integrations (default: all), one
-    path per kind; returns the runner (call `cleanup()` to stop)."""
+    path per kind; returns the runner (call `cleanup()` to stop). `priority_boost`: Kueue's
+    PriorityBoost gate, under which the Workload's annotation is checked."""
     app = web.Application()
+    app[validating_webhook.PRIORITY_BOOST_GATE] = priority_boost
     chosen = webhooks.by_default(enabled)
     handle = webhooks.handler(chosen)
     for framework in chosen.values():
@@ -193,7 +199,13 @@ class WebhookServer:
                 f"cannot load the webhook certificate from {directory}: {exc} (webhook.certDir)"
             ) from None
         try:
-            self.runner = await serve(settings.address, settings.port, self.reloader, self.enabled)
+            self.runner = await serve(
+                settings.address,
+                settings.port,
+                self.reloader,
+                self.enabled,
+                self.config.gate("PriorityBoost"),
+            )
         except OSError as exc:
             raise FatalError(
                 f"cannot serve the webhook on {settings.address}:{settings.port}: "
