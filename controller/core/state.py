@@ -128,6 +128,9 @@ class ClusterState:
         # Workload that stops qualifying leaves with its next copy.
         self.timed: dict[WorkloadKey, None] = {}
         self.finished_in: dict[str, int] = {}
+        # The same per LocalQueue (namespace/name), for Kueue's LocalQueue gauge.
+        self.finished_in_local_queue: dict[str, int] = {}
+        self._finished_lq: dict[WorkloadKey, str] = {}
         self._finished_cq: dict[WorkloadKey, str] = {}
         self.workloads = WorkloadsView(self.records)
         self.admitted = AdmittedView(self.records, self._holding)
@@ -520,6 +523,7 @@ class ClusterState:
         """Keep `live`, `live_in`, `held_back`, `timed` and `finished_in` current for `key`
         (`workload` None: forgotten)."""
         _decrement(self.finished_in, self._finished_cq.pop(key, None))
+        _decrement(self.finished_in_local_queue, self._finished_lq.pop(key, None))
         _decrement(self.live_in, self.live.pop(key, None))
         self.held_back.pop(key, None)
         self.timed.pop(key, None)
@@ -538,6 +542,10 @@ class ClusterState:
             cluster_queue = workload.admission.cluster_queue
             self._finished_cq[key] = cluster_queue
             self.finished_in[cluster_queue] = self.finished_in.get(cluster_queue, 0) + 1
+            local_queue = f"{workload.namespace}/{workload.queue_name}"
+            self._finished_lq[key] = local_queue
+            counts = self.finished_in_local_queue
+            counts[local_queue] = counts.get(local_queue, 0) + 1
 
     def holding(self) -> AbstractSet[WorkloadKey]:
         """The keys of the Workloads that hold quota (admitted or being evicted)."""

@@ -144,6 +144,9 @@ class Controller:
         )
         metrics.ready_wait_time.labels(*labels).observe(queued_seconds)
         metrics.admitted_until_ready_wait_time.labels(*labels).observe(admitted_seconds)
+        metrics.local_queue.observe_ready(
+            workload, labels[1], metrics.role, queued_seconds, admitted_seconds
+        )
 
     def known_keys(self) -> set[str]:
         """Every Workload the controller holds a copy of."""

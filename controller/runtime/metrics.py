@@ -28,6 +28,7 @@ from prometheus_client.core import Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.kube.fatal import FatalError
+from controller.runtime.local_queue_metrics import LocalQueueMetrics
 
 __all__ = ["FOLLOWER", "LEADER", "STANDALONE", "Metrics"]
 
@@ -250,6 +251,7 @@ class Metrics:
             platform.python_implementation().lower(),
             f"{sys.platform}/{platform.machine()}",
         ).set(1)
+        self.local_queue = LocalQueueMetrics(r, _UntypedCounter)
         # quotagate's own.
         self.cycle_latency = Histogram(
             "quotagate_cycle_duration_seconds",
@@ -312,6 +314,7 @@ class Metrics:
             self.cluster_queue_weighted_share,
             self.cohort_weighted_share,
             self.local_queue_admission_fair_sharing_usage,
+            *self.local_queue.gauges(),
         )
 
     def set_role(self, role: str) -> None:

@@ -44,6 +44,7 @@ from controller.core.usage_sampling import LocalQueueUsage, fair_local_queues, s
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
+from controller.runtime.local_queue_metrics import local_queue_figures
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +235,7 @@ class QueueStatusWriter:
         self.figures_gauges: tuple[str, int] = ("", 0)
         # Per ClusterQueue, its gauge series (dropped with `figures`).
         self.gauges: dict[str, _Gauges] = {}
+        self.local_queue_gauges: dict[str, tuple[Any, ...]] = {}  # figures last set, by key
 
     def forget(self, key: str) -> None:
         """The object `kind/namespace/name` was deleted: one created again under its name
@@ -433,6 +435,7 @@ class QueueStatusWriter:
                 "fairSharing": self._fair_sharing(shares, name, queue=False),
             }
             self._want(COHORTS, name, cohort_status)
+        self._local_queue_metrics(counts)
         for key in list(state.local_queues):
             status = dict(counts.get(key) or NO_WORKLOADS)
             fair_sharing = self.local_queue_fair_sharing.get(key)
@@ -442,6 +445,40 @@ class QueueStatusWriter:
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
             self._want(LOCAL_QUEUES, key, status)
+
+    def _local_queue_metrics(self, counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Kueue's LocalQueue gauges, each LocalQueue's set again only when its figures
+        changed; a deleted LocalQueue's series go (controller/runtime/local_queue_metrics.py)."""
+        state, metrics = self.ctx.state, self.ctx.metrics
+        inadmissible, reserved, used = local_queue_figures(state)
+        seen = {}
+        for key in state.local_queues:
+            figures = (
+                tuple(sorted((counts.get(key) or NO_WORKLOADS).items())),
+                inadmissible.get(key, 0),
+                state.finished_in_local_queue.get(key, 0),
+                local_queue_inactive(state, key) is None,
+                tuple(sorted(reserved.get(key, {}).items())),
+                tuple(sorted(used.get(key, {}).items())),
+                metrics.role,
+                metrics.queue_gauges_cleared,
+            )
+            seen[key] = figures
+            if self.local_queue_gauges.get(key) == figures:
+                continue
+            metrics.local_queue.set_gauges(
+                key,
+                metrics.role,
+                counts.get(key) or NO_WORKLOADS,
+                figures[1],
+                figures[2],
+                figures[3],
+                reserved.get(key, {}),
+                used.get(key, {}),
+            )
+        for key in set(self.local_queue_gauges) - set(seen):
+            metrics.local_queue.forget(key)
+        self.local_queue_gauges = seen
 
     def _want(self, resource: Resource, key: str, status: dict[str, Any]) -> None:
         written_key = _written_key(resource, key)

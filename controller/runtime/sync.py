@@ -202,6 +202,7 @@ class WorkloadSync:
             metrics.finished_workloads_total.inc(
                 cluster_queue, priority_class_of(body), metrics.role
             )
+            metrics.local_queue.observe_finished(body, priority_class_of(body), metrics.role)
         for listener in self.workload_listeners:
             listener(body)
 
