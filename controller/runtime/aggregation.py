@@ -172,7 +172,7 @@ class Authorizer:
         cached = self._cache.get(key)
         if cached is not None and cached[0] > now:
             return cached[1], cached[2]
-        body = {
+        body: Any = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SubjectAccessReview",
             "spec": {

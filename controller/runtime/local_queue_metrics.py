@@ -220,22 +220,25 @@ class LocalQueueMetrics:
                 gauge.remove(*values)
 
 
-def local_queue_figures(
-    state: Any,
-) -> tuple[
-    dict[str, int], dict[str, dict[tuple[str, str], int]], dict[str, dict[tuple[str, str], int]]
-]:
-    """Per LocalQueue key: inadmissible pending Workloads, quota reserved and quota used
-    (milli-units per (flavor, resource)), in one pass over the Workloads holding quota and
-    the parked ones of queues that have any."""
-    inadmissible: dict[str, int] = {}
-    for queue in state.queues.values():
-        if not queue.inadmissible_count():
-            continue
-        for key in queue.workload_keys():
-            if queue.is_inadmissible(key):
-                lq = state.local_queue_key(key)
-                inadmissible[lq] = inadmissible.get(lq, 0) + 1
+def inadmissible_by_local_queue(state: Any, cluster_queue: str) -> dict[str, int]:
+    """The parked (inadmissible) pending Workloads of one ClusterQueue, per LocalQueue key."""
+    queue = state.queues.get(cluster_queue)
+    out: dict[str, int] = {}
+    if queue is None or not queue.inadmissible_count():
+        return out
+    for key in queue.workload_keys():
+        if queue.is_inadmissible(key):
+            lq = state.local_queue_key(key)
+            out[lq] = out.get(lq, 0) + 1
+    return out
+
+
+Usage = dict[str, dict[tuple[str, str], int]]
+
+
+def local_queue_usage(state: Any) -> tuple[Usage, Usage]:
+    """Per LocalQueue key: quota reserved and quota used (milli-units per (flavor,
+    resource)), in one pass over the Workloads holding quota."""
     reserved: dict[str, dict[tuple[str, str], int]] = {}
     used: dict[str, dict[tuple[str, str], int]] = {}
     for key in state.holding():
@@ -248,4 +251,4 @@ def local_queue_figures(
             into = used.setdefault(lq, {})
             for fr, value in (held.usage or {}).items():
                 into[fr] = into.get(fr, 0) + value
-    return inadmissible, reserved, used
+    return reserved, used

@@ -44,7 +44,7 @@ from controller.core.usage_sampling import LocalQueueUsage, fair_local_queues, s
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
-from controller.runtime.local_queue_metrics import local_queue_figures
+from controller.runtime.local_queue_metrics import inadmissible_by_local_queue, local_queue_usage
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +236,9 @@ class QueueStatusWriter:
         # Per ClusterQueue, its gauge series (dropped with `figures`).
         self.gauges: dict[str, _Gauges] = {}
         self.local_queue_gauges: dict[str, tuple[Any, ...]] = {}  # figures last set, by key
+        # Parked Workloads per LocalQueue, by ClusterQueue: counted again only for a
+        # ClusterQueue whose figures changed (a pass over its pending Workloads).
+        self.inadmissible: dict[str, dict[str, int]] = {}
 
     def forget(self, key: str) -> None:
         """The object `kind/namespace/name` was deleted: one created again under its name
@@ -397,7 +400,7 @@ class QueueStatusWriter:
         gauges = (self.ctx.metrics.role, self.ctx.metrics.queue_gauges_cleared)
         if self.figures_of is not state or self.figures_gauges != gauges:
             # A new term's state, or gauges cleared or relabelled by a role change: all anew.
-            self.figures, self.gauges = {}, {}
+            self.figures, self.gauges, self.inadmissible = {}, {}, {}
             self.figures_of, self.figures_gauges = state, gauges
         for name, cq in state.cluster_queues.items():
             figures = cluster_queue_figures(state, name, finished.get(name, 0))
@@ -409,6 +412,7 @@ class QueueStatusWriter:
             if known is not None and known[0][0] is cq and known[0][1:] == facts[1:]:
                 status = known[1]
             else:
+                self.inadmissible[name] = inadmissible_by_local_queue(state, name)
                 status = cluster_queue_status(state, name, figures)
                 self.update_metrics(name, cq, figures, inactive)
                 status["fairSharing"] = fair_sharing
@@ -420,6 +424,7 @@ class QueueStatusWriter:
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
             self.figures.pop(name, None)
             self.gauges.pop(name, None)
+            self.inadmissible.pop(name, None)
         self.metric_queues = set(state.cluster_queues)
         self._cohort_metrics(shares)
         for name, cohort in list(state.cohorts.items()):
@@ -435,31 +440,44 @@ class QueueStatusWriter:
                 "fairSharing": self._fair_sharing(shares, name, queue=False),
             }
             self._want(COHORTS, name, cohort_status)
-        self._local_queue_metrics(counts)
+        active_local_queues: dict[str, bool] = {}
         for key in list(state.local_queues):
             status = dict(counts.get(key) or NO_WORKLOADS)
             fair_sharing = self.local_queue_fair_sharing.get(key)
             if fair_sharing is not None:
                 status["fairSharing"] = fair_sharing
             active, reason, message = active_condition(local_queue_inactive(state, key))
+            active_local_queues[key] = active
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
             self._want(LOCAL_QUEUES, key, status)
+        self._local_queue_metrics(counts, active_local_queues)
 
-    def _local_queue_metrics(self, counts: Mapping[str, Mapping[str, int]]) -> None:
+    def _local_queue_metrics(
+        self, counts: Mapping[str, Mapping[str, int]], active: Mapping[str, bool]
+    ) -> None:
         """Kueue's LocalQueue gauges, each LocalQueue's set again only when its figures
         changed; a deleted LocalQueue's series go (controller/runtime/local_queue_metrics.py)."""
         state, metrics = self.ctx.state, self.ctx.metrics
-        inadmissible, reserved, used = local_queue_figures(state)
+        reserved, used = local_queue_usage(state)
+        inadmissible: dict[str, int] = {}
+        for by_local_queue in self.inadmissible.values():
+            for key, parked in by_local_queue.items():
+                inadmissible[key] = inadmissible.get(key, 0) + parked
         seen = {}
-        for key in state.local_queues:
+        finished = state.finished_in_local_queue
+        for key, is_active in active.items():
+            count = counts.get(key) or NO_WORKLOADS
+            held = reserved.get(key)
             figures = (
-                tuple(sorted((counts.get(key) or NO_WORKLOADS).items())),
+                count["pendingWorkloads"],
+                count["reservingWorkloads"],
+                count["admittedWorkloads"],
                 inadmissible.get(key, 0),
-                state.finished_in_local_queue.get(key, 0),
-                local_queue_inactive(state, key) is None,
-                tuple(sorted(reserved.get(key, {}).items())),
-                tuple(sorted(used.get(key, {}).items())),
+                finished.get(key, 0),
+                is_active,
+                tuple(sorted(held.items())) if held else (),
+                tuple(sorted(used[key].items())) if key in used else (),
                 metrics.role,
                 metrics.queue_gauges_cleared,
             )
@@ -469,10 +487,10 @@ class QueueStatusWriter:
             metrics.local_queue.set_gauges(
                 key,
                 metrics.role,
-                counts.get(key) or NO_WORKLOADS,
-                figures[1],
-                figures[2],
+                count,
                 figures[3],
+                figures[4],
+                is_active,
                 reserved.get(key, {}),
                 used.get(key, {}),
             )

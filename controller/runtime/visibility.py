@@ -106,7 +106,10 @@ class VisibilityServer:
                 f"extension-apiserver-authentication-reader Role; visibility.enabled)"
             ) from None
         except ValueError as exc:
-            raise FatalError(f"cannot serve the visibility API: {exc}") from None
+            raise FatalError(
+                f"cannot serve the visibility API: {exc}; configure it, or turn the API off "
+                "(visibility.enabled: false; the chart's visibility.enabled)"
+            ) from None
         cert = self._certificate()
         try:
             self.reloader = CertReloader(cert, front_proxy.tls_context())

@@ -24,7 +24,13 @@ from tests.integration.kueue import (
     wait_admitted,
     workload,
 )
-from tests.integration.visibility import PREFIX, get, start_with_visibility, wait_available
+from tests.integration.visibility import (
+    PREFIX,
+    get,
+    remove_api_service,
+    start_with_visibility,
+    wait_available,
+)
 
 
 def _pending(wl: dict[str, Any]) -> bool:
@@ -74,7 +80,14 @@ def test_kueuectl_list_workload_shows_the_positions(
     namespace: str,
 ) -> None:
     start_with_visibility(configured_controller, namespace)
-    wait_available(api_client)
+    try:
+        wait_available(api_client)
+        _check_positions(api_client, kueue, namespace)
+    finally:
+        remove_api_service(api_client)
+
+
+def _check_positions(api_client: client.ApiClient, kueue: Kueue, namespace: str) -> None:
     cq = f"{namespace}-cq"
     kueue.apply(
         flavor(f"{namespace}-rf"),

@@ -29,6 +29,7 @@ from tests.integration.kueue import (
 from tests.integration.visibility import (
     PREFIX,
     get,
+    remove_api_service,
     start_with_visibility,
     wait_available,
 )
@@ -60,11 +61,15 @@ def positions(summary: dict[str, Any]) -> list[tuple[str, str, int, int, int]]:
 @pytest.fixture
 def served(
     api_client: client.ApiClient, configured_controller: StartConfigured, namespace: str
-) -> tuple[int, str]:
-    """A controller serving the visibility API for `namespace`; (port, address)."""
-    _, port, address = start_with_visibility(configured_controller, namespace)
-    wait_available(api_client)
-    return port, address
+) -> Iterator[tuple[int, str]]:
+    """A controller serving the visibility API for `namespace`; (port, address). The
+    APIService is removed afterwards."""
+    try:
+        _, port, address = start_with_visibility(configured_controller, namespace)
+        wait_available(api_client)
+        yield port, address
+    finally:
+        remove_api_service(api_client)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from kubernetes import client
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for
 from tests.integration.conftest import StartConfigured
-from tests.integration.kueue import ControllerProcess
+from tests.integration.kueue import SYSTEM_NAMESPACE, ControllerProcess
 
 API_SERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 PREFIX = "/apis/visibility.kueue.x-k8s.io/v1beta2"
@@ -50,6 +50,26 @@ def start_with_visibility(
     }
     process = start({**(config or {}), "visibility": visibility}, namespace)
     return process, port, address
+
+
+def remove_api_service(api_client: client.ApiClient) -> None:
+    """Delete the APIService (and its Service, whose EndpointSlice goes with it): one left
+    pointing at a stopped controller makes discovery fail for every later client, and the
+    namespace controller cannot finish deleting namespaces."""
+    for delete in (
+        lambda: client.ApiregistrationV1Api(api_client).delete_api_service(API_SERVICE),
+        lambda: client.CoreV1Api(api_client).delete_namespaced_service(
+            "quotagate-visibility", SYSTEM_NAMESPACE
+        ),
+        lambda: client.DiscoveryV1Api(api_client).delete_namespaced_endpoint_slice(
+            "quotagate-visibility", SYSTEM_NAMESPACE
+        ),
+    ):
+        try:
+            delete()
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
 
 
 def wait_available(api_client: client.ApiClient, timeout: float = 60) -> None:

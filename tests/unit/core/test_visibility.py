@@ -4,7 +4,6 @@ LocalQueue, the base priority, limit/offset bounded as Kueue's, NotFound as None
 
 from __future__ import annotations
 
-
 from controller.core.clusterqueues import LocalQueue
 from controller.core.state import ClusterState
 from controller.core.visibility import (

@@ -156,36 +156,72 @@ OMITTED: dict[str, str] = {
 # Every metric name in Kueue's pkg/metrics/metrics.go (64).
 KUEUE_ALL = {
     f"kueue_{name}"
-    for name in (
-        "admission_attempts_total admission_attempt_duration_seconds "
-        "multikueue_workloads_dispatched_total multikueue_workloads_admitted_total "
-        "admission_cycle_preemption_skips preemption_target_recomputations_total build_info "
-        "pending_workloads pending_scheduling_hashes local_queue_pending_workloads "
-        "finished_workloads local_queue_finished_workloads quota_reserved_workloads_total "
-        "local_queue_quota_reserved_workloads_total finished_workloads_total "
-        "local_queue_finished_workloads_total execution_time_seconds "
-        "local_queue_execution_time_seconds quota_reserved_wait_time_seconds "
-        "pods_ready_to_evicted_time_seconds local_queue_quota_reserved_wait_time_seconds "
-        "admitted_workloads_total local_queue_admitted_workloads_total "
-        "admission_wait_time_seconds ready_wait_time_seconds "
-        "admitted_until_ready_wait_time_seconds local_queue_admission_wait_time_seconds "
-        "admission_checks_wait_time_seconds local_queue_admission_checks_wait_time_seconds "
-        "local_queue_ready_wait_time_seconds local_queue_admitted_until_ready_wait_time_seconds "
-        "workload_creation_latency_seconds pod_scheduling_gate_removal_seconds "
-        "evicted_workloads_total replaced_workload_slices_total "
-        "local_queue_evicted_workloads_total evicted_workloads_once_total "
-        "preempted_workloads_total workload_eviction_latency_seconds "
-        "reserving_active_workloads local_queue_reserving_active_workloads "
-        "admitted_active_workloads local_queue_admitted_active_workloads cluster_queue_status "
-        "local_queue_status unadmitted_workloads local_queue_unadmitted_workloads "
-        "cluster_queue_resource_reservation cluster_queue_resource_pending "
-        "cluster_queue_resource_usage local_queue_resource_reservation "
-        "local_queue_resource_usage local_queue_admission_fair_sharing_usage "
-        "cluster_queue_nominal_quota cluster_queue_borrowing_limit cluster_queue_lending_limit "
-        "cluster_queue_weighted_share cohort_weighted_share cohort_subtree_quota "
-        "cohort_subtree_admitted_workloads_total cohort_subtree_resource_reservations "
-        "cohort_subtree_admitted_active_workloads cohort_info cluster_queue_info"
-    ).split()
+    for name in [
+        "admission_attempts_total",
+        "admission_attempt_duration_seconds",
+        "multikueue_workloads_dispatched_total",
+        "multikueue_workloads_admitted_total",
+        "admission_cycle_preemption_skips",
+        "preemption_target_recomputations_total",
+        "build_info",
+        "pending_workloads",
+        "pending_scheduling_hashes",
+        "local_queue_pending_workloads",
+        "finished_workloads",
+        "local_queue_finished_workloads",
+        "quota_reserved_workloads_total",
+        "local_queue_quota_reserved_workloads_total",
+        "finished_workloads_total",
+        "local_queue_finished_workloads_total",
+        "execution_time_seconds",
+        "local_queue_execution_time_seconds",
+        "quota_reserved_wait_time_seconds",
+        "pods_ready_to_evicted_time_seconds",
+        "local_queue_quota_reserved_wait_time_seconds",
+        "admitted_workloads_total",
+        "local_queue_admitted_workloads_total",
+        "admission_wait_time_seconds",
+        "ready_wait_time_seconds",
+        "admitted_until_ready_wait_time_seconds",
+        "local_queue_admission_wait_time_seconds",
+        "admission_checks_wait_time_seconds",
+        "local_queue_admission_checks_wait_time_seconds",
+        "local_queue_ready_wait_time_seconds",
+        "local_queue_admitted_until_ready_wait_time_seconds",
+        "workload_creation_latency_seconds",
+        "pod_scheduling_gate_removal_seconds",
+        "evicted_workloads_total",
+        "replaced_workload_slices_total",
+        "local_queue_evicted_workloads_total",
+        "evicted_workloads_once_total",
+        "preempted_workloads_total",
+        "workload_eviction_latency_seconds",
+        "reserving_active_workloads",
+        "local_queue_reserving_active_workloads",
+        "admitted_active_workloads",
+        "local_queue_admitted_active_workloads",
+        "cluster_queue_status",
+        "local_queue_status",
+        "unadmitted_workloads",
+        "local_queue_unadmitted_workloads",
+        "cluster_queue_resource_reservation",
+        "cluster_queue_resource_pending",
+        "cluster_queue_resource_usage",
+        "local_queue_resource_reservation",
+        "local_queue_resource_usage",
+        "local_queue_admission_fair_sharing_usage",
+        "cluster_queue_nominal_quota",
+        "cluster_queue_borrowing_limit",
+        "cluster_queue_lending_limit",
+        "cluster_queue_weighted_share",
+        "cohort_weighted_share",
+        "cohort_subtree_quota",
+        "cohort_subtree_admitted_workloads_total",
+        "cohort_subtree_resource_reservations",
+        "cohort_subtree_admitted_active_workloads",
+        "cohort_info",
+        "cluster_queue_info",
+    ]
 }
 
 
