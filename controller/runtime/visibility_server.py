@@ -201,16 +201,24 @@ def make_app(
             }
         )
 
-    async def in_cluster_queue(request: web.Request) -> web.Response:
+    async def pending(
+        request: web.Request,
+        kind: str,
+        namespace: str | None,
+        answer: Callable[[int, int], list[visibility.PendingWorkload] | None],
+    ) -> web.Response:
+        """Authorize, read the options, answer: one queue's `pendingworkloads`."""
         name = request.match_info["name"]
         attributes = {
             "group": GROUP,
             "version": VERSION,
-            "resource": "clusterqueues",
+            "resource": f"{kind}s",
             "subresource": "pendingworkloads",
             "name": name,
             "verb": "get",
         }
+        if namespace is not None:
+            attributes["namespace"] = namespace
         refused = await authorize(request, attributes)
         if refused is not None:
             return refused
@@ -218,33 +226,30 @@ def make_app(
             limit, offset = _options(request.query)
         except ValueError as exc:
             return _status(400, "BadRequest", str(exc))
-        items = visibility.pending_in_cluster_queue(state(), name, limit, offset)
+        items = answer(limit, offset)
         if items is None:
-            return _not_found("clusterqueue", name)
+            return _not_found(kind, name)
         return web.json_response(pending_workloads_summary(items))
+
+    async def in_cluster_queue(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        return await pending(
+            request,
+            "clusterqueue",
+            None,
+            lambda limit, offset: visibility.pending_in_cluster_queue(state(), name, limit, offset),
+        )
 
     async def in_local_queue(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
-        attributes = {
-            "group": GROUP,
-            "version": VERSION,
-            "resource": "localqueues",
-            "subresource": "pendingworkloads",
-            "name": name,
-            "namespace": namespace,
-            "verb": "get",
-        }
-        refused = await authorize(request, attributes)
-        if refused is not None:
-            return refused
-        try:
-            limit, offset = _options(request.query)
-        except ValueError as exc:
-            return _status(400, "BadRequest", str(exc))
-        items = visibility.pending_in_local_queue(state(), namespace, name, limit, offset)
-        if items is None:
-            return _not_found("localqueue", name)
-        return web.json_response(pending_workloads_summary(items))
+        return await pending(
+            request,
+            "localqueue",
+            namespace,
+            lambda limit, offset: visibility.pending_in_local_queue(
+                state(), namespace, name, limit, offset
+            ),
+        )
 
     app = web.Application(middlewares=[authenticate])
     app.router.add_get("/apis", group_list)
