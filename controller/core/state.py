@@ -41,6 +41,7 @@ from controller.core.priorities import (
     WorkloadPriorityClass,
     parse_priority_boost,
 )
+from controller.core.pending_requests import PendingRequests
 from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, WorkloadQueue, order_key
 from controller.core.records import (
     AdmittedView,
@@ -136,6 +137,7 @@ class ClusterState:
         self.admitted = AdmittedView(self.records, self._holding)
         self.nominated = NominatedView(self.records, self._nominated)
         self.queues: dict[str, WorkloadQueue] = {}
+        self.pending_requests = PendingRequests()  # Σ requests queued, per ClusterQueue
         self.backoff_queue = BackoffQueue()
         # Kueue's requeuingStrategy.timestamp: a Workload evicted for PodsReadyTimeout is
         # ordered by that eviction's time ("Eviction", Kueue's default) or by its creation
@@ -626,6 +628,7 @@ class ClusterState:
             return
         record.queued_in = lq.cluster_queue
         queue.push(record.order)
+        self.pending_requests.queued(key, lq.cluster_queue, workload)
 
     def _unqueue(self, key: WorkloadKey) -> None:
         record = self.records.get(key)
@@ -634,6 +637,7 @@ class ClusterState:
         cq, record.queued_in = record.queued_in, None
         if cq is not None and cq in self.queues:
             self.queues[cq].remove(key)
+        self.pending_requests.left(key)
         self.backoff_queue.remove(key)
         aside = self._aside.get(self.local_queue_key(key))
         if aside is not None:

@@ -17,14 +17,17 @@ default limit is 1,000. Pure: the caller reads a state no cycle is changing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from controller.core.admission_fair_queue import AdmissionFairQueue
+from controller.core.queues import OrderKey, WorkloadQueue
 from controller.core.state import ClusterState
 from controller.core.workloads import OwnerReference, WorkloadKey
 
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
+    "PendingOrder",
     "PendingWorkload",
     "bounded_limit_offset",
     "pending_in_cluster_queue",
@@ -56,11 +59,66 @@ def bounded_limit_offset(limit: int, offset: int) -> tuple[int, int]:
     return min(max(limit, 0), MAX_LIMIT), max(offset, 0)
 
 
-def _ordered(state: ClusterState, cluster_queue: str) -> list[WorkloadKey] | None:
-    queue = state.queues.get(cluster_queue)
-    if queue is None:
-        return None
-    return [item[4] for item in queue.ordered()]
+@dataclass(slots=True)
+class _Order:
+    """A ClusterQueue's pending order as computed from `queue` when it had made `changes`
+    (and, with admission fair sharing, its LocalQueues had `usage`). Each item's place in
+    its own LocalQueue is counted as far as a request has needed (`count_to`)."""
+
+    queue: WorkloadQueue
+    changes: int
+    usage: dict[str, float] | None
+    items: list[OrderKey]
+    in_local_queue: list[int] = field(default_factory=list)  # of items[:counted]
+    by_local_queue: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+
+    def count_to(self, state: ClusterState, end: int) -> None:
+        """Count the LocalQueue places of the items before `end`."""
+        items, places, by_local_queue = self.items, self.in_local_queue, self.by_local_queue
+        records = state.records
+        for index in range(len(places), min(end, len(items))):
+            workload = records[items[index][4]].workload
+            lq = by_local_queue.setdefault((workload.namespace, workload.queue_name), [])
+            places.append(len(lq))
+            lq.append(index)
+
+
+def _usage(queue: WorkloadQueue) -> dict[str, float] | None:
+    return queue.usage() if isinstance(queue, AdmissionFairQueue) else None
+
+
+class PendingOrder:
+    """Each ClusterQueue's pending order, sorted once and kept until its queue changes: a
+    request reads a page of it instead of sorting the queue and counting LocalQueue places
+    again. The queue's `changes` count says whether it may have changed; when it moved (a
+    cycle pops its heads and parks them again), the queue is sorted again (quick: its
+    items are in sorted runs) and, when that gives the same items (and, with admission
+    fair sharing, the same LocalQueue usage), the places counted are kept."""
+
+    def __init__(self) -> None:
+        self._orders: dict[str, _Order] = {}
+        # For tests and benchmarks: how many times a queue was sorted, and how many of
+        # those found its items changed (its LocalQueue places counted anew).
+        self.sorts = 0
+        self.new_orders = 0
+
+    def of(self, state: ClusterState, cluster_queue: str) -> _Order | None:
+        queue = state.queues.get(cluster_queue)
+        if queue is None:
+            self._orders.pop(cluster_queue, None)
+            return None
+        order = self._orders.get(cluster_queue)
+        if order is not None and order.queue is queue and order.changes == queue.changes:
+            return order
+        self.sorts += 1
+        items, usage = queue.ordered(), _usage(queue)
+        if order is not None and order.queue is queue and order.usage == usage:
+            if order.items == items:  # the same items: the places counted hold
+                order.changes = queue.changes
+                return order
+        self.new_orders += 1
+        order = self._orders[cluster_queue] = _Order(queue, queue.changes, usage, items)
+        return order
 
 
 def _item(state: ClusterState, key: WorkloadKey, in_cq: int, in_lq: int) -> PendingWorkload:
@@ -78,28 +136,36 @@ def _item(state: ClusterState, key: WorkloadKey, in_cq: int, in_lq: int) -> Pend
 
 
 def pending_in_cluster_queue(
-    state: ClusterState, cluster_queue: str, limit: int = DEFAULT_LIMIT, offset: int = 0
+    state: ClusterState,
+    cluster_queue: str,
+    limit: int = DEFAULT_LIMIT,
+    offset: int = 0,
+    orders: PendingOrder | None = None,
 ) -> list[PendingWorkload] | None:
     """The ClusterQueue's pending Workloads from `offset`, at most `limit`; None when the
-    ClusterQueue does not exist (Kueue answers NotFound)."""
+    ClusterQueue does not exist (Kueue answers NotFound). `orders` keeps the sorted order
+    between calls (without it, the queue is sorted for this call)."""
     if cluster_queue not in state.cluster_queues:
         return None
     limit, offset = bounded_limit_offset(limit, offset)
-    ordered = _ordered(state, cluster_queue) or []
-    in_local_queue: dict[tuple[str, str], int] = {}
-    items = []
-    for index, key in enumerate(ordered[: offset + limit]):
-        workload = state.workloads[key]
-        lq = (workload.namespace, workload.queue_name)
-        position = in_local_queue.get(lq, 0)
-        in_local_queue[lq] = position + 1
-        if index >= offset:
-            items.append(_item(state, key, index, position))
-    return items
+    order = (orders or PendingOrder()).of(state, cluster_queue)
+    if order is None:
+        return []
+    order.count_to(state, offset + limit)
+    items, in_local_queue = order.items, order.in_local_queue
+    return [
+        _item(state, items[index][4], index, in_local_queue[index])
+        for index in range(offset, min(offset + limit, len(items)))
+    ]
 
 
 def pending_in_local_queue(
-    state: ClusterState, namespace: str, name: str, limit: int = DEFAULT_LIMIT, offset: int = 0
+    state: ClusterState,
+    namespace: str,
+    name: str,
+    limit: int = DEFAULT_LIMIT,
+    offset: int = 0,
+    orders: PendingOrder | None = None,
 ) -> list[PendingWorkload] | None:
     """The LocalQueue's pending Workloads in its ClusterQueue's order, from `offset`, at
     most `limit`; None when the LocalQueue does not exist (Kueue answers NotFound). A
@@ -108,16 +174,12 @@ def pending_in_local_queue(
     if local_queue is None:
         return None
     limit, offset = bounded_limit_offset(limit, offset)
-    items: list[PendingWorkload] = []
-    skipped = 0
-    for index, key in enumerate(_ordered(state, local_queue.cluster_queue) or []):
-        if len(items) >= limit:
-            break
-        workload = state.workloads[key]
-        if workload.namespace != namespace or workload.queue_name != name:
-            continue
-        if skipped < offset:
-            skipped += 1
-        else:
-            items.append(_item(state, key, index, len(items) + offset))
-    return items
+    order = (orders or PendingOrder()).of(state, local_queue.cluster_queue)
+    if order is None:
+        return []
+    order.count_to(state, len(order.items))
+    places = order.by_local_queue.get((namespace, name), [])
+    return [
+        _item(state, order.items[index][4], index, position)
+        for position, index in enumerate(places[offset : offset + limit], start=offset)
+    ]

@@ -7,9 +7,10 @@ Served on every replica (`visibility.port`, Kueue's 8082), each from its own eng
 which the watches keep current (the leader's also carries its own decisions a moment
 before their watch events): a standby answers from its view rather than forwarding to the
 leader. The answer is computed when asked (controller/core/visibility.py) on the event loop
-the admission cycle runs on, between cycles: no cycle waits on the network for it, and a
-request costs the loop one sort of that ClusterQueue's pending Workloads
-(tests/bench/bench_visibility.py prints the figures).
+the admission cycle runs on, between cycles: no cycle waits on the network for it. Each
+ClusterQueue's sorted order is kept between requests (`visibility.PendingOrder`) until its
+pending Workloads change, so a request costs the loop a page of it, or one sort after a
+change (tests/bench/bench_visibility.py prints the figures).
 
 Routes: discovery (`/apis`, `/apis/visibility.kueue.x-k8s.io`, `…/v1beta2`), then
 `…/v1beta2/clusterqueues/{name}/pendingworkloads` and
@@ -151,6 +152,7 @@ def make_app(
 ) -> web.Application:
     """The visibility API over `state()`. Without `front_proxy` every request is anonymous
     and allowed: for tests of the answers only, never served so."""
+    orders = visibility.PendingOrder()
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -237,7 +239,9 @@ def make_app(
             request,
             "clusterqueue",
             None,
-            lambda limit, offset: visibility.pending_in_cluster_queue(state(), name, limit, offset),
+            lambda limit, offset: visibility.pending_in_cluster_queue(
+                state(), name, limit, offset, orders
+            ),
         )
 
     async def in_local_queue(request: web.Request) -> web.Response:
@@ -247,7 +251,7 @@ def make_app(
             "localqueue",
             namespace,
             lambda limit, offset: visibility.pending_in_local_queue(
-                state(), namespace, name, limit, offset
+                state(), namespace, name, limit, offset, orders
             ),
         )
 

@@ -8,6 +8,7 @@ from controller.core.clusterqueues import LocalQueue
 from controller.core.state import ClusterState
 from controller.core.visibility import (
     MAX_LIMIT,
+    PendingOrder,
     bounded_limit_offset,
     pending_in_cluster_queue,
     pending_in_local_queue,
@@ -79,3 +80,33 @@ def test_not_found_and_a_local_queue_without_its_cluster_queue() -> None:
 def test_bounded_limit_offset() -> None:
     assert bounded_limit_offset(-1, -5) == (0, 0)
     assert bounded_limit_offset(MAX_LIMIT + 1, 3) == (MAX_LIMIT, 3)
+
+
+def test_a_kept_order_answers_as_a_fresh_one_until_the_pending_workloads_change() -> None:
+    from controller.core.cycle import run_cycle
+
+    state = two_local_queues()
+    orders = PendingOrder()
+    fresh = rows(pending_in_cluster_queue(state, "cq"))
+    assert rows(pending_in_cluster_queue(state, "cq", limit=2, orders=orders)) == fresh[:2]
+    assert rows(pending_in_cluster_queue(state, "cq", offset=2, orders=orders)) == fresh[2:]
+    assert rows(pending_in_local_queue(state, "ns", "lqB", orders=orders)) == [
+        ("lqB-high", 100, 1, 0),
+        ("lqB-low", 50, 3, 1),
+    ]
+    assert orders.sorts == orders.new_orders == 1
+    run_cycle(state, 0.0)  # pops the heads and parks them again: the same items
+    assert rows(pending_in_cluster_queue(state, "cq", orders=orders)) == fresh
+    assert orders.new_orders == 1
+    add(state, wl("lqB-top", "lqB", priority=200, created=3.0, cpu=1))
+    assert rows(pending_in_local_queue(state, "ns", "lqB", orders=orders)) == [
+        ("lqB-top", 200, 0, 0),
+        ("lqB-high", 100, 2, 1),
+        ("lqB-low", 50, 4, 2),
+    ]
+    assert rows(pending_in_cluster_queue(state, "cq", orders=orders)) == rows(
+        pending_in_cluster_queue(state, "cq")
+    )
+    assert orders.new_orders == 2
+    state.remove_workload(next(iter(state.queues["cq"].workload_keys())))
+    assert len(pending_in_cluster_queue(state, "cq", orders=orders) or []) == 4
