@@ -33,6 +33,7 @@ from controller.core.cohorts import QuotaTree
 from controller.core.decisions import Admit, Evict, Nomination
 from controller.core.fair_sharing import FairSharing
 from controller.core.flavors import ResourceFlavor
+from controller.core.pending_requests import PendingRequests
 from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
 from controller.core.preemption.types import Release
 from controller.core.priorities import (
@@ -41,7 +42,6 @@ from controller.core.priorities import (
     WorkloadPriorityClass,
     parse_priority_boost,
 )
-from controller.core.pending_requests import PendingRequests
 from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, WorkloadQueue, order_key
 from controller.core.records import (
     AdmittedView,

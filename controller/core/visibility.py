@@ -112,10 +112,10 @@ class PendingOrder:
             return order
         self.sorts += 1
         items, usage = queue.ordered(), _usage(queue)
-        if order is not None and order.queue is queue and order.usage == usage:
-            if order.items == items:  # the same items: the places counted hold
-                order.changes = queue.changes
-                return order
+        same = order is not None and order.queue is queue and order.usage == usage
+        if same and order is not None and order.items == items:  # the places counted hold
+            order.changes = queue.changes
+            return order
         self.new_orders += 1
         order = self._orders[cluster_queue] = _Order(queue, queue.changes, usage, items)
         return order

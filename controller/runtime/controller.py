@@ -65,6 +65,9 @@ class Controller:
         )
         self.sync = WorkloadSync(self.ctx)
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
+        unadmitted = self.ctx.metrics.unadmitted
+        self.sync.workload_listeners.append(unadmitted.update)
+        self.sync.deletion_listeners.append(unadmitted.forget)
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
         self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
@@ -147,6 +150,15 @@ class Controller:
         metrics.local_queue.observe_ready(
             workload, labels[1], metrics.role, queued_seconds, admitted_seconds
         )
+
+    def workload_created(self, job_kind: str, job: Mapping[str, Any], workload: object) -> None:
+        metrics = self.ctx.metrics
+        if isinstance(workload, Mapping):  # the API server's answer to the create
+            metrics.workload.observe_created(job_kind, job, workload, metrics.role)
+
+    def scheduling_gate_removed(self, gate: str, workload: Mapping[str, Any], group: bool) -> None:
+        metrics = self.ctx.metrics
+        metrics.workload.observe_gate_removed(gate, workload, group, self.ctx.clock(), metrics.role)
 
     def known_keys(self) -> set[str]:
         """Every Workload the controller holds a copy of."""

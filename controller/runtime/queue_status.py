@@ -239,6 +239,8 @@ class QueueStatusWriter:
         # Parked Workloads per LocalQueue, by ClusterQueue: counted again only for a
         # ClusterQueue whose figures changed (a pass over its pending Workloads).
         self.inadmissible: dict[str, dict[str, int]] = {}
+        # Per ClusterQueue, the pending requests last set on its gauge (milli-units).
+        self.pending_resources: dict[str, dict[str, int]] = {}
 
     def forget(self, key: str) -> None:
         """The object `kind/namespace/name` was deleted: one created again under its name
@@ -319,6 +321,25 @@ class QueueStatusWriter:
                 usage.set(used_now)
         gauges.quota_values = quota_values
 
+    def _resource_pending(self, name: str, cq: Any) -> None:
+        """`kueue_cluster_queue_resource_pending`: the requests of the ClusterQueue's
+        queued Workloads per resource, 0 for each resource its quotas name (Kueue seeds
+        them), set when they change."""
+        pending = self.ctx.state.pending_requests.of(name)
+        values = {resource: 0 for (_, resource), _ in cq.quotas()}
+        values.update(pending)
+        was = self.pending_resources.get(name)
+        if was == values:
+            return
+        metrics = self.ctx.metrics
+        for resource, milli in values.items():
+            if was is None or was.get(resource) != milli:
+                metrics.resource_pending.labels(name, resource, metrics.role).set(milli / 1000)
+        for resource in set(was or ()) - set(values):
+            with contextlib.suppress(KeyError):
+                metrics.resource_pending.remove(name, resource, metrics.role)
+        self.pending_resources[name] = values
+
     def _take_gauges(self, name: str, cq: Any) -> _Gauges:
         """The ClusterQueue's gauge series, with its quotas' nominal, borrowing and lending
         limits set (they change only with the ClusterQueue object)."""
@@ -398,12 +419,17 @@ class QueueStatusWriter:
         counts = local_queue_counts(state, finished)
         shares = shares_of(state) if state.fair_sharing is not None else None
         gauges = (self.ctx.metrics.role, self.ctx.metrics.queue_gauges_cleared)
-        if self.figures_of is not state or self.figures_gauges != gauges:
+        anew = self.figures_of is not state or self.figures_gauges != gauges
+        if anew:
             # A new term's state, or gauges cleared or relabelled by a role change: all anew.
             self.figures, self.gauges, self.inadmissible = {}, {}, {}
+            self.pending_resources = {}
             self.figures_of, self.figures_gauges = state, gauges
+        admitted: dict[str, int] = {}
         for name, cq in state.cluster_queues.items():
             figures = cluster_queue_figures(state, name, finished.get(name, 0))
+            admitted[name] = figures.admitted
+            self._resource_pending(name, cq)
             inactive = cluster_queue_inactive(state, name)
             unsupported = self._unsupported(_written_key(CLUSTER_QUEUES, name))
             fair_sharing = self._fair_sharing(shares, name, queue=True)
@@ -425,8 +451,12 @@ class QueueStatusWriter:
             self.figures.pop(name, None)
             self.gauges.pop(name, None)
             self.inadmissible.pop(name, None)
+            self.pending_resources.pop(name, None)
         self.metric_queues = set(state.cluster_queues)
         self._cohort_metrics(shares)
+        metrics = self.ctx.metrics
+        metrics.cohort.set_gauges(state, admitted, metrics.role, anew)
+        metrics.unadmitted.set_gauges(state.local_queues, metrics.role, anew)
         for name, cohort in list(state.cohorts.items()):
             conditions = self._unsupported(_written_key(COHORTS, name))
             if cohort.invalid is not None:  # quotagate's, while invalid (Kueue writes none)

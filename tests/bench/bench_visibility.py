@@ -79,17 +79,13 @@ def measure(pending: int, repeat: int) -> dict[str, float]:
         figures[f"{name} sorted"] = timed(repeat, lambda request=request: request(None))
         kept = PendingOrder()
         request(kept)
-        figures[f"{name} kept"] = timed(repeat, lambda request=request: request(kept))
-
-        def after_cycle(request=request, kept=kept) -> None:  # type: ignore[no-untyped-def]
+        figures[f"{name} kept"] = timed(repeat, lambda request=request, kept=kept: request(kept))
+        samples: list[float] = []
+        for _ in range(repeat):
             run_cycle(state, 1.0)
             start = time.perf_counter()
             request(kept)
             samples.append((time.perf_counter() - start) * 1000)
-
-        samples: list[float] = []
-        for _ in range(repeat):
-            after_cycle()
         figures[f"{name} after cycle"] = statistics.median(samples)
         assert kept.new_orders == 1, kept.new_orders  # the pending Workloads are the same
     figures["one cycle"] = timed(repeat, lambda: run_cycle(state, 1.0))

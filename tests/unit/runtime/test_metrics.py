@@ -115,6 +115,54 @@ KUEUE: dict[str, tuple[str, list[str]]] = {
         )
     },
     "kueue_local_queue_status": ("gauge", ["name", "namespace", "active", "replica_role"]),
+    "kueue_cluster_queue_resource_pending": (
+        "gauge",
+        ["cluster_queue", "resource", "replica_role"],
+    ),
+    "kueue_unadmitted_workloads": (
+        "gauge",
+        ["cluster_queue", "reason", "underlying_cause", "replica_role"],
+    ),
+    "kueue_local_queue_unadmitted_workloads": (
+        "gauge",
+        ["name", "namespace", "cluster_queue", "reason", "underlying_cause", "replica_role"],
+    ),
+    "kueue_execution_time_seconds": (
+        "histogram",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
+    "kueue_local_queue_execution_time_seconds": (
+        "histogram",
+        ["name", "namespace", "priority_class", "replica_role"],
+    ),
+    "kueue_pods_ready_to_evicted_time_seconds": (
+        "histogram",
+        ["cluster_queue", "reason", "underlying_cause", "replica_role"],
+    ),
+    "kueue_workload_eviction_latency_seconds": (
+        "histogram",
+        ["cluster_queue", "reason", "replica_role"],
+    ),
+    "kueue_workload_creation_latency_seconds": ("histogram", ["job_kind", "replica_role"]),
+    "kueue_pod_scheduling_gate_removal_seconds": (
+        "histogram",
+        ["name", "cluster_queue", "is_group", "replica_role"],
+    ),
+    # Kueue's Cohort metrics (MetricsForCohorts).
+    **{
+        f"kueue_cohort_subtree_{name}": ("gauge", ["cohort", "flavor", "resource", "replica_role"])
+        for name in ("quota", "resource_reservations")
+    },
+    "kueue_cohort_subtree_admitted_workloads_total": (
+        "counter",
+        ["cohort", "priority_class", "replica_role"],
+    ),
+    "kueue_cohort_subtree_admitted_active_workloads": ("gauge", ["cohort", "replica_role"]),
+    "kueue_cohort_info": ("gauge", ["cohort", "parent_cohort", "root_cohort", "replica_role"]),
+    "kueue_cluster_queue_info": (
+        "gauge",
+        ["cluster_queue", "parent_cohort", "root_cohort", "replica_role"],
+    ),
     **{
         f"kueue_local_queue_resource_{name}": (
             "gauge",
@@ -134,22 +182,6 @@ OMITTED: dict[str, str] = {
     "kueue_pending_scheduling_hashes": "Kueue's scheduling hashes are an internal of its queues",
     "kueue_admission_cycle_preemption_skips": "Kueue's cycle skips; quotagate's cycle differs",
     "kueue_preemption_target_recomputations_total": "Kueue's preemption internals",
-    # Concepts quotagate implements whose metric is not there yet.
-    "kueue_unadmitted_workloads": "not yet",
-    "kueue_local_queue_unadmitted_workloads": "not yet",
-    "kueue_execution_time_seconds": "not yet",
-    "kueue_local_queue_execution_time_seconds": "not yet",
-    "kueue_pods_ready_to_evicted_time_seconds": "not yet",
-    "kueue_workload_eviction_latency_seconds": "not yet",
-    "kueue_workload_creation_latency_seconds": "not yet",
-    "kueue_pod_scheduling_gate_removal_seconds": "not yet",
-    "kueue_cluster_queue_resource_pending": "not yet",
-    "kueue_cohort_subtree_quota": "not yet",
-    "kueue_cohort_subtree_admitted_workloads_total": "not yet",
-    "kueue_cohort_subtree_resource_reservations": "not yet",
-    "kueue_cohort_subtree_admitted_active_workloads": "not yet",
-    "kueue_cohort_info": "not yet",
-    "kueue_cluster_queue_info": "not yet",
 }
 """Kueue's metrics quotagate does not expose, with why (the README lists them)."""
 
@@ -290,6 +322,25 @@ def populated() -> Metrics:
     lq.observe_ready(body, "", role, 3.0, 1.0)
     counts = {"pendingWorkloads": 2, "reservingWorkloads": 1, "admittedWorkloads": 1}
     lq.set_gauges("ns/lq", role, counts, 1, 1, True, {("f", "cpu"): 1000}, {("f", "cpu"): 1000})
+    metrics.resource_pending.labels("cq", "cpu", role).set(2)
+    metrics.unadmitted.cluster_queue.labels("cq", "NoReservation", "WaitingForQuota", role).set(1)
+    metrics.unadmitted.local_queue.labels(
+        "lq", "ns", "cq", "NoReservation", "WaitingForQuota", role
+    ).set(1)
+    w = metrics.workload
+    w.execution_time.labels("cq", "", role).observe(60)
+    w.local_queue_execution_time.labels("lq", "ns", "", role).observe(60)
+    w.pods_ready_to_evicted_time.labels("cq", "Preempted", "", role).observe(30)
+    w.eviction_latency.labels("cq", "Preempted", role).observe(2)
+    w.creation_latency.labels("Job", role).observe(0.1)
+    w.gate_removal.labels("kueue.x-k8s.io/admission", "cq", "false", role).observe(0.5)
+    c = metrics.cohort
+    c.subtree_quota.labels("co", "f", "cpu", role).set(4)
+    c.subtree_resource_reservations.labels("co", "f", "cpu", role).set(1)
+    c.subtree_admitted_active_workloads.labels("co", role).set(1)
+    c.subtree_admitted_workloads.labels("co", "", role).inc()
+    c.cohort_info.labels("co", "", "co", role).set(1)
+    c.cluster_queue_info.labels("cq", "co", "co", role).set(1)
     return metrics
 
 
@@ -330,6 +381,13 @@ def test_histograms_use_kueues_buckets() -> None:
     assert kueue_buckets(4) == (1.0, 2.5, 5.0, 10.0)
     default = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}
     assert exposed["kueue_admission_attempt_duration_seconds"][2] == default
+    assert exposed["kueue_pod_scheduling_gate_removal_seconds"][2] == default
+    assert exposed["kueue_execution_time_seconds"][2] == set(kueue_buckets(16))
+    assert exposed["kueue_local_queue_execution_time_seconds"][2] == set(kueue_buckets(16))
+    assert exposed["kueue_pods_ready_to_evicted_time_seconds"][2] == set(kueue_buckets(14))
+    assert exposed["kueue_workload_eviction_latency_seconds"][2] == set(kueue_buckets(14))
+    # Kueue's prometheus.ExponentialBuckets(0.01, 2, 11)
+    assert exposed["kueue_workload_creation_latency_seconds"][2] == {0.01 * 2**i for i in range(11)}
 
 
 def test_losing_leadership_removes_the_queue_gauges() -> None:
