@@ -239,6 +239,8 @@ class QueueStatusWriter:
         # Parked Workloads per LocalQueue, by ClusterQueue: counted again only for a
         # ClusterQueue whose figures changed (a pass over its pending Workloads).
         self.inadmissible: dict[str, dict[str, int]] = {}
+        # The ClusterQueues and Cohorts the cohort gauges were last set from.
+        self.tree: tuple[frozenset[str], dict[str, Any]] = (frozenset(), {})
         # Per ClusterQueue, the pending requests last set on its gauge (milli-units).
         self.pending_resources: dict[str, dict[str, int]] = {}
 
@@ -426,6 +428,7 @@ class QueueStatusWriter:
             self.pending_resources = {}
             self.figures_of, self.figures_gauges = state, gauges
         admitted: dict[str, int] = {}
+        changed = anew  # a ClusterQueue's figures changed (its usage or admitted count)
         for name, cq in state.cluster_queues.items():
             figures = cluster_queue_figures(state, name, finished.get(name, 0))
             admitted[name] = figures.admitted
@@ -445,6 +448,7 @@ class QueueStatusWriter:
                 active, reason, message = active_condition(inactive)
                 status["conditions"] = [("Active", active, reason, message), *unsupported]
                 self.figures[name] = (facts, status)
+                changed = True
             self._want(CLUSTER_QUEUES, name, status)
         for name in self.metric_queues - set(state.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
@@ -455,7 +459,12 @@ class QueueStatusWriter:
         self.metric_queues = set(state.cluster_queues)
         self._cohort_metrics(shares)
         metrics = self.ctx.metrics
-        metrics.cohort.set_gauges(state, admitted, metrics.role, anew)
+        # The cohort and info gauges change only with the queues' figures, the set of
+        # ClusterQueues or the Cohorts: taken again only then.
+        tree = (frozenset(state.cluster_queues), dict(state.cohorts))
+        if changed or tree != self.tree:
+            metrics.cohort.set_gauges(state, admitted, metrics.role, anew)
+            self.tree = tree
         metrics.unadmitted.set_gauges(state.local_queues, metrics.role, anew)
         for name, cohort in list(state.cohorts.items()):
             conditions = self._unsupported(_written_key(COHORTS, name))
