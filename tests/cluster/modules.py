@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,8 @@ class GoModule:
     module: str
     version: str
     crds: tuple[str, ...] = ()
-    """Directories of the module holding CRD manifests (every *.yaml in them)."""
+    """Directories of the module holding CRD manifests (every *.yaml in them), or single
+    CRD files (a path ending in .yaml) where a directory holds other manifests too."""
     files: tuple[str, ...] = ()
     """Other files of the module the tests read (webhook configurations, …)."""
     operator: str | None = None
@@ -55,11 +57,12 @@ class GoModule:
 
 MODULES = (
     # JobSet: the proxy refuses the module's version list, but serves this version (and its
-    # go.sum entries); v0.8.2 is the JobSet Kubeflow Trainer v2.0.0 depends on.
+    # go.sum entries); v0.12.0 is the JobSet Kueue (ff69552) and Kubeflow Trainer v2.3.0
+    # build against.
     GoModule(
         "jobset",
         "sigs.k8s.io/jobset",
-        "v0.8.2",
+        "v0.12.0",
         crds=("config/components/crd/bases",),
         files=(
             "config/components/webhook/manifests.yaml",
@@ -67,6 +70,29 @@ MODULES = (
             "config/components/webhook/patches/validating-patch.yaml",
         ),
         operator="sigs.k8s.io/jobset",
+    ),
+    # Kubeflow Trainer: v2.3.0 is the version Kueue (ff69552) builds against (TrainJob
+    # `runtimePatches`, which v2.0.0 lacks); the proxy lists only v2.0.0 but serves it.
+    GoModule(
+        "trainer",
+        "github.com/kubeflow/trainer/v2",
+        "v2.3.0",
+        crds=(
+            "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
+            "manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml",
+            "manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+        ),
+        files=("manifests/base/webhook/manifests.yaml",),
+        operator="github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
+    ),
+    # The MPI operator (MPIJob v2beta1): the proxy refuses the version list, serves v0.8.2
+    # (the version Kueue ff69552 builds against).
+    GoModule(
+        "mpi-operator",
+        "github.com/kubeflow/mpi-operator",
+        "v0.8.2",
+        crds=("manifests/base/kubeflow.org_mpijobs.yaml",),
+        operator="github.com/kubeflow/mpi-operator/cmd/mpi-operator",
     ),
 )
 
@@ -135,7 +161,10 @@ def ensure_module(name: str, verbose: bool = True) -> ModuleDir:
     source = Path(info["Dir"])
     out.crds.mkdir()
     for directory in module.crds:
-        found = sorted((source / directory).glob("*.yaml"))
+        if directory.endswith(".yaml"):
+            found = [source / directory]
+        else:
+            found = sorted((source / directory).glob("*.yaml"))
         if not found:
             raise BuildError(f"{module.key}: no CRD manifests in {directory}")
         for path in found:
@@ -149,22 +178,33 @@ def ensure_module(name: str, verbose: bool = True) -> ModuleDir:
             print(
                 f"building {module.binary_name} ({module.operator}@{module.version}) …", flush=True
             )
-        _build_operator(go, module, out, env)
+        _build_operator(go, module, out, env, _go_directive(source / "go.mod"))
     stamp.write_text(stamp_text)
     if verbose:
         print(f"{module.key}: ready in {out.root} ({time.monotonic() - started:.1f}s)", flush=True)
     return out
 
 
-def _build_operator(go: str, module: GoModule, out: ModuleDir, env: dict[str, str]) -> None:
+def _go_directive(go_mod: Path) -> str:
+    """The `go` line of a go.mod ("" when it has none)."""
+    found = re.search(r"^go\s+(\S+)\s*$", go_mod.read_text(), re.MULTILINE)
+    return f"go {found.group(1)}\n\n" if found else ""
+
+
+def _build_operator(
+    go: str, module: GoModule, out: ModuleDir, env: dict[str, str], go_directive: str
+) -> None:
     """Build the operator in a module of our own that requires only `module` (written in
     the cache, not the repository), so the build list is the module's own requirements.
     Not `go install module@version`: it also asks the proxy for the module's version list,
-    which the proxy refuses for some modules (sigs.k8s.io/jobset)."""
+    which the proxy refuses for some modules (sigs.k8s.io/jobset). Our module states the
+    module's `go` version: without one Go loads the whole transitive module graph
+    (no pruning), which for Kubeflow Trainer reaches k8s.io/kubernetes' unresolvable
+    `k8s.io/api v0.0.0` requirements."""
     work = out.root / "build"
     work.mkdir()
     (work / "go.mod").write_text(
-        f"module quotagate.local/modules/{module.name}\n\n"
+        f"module quotagate.local/modules/{module.name}\n\n{go_directive}"
         f"require {module.module} {module.version}\n"
     )
     (out.root / "bin").mkdir()
