@@ -169,6 +169,23 @@ class CustomJobs:
         )
         return found
 
+    def delete_with_its_workload(self, kueue: Kueue, name: str) -> None:
+        """Delete the object, and wait until garbage collection has deleted its Workload."""
+        self.custom.delete_namespaced_custom_object(
+            self.group, self.version, self.namespace, self.plural, name
+        )
+
+        def workload_gone() -> bool:
+            try:
+                kueue.get_workload(self.namespace, self.workload(name))
+            except ApiException as exc:
+                if exc.status == 404:
+                    return True
+                raise
+            return False
+
+        wait_for(workload_gone, timeout=60, what=f"the Workload of {self.kind} {name} deleted")
+
     def complete(self, lifecycle: Any, name: str, count: int) -> None:
         """Succeed the object's `count` pods once they run (the fake nodes' kubelet)."""
         for pod in self.running(name, count):

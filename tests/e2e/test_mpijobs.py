@@ -220,6 +220,7 @@ def test_an_mpijob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         wait_finished_and_returned(kueue, namespace, "mpijob-pi", cq)
         assert condition(jobs.get("pi"), "Succeeded")["status"] == "True"
         wait_for(lambda: not jobs.pods("pi"), timeout=60, what="the workers cleaned up")
+        jobs.delete_with_its_workload(kueue, "pi")
     check_never_over_committed(watch, rf_a, rf_b, cpu_b=2)
 
 

@@ -348,3 +348,4 @@ def test_a_trainjob_past_its_maximum_execution_time_is_stopped(
         what="the TrainJob suspended and restored",
     )
     assert condition(stopped, "Complete") is None
+    jobs.delete_with_its_workload(kueue, "limited")

@@ -204,7 +204,10 @@ def test_a_trainjob_waits_for_its_runtime_runs_in_its_kueue_patch_and_is_restore
         what="the eviction acknowledged",
     )
     wait_for(
-        lambda: kueue.get_cluster_queue(f"{namespace}-cq")["status"].get("reservingWorkloads") == 0,
+        lambda: (
+            kueue.get_cluster_queue(f"{namespace}-cq").get("status", {}).get("reservingWorkloads")
+            == 0
+        ),
         what="the quota released",
     )
 
