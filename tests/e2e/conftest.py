@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
 from tests.cluster.operators import JobSetController
+from tests.e2e.custom_jobs import operator_running
 from tests.integration.kueue import ControllerProcess, delete_webhook_configurations
 
 
@@ -90,12 +91,8 @@ def jobset_controller(
 ) -> Iterator[JobSetController]:
     """The real JobSet controller (sigs.k8s.io/jobset, its CRD and webhooks)."""
     controller = JobSetController(kubeconfig_path, tmp_path_factory.mktemp("jobset"))
-    try:
-        yield controller.start(api_client)
-    finally:
-        controller.stop()
-        controller.unregister(api_client)
-        print("\n--- JobSet controller log tail ---\n" + controller.log()[-3000:])
+    with operator_running(controller, api_client):
+        yield controller
 
 
 def _registered(admission: client.AdmissionregistrationV1Api) -> bool:

@@ -102,7 +102,9 @@ def test_rbac_and_webhook_follow_the_enabled_integrations() -> None:
     assert [w["clientConfig"]["service"]["path"] for w in webhook["webhooks"]] == [
         "/mutate-jobs",
         "/mutate-jobsets",
+        "/mutate-mpijobs",
         "/mutate-pods",
+        "/mutate-trainjobs",
     ]
     only_jobs = render("controller.config.integrations.frameworks={batch/job}")
     rules = _rules(only_jobs)

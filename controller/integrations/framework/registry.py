@@ -94,6 +94,9 @@ class Framework:
     """RBAC beyond the managed kind's own rule (`rbac`)."""
     implies: tuple[str, ...] = ()
     """Kueue's `ImplicitlyEnabledFrameworkNames`: enabled along with this one."""
+    related: tuple[Resource, ...] = ()
+    """Other kinds the adapter reads to describe an object (a TrainJob's TrainingRuntime):
+    watched whole into a cache the adapter looks them up in (RBAC: get, list, watch)."""
     verbs: tuple[str, ...] = ("get", "list", "watch", "update", "patch")
     """What the controller does with objects of its kind (RBAC)."""
 
@@ -104,7 +107,7 @@ class Framework:
     @property
     def rbac(self) -> tuple[Rule, ...]:
         """The controller's rules for this integration: its kind (read, watch, suspend,
-        patch its templates) and the extra `rules`."""
+        patch its templates), the `related` kinds (read) and the extra `rules`."""
         resource = self.resource
         own = Rule(
             (resource.group,),
@@ -112,7 +115,16 @@ class Framework:
             self.verbs,
             f"{resource.kind}s labelled with a queue: suspended, admitted, restored",
         )
-        return (own, *self.rules)
+        related = tuple(
+            Rule(
+                (other.group,),
+                (other.plural,),
+                ("get", "list", "watch"),
+                f"{other.kind}s: read to describe {resource.kind}s",
+            )
+            for other in self.related
+        )
+        return (own, *related, *self.rules)
 
     def make(
         self,
