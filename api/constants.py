@@ -64,6 +64,13 @@ EXPECTED_RUNTIME_ANNOTATION: Final = "quotagate.x-k8s.io/expected-runtime-second
 used only by the admission wait-time estimate (`kubectl quotagate describe`)."""
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 """On pods of a group: how many pods the group expects."""
+POD_SUSPENDING_PARENT_ANNOTATION: Final = "kueue.x-k8s.io/pod-suspending-parent"
+"""On the pod template of a Deployment, StatefulSet or LeaderWorkerSet (the framework's
+name): its pods are gated and queued through the pod integration."""
+POD_GROUP_SERVING_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-serving"
+"""On pods of a group (`"true"`): a serving group, admitted and never finished."""
+ROLE_HASH_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
+"""On pods of a group: the pod set of their Workload they belong to."""
 
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 """Scheduling gate held on a pod until its Workload is admitted."""
