@@ -26,7 +26,6 @@ deleted with their object.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from collections.abc import Mapping
@@ -38,7 +37,12 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.constants import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, VERSION
 from controller.integrations.framework.object_writes import patch_object, patch_workload
-from controller.integrations.framework.registry import Framework, IntegrationSettings
+from controller.integrations.framework.registry import (
+    Framework,
+    Integration,
+    IntegrationFactory,
+    IntegrationSettings,
+)
 from controller.integrations.framework.workloads import (
     followed_spec,
     object_workload,
@@ -48,7 +52,7 @@ from controller.integrations.host import ControllerView
 from controller.integrations.pod_parents import ParentAdmission, PodParent
 from controller.integrations.serial import SerialReconciler
 
-__all__ = ["ParentReconciler", "pod_sets_differ"]
+__all__ = ["ParentReconciler", "parent_integration", "pod_sets_differ"]
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +161,8 @@ class ParentReconciler:
                 if await self._pods_gone(parent, namespace, name):
                     await self._delete(obj, workload, "scaled away")
                 else:
-                    self._later(key, self.pods_poll_seconds)  # their deletions are on the way
+                    # Their deletions are on the way.
+                    self._serial.kick_later(key, self.pods_poll_seconds)
 
     pods_poll_seconds = 1.0
 
@@ -172,13 +177,6 @@ class ParentReconciler:
             or (pod.status is not None and pod.status.phase in ("Succeeded", "Failed"))
             for pod in listed.items
         )
-
-    def _later(self, key: str, delay: float) -> None:
-        async def kick() -> None:
-            await asyncio.sleep(delay)
-            self.kick(key)
-
-        self._serial.spawn(kick())
 
     async def _sync(
         self,
@@ -280,3 +278,17 @@ class ParentReconciler:
         self.reported[key] = text
         log.warning("%s %s: %s", self.framework.resource.kind, key, text)
         await self._event(obj, "Warning", reason, text)
+
+
+def parent_integration(parent: type[PodParent]) -> IntegrationFactory:
+    """The integration factory of a parent kind (`Framework(integration=...)`)."""
+
+    def make(
+        api_client: aio_client.ApiClient,
+        view: ControllerView,
+        framework: Framework,
+        settings: IntegrationSettings,
+    ) -> Integration:
+        return ParentReconciler(api_client, view, framework, settings, parent)
+
+    return make

@@ -32,7 +32,6 @@ module is the reconciler and its API calls.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -329,20 +328,13 @@ class PodIntegration:
         seen = self._counts.get(unit)
         if seen is None or seen[0] != count:
             self._counts[unit] = (count, now)
-            self._later(unit, self.settle_seconds)
+            self._serial.kick_later(unit, self.settle_seconds)
             return False
         if now - seen[1] < self.settle_seconds:
-            self._later(unit, self.settle_seconds - (now - seen[1]))
+            self._serial.kick_later(unit, self.settle_seconds - (now - seen[1]))
             return False
         self._counts.pop(unit, None)
         return True
-
-    def _later(self, unit: Unit, delay: float) -> None:
-        async def kick() -> None:
-            await asyncio.sleep(delay)
-            self.kick(unit)
-
-        self._serial.spawn(kick())
 
     async def _report(self, unit: Unit, pods: list[dict[str, Any]], reason: str, text: str) -> None:
         if self.reported.get(unit) == text:

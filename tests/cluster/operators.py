@@ -20,7 +20,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 from kubernetes import client
@@ -39,29 +39,31 @@ class JobSetController:
     """The JobSet controller manager as a subprocess (see the module docstring)."""
 
     what = "the JobSet controller"
+    name = "jobset"  # its module in tests/cluster/modules.py; its files' prefix
+    config_api_version = _JOBSET_CONFIG
 
     def __init__(self, kubeconfig: str, workdir: Path) -> None:
         self.kubeconfig = kubeconfig
         self.workdir = workdir
-        self.module: ModuleDir = ensure_module("jobset")
+        self.module: ModuleDir = ensure_module(self.name)
         self.port = free_port()
         self.health_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
-        self.log_path = workdir / "jobset-controller.log"
+        self.log_path = workdir / f"{self.name}-controller.log"
         self.ca_bundle = b""
 
-    def start(self, api_client: client.ApiClient, timeout: float = 60) -> JobSetController:
+    def start(self, api_client: client.ApiClient, timeout: float = 60) -> Self:
         from tests.cluster.fixtures import install_crds
 
         install_crds(api_client, self.module.crds)
         certs = issue(
             ["127.0.0.1"], datetime.datetime.now(datetime.UTC), datetime.timedelta(days=1)
         )
-        cert_dir = self.workdir / "jobset-certs"
+        cert_dir = self.workdir / f"{self.name}-certs"
         write_files(cert_dir, certs)
         self.ca_bundle = certs.ca
         config = {
-            "apiVersion": _JOBSET_CONFIG,
+            "apiVersion": self.config_api_version,
             "kind": "Configuration",
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
@@ -69,7 +71,7 @@ class JobSetController:
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{self.health_port}"},
         }
-        path = self.workdir / "jobset-config.yaml"
+        path = self.workdir / f"{self.name}-config.yaml"
         path.write_text(yaml.safe_dump(config))
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
@@ -187,50 +189,8 @@ class LeaderWorkerSetController(JobSetController):
     webhooks for LeaderWorkerSet pods) registered with a `url:` clientConfig."""
 
     what = "the LeaderWorkerSet controller"
-
-    def __init__(self, kubeconfig: str, workdir: Path) -> None:
-        self.kubeconfig = kubeconfig
-        self.workdir = workdir
-        self.module = ensure_module("lws")
-        self.port = free_port()
-        self.health_port = free_port()
-        self.process = None
-        self.log_path = workdir / "lws-controller.log"
-        self.ca_bundle = b""
-
-    def start(self, api_client: client.ApiClient, timeout: float = 60) -> LeaderWorkerSetController:
-        from tests.cluster.fixtures import install_crds
-
-        install_crds(api_client, self.module.crds)
-        certs = issue(
-            ["127.0.0.1"], datetime.datetime.now(datetime.UTC), datetime.timedelta(days=1)
-        )
-        cert_dir = self.workdir / "lws-certs"
-        write_files(cert_dir, certs)
-        self.ca_bundle = certs.ca
-        config = {
-            "apiVersion": _LWS_CONFIG,
-            "kind": "Configuration",
-            "leaderElection": {"leaderElect": False},
-            "internalCertManagement": {"enable": False},
-            "webhook": {"port": self.port, "host": "127.0.0.1", "certDir": str(cert_dir)},
-            "metrics": {"bindAddress": "0"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{self.health_port}"},
-        }
-        path = self.workdir / "lws-config.yaml"
-        path.write_text(yaml.safe_dump(config))
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [str(self.module.binary), "--config", str(path), "--zap-log-level", "info"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "KUBECONFIG": self.kubeconfig},
-            start_new_session=True,
-        )
-        self._wait_ready(timeout)
-        self._register(api_client)
-        return self
+    name = "lws"
+    config_api_version = _LWS_CONFIG
 
     def _webhooks(self) -> list[dict[str, Any]]:
         """The chart's webhook configurations, rendered with the chart's defaults (its

@@ -19,16 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes.aio import client as aio_client
-
-from controller.integrations.framework.registry import (
-    Framework,
-    Integration,
-    IntegrationSettings,
-    register,
-)
-from controller.integrations.host import ControllerView
-from controller.integrations.parent_workloads import ParentReconciler
+from controller.integrations.framework.registry import Framework, register
+from controller.integrations.parent_workloads import parent_integration
 from controller.integrations.pod_parents import ParentAdmission, PodParent
 from controller.kube.client import Resource
 
@@ -59,20 +51,11 @@ class DeploymentPods(PodParent):
         return {}
 
 
-def _integration(
-    api_client: aio_client.ApiClient,
-    view: ControllerView,
-    framework: Framework,
-    settings: IntegrationSettings,
-) -> Integration:
-    return ParentReconciler(api_client, view, framework, settings, DeploymentPods)
-
-
 FRAMEWORK = register(
     Framework(
         NAME,
         DEPLOYMENTS,
-        integration=_integration,
+        integration=parent_integration(DeploymentPods),
         admission=DeploymentAdmission(),
         implies=("pod",),
     )

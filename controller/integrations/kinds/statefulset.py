@@ -23,19 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes.aio import client as aio_client
-
 from api.constants import DEFAULT_POD_SET_NAME
 from controller.integrations.framework.generic_job import TopologyHints
-from controller.integrations.framework.registry import (
-    Framework,
-    Integration,
-    IntegrationSettings,
-    register,
-)
+from controller.integrations.framework.registry import Framework, register
 from controller.integrations.framework.workloads import workload_name
-from controller.integrations.host import ControllerView
-from controller.integrations.parent_workloads import ParentReconciler
+from controller.integrations.parent_workloads import parent_integration
 from controller.integrations.pod_parents import (
     ParentAdmission,
     PodParent,
@@ -108,20 +100,11 @@ def pod_workload(pod: Mapping[str, Any]) -> str | None:
     return workload_name("StatefulSet", str(owner.get("name")))
 
 
-def _integration(
-    api_client: aio_client.ApiClient,
-    view: ControllerView,
-    framework: Framework,
-    settings: IntegrationSettings,
-) -> Integration:
-    return ParentReconciler(api_client, view, framework, settings, StatefulSet)
-
-
 FRAMEWORK = register(
     Framework(
         NAME,
         STATEFULSETS,
-        integration=_integration,
+        integration=parent_integration(StatefulSet),
         admission=StatefulSetAdmission(),
         pod_workload=pod_workload,
         implies=("pod",),
