@@ -50,6 +50,7 @@ from controller.integrations.framework.workloads import (
 )
 from controller.integrations.host import ControllerView
 from controller.integrations.pod_parents import ParentAdmission, PodParent
+from controller.integrations.pod_units import running
 from controller.integrations.serial import SerialReconciler
 
 __all__ = ["ParentReconciler", "parent_integration", "pod_sets_differ"]
@@ -106,6 +107,7 @@ class ParentReconciler:
         if event_type == "DELETED" or QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
             self.objects.pop(key, None)
             self.reported.pop(key, None)
+            self.owned.pop(key, None)
             return  # its Workloads go with it (owner references)
         self.objects[key] = obj
         self.kick(key)
@@ -167,16 +169,14 @@ class ParentReconciler:
     pods_poll_seconds = 1.0
 
     async def _pods_gone(self, parent: PodParent, namespace: str, name: str) -> bool:
-        """None of the Workload's pods runs any more (terminated or being deleted)."""
+        """None of the Workload's pods may hold resources any more: each is gone,
+        terminated, being deleted or still gated."""
         selector = parent.pod_selector(name)
         if selector is None:
             return True
         listed = await self.core.list_namespaced_pod(namespace, label_selector=selector)
-        return all(
-            (pod.metadata is not None and pod.metadata.deletion_timestamp is not None)
-            or (pod.status is not None and pod.status.phase in ("Succeeded", "Failed"))
-            for pod in listed.items
-        )
+        pods = self.core.api_client.sanitize_for_serialization(listed.items)
+        return not any(running(pod) for pod in pods)
 
     async def _sync(
         self,
