@@ -102,6 +102,17 @@ MODULES = (
         crds=("manifests/base/kubeflow.org_mpijobs.yaml",),
         operator="github.com/kubeflow/mpi-operator/cmd/mpi-operator",
     ),
+    # LeaderWorkerSet: the proxy refuses the version list and v0.10.0's zip (the version
+    # Kueue requires), but serves v0.9.0 (built against Kubernetes 1.36).
+    GoModule(
+        "lws",
+        "sigs.k8s.io/lws",
+        "v0.9.0",
+        crds=("config/crd/bases",),
+        files=("charts/lws/templates/webhook/webhook.yaml",),
+        operator="sigs.k8s.io/lws/cmd",
+        binary="lws-manager",
+    ),
 )
 
 

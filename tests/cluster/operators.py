@@ -1,6 +1,6 @@
 """Real operators built from Go modules (tests/cluster/modules.py), run beside the local
-control plane as processes: the JobSet controller, the Kubeflow Trainer controller manager
-and the MPI operator.
+control plane as processes: the JobSet controller, the LeaderWorkerSet controller, the
+Kubeflow Trainer controller manager and the MPI operator.
 
 Each installs its CRDs from the same module and runs without leader election where it can
 and without certificate rotation: a self-signed serving certificate for 127.0.0.1, and the
@@ -9,6 +9,9 @@ module's own webhook configurations registered with a `url:` clientConfig pointi
 - `JobSetController`: sigs.k8s.io/jobset's controller manager with its own configuration
   file; JobSet's defaulting and validation webhooks and its pod webhooks, restricted to
   JobSet pods as its kustomization restricts them.
+- `LeaderWorkerSetController`: sigs.k8s.io/lws's controller manager, run as JobSet's is;
+  the webhook configurations of its Helm chart (LeaderWorkerSet defaulting and validation,
+  its pod webhooks for LeaderWorkerSet pods).
 - `TrainerController`: Kubeflow Trainer's `trainer-controller-manager` (its configuration
   file; the serving certificate where controller-runtime looks by default, under $TMPDIR);
   the TrainJob defaulting and validation webhooks and the runtimes' validation. It needs the
@@ -45,10 +48,18 @@ from controller.runtime.certs import issue, write_files
 from tests.cluster.controlplane import free_port
 from tests.cluster.modules import ModuleDir, ensure_module
 
-__all__ = ["JobSetController", "MPIOperator", "OperatorProcess", "TrainerController"]
+__all__ = [
+    "JobSetController",
+    "LeaderWorkerSetController",
+    "MPIOperator",
+    "OperatorProcess",
+    "TrainerController",
+]
 
 _JOBSET_CONFIG = "config.jobset.x-k8s.io/v1alpha1"
 _TRAINER_CONFIG = "config.trainer.kubeflow.org/v1alpha1"
+_LWS_CONFIG = "config.lws.x-k8s.io/v1alpha1"
+_LWS_WEBHOOKS = "charts/lws/templates/webhook/webhook.yaml"
 
 
 class OperatorProcess:
@@ -187,15 +198,16 @@ class JobSetController(OperatorProcess):
 
     module_name = "jobset"
     title = "the JobSet controller"
+    config_api_version: ClassVar[str] = _JOBSET_CONFIG
 
     def start(self, api_client: client.ApiClient, timeout: float = 60) -> JobSetController:
         from tests.cluster.fixtures import install_crds
 
         install_crds(api_client, self.module.crds)
-        cert_dir = self.workdir / "jobset-certs"
+        cert_dir = self.workdir / f"{self.module_name}-certs"
         self._serving_certificate(cert_dir)
         config = {
-            "apiVersion": _JOBSET_CONFIG,
+            "apiVersion": self.config_api_version,
             "kind": "Configuration",
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
@@ -203,7 +215,7 @@ class JobSetController(OperatorProcess):
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{self.health_port}"},
         }
-        path = self.workdir / "jobset-config.yaml"
+        path = self.workdir / f"{self.module_name}-config.yaml"
         path.write_text(yaml.safe_dump(config))
         self._launch(["--config", str(path), "--zap-log-level", "info"])
         self._wait_ready(timeout)
@@ -229,6 +241,30 @@ class JobSetController(OperatorProcess):
                 assert op["op"] == "replace" and op["path"].startswith("/webhooks/")
                 doc["webhooks"][int(op["path"].rsplit("/", 1)[1])] = op["value"]
         return [self._url_client_config(doc, "jobset") for doc in docs]
+
+
+class LeaderWorkerSetController(JobSetController):
+    """The LeaderWorkerSet controller manager of `sigs.k8s.io/lws` (see the module
+    docstring)."""
+
+    module_name = "lws"
+    title = "the LeaderWorkerSet controller"
+    config_api_version = _LWS_CONFIG
+
+    def _webhooks(self) -> list[dict[str, Any]]:
+        """The chart's webhook configurations, rendered with the chart's defaults (its
+        namespace aside: the webhooks are called by URL) and a url clientConfig."""
+        lines, skipping = [], False
+        for line in self.module.file(_LWS_WEBHOOKS).read_text().splitlines():
+            if line.strip().startswith("{{- if"):
+                skipping = True  # DisaggregatedSet's webhook, off by default
+            elif line.strip().startswith("{{- end"):
+                skipping = False
+            elif not skipping:
+                lines.append(line.replace("{{ .Release.Namespace }}", "lws-system"))
+        text = "\n".join(lines)
+        assert "{{" not in text, f"{_LWS_WEBHOOKS}: a template this renderer does not know"
+        return [self._url_client_config(d, "lws") for d in yaml.safe_load_all(text) if d]
 
 
 class TrainerController(OperatorProcess):

@@ -18,8 +18,10 @@ from typing import Any, Protocol
 
 from kubernetes.aio import client as aio_client
 
+from controller.integrations.framework.admission import ObjectAdmission
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.host import ControllerView
+from controller.integrations.pod_units import PodWorkload
 from controller.kube.client import Resource
 
 __all__ = [
@@ -99,10 +101,21 @@ class Framework:
     watched whole into a cache the adapter looks them up in (RBAC: get, list, watch)."""
     verbs: tuple[str, ...] = ("get", "list", "watch", "update", "patch")
     """What the controller does with objects of its kind (RBAC)."""
+    admission: ObjectAdmission | None = None
+    """The webhook's defaulting and validation for a kind without an adapter that runs
+    through its pods (Deployment, StatefulSet, LeaderWorkerSet)."""
+    pod_workload: PodWorkload | None = None
+    """For a kind whose integration makes the Workloads of its pods: which one a pod
+    marked with this framework's name (`kueue.x-k8s.io/pod-suspending-parent`) is of."""
 
     @property
     def webhook_path(self) -> str:
         return f"/mutate-{self.resource.plural}"
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        """The operations the webhook is called for on this kind."""
+        return self.admission.operations if self.admission is not None else ("CREATE",)
 
     @property
     def rbac(self) -> tuple[Rule, ...]:
