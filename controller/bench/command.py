@@ -70,6 +70,13 @@ def add_bench_command(commands: Any) -> None:
         default=0,
         help="how long a preempted Workload takes to release its quota (default 0)",
     )
+    sim.add_argument(
+        "--decisions",
+        metavar="FILE",
+        help="write every cycle's decisions (admissions, preemptions and their victims, "
+        "evictions, refusals), one JSON line per cycle: two runs decided alike when the "
+        "files are equal",
+    )
     cluster = sub.add_argument_group("--live and --api-floor")
     cluster.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG)")
     cluster.add_argument(
@@ -149,6 +156,8 @@ def _misplaced(args: argparse.Namespace) -> str | None:
         return "--plot has nothing to draw with --api-floor"
     if args.api_floor and args.controller_pid is not None:
         return "--controller-pid is for --live (--api-floor runs with no controller)"
+    if args.decisions and not args.simulate:
+        return "--decisions is for --simulate (a live run's decisions are the controller's)"
     if args.simulate and args.apiserver_pid is not None:
         return "--apiserver-pid is for --live and --api-floor (--simulate has no API server)"
     return None
@@ -158,7 +167,12 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
     if args.simulate:
         from controller.bench.simulate import simulate
 
-        return simulate(scenario, ack_delay_ms=args.ack_delay_ms, progress=progress)
+        if args.decisions is None:
+            return simulate(scenario, ack_delay_ms=args.ack_delay_ms, progress=progress)
+        with open(args.decisions, "w", encoding="utf-8") as decisions:
+            return simulate(
+                scenario, ack_delay_ms=args.ack_delay_ms, progress=progress, decisions=decisions
+            )
     from controller.bench.live import run_live
 
     return run_on_uvloop(

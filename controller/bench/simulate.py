@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import time
 from dataclasses import replace
 from fractions import Fraction
@@ -48,13 +49,21 @@ from controller.core.clusterqueues import (
 )
 from controller.core.cohort_nodes import Cohort
 from controller.core.cycle import run_cycle
+from controller.core.decisions import CycleResult
 from controller.core.fair_sharing import DEFAULT_WEIGHT
 from controller.core.flavors import ResourceFlavor
 from controller.core.selectors import LabelSelector
 from controller.core.state import ClusterState
 from controller.core.workloads import PodSet, Workload, WorkloadKey
 
-__all__ = ["FLAPPING_LIMIT", "PreemptionLoop", "build", "lower_bound", "simulate"]
+__all__ = [
+    "FLAPPING_LIMIT",
+    "PreemptionLoop",
+    "build",
+    "decision_line",
+    "lower_bound",
+    "simulate",
+]
 
 RESOURCE = "cpu"
 FLAVOR = "rf"  # the name Kueue's generator gives its flavor
@@ -152,6 +161,45 @@ def lower_bound(jobs: list[Job], capacity: dict[str, int]) -> float:
     return bound
 
 
+def decision_line(now: float, result: CycleResult) -> str:
+    """One cycle's decisions as a JSON line, in the cycle's order: the admissions (with
+    their ClusterQueue, flavors and counts, and whether they borrow), the preemptions and
+    their victims, the evictions, the heads requeued and the refusals with their reasons.
+    Two engines that decide alike write the same lines."""
+    return json.dumps(
+        {
+            "t": round(now, 6),
+            "admitted": [
+                [
+                    a.workload_key,
+                    a.cluster_queue,
+                    a.borrowing,
+                    [[ps.name, ps.count, sorted(ps.flavors.items())] for ps in a.pod_sets],
+                ]
+                for a in result.admitted
+            ],
+            "preempting": [
+                [
+                    p.preemptor_key,
+                    p.cluster_queue,
+                    [
+                        [v.workload_key, v.cluster_queue, v.reason, v.pods, v.leaving]
+                        for v in p.victims
+                    ],
+                ]
+                for p in result.preempting
+            ],
+            "evicted": [[e.workload_key, e.reason] for e in result.evicted],
+            "requeued": list(result.requeued),
+            "inadmissible": [
+                [i.workload_key, i.cluster_queue, i.condition_reason, i.reason]
+                for i in result.inadmissible
+            ],
+        },
+        separators=(",", ":"),
+    )
+
+
 def simulate(
     scenario: Scenario,
     *,
@@ -159,9 +207,11 @@ def simulate(
     progress: TextIO | None = None,
     sample_every: float = 0.5,
     park_alike: bool = True,
+    decisions: TextIO | None = None,
 ) -> Report:
     """Run the scenario to the end; the report (raises RuntimeError if a Workload never
-    finishes, which would be an engine bug)."""
+    finishes, which would be an engine bug). With `decisions`, every cycle that decided
+    something is written to it as one JSON line (`decision_line`)."""
     cpu_start = time.process_time()
     state, jobs, capacity = build(scenario)
     by_key = {job.key: job for job in jobs}
@@ -276,6 +326,8 @@ def simulate(
         while True:
             result = run_cycle(state, now, park_alike=park_alike)
             cycles += 1
+            if decisions is not None and (result.decisions or result.requeued):
+                decisions.write(decision_line(now, result) + "\n")
             for admit in result.admitted:
                 job = by_key[admit.workload_key]
                 job.epoch += 1

@@ -185,6 +185,34 @@ def test_cli_json_to_stdout_is_pure_json(capsys: pytest.CaptureFixture[str]) -> 
     assert captured.err == ""
 
 
+def test_cli_writes_every_cycles_decisions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--decisions FILE`: one JSON line per cycle that decided something; every Workload
+    admitted, every preemption with its victims; the same file on every run."""
+    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    for out in (first, second):
+        assert main(["bench", str(SMOKE), "--simulate", "-q", "--decisions", str(out)]) == 0
+    capsys.readouterr()
+    assert first.read_bytes() == second.read_bytes()
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    assert all(line.keys() == DECISION_KEYS for line in lines)
+    admitted = {a[0] for line in lines for a in line["admitted"]}
+    assert len(admitted) == 58
+    victims = [v for line in lines for p in line["preempting"] for v in p[2] if not v[4]]
+    assert len(victims) == simulate(load(SMOKE)).preemptions == 4
+    times = [line["t"] for line in lines]
+    assert times == sorted(times)
+
+
+def test_cli_decisions_only_with_simulate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", str(SMOKE), "--live", "--decisions", "x.jsonl"]) == 2
+    assert "--decisions is for --simulate" in capsys.readouterr().err
+
+
+DECISION_KEYS = {"t", "admitted", "preempting", "evicted", "requeued", "inadmissible"}
+
+
 def test_cli_bad_scenario_exits_2_naming_the_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
