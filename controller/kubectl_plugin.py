@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import ConfigError, load_config
-from controller.core.from_api import InvalidObject, convert
-from controller.core.workloads import Workload
+from controller.core.model.from_api import InvalidObject, convert
+from controller.core.model.workloads import Workload
 from controller.kube.client import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,

@@ -28,17 +28,17 @@ from typing import Any
 import yaml
 
 from controller.config import ConfigError, ControllerConfig, configure_state, load_config
-from controller.core.api_fields import parse_time
-from controller.core.clusterqueues import LocalQueue
-from controller.core.cycle import run_cycle
-from controller.core.decisions import Admit, Evict, Preempt
-from controller.core.from_api import CoreObject, InvalidObject, Validated, apply, convert
-from controller.core.pending import why_pending
+from controller.core.afs.sampling import LocalQueueUsage, local_queue_usages
+from controller.core.model.api_fields import parse_time
+from controller.core.model.clusterqueues import LocalQueue
+from controller.core.model.from_api import CoreObject, InvalidObject, Validated, apply, convert
+from controller.core.model.unsupported import unsupported_fields
+from controller.core.model.workloads import Workload
 from controller.core.preemption.types import Victim
+from controller.core.queue.pending import why_pending
+from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.decisions import Admit, Evict, Preempt
 from controller.core.state import ClusterState
-from controller.core.unsupported import unsupported_fields
-from controller.core.usage_sampling import LocalQueueUsage, local_queue_usages
-from controller.core.workloads import Workload
 
 __all__ = ["add_plan_command", "plan", "render"]
 
@@ -139,7 +139,7 @@ def _name_of(doc: dict[str, Any]) -> str:
 
 def _unsupported(docs: list[tuple[str, int, Any]], state: ClusterState) -> list[dict[str, str]]:
     """Kueue fields in the input that quotagate does not implement yet (reported, and the
-    plan is computed without them: controller/core/unsupported.py)."""
+    plan is computed without them: controller/core/model/unsupported.py)."""
     found = []
     for path, index, doc in docs:
         if not isinstance(doc, dict):

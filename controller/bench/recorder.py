@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from api import workload_status
 from api.quantities import Quantity
-from controller.core.api_fields import parse_time
+from controller.core.model.api_fields import parse_time
 
 __all__ = [
     "CLASS_LABEL",

@@ -54,8 +54,8 @@ from pydantic import ValidationError
 
 from api.quantities import InvalidQuantity, Quantity, exact_value
 from controller.config import FairSharingConfig
-from controller.core.cohort_nodes import Cohort, parent_cycle
-from controller.core.fair_sharing import FairSharing
+from controller.core.fairsharing.settings import FairSharing
+from controller.core.model.cohorts import Cohort, parent_cycle
 
 __all__ = [
     "CohortSet",

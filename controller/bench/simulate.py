@@ -39,7 +39,8 @@ from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.bench.recorder import ClusterQueueEvent, Recorder, WorkloadEvent
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import ParentCohort, Scenario
-from controller.core.clusterqueues import (
+from controller.core.fairsharing.settings import DEFAULT_WEIGHT
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
@@ -47,14 +48,13 @@ from controller.core.clusterqueues import (
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.cohort_nodes import Cohort
-from controller.core.cycle import run_cycle
-from controller.core.decisions import CycleResult
-from controller.core.fair_sharing import DEFAULT_WEIGHT
-from controller.core.flavors import ResourceFlavor
-from controller.core.selectors import LabelSelector
+from controller.core.model.cohorts import Cohort
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, Workload, WorkloadKey
+from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.decisions import CycleResult
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload, WorkloadKey
 
 __all__ = [
     "FLAPPING_LIMIT",

@@ -32,10 +32,10 @@ from typing import Final
 
 from api.constants import EXPECTED_RUNTIME_ANNOTATION
 from api.workload_status import Admission, PodSetAssignment, rfc3339
-from controller.core.cycle import run_cycle
-from controller.core.pending import why_pending
+from controller.core.model.workloads import Workload, WorkloadKey
+from controller.core.queue.pending import why_pending
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = ["MAXIMUM_EXECUTION_TIME", "Forecast", "Runtime", "expected_runtime", "forecast"]
 

@@ -3,7 +3,7 @@
 Every `set_*`/`remove_*` touches only what the object affects: quota totals of the
 (flavor, resource) pairs of one ClusterQueue and its cohort, one pending queue, or the
 inadmissible Workloads that a change may unblock. Each Workload has one record
-(`controller/core/records.py`): its phase says whether it is queued, nominated, admitted,
+(`controller/core/cache/records.py`): its phase says whether it is queued, nominated, admitted,
 being evicted or finished. Reserved usage lives in `quota` (a `QuotaTree`): it is added
 once when quota is reserved (`apply_admit`, or a Workload that arrives already admitted)
 and removed once when it is released (`release`).
@@ -20,33 +20,39 @@ from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL, AdmissionMode
 from api.workload_status import Admission
-from controller.core.admission_fair_queue import AdmissionFairQueue
-from controller.core.admission_fair_sharing import (
+from controller.core.afs.ledger import UsageLedger
+from controller.core.afs.queue import AdmissionFairQueue
+from controller.core.afs.usage import (
     AdmissionFairSharing,
     resource_totals,
     weighted_usage,
 )
 from controller.core.after_admission import awaits_backoff_finished, may_come_due
-from controller.core.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
-from controller.core.cohort_nodes import Cohort
-from controller.core.cohorts import QuotaTree
-from controller.core.decisions import Admit, Evict, Nomination
-from controller.core.fair_sharing import FairSharing
-from controller.core.flavors import ResourceFlavor
-from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
-from controller.core.preemption.types import Release
-from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
-from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, WorkloadQueue, order_key
-from controller.core.records import (
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.cache.records import (
     AdmittedView,
     NominatedView,
     Phase,
     WorkloadRecord,
     WorkloadsView,
 )
-from controller.core.selectors import EMPTY_LABELS
-from controller.core.usage_ledger import UsageLedger
-from controller.core.workloads import Usage, Workload, WorkloadKey
+from controller.core.fairsharing.settings import FairSharing
+from controller.core.model.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
+from controller.core.model.cohorts import Cohort
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
+from controller.core.model.selectors import EMPTY_LABELS
+from controller.core.model.workloads import Usage, Workload, WorkloadKey
+from controller.core.preemption.preemptibility import Resolution, resolve_preemptibility
+from controller.core.preemption.types import Release
+from controller.core.queue.pending_queue import (
+    BackoffQueue,
+    OrderKey,
+    PendingQueue,
+    WorkloadQueue,
+    order_key,
+)
+from controller.core.scheduler.decisions import Admit, Evict, Nomination
 
 __all__ = ["ClusterState", "UnknownWorkload", "namespace_matches"]
 

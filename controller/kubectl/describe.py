@@ -17,9 +17,9 @@ from api.constants import EXPECTED_RUNTIME_ANNOTATION
 from api.quantities import Format, Quantity
 from api.workload_status import rfc3339
 from controller.core.forecast import forecast
-from controller.core.pending import why_pending
+from controller.core.model.workloads import WorkloadKey, workload_key
+from controller.core.queue.pending import why_pending
 from controller.core.state import ClusterState
-from controller.core.workloads import WorkloadKey, workload_key
 from controller.kubectl.printing import age, format_table, human_duration, one_line
 from controller.kubectl.snapshot import Snapshot
 from controller.kubectl.workload_view import (

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config import ControllerConfig, FairSharingConfig, configure_state
-from controller.core.from_api import CoreObject, InvalidObject, apply, convert, stand_in
-from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
+from controller.core.model.from_api import CoreObject, InvalidObject, apply, convert, stand_in
+from controller.core.model.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.state import ClusterState
 
 __all__ = ["Snapshot"]

@@ -30,8 +30,8 @@ from controller.core.after_admission import (
     Requeue,
     due,
 )
-from controller.core.clusterqueues import StopPolicy
-from controller.core.workloads import Workload, WorkloadKey
+from controller.core.model.clusterqueues import StopPolicy
+from controller.core.model.workloads import Workload, WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.runtime.context import Context, priority_class_of
 from controller.runtime.sync import WorkloadSync

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.config import ControllerConfig
-from controller.core.cycle import run_cycle
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api, retrying

@@ -10,7 +10,7 @@ each queue is written in turn with its latest status (at 1,000 ClusterQueues und
 every queue within a few minutes rather than some never).
 
 With admission fair sharing the same writer runs its sampling tick every
-`usageSamplingInterval` (controller/core/usage_sampling.py) and writes each sampled
+`usageSamplingInterval` (controller/core/afs/sampling.py) and writes each sampled
 LocalQueue's `status.fairSharing.admissionFairSharingStatus` — when its consumed resources
 changed — and the gauge `kueue_local_queue_admission_fair_sharing_usage`.
 """
@@ -29,18 +29,18 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.quantities import Quantity, decimal_text
-from controller.core.clusterqueues import FlavorResource
-from controller.core.pending import (
+from controller.core.afs.sampling import LocalQueueUsage, fair_local_queues, sample
+from controller.core.cache.records import Phase
+from controller.core.fairsharing.shares import Shares, shares_of
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.unsupported import UNSUPPORTED_CONDITION
+from controller.core.queue.pending import (
     INVALID,
     Inactive,
     cluster_queue_inactive,
     local_queue_inactive,
 )
-from controller.core.records import Phase
-from controller.core.shares import Shares, shares_of
 from controller.core.state import ClusterState
-from controller.core.unsupported import UNSUPPORTED_CONDITION
-from controller.core.usage_sampling import LocalQueueUsage, fair_local_queues, sample
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
@@ -488,7 +488,7 @@ class QueueStatusWriter:
 
     def _unsupported(self, key: str) -> list[tuple[str, bool, str, str]]:
         """The `UnsupportedFields` condition of a queue with Kueue fields quotagate does not
-        implement yet (controller/core/unsupported.py), else none."""
+        implement yet (controller/core/model/unsupported.py), else none."""
         message = self.unsupported.get(key)
         return [(UNSUPPORTED_CONDITION, True, "NotImplemented", message)] if message else []
 

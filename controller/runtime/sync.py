@@ -25,10 +25,14 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.workload_status import apply_body
-from controller.core import from_api
+from controller.core.model import from_api
+from controller.core.model.unsupported import (
+    UNSUPPORTED_CONDITION,
+    findings_message,
+    unsupported_fields,
+)
+from controller.core.model.workloads import Workload, WorkloadKey, workload_key
 from controller.core.state import ClusterState
-from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
-from controller.core.workloads import Workload, WorkloadKey, workload_key
 from controller.kube.client import API_ERRORS, FIELD_MANAGER, retrying
 from controller.runtime.context import Context, priority_class_of
 
@@ -116,7 +120,7 @@ class WorkloadSync:
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
         # object key → what Kueue's rules find wrong with it, as last reported
         self.invalid: dict[str, str] = {}
-        # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
+        # kind/key → the unsupported Kueue fields last reported (controller/core/model/unsupported.py)
         self.unsupported: dict[str, str] = {}
         # Called with every Workload applied (the pending reasons, then the integrations)
         # and with the key of every Workload deleted.

@@ -15,8 +15,8 @@ from typing import Any
 from api import workload_status
 from api.constants import JOB_UID_LABEL
 from api.workload_status import admission_to_api, has_quota_reservation
-from controller.core.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
-from controller.core.workloads import WorkloadKey
+from controller.core.model.workloads import WorkloadKey
+from controller.core.scheduler.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
 from controller.kube.client import API_ERRORS
 from controller.runtime.context import Context, priority_class_of
 from controller.runtime.pending_reasons import PendingReasons

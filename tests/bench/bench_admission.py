@@ -17,7 +17,7 @@ import time
 import tracemalloc
 from dataclasses import dataclass
 
-from controller.core.clusterqueues import (
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
@@ -25,11 +25,11 @@ from controller.core.clusterqueues import (
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.cycle import run_cycle
-from controller.core.flavors import ResourceFlavor
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, Workload
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
 
 GI = 1 << 30
 

@@ -21,8 +21,8 @@ import time
 from typing import Any
 
 from controller.core.after_admission import AfterAdmission, PodsReadyPolicy, due
+from controller.core.model.workloads import WorkloadKey
 from controller.core.state import ClusterState
-from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
 from tests.bench.bench_gc import controller_with_queues
 from tests.unit.runtime.workloads import admitted_status, workload_body

@@ -23,7 +23,8 @@ from dataclasses import replace
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
-from controller.core.clusterqueues import (
+from controller.core.forecast import Forecast, forecast
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
@@ -31,12 +32,11 @@ from controller.core.clusterqueues import (
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.decisions import Admit
-from controller.core.flavors import ResourceFlavor
-from controller.core.forecast import Forecast, forecast
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, Workload
+from controller.core.scheduler.decisions import Admit
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
 
 QUEUES = 10
 NOW = 1_000_000.0

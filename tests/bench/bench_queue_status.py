@@ -20,7 +20,7 @@ import argparse
 import time
 from typing import Any
 
-from controller.core.cycle import run_cycle
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.runtime.controller import Controller
 from controller.runtime.queue_status import QueueStatusWriter, local_queue_counts

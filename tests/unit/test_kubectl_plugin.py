@@ -14,8 +14,8 @@ from kubernetes.client.exceptions import ApiException
 
 from api.constants import MINIMUM_RUNTIME_ANNOTATION
 from controller.config import load_config
-from controller.core.from_api import convert
-from controller.core.priorities import ResolvedPriority
+from controller.core.model.from_api import convert
+from controller.core.model.priorities import ResolvedPriority
 from controller.kubectl.connection import (
     ConnectionOptions,
     KubectlError,

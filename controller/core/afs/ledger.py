@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from controller.core.admission_fair_sharing import ResourceAmounts, decayed
-from controller.core.workloads import WorkloadKey
+from controller.core.afs.usage import ResourceAmounts, decayed
+from controller.core.model.workloads import WorkloadKey
 
 __all__ = ["LedgerEntry", "UsageLedger"]
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 
-from controller.core.clusterqueues import QueueingStrategy
-from controller.core.queues import OrderKey, PendingQueue
-from controller.core.workloads import WorkloadKey
+from controller.core.model.clusterqueues import QueueingStrategy
+from controller.core.model.workloads import WorkloadKey
+from controller.core.queue.pending_queue import OrderKey, PendingQueue
 
 __all__ = ["AdmissionFairQueue"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.core.pending import cluster_queue_inactive
+from controller.core.queue.pending import cluster_queue_inactive
 from controller.core.state import ClusterState
 
 __all__ = ["LocalQueueUsage", "fair_local_queues", "local_queue_usages", "sample"]

@@ -17,7 +17,7 @@ Every node — a ClusterQueue or a cohort — has a *subtree quota* and a *usage
 A cohort is implicit (named by ClusterQueues) or explicit (`set_cohort`: a parent and
 quota of its own). A flat cohort is a root whose children are ClusterQueues. A cycle of
 parents is broken: every cohort on it counts as a root (its ClusterQueues are inactive,
-controller/core/pending.py). Usage changes bubble up the chain of parents; a change of
+controller/core/queue/pending.py). Usage changes bubble up the chain of parents; a change of
 structure (a queue's quota or cohort, a Cohort's parent or quota) recomputes the trees it
 touches. All values are integers in milli-units.
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from controller.core.clusterqueues import FlavorResource, ResourceQuota
+from controller.core.model.clusterqueues import FlavorResource, ResourceQuota
 
 __all__ = ["QuotaTree"]
 

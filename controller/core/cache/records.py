@@ -17,10 +17,10 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from api.workload_status import Admission
-from controller.core.decisions import Nomination
+from controller.core.model.workloads import Usage, Workload, WorkloadKey
 from controller.core.preemption.preemptibility import Resolution
-from controller.core.queues import OrderKey
-from controller.core.workloads import Usage, Workload, WorkloadKey
+from controller.core.queue.pending_queue import OrderKey
+from controller.core.scheduler.decisions import Nomination
 
 __all__ = [
     "AdmittedView",

@@ -46,9 +46,10 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.clusterqueues import ClusterQueue, FlavorResource
-from controller.core.cohorts import QuotaTree
-from controller.core.fair_sharing import PreemptionStrategy
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.fairsharing.settings import PreemptionStrategy
+from controller.core.fairsharing.shares import NEGATIVE, Share, Shares, compare
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.ordering import by_local_queue_usage
 from controller.core.preemption.policy import CandidateVariant, Eligibility, Preemptor, satisfies
@@ -61,7 +62,6 @@ from controller.core.preemption.simulation import (
     victims,
 )
 from controller.core.preemption.types import Contender, Victim
-from controller.core.shares import NEGATIVE, Share, Shares, compare
 
 __all__ = ["find_fair_victims"]
 

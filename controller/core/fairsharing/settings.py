@@ -6,11 +6,11 @@ quota in a cohort is shared by weight instead of by arrival order:
 - every node of a cohort tree (a ClusterQueue or a Cohort) has a *dominant resource
   share* (DRS): the largest, over resources, of what it uses above its subtree quota
   divided by what its parent could lend, ×1000, divided by its `spec.fairSharing.weight`
-  (`controller/core/shares.py`);
+  (`controller/core/fairsharing/shares.py`);
 - heads are admitted in a tournament: at each cohort, the child whose share would be
-  lowest once the head is admitted goes first (`controller/core/tournament.py`);
+  lowest once the head is admitted goes first (`controller/core/fairsharing/tournament.py`);
 - preemption takes from the queues with the highest share, as long as the preemptor's
-  share stays at most the target's (`controller/core/preemption/fair.py`).
+  share stays at most the target's (`controller/core/fairsharing/preemption.py`).
 
 Weights and shares are exact fractions (`spec.fairSharing.weight` is a quantity; default 1).
 """

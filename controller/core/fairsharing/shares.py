@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
-from controller.core.clusterqueues import FlavorResource
-from controller.core.cohorts import QuotaTree
-from controller.core.fair_sharing import DEFAULT_WEIGHT
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.fairsharing.settings import DEFAULT_WEIGHT
+from controller.core.model.clusterqueues import FlavorResource
 
 if TYPE_CHECKING:
     from controller.core.state import ClusterState

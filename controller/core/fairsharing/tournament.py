@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import Any, Generic, Protocol, TypeVar
 
-from controller.core.clusterqueues import FlavorResource
-from controller.core.cohorts import QuotaTree
-from controller.core.shares import Share, Shares, compare
-from controller.core.workloads import WorkloadKey
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.fairsharing.shares import Share, Shares, compare
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.workloads import WorkloadKey
 
 __all__ = ["Head", "fair_order"]
 

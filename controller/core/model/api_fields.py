@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from api.quantities import InvalidQuantity, Quantity
-from controller.core.selectors import InvalidSelector, LabelSelector, Requirement
-from controller.core.workloads import Toleration
+from controller.core.model.selectors import InvalidSelector, LabelSelector, Requirement
+from controller.core.model.workloads import Toleration
 
 __all__ = ["FieldReader", "parse_time"]
 

@@ -19,8 +19,8 @@ from api.constants import (
     StopPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.fair_sharing import DEFAULT_WEIGHT
-from controller.core.selectors import LabelSelector
+from controller.core.fairsharing.settings import DEFAULT_WEIGHT
+from controller.core.model.selectors import LabelSelector
 
 __all__ = [
     "AdmissionMode",
@@ -115,16 +115,16 @@ class ClusterQueue:
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     stop_policy: StopPolicy = StopPolicy.NONE
     # Admission checks the queue names: quotagate runs none, so such a queue is inactive
-    # (controller/core/unsupported.py).
+    # (controller/core/model/unsupported.py).
     admission_checks: tuple[str, ...] = ()
     # quotagate's minimum runtime before preemption, from the annotation
     # MINIMUM_RUNTIME_ANNOTATION (controller/core/preemption/minimum_runtime.py); None = off.
     minimum_runtime_seconds: int | None = None
-    # spec.fairSharing.weight, exact (controller/core/fair_sharing.py); used with fair sharing.
+    # spec.fairSharing.weight, exact (controller/core/fairsharing/settings.py); used with fair sharing.
     fair_weight: Fraction = DEFAULT_WEIGHT
     # spec.admissionScope.admissionMode (None: no admissionScope); with the configuration's
     # admissionFairSharing, UsageBasedAdmissionFairSharing orders Workloads by their
-    # LocalQueue's usage (controller/core/admission_fair_queue.py).
+    # LocalQueue's usage (controller/core/afs/queue.py).
     admission_mode: AdmissionMode | None = None
     # What Kueue's rules find wrong with it (api/validation), or None: an invalid queue is
     # inactive (reason Invalid), whatever else its spec says.
@@ -167,7 +167,7 @@ class LocalQueue:
     fair_weight: Fraction = DEFAULT_WEIGHT
     # status.fairSharing.admissionFairSharingStatus.consumedResources (whole units per
     # resource; None: no such status): seeds its admission fair sharing history once
-    # (controller/core/usage_ledger.py). Not compared: our own status writes come back.
+    # (controller/core/afs/ledger.py). Not compared: our own status writes come back.
     consumed_status: Mapping[str, float] | None = field(default=None, compare=False)
     # What makes it unreadable, or None: an invalid LocalQueue is inactive (Invalid).
     invalid: str | None = None

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from controller.core.clusterqueues import FlavorResource, ResourceGroup, ResourceQuota
-from controller.core.fair_sharing import DEFAULT_WEIGHT
+from controller.core.fairsharing.settings import DEFAULT_WEIGHT
+from controller.core.model.clusterqueues import FlavorResource, ResourceGroup, ResourceQuota
 
 __all__ = ["Cohort", "invalid_cohort", "parent_cycle", "unsupported_cohort"]
 

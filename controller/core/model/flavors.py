@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from controller.core.selectors import EMPTY_LABELS
-from controller.core.workloads import PodSet, Toleration
+from controller.core.model.selectors import EMPTY_LABELS
+from controller.core.model.workloads import PodSet, Toleration
 
 __all__ = ["ResourceFlavor", "Taint", "mismatch_reason"]
 

@@ -31,8 +31,9 @@ from api.validation import VALIDATED_KINDS, FieldError, aggregate, validate
 from api.validation.field_errors import Path, required
 from api.validation.workload import validate_workload, validate_workload_spec
 from api.workload_status import PodSetShape, admission_from_api
-from controller.core.api_fields import FieldReader, parse_time
-from controller.core.clusterqueues import (
+from controller.core.fairsharing.settings import DEFAULT_WEIGHT
+from controller.core.model.api_fields import FieldReader, parse_time
+from controller.core.model.clusterqueues import (
     AdmissionMode,
     ClusterQueue,
     FlavorFungibility,
@@ -47,19 +48,18 @@ from controller.core.clusterqueues import (
     WhenCanBorrow,
     WhenCanPreempt,
 )
-from controller.core.cohort_nodes import Cohort
-from controller.core.fair_sharing import DEFAULT_WEIGHT
-from controller.core.flavors import ResourceFlavor, Taint
-from controller.core.priorities import (
+from controller.core.model.cohorts import Cohort
+from controller.core.model.flavors import ResourceFlavor, Taint
+from controller.core.model.priorities import (
     KUEUE_GROUP,
     SCHEDULING_GROUP,
     PriorityClass,
     WorkloadPriorityClass,
 )
-from controller.core.requests import Container, pod_requests
+from controller.core.model.requests import Container, pod_requests
+from controller.core.model.unsupported import admission_check_names
+from controller.core.model.workloads import ConditionState, PodSet, PriorityClassRef, Workload
 from controller.core.state import ClusterState
-from controller.core.unsupported import admission_check_names
-from controller.core.workloads import ConditionState, PodSet, PriorityClassRef, Workload
 
 __all__ = [
     "KINDS",

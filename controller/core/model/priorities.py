@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from api.constants import GROUP, SCHEDULING_GROUP, PriorityClassPreemptionPolicy
-from controller.core.workloads import Workload
+from controller.core.model.workloads import Workload
 
 __all__ = [
     "KUEUE_GROUP",

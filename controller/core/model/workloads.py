@@ -14,9 +14,9 @@ from typing import NewType
 from api.constants import DisruptionMode
 from api.validation import FieldError
 from api.workload_status import Admission
-from controller.core.clusterqueues import FlavorResource
-from controller.core.requests import EMPTY_INT
-from controller.core.selectors import EMPTY_LABELS, Requirement
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.requests import EMPTY_INT
+from controller.core.model.selectors import EMPTY_LABELS, Requirement
 
 __all__ = [
     "ConditionState",

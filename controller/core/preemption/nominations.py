@@ -17,17 +17,22 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy
-from controller.core.assignment import FlavorAssignment, Mode, Preemptible, PreemptionOracle
-from controller.core.clusterqueues import ClusterQueue, FlavorResource
-from controller.core.decisions import Admit, Nomination, Preempt
-from controller.core.preemption.fair import find_fair_victims
+from controller.core.fairsharing.preemption import find_fair_victims
+from controller.core.fairsharing.shares import shares_of
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.policy import Preemptor
 from controller.core.preemption.search import find_victims
 from controller.core.preemption.types import Contender, Victim
-from controller.core.shares import shares_of
+from controller.core.scheduler.decisions import Admit, Nomination, Preempt
+from controller.core.scheduler.flavor_assignment import (
+    FlavorAssignment,
+    Mode,
+    Preemptible,
+    PreemptionOracle,
+)
 from controller.core.state import ClusterState
-from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = [
     "VictimSearches",

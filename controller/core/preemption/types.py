@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from api.constants import DisruptionMode, Preemptibility, PreemptionReason
 from api.quantities import Quantity
-from controller.core.clusterqueues import FlavorResource
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.ordering import Candidate, CandidateSortKey, candidate_sort_key
 from controller.core.preemption.preemptibility import protected_pods
-from controller.core.workloads import WorkloadKey
 
 __all__ = ["Contender", "Release", "Victim"]
 

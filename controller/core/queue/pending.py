@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from typing import Final
 
 from controller.core.after_admission import awaits_backoff_finished
-from controller.core.clusterqueues import StopPolicy
-from controller.core.cohort_nodes import invalid_cohort, unsupported_cohort
-from controller.core.decisions import Inadmissible
-from controller.core.records import Phase
+from controller.core.cache.records import Phase
+from controller.core.model.clusterqueues import StopPolicy
+from controller.core.model.cohorts import invalid_cohort, unsupported_cohort
+from controller.core.model.workloads import WorkloadKey
+from controller.core.scheduler.decisions import Inadmissible
 from controller.core.state import ClusterState
-from controller.core.workloads import WorkloadKey
 
 __all__ = [
     "ADMISSION_GATED",
@@ -70,12 +70,12 @@ ADMISSION_GATED: Final = "AdmissionGated"
 
 UNSUPPORTED_COHORT: Final = "UnsupportedCohort"
 """quotagate's `Active=False` reason for a ClusterQueue whose tree of Cohorts has a cycle
-of parents (controller/core/cohort_nodes.py); Kueue makes such queues inactive too."""
+of parents (controller/core/model/cohorts.py); Kueue makes such queues inactive too."""
 
 
 def cluster_queue_inactive(state: ClusterState, name: str) -> Inactive | None:
     """Why a ClusterQueue admits nothing now: missing, stopped, a flavor or an admission
-    check missing (quotagate runs no admission checks: controller/core/unsupported.py),
+    check missing (quotagate runs no admission checks: controller/core/model/unsupported.py),
     or its tree of Cohorts a cycle. Remembered until a queue, flavor or Cohort changes."""
     cache = state.inactive
     if name in cache:

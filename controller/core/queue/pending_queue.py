@@ -16,8 +16,8 @@ import heapq
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from controller.core.clusterqueues import QueueingStrategy
-from controller.core.workloads import WorkloadKey
+from controller.core.model.clusterqueues import QueueingStrategy
+from controller.core.model.workloads import WorkloadKey
 
 __all__ = ["BackoffQueue", "OrderKey", "PendingQueue", "WorkloadQueue", "order_key"]
 
@@ -54,7 +54,7 @@ class _Run:
 class WorkloadQueue(Protocol):
     """A ClusterQueue's pending Workloads as the state, the cycle and the tools use them:
     a `PendingQueue`, or with admission fair sharing an `AdmissionFairQueue`
-    (controller/core/admission_fair_queue.py)."""
+    (controller/core/afs/queue.py)."""
 
     strategy: QueueingStrategy
 

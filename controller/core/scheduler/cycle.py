@@ -6,7 +6,7 @@
 3. Nominate each head against the usage at the start of the cycle: namespace selector,
    then flavor assignment. A head with `minCount`s that neither fits whole nor can preempt
    for all its pods is assigned at the most pods that fit, or fit after preempting
-   (partial admission: controller/core/partial_admission.py).
+   (partial admission: controller/core/scheduler/partial_admission.py).
 4. Process heads in Kueue's order: those that fit without borrowing first, then higher
    priority, then older. Each is re-checked against the usage as it stands (earlier heads
    have been charged), so two heads never take the same capacity; a head that no longer
@@ -58,11 +58,10 @@ from dataclasses import dataclass
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import rfc3339
-from controller.core.assignment import FlavorAssignment, Mode, PreemptionOracle, assign_flavors
-from controller.core.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
-from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
-from controller.core.partial_admission import can_be_partially_admitted, search, with_counts
-from controller.core.pending import cluster_queue_inactive
+from controller.core.fairsharing.shares import shares_of
+from controller.core.fairsharing.tournament import fair_order
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
+from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.nominations import (
     VictimSearches,
     plan_preemption,
@@ -70,11 +69,21 @@ from controller.core.preemption.nominations import (
     preemption_victims,
     settle_nominations,
 )
-from controller.core.queues import OrderKey
-from controller.core.shares import shares_of
+from controller.core.queue.pending import cluster_queue_inactive
+from controller.core.queue.pending_queue import OrderKey
+from controller.core.scheduler.decisions import Admit, CycleResult, Inadmissible, Preempt
+from controller.core.scheduler.flavor_assignment import (
+    FlavorAssignment,
+    Mode,
+    PreemptionOracle,
+    assign_flavors,
+)
+from controller.core.scheduler.partial_admission import (
+    can_be_partially_admitted,
+    search,
+    with_counts,
+)
 from controller.core.state import ClusterState, namespace_matches
-from controller.core.tournament import fair_order
-from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
 
@@ -307,7 +316,7 @@ def _partial(
     oracle: PreemptionOracle,
     searches: VictimSearches,
 ) -> tuple[Workload, FlavorAssignment] | None:
-    """Partial admission (controller/core/partial_admission.py, Kueue's
+    """Partial admission (controller/core/scheduler/partial_admission.py, Kueue's
     `getInitialAssignments`): when the full counts neither fit nor fit after preempting
     victims that exist, the most pods on the walk to the `minCount`s that fit, or fit after
     preempting; None when even the `minCount`s do not."""

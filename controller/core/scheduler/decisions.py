@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from api.workload_status import Admission, PodSetAssignment
-from controller.core.assignment import FlavorAssignment, Mode
-from controller.core.clusterqueues import FlavorResource
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.workloads import Usage, WorkloadKey
 from controller.core.preemption.types import Victim
-from controller.core.workloads import Usage, WorkloadKey
+from controller.core.scheduler.flavor_assignment import FlavorAssignment, Mode
 
 __all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nomination", "Preempt"]
 

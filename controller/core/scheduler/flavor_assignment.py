@@ -21,7 +21,8 @@ from enum import StrEnum
 
 from api.constants import BorrowWithinCohortPolicy, ReclaimWithinCohortPolicy
 from api.quantities import Format, Quantity
-from controller.core.clusterqueues import (
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorResource,
     FungibilityPreference,
@@ -29,9 +30,8 @@ from controller.core.clusterqueues import (
     WhenCanBorrow,
     WhenCanPreempt,
 )
-from controller.core.cohorts import QuotaTree
-from controller.core.flavors import ResourceFlavor, mismatch_reason
-from controller.core.workloads import PodSet, Workload
+from controller.core.model.flavors import ResourceFlavor, mismatch_reason
+from controller.core.model.workloads import PodSet, Workload
 
 __all__ = [
     "FlavorAssignment",

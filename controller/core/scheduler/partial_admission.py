@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from controller.core.workloads import PodSet, Workload
+from controller.core.model.workloads import PodSet, Workload
 
 __all__ = ["can_be_partially_admitted", "reduced_counts", "search", "with_counts"]
 

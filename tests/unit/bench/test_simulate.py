@@ -14,9 +14,9 @@ from controller.bench.report import render
 from controller.bench.scenario import load, parse
 from controller.bench.simulate import FLAVOR, RESOURCE, PreemptionLoop, build, lower_bound, simulate
 from controller.cli import main
-from controller.core.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
-from controller.core.cohort_nodes import Cohort
-from controller.core.fair_sharing import FairSharing
+from controller.core.fairsharing.settings import FairSharing
+from controller.core.model.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
+from controller.core.model.cohorts import Cohort
 from controller.core.preemption.nominations import VictimSearches
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"

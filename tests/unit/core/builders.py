@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from api.quantities import Quantity
-from controller.core.clusterqueues import (
+from controller.core.model.clusterqueues import (
     AdmissionMode,
     ClusterQueue,
     FlavorFungibility,
@@ -23,12 +23,12 @@ from controller.core.clusterqueues import (
     ResourceQuota,
     StopPolicy,
 )
-from controller.core.cycle import run_cycle
-from controller.core.decisions import CycleResult
-from controller.core.flavors import ResourceFlavor
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, PriorityClassRef, Workload
+from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.decisions import CycleResult
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, PriorityClassRef, Workload
 
 ALL_NAMESPACES = LabelSelector()
 

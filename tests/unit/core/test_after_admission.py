@@ -26,9 +26,9 @@ from controller.core.after_admission import (
     execution_deadline,
     not_ready_deadline,
 )
-from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.cycle import WAITING_FOR_PODS_READY, run_cycle
-from controller.core.workloads import ConditionState, Workload
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.model.workloads import ConditionState, Workload
+from controller.core.scheduler.cycle import WAITING_FOR_PODS_READY, run_cycle
 from tests.unit.core.builders import add, cluster, cq, settle, wl
 
 ADMISSION = Admission("cq", (PodSetAssignment("main", 1, {"cpu": "default"}, {"cpu": 1000}),))

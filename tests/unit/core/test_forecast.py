@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from api.constants import EXPECTED_RUNTIME_ANNOTATION, ReclaimWithinCohortPolicy
 from api.workload_status import rfc3339
-from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.forecast import MAXIMUM_EXECUTION_TIME, expected_runtime, forecast
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.model.workloads import Workload
 from controller.core.state import ClusterState
-from controller.core.workloads import Workload
 from tests.unit.core.builders import add, cluster, cq, settle, wl
 
 

@@ -18,17 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.core.after_admission import may_come_due
-from controller.core.clusterqueues import (
+from controller.core.cache.records import Phase
+from controller.core.model.clusterqueues import (
     PreemptionPolicy,
     QueueingStrategy,
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.cycle import run_cycle
+from controller.core.model.workloads import ConditionState, PodSet
 from controller.core.preemption.nominations import settle_action
-from controller.core.records import Phase
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import ConditionState, PodSet
 from tests.unit.core.builders import cluster, cq, quota, wl
 
 FLAVORS = ("f1", "f2")

@@ -9,15 +9,15 @@ from fractions import Fraction
 import pytest
 
 from api.workload_status import Admission, PodSetAssignment
-from controller.core.admission_fair_queue import AdmissionFairQueue
-from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.clusterqueues import AdmissionMode, LocalQueue
-from controller.core.cycle import run_cycle
-from controller.core.pending import why_pending
-from controller.core.priorities import KUEUE_GROUP, WorkloadPriorityClass
-from controller.core.queues import PendingQueue
+from controller.core.afs.queue import AdmissionFairQueue
+from controller.core.afs.usage import AdmissionFairSharing
+from controller.core.model.clusterqueues import AdmissionMode, LocalQueue
+from controller.core.model.priorities import KUEUE_GROUP, WorkloadPriorityClass
+from controller.core.model.workloads import PriorityClassRef, WorkloadKey
+from controller.core.queue.pending import why_pending
+from controller.core.queue.pending_queue import PendingQueue
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState, UnknownWorkload
-from controller.core.workloads import PriorityClassRef, WorkloadKey
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
 CQ = cq("cq", {"default": {"cpu": "10"}}, cohort="co")

@@ -18,7 +18,7 @@ from api.constants import (
     DisruptionMode,
     PreemptibilitySource,
 )
-from controller.core import from_api
+from controller.core.model import from_api
 from controller.core.state import ClusterState
 from controller.integrations.pod_units import (
     Unit,

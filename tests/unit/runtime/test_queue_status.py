@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.config import ControllerConfig
-from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.cycle import run_cycle
-from controller.core.pending import Inactive
-from controller.core.usage_sampling import LocalQueueUsage
+from controller.core.afs.sampling import LocalQueueUsage
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.queue.pending import Inactive
+from controller.core.scheduler.cycle import run_cycle
 from controller.runtime.controller import Controller
 from controller.runtime.metrics import LEADER
 from controller.runtime.queue_status import (

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from controller.config import ControllerConfig
-from controller.core.cycle import run_cycle
-from controller.core.workloads import WorkloadKey
+from controller.core.model.workloads import WorkloadKey
+from controller.core.scheduler.cycle import run_cycle
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import admitted_status, fair_queue_objects, workload_body
 

@@ -12,10 +12,10 @@ import pytest
 from api import workload_status
 from api.constants import PreemptionReason
 from controller.config import ControllerConfig
-from controller.core.cohort_nodes import Cohort
-from controller.core.decisions import Admit, Evict, Preempt
+from controller.core.model.cohorts import Cohort
+from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.types import Victim
-from controller.core.workloads import WorkloadKey
+from controller.core.scheduler.decisions import Admit, Evict, Preempt
 from controller.runtime.controller import Controller
 from controller.runtime.writers import admitted_message
 from tests.unit.runtime.workloads import (

@@ -1,4 +1,4 @@
-"""controller/core/usage_ledger.py: consumed usage with Kueue's decay, entry penalties
+"""controller/core/afs/ledger.py: consumed usage with Kueue's decay, entry penalties
 pushed, settled and dropped, history seeded once — hand-worked, and a property test that
 penalties always net to zero."""
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.usage_ledger import UsageLedger
-from controller.core.workloads import WorkloadKey
+from controller.core.afs.ledger import UsageLedger
+from controller.core.model.workloads import WorkloadKey
 
 LQ = "ns/lq"
 A, B = WorkloadKey("ns/a"), WorkloadKey("ns/b")

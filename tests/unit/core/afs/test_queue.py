@@ -1,4 +1,4 @@
-"""controller/core/admission_fair_queue.py: the head offered is the first Workload of the
+"""controller/core/afs/queue.py: the head offered is the first Workload of the
 LocalQueue with the lowest usage, ties by the usual order; parking and runs behave as one
 queue sorted by (usage, order) would."""
 
@@ -9,10 +9,10 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.admission_fair_queue import AdmissionFairQueue
-from controller.core.clusterqueues import QueueingStrategy
-from controller.core.queues import OrderKey, PendingQueue, order_key
-from controller.core.workloads import WorkloadKey
+from controller.core.afs.queue import AdmissionFairQueue
+from controller.core.model.clusterqueues import QueueingStrategy
+from controller.core.model.workloads import WorkloadKey
+from controller.core.queue.pending_queue import OrderKey, PendingQueue, order_key
 
 
 def fair_queue(local_queue_of: dict[str, str], usage: dict[str, float]) -> AdmissionFairQueue:

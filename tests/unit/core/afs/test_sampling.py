@@ -1,4 +1,4 @@
-"""controller/core/usage_sampling.py: the sampling tick folds each LocalQueue's admitted
+"""controller/core/afs/sampling.py: the sampling tick folds each LocalQueue's admitted
 usage into its history with Kueue's decay, only where admission fair sharing applies."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.clusterqueues import AdmissionMode, LocalQueue, StopPolicy
-from controller.core.cycle import run_cycle
-from controller.core.usage_sampling import fair_local_queues, local_queue_usages, sample
-from controller.core.workloads import WorkloadKey
+from controller.core.afs.sampling import fair_local_queues, local_queue_usages, sample
+from controller.core.afs.usage import AdmissionFairSharing
+from controller.core.model.clusterqueues import AdmissionMode, LocalQueue, StopPolicy
+from controller.core.model.workloads import WorkloadKey
+from controller.core.scheduler.cycle import run_cycle
 from tests.unit.core.builders import add, cluster, cq, wl
 
 USAGE_BASED = AdmissionMode.USAGE_BASED_ADMISSION_FAIR_SHARING

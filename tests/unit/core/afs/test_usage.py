@@ -1,4 +1,4 @@
-"""controller/core/admission_fair_sharing.py: Kueue's arithmetic of a LocalQueue's recent
+"""controller/core/afs/usage.py: Kueue's arithmetic of a LocalQueue's recent
 usage, worked by hand."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from controller.core.admission_fair_sharing import (
+from controller.core.afs.usage import (
     AdmissionFairSharing,
     alpha_rate,
     decayed,

@@ -1,4 +1,4 @@
-"""Quota through a tree of cohorts (controller/core/cohorts.py) against a from-scratch
+"""Quota through a tree of cohorts (controller/core/cache/quota_tree.py) against a from-scratch
 rendering of Kueue's resource-node recursion (`pkg/cache/scheduler/resource_node.go`):
 random trees, quotas, limits and usage, with the structure changed mid-stream."""
 
@@ -10,16 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
-from controller.core.clusterqueues import (
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.model.clusterqueues import (
     FlavorQuotas,
     PreemptionPolicy,
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.cohort_nodes import Cohort
-from controller.core.cohorts import QuotaTree
-from controller.core.cycle import run_cycle
-from controller.core.pending import why_pending
+from controller.core.model.cohorts import Cohort
+from controller.core.queue.pending import why_pending
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, admitted_keys, cluster, cq, settle, wl
 

@@ -1,4 +1,4 @@
-"""Quota through a tree of Cohorts (controller/core/cohorts.py, `QuotaTree`) as Kueue's
+"""Quota through a tree of Cohorts (controller/core/cache/quota_tree.py, `QuotaTree`) as Kueue's
 cache computes it: cases of Kueue's `pkg/cache/scheduler` tests on its resource nodes
 (`resource_node.go`) — TestCohortLendable (resource_node_test.go), TestAvailable
 (resource_test.go), TestCohortCycles and TestDeleteCohortUpdatesAncestorSubtreeQuota
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controller.core.clusterqueues import FlavorResource, ResourceQuota
-from controller.core.cohorts import QuotaTree
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.model.clusterqueues import FlavorResource, ResourceQuota
 from tests.unit.core.builders import m, quota
 
 Quotas = dict[FlavorResource, ResourceQuota]

@@ -1,9 +1,9 @@
-"""Quota arithmetic (controller/core/cohorts.py)."""
+"""Quota arithmetic (controller/core/cache/quota_tree.py)."""
 
 from __future__ import annotations
 
-from controller.core.clusterqueues import ResourceQuota
-from controller.core.cohorts import QuotaTree
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.model.clusterqueues import ResourceQuota
 
 FR = ("f", "cpu")
 

@@ -1,4 +1,4 @@
-"""One record per Workload (controller/core/records.py): a Workload's phase through its
+"""One record per Workload (controller/core/cache/records.py): a Workload's phase through its
 life, removal as one operation, and the state's indexes always agreeing with the records
 (a hypothesis property over random event sequences)."""
 
@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.constants import WithinClusterQueuePolicy
-from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.cycle import run_cycle
+from controller.core.cache.records import Phase
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.nominations import settle_action
-from controller.core.records import Phase
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import WorkloadKey
 from tests.unit.core.builders import add, cluster, cq, settle, usage, wl
 
 LOWER = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)

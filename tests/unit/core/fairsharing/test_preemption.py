@@ -1,4 +1,4 @@
-"""controller/core/preemption/fair.py: Kueue's fair-sharing preemption, and quotagate's
+"""controller/core/fairsharing/preemption.py: Kueue's fair-sharing preemption, and quotagate's
 rules inside it (KEP-7990 cost order, KAI preemptibility, minimal victims, Pod
 disruption, minimum runtime). Kueue's own cases are ported as plan manifests in
 tests/unit/test_plan_kueue_fair_preemption.py; these are the additions, plus a property
@@ -22,18 +22,18 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.clusterqueues import ClusterQueue, PreemptionPolicy
-from controller.core.cohort_nodes import Cohort
-from controller.core.cycle import run_cycle
-from controller.core.decisions import Preempt
-from controller.core.fair_sharing import FairSharing, PreemptionStrategy
-from controller.core.pending import why_pending
-from controller.core.preemption.fair import find_fair_victims
+from controller.core.fairsharing.preemption import find_fair_victims
+from controller.core.fairsharing.settings import FairSharing, PreemptionStrategy
+from controller.core.fairsharing.shares import shares_of
+from controller.core.model.clusterqueues import ClusterQueue, PreemptionPolicy
+from controller.core.model.cohorts import Cohort
+from controller.core.model.workloads import PodSet, Workload
 from controller.core.preemption.nominations import VictimSearches, contenders
 from controller.core.preemption.policy import Preemptor
-from controller.core.shares import shares_of
+from controller.core.queue.pending import why_pending
+from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.decisions import Preempt
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
 from tests.unit.core.builders import add, cluster, cq, group, m, settle, wl
 
 FAIR = PreemptionPolicy(

@@ -17,14 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.constants import Preemptibility
-from controller.core.clusterqueues import ResourceQuota
-from controller.core.cohort_nodes import Cohort
-from controller.core.cycle import run_cycle
-from controller.core.fair_sharing import ALLOWED_STRATEGIES, FairSharing
+from controller.core.fairsharing.settings import ALLOWED_STRATEGIES, FairSharing
+from controller.core.model.clusterqueues import ResourceQuota
+from controller.core.model.cohorts import Cohort
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from tests.unit.core.builders import cluster, cq, group, wl
-from tests.unit.core.test_cohort_tree import Model
-from tests.unit.core.test_fair_preemption import FAIR
+from tests.unit.core.cache.test_cohort_tree import Model
+from tests.unit.core.fairsharing.test_preemption import FAIR
 from tests.unit.core.test_properties import usage_by_queue
 
 FR = ("default", "cpu")

@@ -1,4 +1,4 @@
-"""controller/core/shares.py: dominant resource shares as Kueue computes them.
+"""controller/core/fairsharing/shares.py: dominant resource shares as Kueue computes them.
 
 The first cases are those of Kueue's `pkg/cache/scheduler/fair_sharing_test.go`
 (TestDominantResourceShare), each named after it, with Kueue's expected rounded weighted
@@ -13,9 +13,15 @@ from fractions import Fraction
 
 import pytest
 
-from controller.core.clusterqueues import ClusterQueue, FlavorResource
-from controller.core.cohort_nodes import Cohort
-from controller.core.shares import MAX_WEIGHTED_SHARE, NEGATIVE, Share, compare, shares_of
+from controller.core.fairsharing.shares import (
+    MAX_WEIGHTED_SHARE,
+    NEGATIVE,
+    Share,
+    compare,
+    shares_of,
+)
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.model.cohorts import Cohort
 from controller.core.state import ClusterState
 from tests.unit.core.builders import cluster, cq, group, m
 

@@ -1,4 +1,4 @@
-"""controller/core/tournament.py: the order of a cycle's heads under fair sharing (Kueue's
+"""controller/core/fairsharing/tournament.py: the order of a cycle's heads under fair sharing (Kueue's
 fairSharingIterator and entryComparer; the comparator's rules follow Kueue's
 TestEntryComparerLess)."""
 
@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from controller.core.clusterqueues import ClusterQueue, FlavorResource
-from controller.core.cohort_nodes import Cohort
-from controller.core.cycle import run_cycle
-from controller.core.fair_sharing import FairSharing
-from controller.core.shares import shares_of
+from controller.core.fairsharing.settings import FairSharing
+from controller.core.fairsharing.shares import shares_of
+from controller.core.fairsharing.tournament import fair_order
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.model.cohorts import Cohort
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.tournament import fair_order
 from tests.unit.core.builders import add, cluster, cq, group, m, settle, wl
 
 CPU = ("default", "cpu")

@@ -1,4 +1,4 @@
-"""Explicit Cohort objects (controller/core/cohort_nodes.py): a flat Cohort is its implicit
+"""Explicit Cohort objects (controller/core/model/cohorts.py): a flat Cohort is its implicit
 cohort; a parent and a Cohort's own quota are computed through the tree; a cycle of
 parents makes the ClusterQueues inactive."""
 
@@ -9,13 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.clusterqueues import ResourceQuota
-from controller.core.cohort_nodes import Cohort, parent_cycle, unsupported_cohort
-from controller.core.cycle import run_cycle
-from controller.core.from_api import apply, convert
-from controller.core.pending import UNSUPPORTED_COHORT, cluster_queue_inactive, why_pending
+from controller.core.model.clusterqueues import ResourceQuota
+from controller.core.model.cohorts import Cohort, parent_cycle, unsupported_cohort
+from controller.core.model.from_api import apply, convert
+from controller.core.model.unsupported import unsupported_fields
+from controller.core.queue.pending import UNSUPPORTED_COHORT, cluster_queue_inactive, why_pending
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.unsupported import unsupported_fields
 from tests.unit.core.builders import add, admitted_keys, cluster, cq, settle, usage, wl
 
 

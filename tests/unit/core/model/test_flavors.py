@@ -1,10 +1,10 @@
-"""Flavor matching (controller/core/flavors.py)."""
+"""Flavor matching (controller/core/model/flavors.py)."""
 
 from __future__ import annotations
 
-from controller.core.flavors import ResourceFlavor, Taint, mismatch_reason
-from controller.core.selectors import Requirement
-from controller.core.workloads import PodSet, Toleration
+from controller.core.model.flavors import ResourceFlavor, Taint, mismatch_reason
+from controller.core.model.selectors import Requirement
+from controller.core.model.workloads import PodSet, Toleration
 
 SPOT = ResourceFlavor(
     "spot",

@@ -1,4 +1,4 @@
-"""API objects → engine objects (controller/core/from_api.py)."""
+"""API objects → engine objects (controller/core/model/from_api.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.clusterqueues import (
+from controller.core.model.clusterqueues import (
     AdmissionMode,
     ClusterQueue,
     LocalQueue,
@@ -21,10 +21,10 @@ from controller.core.clusterqueues import (
     ResourceQuota,
     WhenCanBorrow,
 )
-from controller.core.cohort_nodes import Cohort
-from controller.core.from_api import InvalidObject, Namespace, convert, stand_in
-from controller.core.priorities import PriorityClass
-from controller.core.workloads import Workload
+from controller.core.model.cohorts import Cohort
+from controller.core.model.from_api import InvalidObject, Namespace, convert, stand_in
+from controller.core.model.priorities import PriorityClass
+from controller.core.model.workloads import Workload
 
 USAGE = "UsageBasedAdmissionFairSharing"
 

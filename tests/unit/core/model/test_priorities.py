@@ -1,15 +1,15 @@
-"""Priority resolution (controller/core/priorities.py)."""
+"""Priority resolution (controller/core/model/priorities.py)."""
 
 from __future__ import annotations
 
-from controller.core.priorities import (
+from controller.core.model.priorities import (
     KUEUE_GROUP,
     SCHEDULING_GROUP,
     PriorityClass,
     PriorityClasses,
     WorkloadPriorityClass,
 )
-from controller.core.workloads import PriorityClassRef
+from controller.core.model.workloads import PriorityClassRef
 from tests.unit.core.builders import wl
 
 

@@ -1,8 +1,8 @@
-"""Per-pod requests (controller/core/requests.py)."""
+"""Per-pod requests (controller/core/model/requests.py)."""
 
 from __future__ import annotations
 
-from controller.core.requests import Container, is_pod_level_resource, pod_requests
+from controller.core.model.requests import Container, is_pod_level_resource, pod_requests
 
 
 def test_requests_default_to_limits_and_sum_over_containers() -> None:

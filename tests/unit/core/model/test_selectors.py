@@ -1,10 +1,10 @@
-"""Label selectors (controller/core/selectors.py)."""
+"""Label selectors (controller/core/model/selectors.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.core.selectors import InvalidSelector, LabelSelector, Requirement
+from controller.core.model.selectors import InvalidSelector, LabelSelector, Requirement
 
 
 @pytest.mark.parametrize(

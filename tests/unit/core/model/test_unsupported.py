@@ -1,4 +1,4 @@
-"""controller/core/unsupported.py: every Kueue field quotagate does not implement yet is
+"""controller/core/model/unsupported.py: every Kueue field quotagate does not implement yet is
 found with its path, and a ClusterQueue with admission checks admits nothing."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from controller.core.clusterqueues import LocalQueue
-from controller.core.cycle import run_cycle
-from controller.core.from_api import apply, convert
-from controller.core.pending import cluster_queue_inactive, why_pending
-from controller.core.unsupported import admission_check_names, unsupported_fields
+from controller.core.model.clusterqueues import LocalQueue
+from controller.core.model.from_api import apply, convert
+from controller.core.model.unsupported import admission_check_names, unsupported_fields
+from controller.core.queue.pending import cluster_queue_inactive, why_pending
+from controller.core.scheduler.cycle import run_cycle
 from tests.unit.core.builders import add, cluster, wl
 
 POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}

@@ -18,14 +18,14 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.clusterqueues import ClusterQueue, PreemptionPolicy
-from controller.core.cycle import run_cycle
-from controller.core.from_api import InvalidObject, convert
-from controller.core.pending import why_pending
+from controller.core.model.clusterqueues import ClusterQueue, PreemptionPolicy
+from controller.core.model.from_api import InvalidObject, convert
+from controller.core.model.workloads import Workload
+from controller.core.queue.pending import why_pending
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import Workload
 from tests.unit.core.builders import add, cluster, cq, settle, wl
-from tests.unit.core.test_from_api import CQ
+from tests.unit.core.model.test_from_api import CQ
 
 WITHIN = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)
 RECLAIM = PreemptionPolicy(

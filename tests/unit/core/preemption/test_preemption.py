@@ -10,22 +10,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
-from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.clusterqueues import (
+from controller.core.afs.usage import AdmissionFairSharing
+from controller.core.fairsharing.settings import FairSharing
+from controller.core.model.clusterqueues import (
     AdmissionMode,
     LocalQueue,
     PreemptionPolicy,
     QueueingStrategy,
     StopPolicy,
 )
-from controller.core.cycle import RECLAIMED_BY, run_cycle
-from controller.core.decisions import CycleResult, Preempt
-from controller.core.fair_sharing import FairSharing
-from controller.core.pending import why_pending
+from controller.core.model.priorities import PriorityClass
+from controller.core.model.workloads import PodSet, PriorityClassRef, Workload
 from controller.core.preemption.nominations import contenders
-from controller.core.priorities import PriorityClass
+from controller.core.queue.pending import why_pending
+from controller.core.scheduler.cycle import RECLAIMED_BY, run_cycle
+from controller.core.scheduler.decisions import CycleResult, Preempt
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, PriorityClassRef, Workload
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
 STRICT = QueueingStrategy.STRICT_FIFO

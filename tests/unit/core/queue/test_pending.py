@@ -1,4 +1,4 @@
-"""`unqueued_decisions` (controller/core/pending.py): every pending Workload the cycle never
+"""`unqueued_decisions` (controller/core/queue/pending.py): every pending Workload the cycle never
 looks at (it is in no queue) gets Kueue's QuotaReserved=False reason; Workloads being written and nominated
 preemptors are left to their writers; Workloads waiting in an active queue get none."""
 
@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core.clusterqueues import LocalQueue, StopPolicy
-from controller.core.cohort_nodes import Cohort
-from controller.core.decisions import Inadmissible
-from controller.core.flavors import ResourceFlavor
-from controller.core.pending import (
+from controller.core.model.clusterqueues import LocalQueue, StopPolicy
+from controller.core.model.cohorts import Cohort
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.workloads import WorkloadKey
+from controller.core.queue.pending import (
     Inactive,
     cluster_queue_inactive,
     local_queue_inactive,
     unqueued_decisions,
 )
-from controller.core.workloads import WorkloadKey
+from controller.core.scheduler.decisions import Inadmissible
 from tests.unit.core.builders import add, cluster, cq, settle, wl
 
 

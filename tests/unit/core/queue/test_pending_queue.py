@@ -1,11 +1,11 @@
-"""Pending queues and backoff (controller/core/queues.py)."""
+"""Pending queues and backoff (controller/core/queue/pending_queue.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.queues import BackoffQueue, OrderKey, PendingQueue, order_key
+from controller.core.queue.pending_queue import BackoffQueue, OrderKey, PendingQueue, order_key
 
 
 def test_order_priority_then_cost_then_age_then_uid() -> None:

@@ -1,22 +1,22 @@
-"""Admission scenarios (controller/core/cycle.py): a small cluster, a few Workloads, the
+"""Admission scenarios (controller/core/scheduler/cycle.py): a small cluster, a few Workloads, the
 expected admissions and reasons."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core.clusterqueues import (
+from controller.core.model.clusterqueues import (
     FlavorFungibility,
     LocalQueue,
     QueueingStrategy,
     StopPolicy,
     WhenCanBorrow,
 )
-from controller.core.cycle import run_cycle
-from controller.core.flavors import ResourceFlavor, Taint
-from controller.core.pending import local_queue_inactive, unqueued_reason, why_pending
-from controller.core.selectors import LabelSelector, Requirement
-from controller.core.workloads import PodSet, Toleration
+from controller.core.model.flavors import ResourceFlavor, Taint
+from controller.core.model.selectors import LabelSelector, Requirement
+from controller.core.model.workloads import PodSet, Toleration
+from controller.core.queue.pending import local_queue_inactive, unqueued_reason, why_pending
+from controller.core.scheduler.cycle import run_cycle
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
 STRICT = QueueingStrategy.STRICT_FIFO

@@ -1,17 +1,17 @@
-"""Flavor assignment modes and fungibility (controller/core/assignment.py)."""
+"""Flavor assignment modes and fungibility (controller/core/scheduler/flavor_assignment.py)."""
 
 from __future__ import annotations
 
 from api.constants import BorrowWithinCohortPolicy, ReclaimWithinCohortPolicy
-from controller.core.assignment import Mode, Preemptible, assign_flavors, show
-from controller.core.clusterqueues import (
+from controller.core.model.clusterqueues import (
     FlavorFungibility,
     FungibilityPreference,
     PreemptionPolicy,
     WhenCanBorrow,
     WhenCanPreempt,
 )
-from controller.core.workloads import PodSet
+from controller.core.model.workloads import PodSet
+from controller.core.scheduler.flavor_assignment import Mode, Preemptible, assign_flavors, show
 from tests.unit.core.builders import add, cluster, cq, m, settle, wl
 
 TWO = {"a": {"cpu": "4"}, "b": {"cpu": "4"}}

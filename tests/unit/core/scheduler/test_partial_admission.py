@@ -1,4 +1,4 @@
-"""Partial admission (controller/core/partial_admission.py and the cycle's use of it):
+"""Partial admission (controller/core/scheduler/partial_admission.py and the cycle's use of it):
 Kueue's PodSetReducer search, its scheduler's cases, and properties of the search."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.constants import WithinClusterQueuePolicy
-from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.cycle import run_cycle
-from controller.core.partial_admission import (
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.model.workloads import PodSet
+from controller.core.queue.pending import why_pending
+from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.partial_admission import (
     can_be_partially_admitted,
     reduced_counts,
     search,
 )
-from controller.core.pending import why_pending
-from controller.core.workloads import PodSet
 from tests.unit.core.builders import add, cluster, cq, m, settle, wl
 
 WITHIN = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)
