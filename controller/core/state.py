@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from api.constants import PREEMPTIBILITY_LABEL, AdmissionMode
+from api.constants import PREEMPTIBILITY_LABEL, AdmissionMode, StopPolicy
 from api.workload_status import Admission
 from controller.core.afs.ledger import UsageLedger
 from controller.core.afs.queue import AdmissionFairQueue
@@ -37,7 +37,7 @@ from controller.core.cache.records import (
     WorkloadsView,
 )
 from controller.core.fairsharing.settings import FairSharing
-from controller.core.model.clusterqueues import ClusterQueue, LocalQueue, StopPolicy
+from controller.core.model.clusterqueues import ClusterQueue, LocalQueue
 from controller.core.model.cohorts import Cohort
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from api import workload_status
-from api.constants import EvictionReason
+from api.constants import EvictionReason, StopPolicy
 from api.workload_status import has_quota_reservation, rfc3339
 from controller.config import WaitForPodsReady
 from controller.core.after_admission import (
@@ -30,7 +30,6 @@ from controller.core.after_admission import (
     Requeue,
     due,
 )
-from controller.core.model.clusterqueues import StopPolicy
 from controller.core.model.workloads import Workload, WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.runtime.context import Context, priority_class_of

@@ -17,11 +17,11 @@ import time
 import tracemalloc
 from dataclasses import dataclass
 
+from api.constants import QueueingStrategy
 from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
-    QueueingStrategy,
     ResourceGroup,
     ResourceQuota,
 )

@@ -17,9 +17,9 @@ import argparse
 import time
 from dataclasses import dataclass
 
+from api.constants import AdmissionMode
 from controller.core.afs.usage import AdmissionFairSharing
 from controller.core.model.clusterqueues import (
-    AdmissionMode,
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,

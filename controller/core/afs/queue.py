@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 
-from controller.core.model.clusterqueues import QueueingStrategy
+from api.constants import QueueingStrategy
 from controller.core.model.workloads import WorkloadKey
 from controller.core.queue.pending_queue import OrderKey, PendingQueue
 

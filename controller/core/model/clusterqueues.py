@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from fractions import Fraction
 
 from api.constants import (
     AdmissionMode,
     BorrowWithinCohortPolicy,
+    FlavorFungibilityPolicy,
+    FlavorFungibilityPreference,
     QueueingStrategy,
     ReclaimWithinCohortPolicy,
     StopPolicy,
@@ -23,47 +24,26 @@ from controller.core.fairsharing.settings import DEFAULT_WEIGHT
 from controller.core.model.selectors import LabelSelector
 
 __all__ = [
-    "AdmissionMode",
     "ClusterQueue",
     "FlavorFungibility",
     "FlavorQuotas",
-    "FungibilityPreference",
     "LocalQueue",
     "PreemptionPolicy",
-    "QueueingStrategy",
     "ResourceGroup",
     "ResourceQuota",
-    "StopPolicy",
-    "WhenCanBorrow",
-    "WhenCanPreempt",
 ]
 
 FlavorResource = tuple[str, str]
 """A (flavor name, resource name) pair: the unit quota is counted in."""
 
 
-class WhenCanBorrow(StrEnum):
-    MAY_STOP_SEARCH = "MayStopSearch"
-    TRY_NEXT_FLAVOR = "TryNextFlavor"
-
-
-class WhenCanPreempt(StrEnum):
-    MAY_STOP_SEARCH = "MayStopSearch"
-    TRY_NEXT_FLAVOR = "TryNextFlavor"
-
-
-class FungibilityPreference(StrEnum):
-    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
-    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
-
-
 @dataclass(frozen=True, slots=True)
 class FlavorFungibility:
     """How far the flavor scan goes once a flavor fits by borrowing or by preempting."""
 
-    when_can_borrow: WhenCanBorrow = WhenCanBorrow.MAY_STOP_SEARCH
-    when_can_preempt: WhenCanPreempt = WhenCanPreempt.TRY_NEXT_FLAVOR
-    preference: FungibilityPreference = FungibilityPreference.BORROWING_OVER_PREEMPTION
+    when_can_borrow: FlavorFungibilityPolicy = FlavorFungibilityPolicy.MAY_STOP_SEARCH
+    when_can_preempt: FlavorFungibilityPolicy = FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
+    preference: FlavorFungibilityPreference = FlavorFungibilityPreference.BORROWING_OVER_PREEMPTION
 
 
 @dataclass(frozen=True, slots=True)

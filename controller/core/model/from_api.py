@@ -20,10 +20,15 @@ from api.constants import (
     MINIMUM_RUNTIME_ANNOTATION,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
+    AdmissionMode,
     BorrowWithinCohortPolicy,
     DisruptionMode,
+    FlavorFungibilityPolicy,
+    FlavorFungibilityPreference,
     PriorityClassPreemptionPolicy,
+    QueueingStrategy,
     ReclaimWithinCohortPolicy,
+    StopPolicy,
     WithinClusterQueuePolicy,
 )
 from api.quantities import InvalidQuantity, exact_value
@@ -34,19 +39,13 @@ from api.workload_status import PodSetShape, admission_from_api
 from controller.core.fairsharing.settings import DEFAULT_WEIGHT
 from controller.core.model.api_fields import FieldReader, parse_time
 from controller.core.model.clusterqueues import (
-    AdmissionMode,
     ClusterQueue,
     FlavorFungibility,
     FlavorQuotas,
-    FungibilityPreference,
     LocalQueue,
     PreemptionPolicy,
-    QueueingStrategy,
     ResourceGroup,
     ResourceQuota,
-    StopPolicy,
-    WhenCanBorrow,
-    WhenCanPreempt,
 )
 from controller.core.model.cohorts import Cohort
 from controller.core.model.flavors import ResourceFlavor, Taint
@@ -190,20 +189,20 @@ def _cluster_queue(
             r.enum(
                 legacy.get(str(fung.get("whenCanBorrow")), fung.get("whenCanBorrow")),
                 "spec.flavorFungibility.whenCanBorrow",
-                WhenCanBorrow,
-                WhenCanBorrow.MAY_STOP_SEARCH,
+                FlavorFungibilityPolicy,
+                FlavorFungibilityPolicy.MAY_STOP_SEARCH,
             ),
             r.enum(
                 legacy.get(str(fung.get("whenCanPreempt")), fung.get("whenCanPreempt")),
                 "spec.flavorFungibility.whenCanPreempt",
-                WhenCanPreempt,
-                WhenCanPreempt.TRY_NEXT_FLAVOR,
+                FlavorFungibilityPolicy,
+                FlavorFungibilityPolicy.TRY_NEXT_FLAVOR,
             ),
             r.enum(
                 fung.get("preference"),
                 "spec.flavorFungibility.preference",
-                FungibilityPreference,
-                FungibilityPreference.BORROWING_OVER_PREEMPTION,
+                FlavorFungibilityPreference,
+                FlavorFungibilityPreference.BORROWING_OVER_PREEMPTION,
             ),
         ),
         preemption=PreemptionPolicy(

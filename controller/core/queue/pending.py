@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
+from api.constants import StopPolicy
 from controller.core.after_admission import awaits_backoff_finished
 from controller.core.cache.records import Phase
-from controller.core.model.clusterqueues import StopPolicy
 from controller.core.model.cohorts import invalid_cohort, unsupported_cohort
 from controller.core.model.workloads import WorkloadKey
 from controller.core.scheduler.decisions import Inadmissible

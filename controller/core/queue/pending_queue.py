@@ -16,7 +16,7 @@ import heapq
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from controller.core.model.clusterqueues import QueueingStrategy
+from api.constants import QueueingStrategy
 from controller.core.model.workloads import WorkloadKey
 
 __all__ = ["BackoffQueue", "OrderKey", "PendingQueue", "WorkloadQueue", "order_key"]

@@ -56,11 +56,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from api.constants import Preemptibility, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
+from api.constants import (
+    Preemptibility,
+    QueueingStrategy,
+    ReclaimWithinCohortPolicy,
+    WithinClusterQueuePolicy,
+)
 from api.workload_status import rfc3339
 from controller.core.fairsharing.shares import shares_of
 from controller.core.fairsharing.tournament import fair_order
-from controller.core.model.clusterqueues import ClusterQueue, FlavorResource, QueueingStrategy
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.nominations import (
     VictimSearches,

@@ -19,17 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from api.constants import BorrowWithinCohortPolicy, ReclaimWithinCohortPolicy
+from api.constants import (
+    BorrowWithinCohortPolicy,
+    FlavorFungibilityPolicy,
+    FlavorFungibilityPreference,
+    ReclaimWithinCohortPolicy,
+)
 from api.quantities import Format, Quantity
 from controller.core.cache.quota_tree import QuotaTree
-from controller.core.model.clusterqueues import (
-    ClusterQueue,
-    FlavorResource,
-    FungibilityPreference,
-    ResourceGroup,
-    WhenCanBorrow,
-    WhenCanPreempt,
-)
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource, ResourceGroup
 from controller.core.model.flavors import ResourceFlavor, mismatch_reason
 from controller.core.model.workloads import PodSet, Workload
 
@@ -195,7 +193,7 @@ class _Option:
     checks: tuple[ResourceCheck, ...]
 
 
-def _preferred(a: Granular, b: Granular, preference: FungibilityPreference) -> bool:
+def _preferred(a: Granular, b: Granular, preference: FlavorFungibilityPreference) -> bool:
     """Kueue's `isPreferred`: is mode `a` better than `b`? Ties are not. A lower borrowing
     level is better: the quota comes from nearer in the tree of cohorts."""
     (a_rank, a_level), (b_rank, b_level) = a, b
@@ -205,7 +203,7 @@ def _preferred(a: Granular, b: Granular, preference: FungibilityPreference) -> b
         return True
     if (a_rank == _NO_CANDIDATES) != (b_rank == _NO_CANDIDATES):
         return b_rank == _NO_CANDIDATES
-    if preference is FungibilityPreference.PREEMPTION_OVER_BORROWING:
+    if preference is FlavorFungibilityPreference.PREEMPTION_OVER_BORROWING:
         if a_level != b_level:
             return a_level < b_level
         return a_rank > b_rank
@@ -215,7 +213,7 @@ def _preferred(a: Granular, b: Granular, preference: FungibilityPreference) -> b
 
 
 def _representative(
-    checks: tuple[ResourceCheck, ...], preference: FungibilityPreference
+    checks: tuple[ResourceCheck, ...], preference: FlavorFungibilityPreference
 ) -> Granular:
     """A flavor's mode: the worst of its resources' (Kueue's representativeMode)."""
     worst: Granular = (_FIT, 0)
@@ -336,9 +334,12 @@ def _scan_group(
             option.rank == _NO_CANDIDATES
             or (
                 option.rank < _FIT
-                and fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR
+                and fungibility.when_can_preempt is FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
             )
-            or (option.level and fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR)
+            or (
+                option.level
+                and fungibility.when_can_borrow is FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
+            )
         )
         if not try_next:
             return option, reasons, severity

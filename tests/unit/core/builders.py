@@ -10,18 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from api.constants import AdmissionMode, QueueingStrategy, StopPolicy
 from api.quantities import Quantity
 from controller.core.model.clusterqueues import (
-    AdmissionMode,
     ClusterQueue,
     FlavorFungibility,
     FlavorQuotas,
     LocalQueue,
     PreemptionPolicy,
-    QueueingStrategy,
     ResourceGroup,
     ResourceQuota,
-    StopPolicy,
 )
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector

@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api.constants import QueueingStrategy
 from controller.core.after_admission import may_come_due
 from controller.core.cache.records import Phase
 from controller.core.model.clusterqueues import (
     PreemptionPolicy,
-    QueueingStrategy,
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )

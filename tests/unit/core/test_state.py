@@ -8,10 +8,11 @@ from fractions import Fraction
 
 import pytest
 
+from api.constants import AdmissionMode
 from api.workload_status import Admission, PodSetAssignment
 from controller.core.afs.queue import AdmissionFairQueue
 from controller.core.afs.usage import AdmissionFairSharing
-from controller.core.model.clusterqueues import AdmissionMode, LocalQueue
+from controller.core.model.clusterqueues import LocalQueue
 from controller.core.model.priorities import KUEUE_GROUP, WorkloadPriorityClass
 from controller.core.model.workloads import PriorityClassRef, WorkloadKey
 from controller.core.queue.pending import why_pending

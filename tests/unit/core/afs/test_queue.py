@@ -9,8 +9,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api.constants import QueueingStrategy
 from controller.core.afs.queue import AdmissionFairQueue
-from controller.core.model.clusterqueues import QueueingStrategy
 from controller.core.model.workloads import WorkloadKey
 from controller.core.queue.pending_queue import OrderKey, PendingQueue, order_key
 

@@ -7,9 +7,10 @@ from dataclasses import replace
 
 import pytest
 
+from api.constants import AdmissionMode, StopPolicy
 from controller.core.afs.sampling import fair_local_queues, local_queue_usages, sample
 from controller.core.afs.usage import AdmissionFairSharing
-from controller.core.model.clusterqueues import AdmissionMode, LocalQueue, StopPolicy
+from controller.core.model.clusterqueues import LocalQueue
 from controller.core.model.workloads import WorkloadKey
 from controller.core.scheduler.cycle import run_cycle
 from tests.unit.core.builders import add, cluster, cq, wl

@@ -8,18 +8,18 @@ from typing import Any
 import pytest
 
 from api.constants import (
+    AdmissionMode,
     BorrowWithinCohortPolicy,
+    FlavorFungibilityPolicy,
+    QueueingStrategy,
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
 from controller.core.model.clusterqueues import (
-    AdmissionMode,
     ClusterQueue,
     LocalQueue,
     PreemptionPolicy,
-    QueueingStrategy,
     ResourceQuota,
-    WhenCanBorrow,
 )
 from controller.core.model.cohorts import Cohort
 from controller.core.model.from_api import InvalidObject, Namespace, convert, stand_in
@@ -101,7 +101,7 @@ def test_cluster_queue() -> None:
     assert isinstance(cq, ClusterQueue)
     assert cq.cohort == "co"
     assert cq.queueing_strategy is QueueingStrategy.STRICT_FIFO
-    assert cq.flavor_fungibility.when_can_borrow is WhenCanBorrow.TRY_NEXT_FLAVOR
+    assert cq.flavor_fungibility.when_can_borrow is FlavorFungibilityPolicy.TRY_NEXT_FLAVOR
     quotas = dict(cq.quotas())
     assert quotas[("f", "cpu")].nominal == 10_000
     assert quotas[("f", "cpu")].borrowing_limit == 2_000

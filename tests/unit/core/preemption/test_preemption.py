@@ -9,16 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.constants import DisruptionMode, ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
+from api.constants import (
+    AdmissionMode,
+    DisruptionMode,
+    QueueingStrategy,
+    ReclaimWithinCohortPolicy,
+    StopPolicy,
+    WithinClusterQueuePolicy,
+)
 from controller.core.afs.usage import AdmissionFairSharing
 from controller.core.fairsharing.settings import FairSharing
-from controller.core.model.clusterqueues import (
-    AdmissionMode,
-    LocalQueue,
-    PreemptionPolicy,
-    QueueingStrategy,
-    StopPolicy,
-)
+from controller.core.model.clusterqueues import LocalQueue, PreemptionPolicy
 from controller.core.model.priorities import PriorityClass
 from controller.core.model.workloads import PodSet, PriorityClassRef, Workload
 from controller.core.preemption.nominations import contenders

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core.model.clusterqueues import LocalQueue, StopPolicy
+from api.constants import StopPolicy
+from controller.core.model.clusterqueues import LocalQueue
 from controller.core.model.cohorts import Cohort
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.workloads import WorkloadKey

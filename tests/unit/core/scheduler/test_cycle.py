@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core.model.clusterqueues import (
-    FlavorFungibility,
-    LocalQueue,
-    QueueingStrategy,
-    StopPolicy,
-    WhenCanBorrow,
-)
+from api.constants import FlavorFungibilityPolicy, QueueingStrategy, StopPolicy
+from controller.core.model.clusterqueues import FlavorFungibility, LocalQueue
 from controller.core.model.flavors import ResourceFlavor, Taint
 from controller.core.model.selectors import LabelSelector, Requirement
 from controller.core.model.workloads import PodSet, Toleration
@@ -151,7 +146,7 @@ def test_flavors_tried_in_order_and_borrowing_stops_search_by_default() -> None:
 
 def test_try_next_flavor_when_can_borrow_prefers_a_flavor_without_borrowing() -> None:
     flavors = {"on-demand": {"cpu": "2"}, "spot": {"cpu": "10"}}
-    fungibility = FlavorFungibility(when_can_borrow=WhenCanBorrow.TRY_NEXT_FLAVOR)
+    fungibility = FlavorFungibility(when_can_borrow=FlavorFungibilityPolicy.TRY_NEXT_FLAVOR)
     state = cluster(
         cq("a", flavors, cohort="co", fungibility=fungibility),
         cq("b", {"on-demand": {"cpu": "10"}, "spot": {"cpu": "0"}}, cohort="co"),

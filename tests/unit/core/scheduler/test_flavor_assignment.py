@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from api.constants import BorrowWithinCohortPolicy, ReclaimWithinCohortPolicy
-from controller.core.model.clusterqueues import (
-    FlavorFungibility,
-    FungibilityPreference,
-    PreemptionPolicy,
-    WhenCanBorrow,
-    WhenCanPreempt,
+from api.constants import (
+    BorrowWithinCohortPolicy,
+    FlavorFungibilityPolicy,
+    FlavorFungibilityPreference,
+    ReclaimWithinCohortPolicy,
 )
+from controller.core.model.clusterqueues import FlavorFungibility, PreemptionPolicy
 from controller.core.model.workloads import PodSet
 from controller.core.scheduler.flavor_assignment import Mode, Preemptible, assign_flavors, show
 from tests.unit.core.builders import add, cluster, cq, m, settle, wl
@@ -58,7 +57,7 @@ def test_borrow_within_cohort_allows_preempt_mode_beyond_nominal() -> None:
 
 
 def test_when_can_preempt_may_stop_search_stops_at_first_flavor() -> None:
-    stop = FlavorFungibility(when_can_preempt=WhenCanPreempt.MAY_STOP_SEARCH)
+    stop = FlavorFungibility(when_can_preempt=FlavorFungibilityPolicy.MAY_STOP_SEARCH)
     state = cluster(cq("x", TWO, fungibility=stop), flavors=["a", "b"])
     add(state, wl("r", "x", cpu="3"))
     settle(state)
@@ -79,9 +78,9 @@ def test_when_can_preempt_may_stop_search_stops_at_first_flavor() -> None:
 
 def test_preference_preemption_over_borrowing() -> None:
     fung = FlavorFungibility(
-        WhenCanBorrow.TRY_NEXT_FLAVOR,
-        WhenCanPreempt.TRY_NEXT_FLAVOR,
-        FungibilityPreference.PREEMPTION_OVER_BORROWING,
+        FlavorFungibilityPolicy.TRY_NEXT_FLAVOR,
+        FlavorFungibilityPolicy.TRY_NEXT_FLAVOR,
+        FlavorFungibilityPreference.PREEMPTION_OVER_BORROWING,
     )
     flavors = {"a": {"cpu": "4"}, "b": {"cpu": "1"}}
     state = cluster(
@@ -96,7 +95,10 @@ def test_preference_preemption_over_borrowing() -> None:
     result = assign_flavors(state.quota, state.flavors, state.cluster_queues["x"], w, yes)
     assert result.pod_sets[0].flavors == {"cpu": "a"} and result.mode is Mode.PREEMPT
     default = cq(
-        "x", flavors, cohort="co", fungibility=FlavorFungibility(WhenCanBorrow.TRY_NEXT_FLAVOR)
+        "x",
+        flavors,
+        cohort="co",
+        fungibility=FlavorFungibility(FlavorFungibilityPolicy.TRY_NEXT_FLAVOR),
     )
     state.set_cluster_queue(default)
     result = assign_flavors(state.quota, state.flavors, default, w, yes)
