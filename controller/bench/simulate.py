@@ -27,11 +27,8 @@ the CPU seconds how fast they are made.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import json
 import time
-from dataclasses import replace
 from fractions import Fraction
 from typing import TextIO
 
@@ -39,8 +36,10 @@ from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.bench.recorder import ClusterQueueEvent, Recorder, WorkloadEvent
 from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import ParentCohort, Scenario
-from controller.core.fairsharing.settings import DEFAULT_WEIGHT
+from controller.core.decisions import CycleResult
+from controller.core.engine import Engine, Event, Timeline, release_victim
 from controller.core.model.clusterqueues import (
+    DEFAULT_WEIGHT,
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
@@ -52,8 +51,6 @@ from controller.core.model.cohorts import Cohort
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector
 from controller.core.model.workloads import PodSet, Workload, WorkloadKey
-from controller.core.scheduler.cycle import run_cycle
-from controller.core.scheduler.decisions import CycleResult
 from controller.core.state import ClusterState
 
 __all__ = [
@@ -67,8 +64,6 @@ __all__ = [
 
 RESOURCE = "cpu"
 FLAVOR = "rf"  # the name Kueue's generator gives its flavor
-
-_ARRIVE, _FINISH, _RELEASE = 0, 1, 2
 
 FLAPPING_LIMIT = 20
 """Preemptions of one Workload within one simulated instant that make a preemption loop:
@@ -220,11 +215,10 @@ def simulate(
         for name, _, qs in scenario.queues()
     }
     nominal_total = sum(capacity.values())
-    seq = itertools.count()
-    events: list[tuple[float, int, int, str, int]] = [
-        (job.created, next(seq), _ARRIVE, job.key, 0) for job in jobs
-    ]
-    heapq.heapify(events)
+    engine = Engine(state, park_alike=park_alike)
+    timeline = Timeline()
+    for job in jobs:
+        timeline.schedule(job.created, Event.ARRIVE, WorkloadKey(job.key))
     per_queue: dict[str, int] = dict.fromkeys(limits, 0)
     per_cohort: dict[str, int] = dict.fromkeys(capacity, 0)
     # What each ClusterQueue's status would say: its recorder events.
@@ -237,7 +231,7 @@ def simulate(
     reserved_by_class: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
     pending_by_class: dict[str, int] = dict.fromkeys(scenario.class_names(), 0)
     counters = {"created": 0, "admitted": 0, "finished": 0}
-    overuse = preemptions = cycles = 0
+    overuse = preemptions = 0
     reserved = 0
     usage_integral = 0.0
     last_t = 0.0
@@ -284,17 +278,15 @@ def simulate(
     now = 0.0
     write_queue_status()  # every queue's first event: created, empty
     preempted_now: dict[str, int] = {}  # per Workload, its preemptions at `now`
-    while events:
-        now = events[0][0]
+    while (next_time := timeline.next_time()) is not None:
+        now = next_time
         if now != last_t:
             preempted_now.clear()
         usage_integral += reserved * (now - last_t)
         last_t = now
-        while events and events[0][0] == now:
-            _, _, kind, name_key, epoch = heapq.heappop(events)
-            key = WorkloadKey(name_key)
-            job = by_key[name_key]
-            if kind == _ARRIVE:
+        for event, key, pods in timeline.due(now):
+            job = by_key[key]
+            if event is Event.ARRIVE:
                 namespace, name = key.split("/", 1)
                 state.upsert_workload(
                     Workload(
@@ -310,27 +302,25 @@ def simulate(
                 wait(job, 1)
                 observe(job)
                 counters["created"] += 1
-            elif kind == _FINISH and epoch == job.epoch and key in state.admitted:
+            elif event is Event.FINISH and key in state.cache.admitted:
                 state.release(key, requeue=False)
                 charge(job, -1)
                 observe(job, admitted=True, finished=True)
                 job.finished_at = now
                 counters["finished"] += 1
-            elif kind == _RELEASE and key in state.admitted:
-                # The victim's job has stopped: its quota is released and it waits again.
-                state.upsert_workload(replace(state.workloads[key], admission=None, evicted=False))
+            elif event is Event.RELEASE and key in state.cache.admitted:
+                # The victim's job has stopped (its one pod): it releases its quota and
+                # waits again.
+                release_victim(state, key, pods)
+                timeline.released(key)
                 charge(job, -1)
                 observe(job)
-                job.epoch += 1
                 wait(job, 1)
-        while True:
-            result = run_cycle(state, now, park_alike=park_alike)
-            cycles += 1
+        for result in engine.until_quiet(now):
             if decisions is not None and (result.decisions or result.requeued):
                 decisions.write(decision_line(now, result) + "\n")
             for admit in result.admitted:
                 job = by_key[admit.workload_key]
-                job.epoch += 1
                 if job.first_admitted_at is None:
                     job.first_admitted_at = now
                     counters["admitted"] += 1
@@ -342,7 +332,7 @@ def simulate(
                     overuse += 1
                 wait(job, -1)
                 observe(job, admitted=True)
-                heapq.heappush(events, (now + job.runtime, next(seq), _FINISH, job.key, job.epoch))
+                timeline.run(admit.workload_key, now + job.runtime)
             for preempt in result.preempting:
                 for victim in preempt.to_evict:  # the others' release is on its way
                     preemptions += 1
@@ -356,12 +346,9 @@ def simulate(
                             f"{preempt.preemptor_key}, {victim.reason.value})"
                         )
                     observe(by_key[victim.workload_key], admitted=True, evicted=True)
-                    heapq.heappush(
-                        events,
-                        (now + ack_delay_ms / 1000, next(seq), _RELEASE, victim.workload_key, 0),
+                    timeline.schedule(
+                        now + ack_delay_ms / 1000, Event.RELEASE, victim.workload_key, victim.pods
                     )
-            if not result.changed:
-                break
         write_queue_status()
         if not samples or now - samples[-1].t >= sample_every:
             samples.append(Sample(now, dict(pending_by_class), dict(reserved_by_class)))
@@ -385,5 +372,5 @@ def simulate(
         overuse=overuse,
         samples=samples,
         nominal_total=nominal_total,
-        extra={"cycles": cycles, "ack_delay_ms": ack_delay_ms},
+        extra={"cycles": engine.cycles, "ack_delay_ms": ack_delay_ms},
     )

@@ -78,12 +78,12 @@ class AfterAdmissionWriter:
             return 0
         self._checked_at = now
         state = self.ctx.state
-        # Only the unfinished that may have something due (`state.timed`: admitted, in a
+        # Only the unfinished that may have something due (`state.index.timed`: admitted, in a
         # backoff, or Requeued=False): nothing is due for a finished Workload (Kueue's
         # workload controller returns early on one), most of a long run's are finished, and
         # most of the rest are pending with no timer.
-        records = state.records
-        workloads = (records[key].workload for key in state.timed)
+        records = state.cache.records
+        workloads = (records[key].workload for key in state.index.timed)
         result = due(workloads, self.policy, now, self.jitter(), self._running)
         self._next_deadline = result.next_deadline
         started = 0
@@ -200,10 +200,10 @@ class AfterAdmissionWriter:
     def _running(self, workload: Workload) -> tuple[bool, bool]:
         """Whether the Workload's LocalQueue, and its ClusterQueue, exist and run."""
         state = self.ctx.state
-        lq = state.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
+        lq = state.objects.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
         if lq is None:
             return False, False
-        cq = state.cluster_queues.get(lq.cluster_queue)
+        cq = state.objects.cluster_queues.get(lq.cluster_queue)
         return (
             lq.stop_policy is StopPolicy.NONE,
             cq is not None and cq.stop_policy is StopPolicy.NONE,

@@ -9,7 +9,7 @@ pass through the queue, with its latest reason. A head refused now is often admi
 moment later: a reason first waits out `pendingReasonDelaySeconds`, and reasons decided
 within the delay replace each other.
 
-Which reason a Workload gets is core's decision (`controller/core/queue/pending.py`); this module
+Which reason a Workload gets is core's decision (`controller/core/pending.py`); this module
 only decides when it is written.
 """
 
@@ -24,9 +24,9 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.workload_status import has_quota_reservation
+from controller.core.decisions import Inadmissible
 from controller.core.model.workloads import WorkloadKey
-from controller.core.queue.pending import ADMISSION_GATED, unqueued_decisions
-from controller.core.scheduler.decisions import Inadmissible
+from controller.core.pending import ADMISSION_GATED, unqueued_decisions
 from controller.kube.client import API_ERRORS
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
@@ -121,7 +121,7 @@ class PendingReasons:
         current = (body.get("status") or {}).get("resolvedPreemptibility")
         if wanted is None or same_resolution(current, wanted):
             return
-        record = self.ctx.state.records.get(key)
+        record = self.ctx.state.cache.records.get(key)
         if record is not None and (record.holds_quota or record.resolution.problems):
             self.queue.add(key)
 
@@ -136,7 +136,7 @@ class PendingReasons:
         ctx = self.ctx
         if (
             pending is not None
-            and key not in ctx.state.admitted
+            and key not in ctx.state.cache.admitted
             and not has_quota_reservation(wl)
             and workload_status.pending_changed(wl, pending.condition_reason, pending.reason)
         ):

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
+from controller.core.decisions import Admit
 from controller.core.forecast import Forecast, forecast
 from controller.core.model.clusterqueues import (
     ClusterQueue,
@@ -35,7 +36,6 @@ from controller.core.model.clusterqueues import (
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector
 from controller.core.model.workloads import PodSet, Workload
-from controller.core.scheduler.decisions import Admit
 from controller.core.state import ClusterState
 
 QUEUES = 10
@@ -90,7 +90,7 @@ def build(workloads: int, priorities: int = 50, seed: int = 7) -> tuple[ClusterS
                     True,
                 )
             )
-            record = state.records[workload.key]
+            record = state.cache.records[workload.key]
             reserved = NOW - rng.randint(0, 600)
             state.upsert_workload(replace(record.workload, quota_reserved_at=reserved))
     target = Workload(

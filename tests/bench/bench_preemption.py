@@ -17,6 +17,7 @@ import time
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
+from controller.core.decisions import Admit
 from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
@@ -29,7 +30,6 @@ from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector
 from controller.core.model.workloads import PodSet, Workload
 from controller.core.scheduler.cycle import run_cycle
-from controller.core.scheduler.decisions import Admit
 from controller.core.state import ClusterState
 
 QUEUES = 10
@@ -109,7 +109,7 @@ def measure(candidates: int, repeats: int = 5) -> tuple[float, float, int]:
             # Undo the nomination so the next round searches again from the same state.
             state.drop_nomination("ns/preemptor")
             for victim in result.preempting[0].victims:
-                state.admitted[victim.workload_key].evicting = False
+                state.cache.admitted[victim.workload_key].evicting = False
     return statistics.median(cold), statistics.median(warm), victims
 
 

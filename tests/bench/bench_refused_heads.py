@@ -20,6 +20,7 @@ import time
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
+from controller.core.decisions import Admit
 from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
@@ -32,7 +33,6 @@ from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector
 from controller.core.model.workloads import PodSet, Workload
 from controller.core.scheduler.cycle import run_cycle
-from controller.core.scheduler.decisions import Admit
 from controller.core.state import ClusterState
 
 POLICY = PreemptionPolicy(

@@ -23,8 +23,8 @@ import heapq
 from collections.abc import Callable, Iterator
 
 from api.constants import QueueingStrategy
-from controller.core.model.workloads import WorkloadKey
-from controller.core.queue.pending_queue import OrderKey, PendingQueue
+from controller.core.model.workloads import OrderKey, WorkloadKey
+from controller.core.queue.pending_queue import PendingQueue
 
 __all__ = ["AdmissionFairQueue"]
 

@@ -1,6 +1,6 @@
 """Admission fair sharing's sampling tick and what it reports per LocalQueue.
 
-Every `usageSamplingInterval` the runtime calls `sample(state, now)`: each LocalQueue of an
+Every `usageSamplingInterval` the runtime calls `sample(queues, objects, now)`: each LocalQueue of an
 active ClusterQueue with admission fair sharing folds its admitted usage into its consumed
 usage, decayed for the time since its last update (Kueue's LocalQueue reconciler,
 `reconcileConsumedUsage`). What comes back is what the runtime writes to the LocalQueue's
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.core.queue.pending import cluster_queue_inactive
-from controller.core.state import ClusterState
+from controller.core.cache.objects import ObjectStore
+from controller.core.queue.manager import QueueManager
 
 __all__ = ["LocalQueueUsage", "fair_local_queues", "local_queue_usages", "sample"]
 
@@ -32,44 +32,44 @@ class LocalQueueUsage:
     usage: float  # what orders its Workloads: weighted, over its weight (+inf at weight 0)
 
 
-def fair_local_queues(state: ClusterState) -> list[str]:
+def fair_local_queues(queues: QueueManager, objects: ObjectStore) -> list[str]:
     """The LocalQueues (`namespace/name`, sorted) whose ClusterQueue orders by their usage."""
     return sorted(
         key
-        for key, lq in state.local_queues.items()
-        if state.uses_admission_fair_sharing(lq.cluster_queue)
+        for key, lq in objects.local_queues.items()
+        if queues.uses_admission_fair_sharing(lq.cluster_queue)
     )
 
 
-def _usage(state: ClusterState, local_queue: str) -> LocalQueueUsage:
-    entry = state.usage_ledger.entry(local_queue)
+def _usage(queues: QueueManager, objects: ObjectStore, local_queue: str) -> LocalQueueUsage:
+    entry = queues.usage_ledger.entry(local_queue)
     return LocalQueueUsage(
         local_queue,
-        state.local_queues[local_queue].cluster_queue,
+        objects.local_queues[local_queue].cluster_queue,
         dict(entry.consumed) if entry is not None else {},
         entry.last_update if entry is not None else None,
         dict(entry.penalty) if entry is not None else {},
-        state.local_queue_usage(local_queue),
+        queues.local_queue_usage(local_queue),
     )
 
 
-def local_queue_usages(state: ClusterState) -> list[LocalQueueUsage]:
+def local_queue_usages(queues: QueueManager, objects: ObjectStore) -> list[LocalQueueUsage]:
     """Every LocalQueue of a ClusterQueue with admission fair sharing, as it stands."""
-    return [_usage(state, key) for key in fair_local_queues(state)]
+    return [_usage(queues, objects, key) for key in fair_local_queues(queues, objects)]
 
 
-def sample(state: ClusterState, now: float) -> list[LocalQueueUsage]:
+def sample(queues: QueueManager, objects: ObjectStore, now: float) -> list[LocalQueueUsage]:
     """Fold each LocalQueue's admitted usage into its consumed usage at `now`, for the
     LocalQueues of active ClusterQueues with admission fair sharing (Kueue samples only
     those: an inactive ClusterQueue's LocalQueues keep their history as it is). Returns
     them as they stand afterwards; nothing when admission fair sharing is off."""
-    settings = state.admission_fair_sharing
+    settings = queues.admission_fair_sharing
     if settings is None:
         return []
     sampled = []
-    for key in fair_local_queues(state):
-        if cluster_queue_inactive(state, state.local_queues[key].cluster_queue) is not None:
+    for key in fair_local_queues(queues, objects):
+        if objects.cluster_queue_inactive(objects.local_queues[key].cluster_queue) is not None:
             continue
-        state.usage_ledger.sample(key, now, settings.usage_half_life_seconds)
-        sampled.append(_usage(state, key))
+        queues.usage_ledger.sample(key, now, settings.usage_half_life_seconds)
+        sampled.append(_usage(queues, objects, key))
     return sampled

@@ -17,14 +17,14 @@ Every node — a ClusterQueue or a cohort — has a *subtree quota* and a *usage
 A cohort is implicit (named by ClusterQueues) or explicit (`set_cohort`: a parent and
 quota of its own). A flat cohort is a root whose children are ClusterQueues. A cycle of
 parents is broken: every cohort on it counts as a root (its ClusterQueues are inactive,
-controller/core/queue/pending.py). Usage changes bubble up the chain of parents; a change of
+controller/core/pending.py). Usage changes bubble up the chain of parents; a change of
 structure (a queue's quota or cohort, a Cohort's parent or quota) recomputes the trees it
 touches. All values are integers in milli-units.
 
 A cohort may also be given a *credit* (`credit_pool`): usage charged twice for a while and
 not counted as taken, there and above (`credit_reaches` says where that is exact). The
 state uses it while a preemptor's capacity is held and its victims in other queues of its
-tree still hold theirs (see `ClusterState.nominate`).
+tree still hold theirs (controller/core/preemption/holds.py).
 """
 
 from __future__ import annotations

@@ -3,24 +3,24 @@
 A `WorkloadRecord` holds the Workload as converted from the API, its queue-order key, its
 resolved preemptibility, its phase and everything that only exists in some phases (the
 admission and usage charged while it holds quota, the nomination while it waits for
-victims, the refusal message while it is pending). `ClusterState` keeps them in one dict;
-removing a Workload is removing its record. The read views (`WorkloadsView`,
-`AdmittedView`, `NominatedView`) give the rest of the engine the old lookups —
-`state.workloads[key]`, `key in state.admitted` — over those records, in O(1).
+victims, the refusal message while it is pending). The reservation cache keeps them in one
+dict (controller/core/cache/reservations.py); removing a Workload is removing its record.
+Each field has one writer, named beside it. The read views (`WorkloadsView`,
+`AdmittedView`, `NominatedView`) give the rest of the engine lookups such as
+`cache.workloads[key]` and `key in cache.admitted` over those records, in O(1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from api.workload_status import Admission
-from controller.core.model.workloads import Usage, Workload, WorkloadKey
+from controller.core.decisions import Nomination
+from controller.core.model.workloads import OrderKey, Usage, Workload, WorkloadKey
 from controller.core.preemption.preemptibility import Resolution
-from controller.core.queue.pending_queue import OrderKey
-from controller.core.scheduler.decisions import Nomination
 
 __all__ = [
     "AdmittedView",
@@ -51,22 +51,61 @@ class Phase(StrEnum):
 class WorkloadRecord:
     """Everything the engine keeps about one Workload."""
 
+    # The Workload, its order and its preemptibility: `ClusterState.upsert_workload`.
     workload: Workload
     order: OrderKey
     resolution: Resolution
+    # Its phase and quota: the reservation cache (and the preemption holds, NOMINATED).
     phase: Phase = Phase.QUEUED
-    reason: str | None = None  # the cycle's last refusal (the QuotaReserved=False message)
-    queued_in: str | None = None  # the ClusterQueue whose pending queue holds it
     admission: Admission | None = None  # while ADMITTED or EVICTING
     usage: Usage | None = None  # what the admission charges
-    nomination: Nomination | None = None  # while NOMINATED
     eviction: tuple[str, str, str] | None = None  # (reason, message, cause) decided, not yet issued
-    signature: tuple[object, ...] | None = None  # cached `ClusterState.signature`
-    contender: Any = None  # the preemption engine's cached view; cleared on every change
+    nomination: Nomination | None = None  # while NOMINATED: the preemption holds
+    queued_in: str | None = None  # the ClusterQueue whose pending queue holds it: the queues
+    reason: str | None = None  # the cycle's last refusal (the QuotaReserved=False message)
+    _signature: tuple[object, ...] | None = field(default=None, init=False)
 
     @property
     def key(self) -> WorkloadKey:
         return self.order[4]
+
+    def update(self, workload: Workload, order: OrderKey, resolution: Resolution) -> None:
+        """A new copy of the Workload, with its order and preemptibility."""
+        self.workload, self.order, self.resolution = workload, order, resolution
+        self._signature = None
+
+    def signature(self) -> tuple[object, ...]:
+        """Everything about a pending Workload that admission and the victim search read,
+        except its creation time and identity: two Workloads with equal signatures, offered
+        to the same ClusterQueue in the same state, get the same answer (unless the queue's
+        policy compares creation times, LowerOrNewerEqualPriority)."""
+        if self._signature is None:
+            workload = self.workload
+            self._signature = (
+                workload.namespace,
+                workload.priority_class,
+                -self.order[0],
+                self.resolution.value,
+                tuple(
+                    (
+                        ps.name,
+                        ps.count,
+                        ps.min_count,
+                        tuple(sorted(ps.requests.items())),
+                        tuple(sorted(ps.node_selector.items())),
+                        ps.affinity_terms,
+                        ps.tolerations,
+                    )
+                    for ps in workload.pod_sets
+                ),
+            )
+        return self._signature
+
+    @property
+    def local_queue(self) -> str:
+        """`namespace/name` of its LocalQueue."""
+        workload = self.workload
+        return f"{workload.namespace}/{workload.queue_name}"
 
     @property
     def holds_quota(self) -> bool:

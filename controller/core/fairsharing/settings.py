@@ -19,18 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from fractions import Fraction
 from typing import Final
 
 __all__ = [
     "ALLOWED_STRATEGIES",
-    "DEFAULT_WEIGHT",
     "FairSharing",
     "PreemptionStrategy",
 ]
-
-DEFAULT_WEIGHT: Final = Fraction(1)
-"""A node's weight when `spec.fairSharing.weight` is unset."""
 
 
 class PreemptionStrategy(StrEnum):

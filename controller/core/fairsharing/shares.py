@@ -23,14 +23,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from controller.core.cache.objects import ObjectStore
 from controller.core.cache.quota_tree import QuotaTree
-from controller.core.fairsharing.settings import DEFAULT_WEIGHT
-from controller.core.model.clusterqueues import FlavorResource
-
-if TYPE_CHECKING:
-    from controller.core.state import ClusterState
+from controller.core.model.clusterqueues import DEFAULT_WEIGHT, FlavorResource
 
 __all__ = ["MAX_WEIGHTED_SHARE", "NEGATIVE", "Share", "Shares", "shares_of"]
 
@@ -187,16 +184,16 @@ class Shares:
         return out
 
 
-def shares_of(state: ClusterState) -> Shares:
-    """Shares over the state's quota tree, with its ClusterQueues' and Cohorts' weights (an
+def shares_of(objects: ObjectStore, tree: QuotaTree) -> Shares:
+    """Shares over the quota tree, with the ClusterQueues' and Cohorts' weights (an
     implicit cohort weighs 1)."""
 
     def queue_weight(name: str) -> Fraction:
-        cq = state.cluster_queues.get(name)
+        cq = objects.cluster_queues.get(name)
         return cq.fair_weight if cq is not None else DEFAULT_WEIGHT
 
     def cohort_weight(name: str) -> Fraction:
-        cohort = state.cohorts.get(name)
+        cohort = objects.cohorts.get(name)
         return cohort.fair_weight if cohort is not None else DEFAULT_WEIGHT
 
-    return Shares(state.quota, queue_weight, cohort_weight)
+    return Shares(tree, queue_weight, cohort_weight)

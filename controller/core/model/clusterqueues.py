@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Final
 
 from api.constants import (
     AdmissionMode,
@@ -20,10 +21,10 @@ from api.constants import (
     StopPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.fairsharing.settings import DEFAULT_WEIGHT
 from controller.core.model.selectors import LabelSelector
 
 __all__ = [
+    "DEFAULT_WEIGHT",
     "ClusterQueue",
     "FlavorFungibility",
     "FlavorQuotas",
@@ -35,6 +36,9 @@ __all__ = [
 
 FlavorResource = tuple[str, str]
 """A (flavor name, resource name) pair: the unit quota is counted in."""
+
+DEFAULT_WEIGHT: Final = Fraction(1)
+"""A node's fair sharing weight when `spec.fairSharing.weight` is unset."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from controller.core.fairsharing.settings import DEFAULT_WEIGHT
-from controller.core.model.clusterqueues import FlavorResource, ResourceGroup, ResourceQuota
+from controller.core.model.clusterqueues import (
+    DEFAULT_WEIGHT,
+    FlavorResource,
+    ResourceGroup,
+    ResourceQuota,
+)
 
 __all__ = ["Cohort", "invalid_cohort", "parent_cycle", "unsupported_cohort"]
 

@@ -36,9 +36,9 @@ from api.validation import VALIDATED_KINDS, FieldError, aggregate, validate
 from api.validation.field_errors import Path, required
 from api.validation.workload import validate_workload, validate_workload_spec
 from api.workload_status import PodSetShape, admission_from_api
-from controller.core.fairsharing.settings import DEFAULT_WEIGHT
 from controller.core.model.api_fields import FieldReader, parse_time
 from controller.core.model.clusterqueues import (
+    DEFAULT_WEIGHT,
     ClusterQueue,
     FlavorFungibility,
     FlavorQuotas,
@@ -58,7 +58,6 @@ from controller.core.model.priorities import (
 from controller.core.model.requests import Container, pod_requests
 from controller.core.model.unsupported import admission_check_names
 from controller.core.model.workloads import ConditionState, PodSet, PriorityClassRef, Workload
-from controller.core.state import ClusterState
 
 __all__ = [
     "KINDS",
@@ -66,7 +65,6 @@ __all__ = [
     "InvalidObject",
     "Namespace",
     "Validated",
-    "apply",
     "convert",
     "invalid_message",
     "parse_time",
@@ -677,23 +675,3 @@ def stand_in(obj: Mapping[str, Any], message: str) -> CoreObject | None:
         queue = text(spec.get("clusterQueue")) or ""
         return LocalQueue(meta["namespace"], name, queue, invalid=message)
     return None
-
-
-def apply(state: ClusterState, obj: CoreObject) -> None:
-    """Add or update a converted object in the state."""
-    if isinstance(obj, ResourceFlavor):
-        state.set_flavor(obj)
-    elif isinstance(obj, ClusterQueue):
-        state.set_cluster_queue(obj)
-    elif isinstance(obj, Cohort):
-        state.set_cohort(obj)
-    elif isinstance(obj, LocalQueue):
-        state.set_local_queue(obj)
-    elif isinstance(obj, WorkloadPriorityClass):
-        state.set_workload_priority_class(obj)
-    elif isinstance(obj, PriorityClass):
-        state.set_priority_class(obj)
-    elif isinstance(obj, Namespace):
-        state.set_namespace(obj.name, obj.labels)
-    else:
-        state.upsert_workload(obj)

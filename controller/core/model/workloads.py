@@ -20,6 +20,7 @@ from controller.core.model.selectors import EMPTY_LABELS, Requirement
 
 __all__ = [
     "ConditionState",
+    "OrderKey",
     "PodSet",
     "PriorityClassRef",
     "Toleration",
@@ -27,6 +28,7 @@ __all__ = [
     "Workload",
     "WorkloadKey",
     "add_usage",
+    "order_key",
     "workload_key",
 ]
 
@@ -35,6 +37,15 @@ WorkloadKey = NewType("WorkloadKey", str)
 
 Usage = Mapping[FlavorResource, int]
 """Quota a Workload holds or asks for: milli-units per (flavor, resource)."""
+
+
+OrderKey = tuple[int, int, float, str, WorkloadKey]
+"""A Workload's place in its queue (digest §4.1): (−priority, −preemption cost, queue-order
+time, UID, workload key); smaller is first."""
+
+
+def order_key(priority: int, cost: int, created: float, uid: str, key: WorkloadKey) -> OrderKey:
+    return (-priority, -cost, created, uid, key)
 
 
 def workload_key(namespace: str, name: str) -> WorkloadKey:

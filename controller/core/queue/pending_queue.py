@@ -1,6 +1,6 @@
-"""Pending queues: one heap per ClusterQueue, an inadmissible set, and eviction backoff.
+"""Pending queues: one heap per ClusterQueue and an inadmissible set.
 
-Order (digest §4.1): higher priority first, then higher preemption cost (unset = 0), then
+Order (`OrderKey`, digest §4.1): higher priority first, then higher preemption cost (unset = 0), then
 older creation time (an evicted Workload keeps its creation time, so it returns to its
 original place), then UID. Removal is lazy: a heap item is live only while `_live` maps
 its Workload to that very item, so push/remove/pop are O(log n).
@@ -17,16 +17,9 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from api.constants import QueueingStrategy
-from controller.core.model.workloads import WorkloadKey
+from controller.core.model.workloads import OrderKey, WorkloadKey
 
-__all__ = ["BackoffQueue", "OrderKey", "PendingQueue", "WorkloadQueue", "order_key"]
-
-OrderKey = tuple[int, int, float, str, WorkloadKey]
-"""(−priority, −preemption cost, creation time, UID, workload key): smaller is first."""
-
-
-def order_key(priority: int, cost: int, created: float, uid: str, key: WorkloadKey) -> OrderKey:
-    return (-priority, -cost, created, uid, key)
+__all__ = ["PendingQueue", "WorkloadQueue"]
 
 
 class _Run:
@@ -320,46 +313,3 @@ class PendingQueue:
                 self._heap.append((first, self._seq, run))
         heapq.heapify(self._heap)
         self._parked = [run for run in self._parked if run.live > 0]
-
-
-class BackoffQueue:
-    """Workloads waiting for their requeueAt; `due(now)` releases the expired ones."""
-
-    __slots__ = ("_heap", "_live")
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, WorkloadKey]] = []
-        self._live: dict[WorkloadKey, float] = {}
-
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def __contains__(self, key: WorkloadKey) -> bool:
-        return key in self._live
-
-    def add(self, key: WorkloadKey, requeue_at: float) -> None:
-        self._live[key] = requeue_at
-        heapq.heappush(self._heap, (requeue_at, key))
-
-    def remove(self, key: WorkloadKey) -> None:
-        self._live.pop(key, None)
-
-    def requeue_at(self, key: WorkloadKey) -> float | None:
-        return self._live.get(key)
-
-    def next_due(self) -> float | None:
-        """The earliest requeueAt still waited for (None: nobody waits)."""
-        heap = self._heap
-        while heap and self._live.get(heap[0][1]) != heap[0][0]:
-            heapq.heappop(heap)  # superseded or removed
-        return heap[0][0] if heap else None
-
-    def due(self, now: float) -> list[WorkloadKey]:
-        out: list[WorkloadKey] = []
-        heap = self._heap
-        while heap and heap[0][0] <= now:
-            at, key = heapq.heappop(heap)
-            if self._live.get(key) == at:
-                del self._live[key]
-                out.append(key)
-        return out

@@ -15,7 +15,7 @@
 5. A head that needs preemption asks the preemption engine for a minimal victim set
    (controller/core/preemption/search.py); if there is one, the head is nominated — its capacity
    held — and a `Preempt` decision evicts the victims; it is admitted in a later cycle,
-   once they have released their quota (controller/core/preemption/nominations.py). A head that needs
+   once they have released their quota (controller/core/scheduler/preemption.py). A head that needs
    preemption but has no victims reserves, for the rest of the cycle, the part of its
    request its queue is entitled to, so lower-ordered borrowers cannot take it
    (digest §5.6 step 3); the reservation is undone at the end of the cycle.
@@ -33,7 +33,7 @@
    admitting within its nominal quota, one cycle at a time.
 8. Under BestEffortFIFO, when a head is set aside and nothing in its cohort has changed
    since it was assessed, the heads right behind it that ask for exactly the same thing
-   (`ClusterState.signature`) are set aside with it, with the same reason. Kueue would
+   (`WorkloadRecord.signature`) are set aside with it, with the same reason. Kueue would
    offer them one per cycle and refuse each in that same state; doing it at once turns
    a queue of 1,000 identical Workloads from 1,000 cycles into one. They come back, like
    every set-aside Workload, when quota is freed in the cohort.
@@ -63,32 +63,31 @@ from api.constants import (
     WithinClusterQueuePolicy,
 )
 from api.workload_status import rfc3339
+from controller.core.decisions import Admit, CycleResult, Inadmissible, Preempt
 from controller.core.fairsharing.shares import shares_of
 from controller.core.fairsharing.tournament import fair_order
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
-from controller.core.model.workloads import Workload, WorkloadKey
-from controller.core.preemption.nominations import (
-    VictimSearches,
-    plan_preemption,
-    preemption_oracle,
-    preemption_victims,
-    settle_nominations,
-)
-from controller.core.queue.pending import cluster_queue_inactive
-from controller.core.queue.pending_queue import OrderKey
-from controller.core.scheduler.decisions import Admit, CycleResult, Inadmissible, Preempt
+from controller.core.model.workloads import OrderKey, Workload, WorkloadKey
 from controller.core.scheduler.flavor_assignment import (
     FlavorAssignment,
     Mode,
     PreemptionOracle,
     assign_flavors,
 )
+from controller.core.scheduler.memory import SchedulerMemory
 from controller.core.scheduler.partial_admission import (
     can_be_partially_admitted,
     search,
     with_counts,
 )
-from controller.core.state import ClusterState, namespace_matches
+from controller.core.scheduler.preemption import (
+    VictimSearches,
+    plan_preemption,
+    preemption_oracle,
+    preemption_victims,
+    settle_nominations,
+)
+from controller.core.state import ClusterState
 
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
 
@@ -105,8 +104,8 @@ WAITING_FOR_PODS_READY = "waiting for all admitted workloads to be in PodsReady 
 def pods_ready_for_all_admitted(state: ClusterState) -> bool:
     """Kueue's `PodsReadyForAllAdmittedWorkloads`: every Workload holding quota (admitted
     or being evicted) has PodsReady=True."""
-    for key in state.admitted:
-        ready = state.records[key].workload.pods_ready
+    for key in state.cache.admitted:
+        ready = state.cache.records[key].workload.pods_ready
         if ready is None or not ready.status:
             return False
     return True
@@ -151,13 +150,20 @@ def run_cycle(
     state: ClusterState,
     now: float,
     *,
+    memory: SchedulerMemory | None = None,
     oracle: PreemptionOracle | None = None,
     park_alike: bool = True,
     admission_limit: int | None = None,
 ) -> CycleResult:
     """Run one cycle at time `now` (seconds since the epoch) and return its decisions.
-    `park_alike=False` turns off step 8 (Kueue's one head per queue per cycle, exactly;
-    for comparisons); `admission_limit` is step 9's (None: no limit)."""
+    `memory` is what the scheduler kept from the previous cycles over this state (None: a
+    fresh one; controller/core/engine.py keeps one). `park_alike=False` turns off step 8
+    (Kueue's one head per queue per cycle, exactly; for comparisons); `admission_limit` is
+    step 9's (None: no limit)."""
+    if memory is None:
+        memory = SchedulerMemory(state)
+    elif memory.state is not state:
+        raise ValueError("the scheduler's memory is of another ClusterState")
     state.release_backoff(now)
     evicted = state.take_evictions()
     inadmissible: list[Inadmissible] = []
@@ -167,21 +173,21 @@ def run_cycle(
     # capacity was held for them).
     settled, dropped = settle_nominations(state)
     changed = bool(evicted or settled or dropped)
-    state.retry_protected(now)
-    searches = VictimSearches(state, now)
+    state.queues.retry_protected(now)
+    searches = VictimSearches(state, now, memory.contenders)
     if oracle is None:
         oracle = preemption_oracle(state, searches)
 
     entries: list[_Entry] = []
     for name, queue in state.queues.items():
-        if not queue.has_heads() or cluster_queue_inactive(state, name) is not None:
+        if not queue.has_heads() or state.objects.cluster_queue_inactive(name) is not None:
             continue
         item = queue.pop()
         if item is None:
             continue
-        cq = state.cluster_queues[name]
-        workload = state.records[item[4]].workload
-        if not namespace_matches(state, cq, workload.namespace):
+        cq = state.objects.cluster_queues[name]
+        workload = state.cache.records[item[4]].workload
+        if not state.objects.admits_namespace(cq, workload.namespace):
             reason = (
                 f"namespace {workload.namespace} doesn't match the namespaceSelector "
                 f"of ClusterQueue {name}"
@@ -189,8 +195,8 @@ def run_cycle(
             changed |= _refuse(state, cq, item, reason, "Misconfigured", None, inadmissible, True)
             continue
         assignment = assign_flavors(
-            state.quota,
-            state.flavors,
+            state.cache.quota,
+            state.objects.flavors,
             cq,
             workload,
             oracle,
@@ -201,15 +207,17 @@ def run_cycle(
             partial = _partial(state, cq, workload, assignment, oracle, searches)
             if partial is not None:
                 reduced, assignment = partial
-        entries.append(_Entry(cq, item, assignment, state.quota.version(name), reduced))
+        entries.append(_Entry(cq, item, assignment, state.cache.quota.version(name), reduced))
 
     ordered: Iterable[_Entry]
     if state.fair_sharing is None:
         ordered = sorted(entries, key=_Entry.sort_key)
-        if admission_limit is not None and state.passed_over:
-            ordered = _passed_over_first(state.passed_over, ordered)
+        if admission_limit is not None and memory.passed_over:
+            ordered = _passed_over_first(memory.passed_over, ordered)
     else:  # a tournament by dominant resource share, judged afresh for every head
-        ordered = fair_order(state.quota, shares_of(state), entries, _Entry.sort_key)
+        ordered = fair_order(
+            state.cache.quota, shares_of(state.objects, state.cache.quota), entries, _Entry.sort_key
+        )
     # blockAdmission (waitForPodsReady): while a Workload holding quota is not PodsReady,
     # nothing else is admitted; one admitted in this cycle blocks the rest of it.
     blocked = state.block_admission and not pods_ready_for_all_admitted(state)
@@ -225,18 +233,18 @@ def run_cycle(
             untried.append(cq.name)
             changed = True
             continue
-        workload = entry.reduced or state.records[entry.key].workload
+        workload = entry.reduced or state.cache.records[entry.key].workload
         if assignment.mode is Mode.PREEMPT:
             preempt = plan_preemption(state, cq, workload, assignment, searches)
             if preempt is not None:
                 preempting.append(preempt)
-                state.records[entry.key].reason = _waiting(preempt)
+                state.cache.records[entry.key].reason = _waiting(preempt)
                 changed = True
                 continue
         if (
             assignment.fits
             and assignment.borrowing
-            and (state.resolution(entry.key).value is Preemptibility.NON_PREEMPTIBLE)
+            and (state.cache.resolution(entry.key).value is Preemptibility.NON_PREEMPTIBLE)
         ):
             changed |= _refuse_alike(
                 state,
@@ -262,9 +270,9 @@ def run_cycle(
                 and cq.preemption.reclaim_within_cohort is not ReclaimWithinCohortPolicy.ANY
             ):
                 held_back.append((cq.name, _entitlement(state, cq.name, assignment)))
-                state.quota.add_usage(*held_back[-1])
+                state.cache.quota.add_usage(*held_back[-1])
             continue
-        if not state.quota.fits(cq.name, assignment.usage):
+        if not state.cache.quota.fits(cq.name, assignment.usage):
             changed |= _push_back(state, entry, NO_LONGER_FITS)
             requeued.append(entry.key)
             continue
@@ -287,7 +295,7 @@ def run_cycle(
             entry.key,
             cq.name,
             assignment,
-            any(state.quota.borrowing(cq.name, fr, v) for fr, v in assignment.usage.items()),
+            any(state.cache.quota.borrowing(cq.name, fr, v) for fr, v in assignment.usage.items()),
         )
         state.apply_admit(admit)
         admitted.append(admit)
@@ -297,11 +305,11 @@ def run_cycle(
         blocked = state.block_admission
 
     for name, usage in reversed(held_back):
-        state.quota.remove_usage(name, usage)
+        state.cache.quota.remove_usage(name, usage)
     if admission_limit is not None:
-        state.limited_cycles += 1
-        state.passed_over = {
-            name: state.passed_over.get(name, state.limited_cycles) for name in untried
+        memory.limited_cycles += 1
+        memory.passed_over = {
+            name: memory.passed_over.get(name, memory.limited_cycles) for name in untried
         }
     return CycleResult(
         tuple(admitted),
@@ -331,8 +339,8 @@ def _partial(
     def fits(counts: tuple[int, ...]) -> tuple[Workload, FlavorAssignment] | None:
         candidate = with_counts(workload, counts)
         assignment = assign_flavors(
-            state.quota,
-            state.flavors,
+            state.cache.quota,
+            state.objects.flavors,
             cq,
             candidate,
             oracle,
@@ -365,7 +373,7 @@ def _push_back(state: ClusterState, entry: _Entry, reason: str) -> bool:
     """Put a head that fits back at the head of its queue, to be tried in the next cycle,
     with `reason`; returns whether its reason changed."""
     state.queues[entry.cq.name].push(entry.item)
-    record = state.records[entry.key]
+    record = state.cache.records[entry.key]
     changed = record.reason != reason
     record.reason = reason
     return changed
@@ -387,7 +395,7 @@ def _with_protection(
     if protected is None:
         return reason
     count, until = protected
-    state.retry_protected_at(entry.cq.name, until)
+    state.queues.retry_protected_at(entry.cq.name, until)
     return (
         f"{reason}; {count} preemption candidate{'s' if count != 1 else ''} within "
         f"{'their' if count != 1 else 'its'} ClusterQueue's minimum runtime, the first "
@@ -414,7 +422,7 @@ def _refuse(
     key = item[4]
     queue = state.queues[cq.name]
     queue.requeue(item, inadmissible=park)
-    record = state.records[key]
+    record = state.cache.records[key]
     previous, record.reason = record.reason, reason
     out.append(Inadmissible(key, cq.name, reason, condition_reason, assignment))
     return park or previous != reason
@@ -433,7 +441,7 @@ def _refuse_alike(
     cq, assignment = entry.cq, entry.assignment
     park = cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO
     changed = _refuse(state, cq, entry.item, reason, condition_reason, assignment, out, park)
-    if not (park and park_alike) or state.quota.version(cq.name) != entry.version:
+    if not (park and park_alike) or state.cache.quota.version(cq.name) != entry.version:
         return changed
     compare_age = (
         cq.preemption.within_cluster_queue is WithinClusterQueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
@@ -444,7 +452,9 @@ def _refuse_alike(
     # try them, and (as in Kueue, which writes a message only on a Workload it tried)
     # nothing is written for them. Their reason is the tag of the run they are parked in
     # (`pending.why_pending` reads it), so parking thousands is one step.
-    parked = state.queues[cq.name].park_run(state.signature, state.signature(entry.key), reason)
+    parked = state.queues[cq.name].park_run(
+        state.cache.signature, state.cache.signature(entry.key), reason
+    )
     return changed or parked > 0
 
 
@@ -453,13 +463,13 @@ def _taking_back(state: ClusterState, entry: _Entry, claimants: set[str]) -> str
     head borrows (step 7), if any: each one's room below its nominal quota that its
     pending Workloads, allowed to reclaim from the head, would fill is held for it, and the
     head no longer fits beside all of that."""
-    tree = state.quota
+    tree = state.cache.quota
     priority = entry.priority
     held: dict[str, dict[FlavorResource, int]] = {}
     for name in sorted(claimants & tree.reach(entry.cq.name)):
         if name == entry.cq.name:
             continue
-        reclaim = state.cluster_queues[name].preemption.reclaim_within_cohort
+        reclaim = state.objects.cluster_queues[name].preemption.reclaim_within_cohort
         if reclaim is ReclaimWithinCohortPolicy.NEVER:
             continue
         above = None if reclaim is ReclaimWithinCohortPolicy.ANY else priority
@@ -483,9 +493,9 @@ def _pending_within(
     full."""
     left = room
     for key in state.queues[cluster_queue].workload_keys():
-        if above is not None and state.priority_of(key) <= above:
+        if above is not None and state.cache.priority_of(key) <= above:
             continue
-        request = state.records[key].workload.total_request(resource)
+        request = state.cache.records[key].workload.total_request(resource)
         if 0 < request <= left:
             left -= request
             if not left:
@@ -500,8 +510,8 @@ def _entitlement(
     nominal, what is left of nominal; when borrowing, up to nominal + borrowingLimit."""
     out: dict[FlavorResource, int] = {}
     for fr, value in assignment.usage.items():
-        quota = state.quota.quota(cq, fr)
-        used = state.quota.usage(cq, fr)
+        quota = state.cache.quota.quota(cq, fr)
+        used = state.cache.quota.usage(cq, fr)
         if assignment.borrowing:
             amount = (
                 value

@@ -17,7 +17,7 @@ from controller.cli import main
 from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
 from controller.core.model.cohorts import Cohort
-from controller.core.preemption.nominations import VictimSearches
+from controller.core.scheduler.preemption import VictimSearches
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
 SMOKE = SCENARIOS / "smoke.yaml"
@@ -274,14 +274,14 @@ def _queue_doc(qs: Any, **extra: Any) -> dict[str, Any]:
 def test_build_puts_the_tree_and_the_weights_into_the_state() -> None:
     state, jobs, capacity = build(_tree_scenario({}))
     assert state.fair_sharing == FairSharing()
-    assert state.cohorts["org"] == Cohort("org", None, _cpu_groups(2000))
-    assert state.cohorts["eng"] == Cohort(
+    assert state.objects.cohorts["org"] == Cohort("org", None, _cpu_groups(2000))
+    assert state.objects.cohorts["eng"] == Cohort(
         "eng", "org", _cpu_groups(0, borrowing_limit=1000), Fraction(2)
     )
-    assert state.cohorts["team-1"] == Cohort("team-1", "eng")
-    assert "solo-0" not in state.cohorts  # neither parent nor weight: an implicit cohort
-    assert state.cluster_queues["cq-0-0-team-0"].fair_weight == 3
-    assert state.cluster_queues["cq-0-0-solo-0"].fair_weight == 1
+    assert state.objects.cohorts["team-1"] == Cohort("team-1", "eng")
+    assert "solo-0" not in state.objects.cohorts  # neither parent nor weight: an implicit cohort
+    assert state.objects.cluster_queues["cq-0-0-team-0"].fair_weight == 3
+    assert state.objects.cluster_queues["cq-0-0-solo-0"].fair_weight == 1
     # Quota moves within a root's whole tree: its queues' and its Cohorts' own.
     assert capacity == {"org": 2000 + 2 * 2000, "solo-0": 2000}
     assert {job.root_cohort for job in jobs} == {"org", "solo-0"}
@@ -300,8 +300,8 @@ def test_a_weight_of_zero_is_kept() -> None:
         ]
     }
     state, _, _ = build(parse(doc))
-    assert state.cohorts["c-0"].fair_weight == 0
-    assert state.cluster_queues["cq-0-0-c-0"].fair_weight == 0
+    assert state.objects.cohorts["c-0"].fair_weight == 0
+    assert state.objects.cluster_queues["cq-0-0-c-0"].fair_weight == 0
 
 
 def test_lower_bound_is_per_root_tree() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from api.constants import AdmissionMode, QueueingStrategy, StopPolicy
 from api.quantities import Quantity
+from controller.core.decisions import CycleResult
 from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorFungibility,
@@ -25,7 +26,6 @@ from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector
 from controller.core.model.workloads import PodSet, PriorityClassRef, Workload
 from controller.core.scheduler.cycle import run_cycle
-from controller.core.scheduler.decisions import CycleResult
 from controller.core.state import ClusterState
 
 ALL_NAMESPACES = LabelSelector()
@@ -163,8 +163,8 @@ def settle(state: ClusterState, now: float = 0.0, limit: int = 10_000) -> list[C
 
 
 def admitted_keys(state: ClusterState) -> set[str]:
-    return set(state.admitted)
+    return set(state.cache.admitted)
 
 
 def usage(state: ClusterState, cq_name: str, flavor: str = "default", resource: str = "cpu") -> int:
-    return state.quota.usage(cq_name, (flavor, resource))
+    return state.cache.quota.usage(cq_name, (flavor, resource))

@@ -17,8 +17,8 @@ def running(state: ClusterState, workload: Workload, reserved_at: float) -> None
     """Admit `workload` and record its reservation time, as the watch brings it back."""
     add(state, workload)
     settle(state, reserved_at)
-    assert workload.key in state.admitted
-    record = state.records[workload.key]
+    assert workload.key in state.cache.admitted
+    record = state.cache.records[workload.key]
     state.upsert_workload(replace(record.workload, quota_reserved_at=reserved_at))
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from api.constants import QueueingStrategy
 from controller.core.afs.queue import AdmissionFairQueue
-from controller.core.model.workloads import WorkloadKey
-from controller.core.queue.pending_queue import OrderKey, PendingQueue, order_key
+from controller.core.model.workloads import OrderKey, WorkloadKey, order_key
+from controller.core.queue.pending_queue import PendingQueue
 
 
 def fair_queue(local_queue_of: dict[str, str], usage: dict[str, float]) -> AdmissionFairQueue:

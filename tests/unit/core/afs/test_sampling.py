@@ -26,8 +26,8 @@ def test_sampling_decays_history_towards_what_is_admitted() -> None:
     state.set_local_queue(LocalQueue("ns", "lq-a", "fair", consumed_status={"cpu": 8.0}))
     add(state, wl("a1", "lq-a", cpu="4"))
     run_cycle(state, 0)
-    assert fair_local_queues(state) == ["ns/fair", "ns/lq-a"]  # not ns/plain
-    [idle, first] = sample(state, 100.0)
+    assert fair_local_queues(state.queues, state.objects) == ["ns/fair", "ns/lq-a"]  # not ns/plain
+    [idle, first] = sample(state.queues, state.objects, 100.0)
     # The first sample stamps the time and folds nothing; the penalty is still pending.
     assert (first.local_queue, first.cluster_queue) == ("ns/lq-a", "fair")
     assert (first.consumed, first.last_update) == ({"cpu": 8.0}, 100.0)
@@ -35,11 +35,13 @@ def test_sampling_decays_history_towards_what_is_admitted() -> None:
     assert first.usage == pytest.approx(8 + 4 * TENTH)
     assert (idle.local_queue, idle.consumed, idle.usage) == ("ns/fair", {}, 0.0)
     # One half-life later, 4 cpus still admitted: 8 × 0.5 + 4 × 0.5.
-    [_, later] = sample(state, 110.0)
+    [_, later] = sample(state.queues, state.objects, 110.0)
     assert later.consumed == {"cpu": 6.0} and later.last_update == 110.0
     # Seen back admitted: the penalty moves into consumed.
     state.settle_admission(WorkloadKey("ns/a1"), 110.0)
-    [report] = [u for u in local_queue_usages(state) if u.local_queue == "ns/lq-a"]
+    [report] = [
+        u for u in local_queue_usages(state.queues, state.objects) if u.local_queue == "ns/lq-a"
+    ]
     assert report.penalty == {} and report.consumed == pytest.approx({"cpu": 6 + 4 * TENTH})
 
 
@@ -47,7 +49,7 @@ def test_without_a_half_life_each_sample_starts_over() -> None:
     state = cluster(FAIR)
     state.admission_fair_sharing = AdmissionFairSharing(0.0, 60.0)
     state.set_local_queue(LocalQueue("ns", "lq", "fair", consumed_status={"cpu": 8.0}))
-    [_, entry] = sample(state, 5.0)
+    [_, entry] = sample(state.queues, state.objects, 5.0)
     assert entry.consumed == {"cpu": 0.0}
 
 
@@ -55,15 +57,18 @@ def test_an_inactive_cluster_queues_local_queues_keep_their_history() -> None:
     state = cluster(FAIR)
     state.admission_fair_sharing = AdmissionFairSharing(10.0, 1.0)
     state.set_local_queue(LocalQueue("ns", "lq", "fair", consumed_status={"cpu": 8.0}))
-    sample(state, 0.0)
+    sample(state.queues, state.objects, 0.0)
     state.set_cluster_queue(replace(FAIR, stop_policy=StopPolicy.HOLD))
-    assert sample(state, 100.0) == []
+    assert sample(state.queues, state.objects, 100.0) == []
     state.set_cluster_queue(FAIR)
-    [_, entry] = sample(state, 100.0)  # idle for 10 half-lives
+    [_, entry] = sample(state.queues, state.objects, 100.0)  # idle for 10 half-lives
     assert entry.consumed == {"cpu": 8.0 * 0.5**10}
 
 
 def test_nothing_is_sampled_while_admission_fair_sharing_is_off() -> None:
     state = cluster(FAIR)
     state.set_local_queue(LocalQueue("ns", "lq", "fair", consumed_status={"cpu": 8.0}))
-    assert sample(state, 10.0) == [] and local_queue_usages(state) == []
+    assert (
+        sample(state.queues, state.objects, 10.0) == []
+        and local_queue_usages(state.queues, state.objects) == []
+    )

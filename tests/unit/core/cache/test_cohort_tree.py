@@ -18,7 +18,7 @@ from controller.core.model.clusterqueues import (
     ResourceQuota,
 )
 from controller.core.model.cohorts import Cohort
-from controller.core.queue.pending import why_pending
+from controller.core.pending import why_pending
 from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, admitted_keys, cluster, cq, settle, wl
@@ -271,7 +271,7 @@ def test_flat_cohorts_keep_kueues_message() -> None:
     add(state, wl("wide", "a", cpu=9))
     settle(state)
     assert why_pending(state, "ns/wide").endswith("can ever be available (nominal 4)")
-    assert not state.quota.hierarchical("a")
+    assert not state.cache.quota.hierarchical("a")
 
 
 def test_a_subtree_cut_loose_keeps_its_borrowers_known() -> None:
@@ -323,9 +323,9 @@ def test_a_workload_leaving_for_nobody_is_waited_for_not_doubled() -> None:
     state = cluster(cq("cq", {"default": {"cpu": 2}}, preemption=policy))
     add(state, wl("leaving", cpu=1, priority=5), wl("staying", cpu=1, priority=0))
     settle(state)
-    record = state.records["ns/leaving"]
+    record = state.cache.records["ns/leaving"]
     state.upsert_workload(replace(record.workload, admission=record.admission, evicted=True))
-    assert state.records["ns/leaving"].evicting
+    assert state.cache.records["ns/leaving"].evicting
     add(state, wl("first", cpu=1, priority=10, created=1.0))
     [preempt] = run_cycle(state, 2.0).preempting
     assert [v.workload_key for v in preempt.victims] == ["ns/leaving"]

@@ -14,8 +14,8 @@ from api.constants import WithinClusterQueuePolicy
 from controller.core.cache.records import Phase
 from controller.core.model.clusterqueues import PreemptionPolicy
 from controller.core.model.workloads import WorkloadKey
-from controller.core.preemption.nominations import settle_action
 from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.preemption import settle_action
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, cluster, cq, settle, usage, wl
 
@@ -23,7 +23,7 @@ LOWER = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRI
 
 
 def phase(state: ClusterState, key: str) -> Phase:
-    return state.records[WorkloadKey(key)].phase
+    return state.cache.records[WorkloadKey(key)].phase
 
 
 def test_a_workload_goes_through_every_phase() -> None:
@@ -38,7 +38,7 @@ def test_a_workload_goes_through_every_phase() -> None:
     assert [p.preemptor_key for p in result.preempting] == ["ns/high"]
     assert phase(state, "ns/high") is Phase.NOMINATED
     assert phase(state, "ns/low") is Phase.EVICTING
-    assert state.records[WorkloadKey("ns/low")].evicting
+    assert state.cache.records[WorkloadKey("ns/low")].evicting
 
     state.release(WorkloadKey("ns/low"))  # its owner released it
     assert phase(state, "ns/low") is Phase.QUEUED
@@ -59,56 +59,57 @@ def test_removing_a_workload_is_one_operation_that_leaves_nothing_behind() -> No
     for key in ("ns/low", "ns/high", "ns/queued"):
         state.remove_workload(WorkloadKey(key))
     assert_consistent(state)
-    assert not state.records and usage(state, "cq") == 0
+    assert not state.cache.records and usage(state, "cq") == 0
     assert not list(state.queues["cq"].workload_keys())
 
 
 def test_marking_a_workload_evicting_needs_quota() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "2"}})), wl("w", cpu="5"))
     with pytest.raises(ValueError, match="holds no quota"):
-        state.records[WorkloadKey("ns/w")].evicting = True
+        state.cache.records[WorkloadKey("ns/w")].evicting = True
 
 
 def assert_consistent(state: ClusterState) -> None:
     """Every index agrees with the records, and the quota charged is the records' usage."""
-    holding = {k for k, r in state.records.items() if r.holds_quota}
-    assert set(state.admitted) == holding
-    assert set(state.nominated) == {k for k, r in state.records.items() if r.nomination}
+    holding = {k for k, r in state.cache.records.items() if r.holds_quota}
+    assert set(state.cache.admitted) == holding
+    assert set(state.holds.nominated) == {k for k, r in state.cache.records.items() if r.nomination}
     by_cq: dict[str, set[WorkloadKey]] = {}
     for key in holding:
-        by_cq.setdefault(state.records[key].cluster_queue, set()).add(key)
-    for name in state.cluster_queues:
-        assert state.admitted_in(name) == frozenset(by_cq.get(name, ()))
+        by_cq.setdefault(state.cache.records[key].cluster_queue, set()).add(key)
+    for name in state.objects.cluster_queues:
+        assert state.cache.admitted_in(name) == frozenset(by_cq.get(name, ()))
         charged = sum(
-            (state.records[k].usage or {}).get(("default", "cpu"), 0) for k in by_cq.get(name, ())
+            (state.cache.records[k].usage or {}).get(("default", "cpu"), 0)
+            for k in by_cq.get(name, ())
         )
-        for nomination in state.nominated.values():
+        for nomination in state.holds.nominated.values():
             if nomination.admit.cluster_queue != name:
                 continue
             # A held preemptor and its leaving victims in its own queue count once: the
-            # larger of the two (ClusterState.nominate, `_cover`).
+            # larger of the two (`PreemptionHolds._cover`).
             wanted = nomination.usage.get(("default", "cpu"), 0)
             leaving = sum(
-                (state.records[v.workload_key].usage or {}).get(("default", "cpu"), 0)
+                (state.cache.records[v.workload_key].usage or {}).get(("default", "cpu"), 0)
                 for v in nomination.victims
                 if v.whole
                 and v.cluster_queue == name
                 and v.workload_key in holding
-                and state.records[v.workload_key].phase is Phase.EVICTING
+                and state.cache.records[v.workload_key].phase is Phase.EVICTING
             )
             charged += wanted - min(wanted, leaving)
         assert usage(state, name) == charged
     queued = {k for queue in state.queues.values() for k in queue.workload_keys()}
     for key in queued:
-        record = state.records[key]
+        record = state.cache.records[key]
         assert record.phase is Phase.QUEUED and record.queued_in is not None
-    for key, record in state.records.items():
+    for key, record in state.cache.records.items():
         assert (record.admission is not None) == record.holds_quota, key
         assert (record.nomination is not None) == (record.phase is Phase.NOMINATED), key
     # Settling looks only at the preemptors something changed for: every other one can
     # neither be admitted nor dropped now.
-    marked = state.nominations_to_settle()
-    for key in state.nominated:
+    marked = state.holds.nominations_to_settle()
+    for key in state.holds.nominated:
         if key not in marked:
             assert settle_action(state, key) is None, key
 
@@ -135,7 +136,7 @@ def test_indexes_agree_with_the_records_after_any_sequence(
     created = 0.0
     for kind, n, cpu, priority in events:
         key = WorkloadKey(f"ns/w{n}")
-        record = state.records.get(key)
+        record = state.cache.records.get(key)
         if kind == "add":
             created += 1
             add(state, wl(f"w{n}", "ab"[n % 2], cpu=str(cpu), priority=priority, created=created))

@@ -22,17 +22,18 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
+from controller.core.decisions import Preempt
 from controller.core.fairsharing.preemption import find_fair_victims
 from controller.core.fairsharing.settings import FairSharing, PreemptionStrategy
 from controller.core.fairsharing.shares import shares_of
 from controller.core.model.clusterqueues import ClusterQueue, PreemptionPolicy
 from controller.core.model.cohorts import Cohort
 from controller.core.model.workloads import PodSet, Workload
-from controller.core.preemption.nominations import VictimSearches, contenders
+from controller.core.pending import why_pending
 from controller.core.preemption.policy import Preemptor
-from controller.core.queue.pending import why_pending
+from controller.core.scheduler.contenders import ContenderCache
 from controller.core.scheduler.cycle import run_cycle
-from controller.core.scheduler.decisions import Preempt
+from controller.core.scheduler.preemption import VictimSearches
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, cluster, cq, group, m, settle, wl
 
@@ -65,7 +66,7 @@ def admit(state: ClusterState, *workloads: Workload) -> None:
     for workload in workloads:
         add(state, workload)
         settle(state)
-        assert workload.key in state.admitted, why_pending(state, workload.key)
+        assert workload.key in state.cache.admitted, why_pending(state, workload.key)
 
 
 def preempt(state: ClusterState, workload: Workload) -> Preempt | None:
@@ -165,31 +166,33 @@ def test_preemption_policy_never_preempts_nothing() -> None:
     admit(state, *(wl(f"b{i}", "b", cpu=1) for i in range(1, 7)))
     incoming = wl("a-in", "a", cpu=3)
     add(state, incoming)
-    cq_a = state.cluster_queues["a"]
+    cq_a = state.objects.cluster_queues["a"]
     short = frozenset({("default", "cpu")})
     request = {("default", "cpu"): m(3)}
-    preemptor = Preemptor("a", 0, 0.0, state.priority_classes.resolve(incoming).preemption_policy)
+    preemptor = Preemptor(
+        "a", 0, 0.0, state.objects.priority_classes.resolve(incoming).preemption_policy
+    )
     found = find_fair_victims(
-        shares_of(state),
+        shares_of(state.objects, state.cache.quota),
         cq_a,
         request,
         short,
         preemptor,
         True,
-        contenders(state, "a", short),
+        ContenderCache().in_reach(state, "a", short),
         (PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
     )
     assert found is not None
     never = replace(preemptor, preemption_policy=type(preemptor.preemption_policy)("Never"))
     assert (
         find_fair_victims(
-            shares_of(state),
+            shares_of(state.objects, state.cache.quota),
             cq_a,
             request,
             short,
             never,
             True,
-            contenders(state, "a", short),
+            ContenderCache().in_reach(state, "a", short),
             (PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
         )
         is None
@@ -301,35 +304,37 @@ def test_fair_victims_are_allowed_sufficient_minimal_and_leave_the_tree_unchange
 ) -> None:
     state, incoming = scene
     add(state, incoming)
-    tree = state.quota
+    tree = state.cache.quota
     name = incoming.queue_name
-    cq_obj = state.cluster_queues[name]
+    cq_obj = state.objects.cluster_queues[name]
     fr = ("default", "cpu")
     request = {fr: incoming.pod_sets[0].requests["cpu"]}
     short = frozenset({fr})
-    before = {q: dict(tree.usage_of(q)) for q in state.cluster_queues}
+    before = {q: dict(tree.usage_of(q)) for q in state.objects.cluster_queues}
     version = tree.version(name)
-    preemptor = Preemptor(name, state.priority_of(incoming.key), incoming.creation_timestamp)
+    preemptor = Preemptor(name, state.cache.priority_of(incoming.key), incoming.creation_timestamp)
     assert state.fair_sharing is not None
     found = find_fair_victims(
-        shares_of(state),
+        shares_of(state.objects, state.cache.quota),
         cq_obj,
         request,
         short,
         preemptor,
-        state.resolution(incoming.key).value is not Preemptibility.NON_PREEMPTIBLE,
-        contenders(state, name, short),
+        state.cache.resolution(incoming.key).value is not Preemptibility.NON_PREEMPTIBLE,
+        ContenderCache().in_reach(state, name, short),
         state.fair_sharing.preemption_strategies,
     )
-    assert {q: dict(tree.usage_of(q)) for q in state.cluster_queues} == before
+    assert {q: dict(tree.usage_of(q)) for q in state.objects.cluster_queues} == before
     assert tree.version(name) == version
     if not found:
         return
     for victim in found:
-        held = state.admitted[victim.workload_key]
-        assert state.resolution(victim.workload_key).value is not Preemptibility.NON_PREEMPTIBLE
+        held = state.cache.admitted[victim.workload_key]
+        assert (
+            state.cache.resolution(victim.workload_key).value is not Preemptibility.NON_PREEMPTIBLE
+        )
         if victim.cluster_queue == name:
-            assert state.priority_of(victim.workload_key) < preemptor.priority
+            assert state.cache.priority_of(victim.workload_key) < preemptor.priority
         assert 0 < victim.pods <= victim.total_pods
         assert (
             victim.pods == victim.total_pods or held.workload.disruption_mode is DisruptionMode.POD
@@ -338,7 +343,7 @@ def test_fair_victims_are_allowed_sufficient_minimal_and_leave_the_tree_unchange
     def removed(pods_back: dict[str, int]) -> dict[str, dict[tuple[str, str], int]]:
         out: dict[str, dict[tuple[str, str], int]] = {}
         for victim in found:
-            held = state.admitted[victim.workload_key]
+            held = state.cache.admitted[victim.workload_key]
             per_pod = (held.usage or {}).get(fr, 0) // victim.total_pods
             pods = victim.pods - pods_back.get(victim.workload_key, 0)
             bucket = out.setdefault(victim.cluster_queue, {})
@@ -353,7 +358,7 @@ def test_fair_victims_are_allowed_sufficient_minimal_and_leave_the_tree_unchange
             release
             for victim in found
             if victim.leaving and not pods_back.get(victim.workload_key)
-            for release in state.releases(victim.workload_key)
+            for release in state.holds.releases(victim.workload_key)
         ]
         for release in gone:
             if release.pool:
@@ -403,7 +408,7 @@ def test_no_fair_preemption_to_borrow_what_the_victims_queue_would_reclaim(
 
     state = state_()
     assert preempt(state, wl("a-large", "a", cpu=8, priority=200, created=2.0)) is None
-    reason = state.records["ns/a-large"].reason or ""
+    reason = state.cache.records["ns/a-large"].reason or ""
     assert (
         "it may not preempt to borrow: ClusterQueue c would be below its nominal quota "
         "with pending Workloads and reclaim it" in reason

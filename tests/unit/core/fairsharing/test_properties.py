@@ -126,14 +126,14 @@ def test_fair_sharing_never_over_commits_a_tree(
             q: u.get("default", 0) for q, u in usage_by_queue(state, after_evictions=True).items()
         }
         for name in QUEUES:
-            assert state.quota.usage(name, FR) >= max(now.get(name, 0), later.get(name, 0))
+            assert state.cache.quota.usage(name, FR) >= max(now.get(name, 0), later.get(name, 0))
         assert_not_over_committed(model, now)
         used_now = {cohort: model.used(cohort) for cohort in model.cohorts()}
         assert_not_over_committed(model, later)
         for cohort in model.cohorts():  # the held capacity: counted once, never less
-            counted = state.quota.cohort_usage(cohort, FR)
+            counted = state.cache.quota.cohort_usage(cohort, FR)
             assert counted >= max(used_now[cohort], model.used(cohort)), cohort
-        for nomination in state.nominated.values():
+        for nomination in state.holds.nominated.values():
             assert not non_preemptible & {v.workload_key for v in nomination.victims}
 
     serial = 0
@@ -157,24 +157,24 @@ def test_fair_sharing_never_over_commits_a_tree(
                 later = sum(
                     a.usage().get(FR, 0) for a in admitted[i + 1 :] if a.cluster_queue == queue
                 )
-                assert usage.get(queue, 0) - later <= state.quota.quota(queue, FR).nominal
-        elif state.admitted:
-            evicting = sorted(k for k, h in state.admitted.items() if h.evicting)
-            keys = evicting or sorted(state.admitted)
+                assert usage.get(queue, 0) - later <= state.cache.quota.quota(queue, FR).nominal
+        elif state.cache.admitted:
+            evicting = sorted(k for k, h in state.cache.admitted.items() if h.evicting)
+            keys = evicting or sorted(state.cache.admitted)
             state.release(keys[a % len(keys)], requeue=bool(evicting))
         check()
     for key in non_preemptible:
-        assert state.resolution(key).value is Preemptibility.NON_PREEMPTIBLE
+        assert state.cache.resolution(key).value is Preemptibility.NON_PREEMPTIBLE
     for _ in range(60):
-        for key in sorted(k for k, h in state.admitted.items() if h.evicting):
+        for key in sorted(k for k, h in state.cache.admitted.items() if h.evicting):
             state.release(key, requeue=False)
         changed = run_cycle(state, 1e9).changed
         check()
-        if not changed and not state.nominated:
+        if not changed and not state.holds.nominated:
             break
-    for key in sorted(state.admitted):
+    for key in sorted(state.cache.admitted):
         state.release(key, requeue=False)
     for name in QUEUES:
-        assert state.quota.usage_of(name) == {}
+        assert state.cache.quota.usage_of(name) == {}
     for cohort in COHORTS:
-        assert state.quota.cohort_usage(cohort, FR) == 0
+        assert state.cache.quota.cohort_usage(cohort, FR) == 0

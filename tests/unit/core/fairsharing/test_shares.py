@@ -46,13 +46,16 @@ def shares_in(
 ) -> set[Node]:
     """Every node's (rounded weighted share, dominant resource, borrowing), with `request`
     added to each node's usage as Kueue's test does."""
-    shares = shares_of(state)
+    shares = shares_of(state.objects, state.cache.quota)
     out: set[Node] = set()
-    for name in state.cluster_queues:
+    for name in state.objects.cluster_queues:
         share = shares.queue(name, request)
         out.add(Node(name, False, share.weighted_share(), share.resource, share.borrowing))
     cohorts = {
-        c for q in state.cluster_queues.values() if q.cohort for c in state.quota.path(q.name)
+        c
+        for q in state.objects.cluster_queues.values()
+        if q.cohort
+        for c in state.cache.quota.path(q.name)
     }
     for name in cohorts:  # Kueue adds the request to cohorts too: no case needs it off a root
         share = shares.cohort(name)
@@ -64,7 +67,9 @@ def use(state: ClusterState, queue: str, **by_flavor_resource: str) -> None:
     """Charge usage to a queue: keyword `flavor__resource` (gpu stands for example.com/gpu)."""
     for key, value in by_flavor_resource.items():
         flavor, resource = key.split("__")
-        state.quota.add_usage(queue, {(flavor, GPU if resource == "gpu" else resource): m(value)})
+        state.cache.quota.add_usage(
+            queue, {(flavor, GPU if resource == "gpu" else resource): m(value)}
+        )
 
 
 def lending_pair(cpu: str | None, gpu: str, lend_cpu: str | None, lend_gpu: str) -> ClusterState:
@@ -261,7 +266,7 @@ def test_a_share_is_exact_where_float64_would_round() -> None:
     value; two shares that differ in the 17th digit still compare as different."""
     state = lending_pair(None, "0", None, "3")
     use(state, "cq", default__gpu="1")
-    share = shares_of(state).queue("cq")
+    share = shares_of(state.objects, state.cache.quota).queue("cq")
     assert share.ratio == Fraction(1000, 3) and share.weighted_share() == 334
     a = Share(Fraction(1), Fraction(10**17 + 1, 10**17), "cpu", frozenset({("f", "cpu")}))
     b = Share(Fraction(1), Fraction(1), "cpu", frozenset({("f", "cpu")}))

@@ -38,7 +38,12 @@ class H:
 
 
 def order(state: ClusterState, *heads: H) -> list[str]:
-    return [h.key for h in fair_order(state.quota, shares_of(state), heads, lambda h: h.key)]
+    return [
+        h.key
+        for h in fair_order(
+            state.cache.quota, shares_of(state.objects, state.cache.quota), heads, lambda h: h.key
+        )
+    ]
 
 
 def flat(*queues: ClusterQueue) -> ClusterState:
@@ -48,7 +53,7 @@ def flat(*queues: ClusterQueue) -> ClusterState:
 
 
 def use(state: ClusterState, queue: str, cpu: str, flavor: str = "default") -> None:
-    state.quota.add_usage(queue, {(flavor, "cpu"): m(cpu)})
+    state.cache.quota.add_usage(queue, {(flavor, "cpu"): m(cpu)})
 
 
 def test_the_queue_with_the_lower_share_goes_first() -> None:
@@ -95,13 +100,13 @@ def test_not_borrowing_on_the_requested_flavor_comes_before_a_lower_share() -> N
         cq("b", groups=[quotas], cohort="c"),
         cq("lender", groups=[group({"on-demand": {"cpu": "6"}, "spot": {"cpu": "6"}})], cohort="c"),
     )
-    state.set_flavor(replace(state.flavors["default"], name="on-demand"))
+    state.set_flavor(replace(state.objects.flavors["default"], name="on-demand"))
     use(state, "a", "6", "spot")
     heads = (
         H("a-head", "a", cpu="1", flavor="on-demand"),
         H("b-head", "b", cpu="3", flavor="on-demand"),
     )
-    shares = shares_of(state)
+    shares = shares_of(state.objects, state.cache.quota)
     assert (
         shares.queue("a", {("on-demand", "cpu"): m("1")}).key()
         > shares.queue("b", {("on-demand", "cpu"): m("3")}).key()
@@ -141,7 +146,9 @@ def test_each_step_sees_the_heads_admitted_before_it() -> None:
         H("c-head", "c", cpu="3", queue_order_time=1.0),
     ]
     out = []
-    for head in fair_order(state.quota, shares_of(state), heads, lambda h: h.key):
+    for head in fair_order(
+        state.cache.quota, shares_of(state.objects, state.cache.quota), heads, lambda h: h.key
+    ):
         out.append(head.key)
         use(state, head.cluster_queue, head.cpu)  # admitted
     assert out == ["b-head", "a-head", "c-head"]

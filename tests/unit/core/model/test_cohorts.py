@@ -9,11 +9,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.core.cache.objects import UNSUPPORTED_COHORT
 from controller.core.model.clusterqueues import ResourceQuota
 from controller.core.model.cohorts import Cohort, parent_cycle, unsupported_cohort
-from controller.core.model.from_api import apply, convert
+from controller.core.model.from_api import convert
 from controller.core.model.unsupported import unsupported_fields
-from controller.core.queue.pending import UNSUPPORTED_COHORT, cluster_queue_inactive, why_pending
+from controller.core.pending import why_pending
 from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, admitted_keys, cluster, cq, settle, usage, wl
@@ -55,14 +56,14 @@ def test_a_flat_explicit_cohort_admits_exactly_as_the_implicit_one(
     assert admitted_keys(explicit) == admitted_keys(implicit)
     for queue in ("a", "b"):
         assert usage(explicit, queue) == usage(implicit, queue)
-        assert cluster_queue_inactive(explicit, queue) is None
+        assert explicit.objects.cluster_queue_inactive(queue) is None
     # Never over the cohort's 8 cpus, whichever way it is declared.
     assert usage(explicit, "a") + usage(explicit, "b") <= 8_000
 
 
 def test_a_flat_cohort_lets_its_members_borrow() -> None:
     state = _pair()
-    apply(state, convert(_cohort_object("pool", {})))
+    state.apply(convert(_cohort_object("pool", {})))
     add(state, wl("big", "a", cpu=7))
     admitted = run_cycle(state, 0).admitted
     assert [(a.workload_key, a.borrowing) for a in admitted] == [("ns/big", True)]
@@ -81,7 +82,7 @@ OWN_QUOTA = {
 
 def test_a_cohorts_own_quota_is_lent_to_its_queues() -> None:
     state = _pair()
-    apply(state, convert(_cohort_object("pool", OWN_QUOTA)))
+    state.apply(convert(_cohort_object("pool", OWN_QUOTA)))
     assert unsupported_fields(_cohort_object("pool", OWN_QUOTA)) == []
     add(state, wl("big", "a", cpu=15))  # 4 of its own, 4 of b's, 7 of the Cohort's 8
     assert [(a.workload_key, a.borrowing) for a in run_cycle(state, 0).admitted] == [
@@ -91,7 +92,7 @@ def test_a_cohorts_own_quota_is_lent_to_its_queues() -> None:
     settle(state, 1.0)
     assert admitted_keys(state) == {"ns/big"}  # 1 cpu left in the whole tree
     state.remove_cohort("pool")  # the Cohort's quota goes: the tree is over-committed
-    assert cluster_queue_inactive(state, "a") is None
+    assert state.objects.cluster_queue_inactive("a") is None
 
 
 def test_queues_under_a_parent_borrow_through_it() -> None:
@@ -101,7 +102,7 @@ def test_queues_under_a_parent_borrow_through_it() -> None:
         cq("b", {"default": {"cpu": 4}}, cohort="pool"),
         cq("c", {"default": {"cpu": 4}}, cohort="org"),
     )
-    apply(state, convert(_cohort_object("pool", {"parentName": "org"})))
+    state.apply(convert(_cohort_object("pool", {"parentName": "org"})))
     add(state, wl("big", "a", cpu=12))
     assert [a.workload_key for a in run_cycle(state, 0).admitted] == ["ns/big"]
     assert usage(state, "a") == 12_000
@@ -112,12 +113,12 @@ def test_queues_under_a_parent_borrow_through_it() -> None:
 
 def test_a_cycle_of_parents_makes_the_queues_inactive_and_names_it() -> None:
     state = _pair()
-    apply(state, convert(_cohort_object("pool", {"parentName": "org"})))
-    apply(state, convert(_cohort_object("org", {"parentName": "pool"})))
+    state.apply(convert(_cohort_object("pool", {"parentName": "org"})))
+    state.apply(convert(_cohort_object("org", {"parentName": "pool"})))
     add(state, wl("fits", "a", cpu=1))
     assert settle(state)[0].admitted == ()
     for queue in ("a", "b"):
-        inactive = cluster_queue_inactive(state, queue)
+        inactive = state.objects.cluster_queue_inactive(queue)
         assert inactive is not None and inactive.reason == UNSUPPORTED_COHORT
         assert inactive.message == (
             f"ClusterQueue {queue} is inactive: Cohort pool is in a tree with a cycle "
@@ -143,8 +144,8 @@ def test_a_fair_sharing_weight_is_reported_and_changes_nothing() -> None:
     obj = _cohort_object("pool", {"fairSharing": {"weight": "3"}})
     assert [f for f, _ in unsupported_fields(obj)] == ["spec.fairSharing"]
     state = _pair()
-    apply(state, convert(obj))
-    assert cluster_queue_inactive(state, "a") is None
+    state.apply(convert(obj))
+    assert state.objects.cluster_queue_inactive("a") is None
     add(state, wl("big", "a", cpu=7))
     assert [a.workload_key for a in run_cycle(state, 0).admitted] == ["ns/big"]
 
@@ -207,12 +208,12 @@ def test_random_cohort_trees_never_over_commit_and_a_cycle_admits_nothing(
     assert sum(usage(state, q.name) for q in queues) <= total_quota
     fr = ("default", "cpu")
     for c in NAMES:  # no tree takes more than its root holds
-        if state.quota.is_root(c):
-            assert state.quota.cohort_usage(c, fr) <= state.quota.cohort_pool(c, fr)
+        if state.cache.quota.is_root(c):
+            assert state.cache.quota.cohort_usage(c, fr) <= state.cache.quota.cohort_pool(c, fr)
     for c in NAMES:
         members = (f"{c}-a", f"{c}-b")
-        if unsupported_cohort(state.cohorts, c) is not None:
+        if unsupported_cohort(state.objects.cohorts, c) is not None:
             assert [usage(state, q) for q in members] == [0, 0]
-            assert all(cluster_queue_inactive(state, q) is not None for q in members)
+            assert all(state.objects.cluster_queue_inactive(q) is not None for q in members)
         else:
-            assert all(cluster_queue_inactive(state, q) is None for q in members)
+            assert all(state.objects.cluster_queue_inactive(q) is None for q in members)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from controller.core.model.clusterqueues import LocalQueue
-from controller.core.model.from_api import apply, convert
+from controller.core.model.from_api import convert
 from controller.core.model.unsupported import admission_check_names, unsupported_fields
-from controller.core.queue.pending import cluster_queue_inactive, why_pending
+from controller.core.pending import why_pending
 from controller.core.scheduler.cycle import run_cycle
 from tests.unit.core.builders import add, cluster, wl
 
@@ -116,10 +116,10 @@ def test_a_cluster_queue_with_admission_checks_admits_nothing() -> None:
     }
     assert admission_check_names(spec) == ("prov", "multikueue")
     state = cluster()
-    apply(state, convert({"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}))
+    state.apply(convert({"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}))
     state.set_local_queue(LocalQueue("ns", "cq", "cq"))
     add(state, wl("w", cpu="1"))
     assert not run_cycle(state, 0).admitted
-    inactive = cluster_queue_inactive(state, "cq")
+    inactive = state.objects.cluster_queue_inactive("cq")
     assert inactive is not None and inactive.reason == "AdmissionCheckNotFound"
     assert "prov, multikueue" in why_pending(state, "ns/w")

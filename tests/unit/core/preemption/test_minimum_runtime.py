@@ -21,7 +21,7 @@ from api.constants import (
 from controller.core.model.clusterqueues import ClusterQueue, PreemptionPolicy
 from controller.core.model.from_api import InvalidObject, convert
 from controller.core.model.workloads import Workload
-from controller.core.queue.pending import why_pending
+from controller.core.pending import why_pending
 from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, cluster, cq, settle, wl
@@ -42,8 +42,8 @@ def running(state: ClusterState, workload: Workload, reserved_at: float) -> None
     """Admit `workload` and record its reservation time, as the watch brings it back."""
     add(state, workload)
     settle(state, reserved_at)
-    record = state.records[workload.key]
-    assert workload.key in state.admitted, why_pending(state, workload.key)
+    record = state.cache.records[workload.key]
+    assert workload.key in state.cache.admitted, why_pending(state, workload.key)
     state.upsert_workload(replace(record.workload, quota_reserved_at=reserved_at))
 
 
@@ -125,7 +125,7 @@ def test_an_admission_not_yet_seen_back_counts_as_reserved_now() -> None:
     state = cluster(protected(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN), 60))
     add(state, wl("low", cpu=4, priority=1))
     settle(state, 0.0)
-    assert state.records["ns/low"].workload.quota_reserved_at is None
+    assert state.cache.records["ns/low"].workload.quota_reserved_at is None
     add(state, wl("high", cpu=4, priority=10))
     assert victims_at(state, 10_000.0) == {}
 
@@ -195,8 +195,8 @@ def test_no_victim_is_younger_than_its_minimum_runtime(
         workload = wl(f"w{i}", "b", cpu=cpu, priority=priority)
         add(state, workload)
         settle(state, float(at))
-        if workload.key in state.admitted:
-            record = state.records[workload.key]
+        if workload.key in state.cache.admitted:
+            record = state.cache.records[workload.key]
             state.upsert_workload(replace(record.workload, quota_reserved_at=float(at)))
             reserved[workload.key] = float(at)
     cpu, priority = preemptor

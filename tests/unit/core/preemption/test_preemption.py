@@ -18,14 +18,14 @@ from api.constants import (
     WithinClusterQueuePolicy,
 )
 from controller.core.afs.usage import AdmissionFairSharing
+from controller.core.decisions import CycleResult, Preempt
 from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.clusterqueues import LocalQueue, PreemptionPolicy
 from controller.core.model.priorities import PriorityClass
 from controller.core.model.workloads import PodSet, PriorityClassRef, Workload
-from controller.core.preemption.nominations import contenders
-from controller.core.queue.pending import why_pending
+from controller.core.pending import why_pending
 from controller.core.scheduler.cycle import RECLAIMED_BY, run_cycle
-from controller.core.scheduler.decisions import CycleResult, Preempt
+from controller.core.scheduler.memory import SchedulerMemory
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
@@ -50,12 +50,14 @@ def admit(state: ClusterState, *workloads: Workload, now: float = 0.0) -> None:
     for workload in workloads:
         add(state, workload)
         settle(state, now)
-        assert workload.key in state.admitted, why_pending(state, workload.key)
+        assert workload.key in state.cache.admitted, why_pending(state, workload.key)
 
 
-def preempt_once(state: ClusterState, workload: Workload) -> Preempt:
+def preempt_once(
+    state: ClusterState, workload: Workload, memory: SchedulerMemory | None = None
+) -> Preempt:
     add(state, workload)
-    result = run_cycle(state, 1.0)
+    result = run_cycle(state, 1.0, memory=memory)
     assert len(result.preempting) == 1, (result, why_pending(state, workload.key))
     return result.preempting[0]
 
@@ -77,7 +79,9 @@ def test_lower_priority_victim_in_the_same_queue() -> None:
     admit(state, wl("low", cpu=4, priority=1))
     preempt = preempt_once(state, wl("high", cpu=4, priority=10))
     assert victims(preempt) == {"ns/low": ("InClusterQueue", 1)}
-    assert "ns/high" not in state.admitted  # delayed: not admitted while the victim holds quota
+    assert (
+        "ns/high" not in state.cache.admitted
+    )  # delayed: not admitted while the victim holds quota
     result = release(state, preempt)
     assert [a.workload_key for a in result.admitted] == ["ns/high"]
     assert usage(state, "cq") == m(4)
@@ -95,13 +99,13 @@ def test_workloads_awaited_by_preemptors_are_listed_per_queue_until_they_leave()
     admit(state, wl("a-3", "a", cpu=2, priority=1))
     preempt = preempt_once(state, wl("b-new", "b", cpu=4, priority=1))
     taken = sorted(victims(preempt))
-    assert len(taken) == 2 and state.claimed_in("a") == taken
-    assert state.claimed_in("b") == []
+    assert len(taken) == 2 and state.holds.claimed_in("a") == taken
+    assert state.holds.claimed_in("b") == []
     state.remove_workload(taken[0])
-    assert state.claimed_in("a") == taken[1:]  # the one that left is no longer listed
+    assert state.holds.claimed_in("a") == taken[1:]  # the one that left is no longer listed
     release(state, replace(preempt, victims=preempt.victims[1:]))
-    assert "ns/b-new" in state.admitted
-    assert state.claimed_in("a") == []
+    assert "ns/b-new" in state.cache.admitted
+    assert state.holds.claimed_in("a") == []
 
 
 @pytest.mark.parametrize(
@@ -166,18 +170,18 @@ def test_a_held_preemptor_and_its_leaving_victim_are_counted_once() -> None:
     preempt = preempt_once(state, wl("a-new", "a", cpu=4, priority=1))
     (victim,) = victims(preempt)  # one of b's two (equal: decided by UID)
     # Pool 10: b holds 8 until the victim leaves, then a 4 + b 4: counted 8, not 4 + 8.
-    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(8)
-    assert state.quota.available("c", ("default", "cpu")) == m(2)
+    assert state.cache.quota.cohort_usage("co", ("default", "cpu")) == m(8)
+    assert state.cache.quota.available("c", ("default", "cpu")) == m(2)
     add(state, wl("c-new", "c", cpu=2, priority=1))
     result = run_cycle(state, 2.0)
     assert [a.workload_key for a in result.admitted] == ["ns/c-new"]
     assert not result.preempting
-    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(10)
+    assert state.cache.quota.cohort_usage("co", ("default", "cpu")) == m(10)
     state.release(victim)  # the job side acknowledges the eviction
     result = run_cycle(state, 3.0)
     assert [a.workload_key for a in result.admitted] == ["ns/a-new"]
     assert (usage(state, "a"), usage(state, "b"), usage(state, "c")) == (m(4), m(4), m(2))
-    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(10)
+    assert state.cache.quota.cohort_usage("co", ("default", "cpu")) == m(10)
 
 
 def test_a_preemptor_held_in_its_own_queue_counts_the_larger_of_it_and_its_victims() -> None:
@@ -339,7 +343,7 @@ def test_non_preemptible_is_never_a_victim_and_never_borrows() -> None:
     add(state, wl("p", "a", cpu=4, priority=10))
     # The only candidate is non-preemptible; p may borrow b's idle quota instead.
     result = settle(state)
-    assert "ns/p" in state.admitted and not any(r.preempting for r in result)
+    assert "ns/p" in state.cache.admitted and not any(r.preempting for r in result)
 
     fresh = cluster(
         cq("a", {"default": {"cpu": 4}}, cohort="co", preemption=RECLAIM),
@@ -348,9 +352,11 @@ def test_non_preemptible_is_never_a_victim_and_never_borrows() -> None:
     add(fresh, replace(wl("no-borrow", "a", cpu=6, priority=10), preemptibility="non-preemptible"))
     add(fresh, wl("may-borrow", "b", cpu=6, priority=10, created=5.0))
     settle(fresh)
-    assert "ns/no-borrow" not in fresh.admitted  # b's idle quota is there, but it may not borrow
+    assert (
+        "ns/no-borrow" not in fresh.cache.admitted
+    )  # b's idle quota is there, but it may not borrow
     assert "non-preemptible Workloads may not borrow" in why_pending(fresh, "ns/no-borrow")
-    assert "ns/may-borrow" in fresh.admitted
+    assert "ns/may-borrow" in fresh.cache.admitted
 
 
 @pytest.mark.parametrize(
@@ -369,7 +375,7 @@ def test_preemptibility_precedence_as_seen_by_the_state(
     state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
     state.preemptibility_threshold = threshold
     admit(state, replace(wl("victim", cpu=4, priority=priority), preemptibility=spec))
-    resolution = state.resolution("ns/victim")
+    resolution = state.cache.resolution("ns/victim")
     if spec == "bogus":
         assert resolution.problems and "bogus" in resolution.problems[0]
     add(state, wl("p", cpu=4, priority=1000))
@@ -401,7 +407,7 @@ def test_nominated_capacity_is_not_taken_by_another_workload() -> None:
     result = run_cycle(state, 2.0)
     assert [a.workload_key for a in result.admitted] == ["ns/high"]
     settle(state, 3.0)
-    assert "ns/sneaky" not in state.admitted
+    assert "ns/sneaky" not in state.cache.admitted
 
 
 def test_no_new_preemption_while_evictions_are_in_flight() -> None:
@@ -418,7 +424,7 @@ def test_infeasible_nomination_is_dropped_and_victims_are_not_evicted_again() ->
     admit(state, wl("low", cpu=4, priority=1))
     preempt_once(state, wl("high", cpu=4, priority=10))
     state.remove_workload("ns/high")  # the preemptor is deleted while its victim is evicting
-    assert not state.nominated
+    assert not state.holds.nominated
     assert usage(state, "cq") == m(4)  # only the victim's own usage remains
 
 
@@ -456,12 +462,12 @@ def test_a_victim_already_leaving_is_shared_rather_than_another_evicted() -> Non
     assert [(v.workload_key, v.leaving) for v in second.victims] == [("ns/b-big", True)]
     assert not first.victims[0].leaving
     # Counted: the larger of now (12) and once b-big has left (2 + 1 + 2 + 1 + 2 = 8).
-    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(12)
+    assert state.cache.quota.cohort_usage("co", ("default", "cpu")) == m(12)
     state.release("ns/b-big")
     result = run_cycle(state, 3.0)
     assert sorted(a.workload_key for a in result.admitted) == ["ns/a-new", "ns/c-new"]
-    assert "ns/b-small" in state.admitted and not state.admitted["ns/b-small"].evicting
-    assert state.quota.cohort_usage("co", ("default", "cpu")) == m(8)
+    assert "ns/b-small" in state.cache.admitted and not state.cache.admitted["ns/b-small"].evicting
+    assert state.cache.quota.cohort_usage("co", ("default", "cpu")) == m(8)
 
 
 def test_a_leaving_victim_too_small_for_the_next_preemptor_is_not_waited_for() -> None:
@@ -508,15 +514,15 @@ def test_no_preemption_to_borrow_what_a_queue_below_its_nominal_quota_waits_for(
     add(state, wl("b-medium-2", "b", cpu=4, priority=100, created=7.0))
     first = run_cycle(state, 1.0)
     assert not first.preempting
-    reason = state.records["ns/b-medium-2"].reason or ""
+    reason = state.cache.records["ns/b-medium-2"].reason or ""
     assert (
         "it may not preempt to borrow: ClusterQueue a would be below its nominal quota "
         "with pending Workloads and reclaim it" in reason
     ), reason
     results = settle(state, 2.0)
     assert not any(r.preempting for r in results)
-    assert "ns/a-small" in state.admitted
-    assert {"ns/b-small-1", "ns/b-small-2", "ns/b-medium"} <= set(state.admitted)
+    assert "ns/a-small" in state.cache.admitted
+    assert {"ns/b-small-1", "ns/b-small-2", "ns/b-medium"} <= set(state.cache.admitted)
 
 
 @pytest.mark.parametrize(
@@ -567,11 +573,11 @@ def test_no_borrowing_what_a_queue_admitting_within_its_nominal_quota_takes_back
     first = run_cycle(state, 1.0)
     assert [a.workload_key for a in first.admitted] == ["ns/a-medium-0"]
     assert first.requeued == ("ns/b-medium",)
-    assert state.records["ns/b-medium"].reason == RECLAIMED_BY.format("a")
+    assert state.cache.records["ns/b-medium"].reason == RECLAIMED_BY.format("a")
     results = settle(state, 1.0)
     assert not any(r.preempting for r in [first, *results])
-    assert {f"ns/a-medium-{i}" for i in range(4)} <= set(state.admitted)
-    assert "ns/b-medium" not in state.admitted
+    assert {f"ns/a-medium-{i}" for i in range(4)} <= set(state.cache.admitted)
+    assert "ns/b-medium" not in state.cache.admitted
     assert usage(state, "a") == m(20)
 
 
@@ -582,7 +588,7 @@ def test_borrowing_beside_a_queue_taking_back_when_the_cohort_has_room_for_both(
     first = run_cycle(state, 1.0)
     assert sorted(a.workload_key for a in first.admitted) == ["ns/a-medium-0", "ns/b-medium"]
     settle(state, 1.0)
-    assert {f"ns/a-medium-{i}" for i in range(4)} <= set(state.admitted)
+    assert {f"ns/a-medium-{i}" for i in range(4)} <= set(state.cache.admitted)
 
 
 def test_borrowing_goes_ahead_when_the_queue_below_nominal_could_not_reclaim_it() -> None:
@@ -655,17 +661,17 @@ def test_victim_properties(scenario: tuple[list[Workload], Workload]) -> None:
     for preempt in result.preempting:
         chosen = {v.workload_key for v in preempt.victims}
         for key in chosen:
-            assert state.resolution(key).value != "non-preemptible"
-            assert state.priority_of(key) < state.priority_of("ns/p")
+            assert state.cache.resolution(key).value != "non-preemptible"
+            assert state.cache.priority_of(key) < state.cache.priority_of("ns/p")
         # After the evictions the preemptor fits; sparing any single victim does not.
         nominated = state.drop_nomination("ns/p", requeue=False)
         assert nominated is not None
         need = preempt.admit.usage()
-        with state.simulate_removal(chosen):
-            assert state.quota.fits("cq", need)
+        with state.cache.simulate_removal(chosen):
+            assert state.cache.quota.fits("cq", need)
         for key in chosen:
-            with state.simulate_removal(chosen - {key}):
-                assert not state.quota.fits("cq", need)
+            with state.cache.simulate_removal(chosen - {key}):
+                assert not state.cache.quota.fits("cq", need)
 
 
 def test_nomination_whose_eviction_was_abandoned_is_dropped_and_replanned() -> None:
@@ -674,10 +680,10 @@ def test_nomination_whose_eviction_was_abandoned_is_dropped_and_replanned() -> N
     preempt_once(state, wl("high", cpu=4, priority=10))
     # The eviction never reached the API server: the victim is re-read, admitted and not
     # evicting. The preemptor must not wait for it forever.
-    held = state.admitted["ns/low"].admission
+    held = state.cache.admitted["ns/low"].admission
     state.remove_workload("ns/low")
     add(state, replace(wl("low", cpu=4, priority=1), admission=held))
-    assert not state.admitted["ns/low"].evicting
+    assert not state.cache.admitted["ns/low"].evicting
     result = run_cycle(state, 2.0)
     # The stale nomination is dropped and the preemptor plans again: the eviction is
     # issued anew, and the queue counts the victim's 4 CPUs once: they cover the hold.
@@ -685,7 +691,7 @@ def test_nomination_whose_eviction_was_abandoned_is_dropped_and_replanned() -> N
     assert [(p.preemptor_key, list(victims(p))) for p in result.preempting] == [
         ("ns/high", ["ns/low"])
     ]
-    assert state.admitted["ns/low"].evicting
+    assert state.cache.admitted["ns/low"].evicting
     assert usage(state, "cq") == m(4)
 
 
@@ -694,8 +700,8 @@ def test_cancelled_eviction_lets_the_preemptor_plan_again() -> None:
     admit(state, wl("low", cpu=4, priority=1))
     preempt_once(state, wl("high", cpu=4, priority=10))
     state.cancel_eviction("ns/low")  # the eviction write failed
-    assert not state.admitted["ns/low"].evicting
-    assert not state.workloads["ns/low"].evicted
+    assert not state.cache.admitted["ns/low"].evicting
+    assert not state.cache.workloads["ns/low"].evicted
     # Until the next cycle drops the nomination, its hold counts in full beside the victim.
     assert usage(state, "cq") == m(8)
     result = run_cycle(state, 2.0)
@@ -730,7 +736,11 @@ def test_reclaim_takes_the_busier_local_queues_workload_first_with_admission_fai
     for workload in (high, low):  # both seen back Admitted: their penalties settle
         state.settle_admission(workload.key, 1.0)
     if fair:
-        assert state.local_queue_usage("ns/lq-a") > state.local_queue_usage("ns/lq-b") > 0
+        assert (
+            state.queues.local_queue_usage("ns/lq-a")
+            > state.queues.local_queue_usage("ns/lq-b")
+            > 0
+        )
     preempt = preempt_once(state, wl("reclaimer", "cq2", cpu=10))
     expected = "ns/high" if fair else "ns/low"
     assert victims(preempt) == {expected: ("InCohortReclamation", 1)}
@@ -751,7 +761,7 @@ def _busy_lq_b() -> ClusterState:
     admit(state, high, low)
     for workload in (high, low):
         state.settle_admission(workload.key, 1.0)
-    assert state.local_queue_usage("ns/lq-b") > state.local_queue_usage("ns/lq-a")
+    assert state.queues.local_queue_usage("ns/lq-b") > state.queues.local_queue_usage("ns/lq-a")
     return state
 
 
@@ -763,16 +773,17 @@ def test_candidates_cached_earlier_are_ordered_by_the_usage_of_the_current_cycle
         "ns/low": ("InCohortReclamation", 1)
     }
     state = _busy_lq_b()
-    cached = contenders(state, "cq2", frozenset({("default", "cpu")}))["cq1"]
+    memory = SchedulerMemory(state)
+    cached = memory.contenders.in_reach(state, "cq2", frozenset({("default", "cpu")}))["cq1"]
     keys = {c.key: c.sort_key(False) for c in cached}  # built and kept on the contenders
     # Samples much later: lq-b's 100 cpus of history have decayed towards its 12 in use,
     # lq-a's towards its 20.
     for local_queue in ("ns/lq-a", "ns/lq-b"):
-        state.usage_ledger.sample(local_queue, 2000.0, 60.0)
-    assert state.local_queue_usage("ns/lq-a") > state.local_queue_usage("ns/lq-b")
-    preempt = preempt_once(state, wl("reclaimer", "cq2", cpu=10))
+        state.queues.usage_ledger.sample(local_queue, 2000.0, 60.0)
+    assert state.queues.local_queue_usage("ns/lq-a") > state.queues.local_queue_usage("ns/lq-b")
+    preempt = preempt_once(state, wl("reclaimer", "cq2", cpu=10), memory)
     assert victims(preempt) == {"ns/high": ("InCohortReclamation", 1)}
-    assert {c.key: c.sort_key(False) for c in state.contender_cache["cq1"][1]} == keys
+    assert {c.key: c.sort_key(False) for c in memory.contenders.cached("cq1")} == keys
 
 
 def test_a_nomination_is_looked_at_again_only_when_something_it_waits_on_changes() -> None:
@@ -782,20 +793,20 @@ def test_a_nomination_is_looked_at_again_only_when_something_it_waits_on_changes
     state = cluster(cq("cq", {"default": {"cpu": 4}}, preemption=WITHIN))
     admit(state, wl("low", cpu=4, priority=1))
     preempt_once(state, wl("high", cpu=4, priority=10))
-    assert state.nominations_to_settle() == {"ns/high"}  # new: looked at once
+    assert state.holds.nominations_to_settle() == {"ns/high"}  # new: looked at once
     run_cycle(state, 2.0)
-    assert state.nominations_to_settle() == frozenset()  # nothing changed since
-    state.upsert_workload(replace(state.workloads["ns/high"], active=False))
-    assert state.nominations_to_settle() == {"ns/high"}
+    assert state.holds.nominations_to_settle() == frozenset()  # nothing changed since
+    state.upsert_workload(replace(state.cache.workloads["ns/high"], active=False))
+    assert state.holds.nominations_to_settle() == {"ns/high"}
     run_cycle(state, 3.0)
-    assert "ns/high" not in state.nominated  # dropped
-    state.upsert_workload(replace(state.workloads["ns/high"], active=True))
+    assert "ns/high" not in state.holds.nominated  # dropped
+    state.upsert_workload(replace(state.cache.workloads["ns/high"], active=True))
     run_cycle(state, 4.0)  # plans again: the victim is still leaving, so it is claimed
-    assert "ns/high" in state.nominated
+    assert "ns/high" in state.holds.nominated
     run_cycle(state, 5.0)
-    assert state.nominations_to_settle() == frozenset()
-    stopped = replace(state.cluster_queues["cq"], stop_policy=StopPolicy.HOLD)
+    assert state.holds.nominations_to_settle() == frozenset()
+    stopped = replace(state.objects.cluster_queues["cq"], stop_policy=StopPolicy.HOLD)
     state.set_cluster_queue(stopped)
-    assert state.nominations_to_settle() == {"ns/high"}
+    assert state.holds.nominations_to_settle() == {"ns/high"}
     run_cycle(state, 6.0)
-    assert "ns/high" not in state.nominated
+    assert "ns/high" not in state.holds.nominated

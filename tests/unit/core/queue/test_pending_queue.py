@@ -5,7 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.queue.pending_queue import BackoffQueue, OrderKey, PendingQueue, order_key
+from controller.core.model.workloads import OrderKey, order_key
+from controller.core.queue.backoff import BackoffQueue
+from controller.core.queue.pending_queue import PendingQueue
 
 
 def test_order_priority_then_cost_then_age_then_uid() -> None:

@@ -10,8 +10,10 @@ from controller.core.model.clusterqueues import FlavorFungibility, LocalQueue
 from controller.core.model.flavors import ResourceFlavor, Taint
 from controller.core.model.selectors import LabelSelector, Requirement
 from controller.core.model.workloads import PodSet, Toleration
-from controller.core.queue.pending import local_queue_inactive, unqueued_reason, why_pending
+from controller.core.pending import unqueued_reason, why_pending
 from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.flavor_assignment import Mode
+from controller.core.scheduler.memory import SchedulerMemory
 from tests.unit.core.builders import add, cluster, cq, m, settle, usage, wl
 
 STRICT = QueueingStrategy.STRICT_FIFO
@@ -39,7 +41,7 @@ def test_many_heads_in_one_cycle_never_share_capacity() -> None:
     # a and b fit without borrowing and go first; c can only borrow the 2 left.
     assert {x.workload_key for x in result.admitted} == {"ns/wa", "ns/wb"}
     assert result.requeued == ("ns/wc",)
-    assert state.quota.usage("c", ("default", "cpu")) == 0
+    assert state.cache.quota.usage("c", ("default", "cpu")) == 0
 
 
 def test_non_borrowing_heads_go_before_older_higher_priority_borrowers() -> None:
@@ -76,7 +78,7 @@ def test_borrowing_limit_caps_borrowing() -> None:
     )
     add(state, wl("big", "a", cpu="4"), wl("ok", "a", cpu="3", created=1))
     settle(state)
-    assert set(state.admitted) == {"ns/ok"}
+    assert set(state.cache.admitted) == {"ns/ok"}
     assert "at most 3 can ever be available" in why_pending(state, "ns/big")
 
 
@@ -88,12 +90,12 @@ def test_lending_limit_keeps_part_of_nominal_private() -> None:
     )
     add(state, wl("w4", "borrower", cpu="4"), wl("w3", "borrower", cpu="3", created=1))
     settle(state)
-    assert set(state.admitted) == {"ns/w3"}
+    assert set(state.cache.admitted) == {"ns/w3"}
     # The lender itself can still use all of its 10 - 3 lent = 7 private + nothing more.
     add(state, wl("own", "lender", cpu="7"))
     settle(state)
-    assert "ns/own" in state.admitted
-    assert state.quota.available("lender", ("default", "cpu")) == 0
+    assert "ns/own" in state.cache.admitted
+    assert state.cache.quota.available("lender", ("default", "cpu")) == 0
 
 
 def test_lending_limit_digest_example() -> None:
@@ -103,8 +105,8 @@ def test_lending_limit_digest_example() -> None:
     )
     add(state, wl("b2", "lend-b", cpu="2"))
     settle(state)
-    assert state.quota.available("lend-b", ("default", "cpu")) == m(2)
-    assert state.quota.potential_available("lend-b", ("default", "cpu")) == m(4)
+    assert state.cache.quota.available("lend-b", ("default", "cpu")) == m(2)
+    assert state.cache.quota.potential_available("lend-b", ("default", "cpu")) == m(4)
 
 
 def test_no_cohort_means_no_borrowing() -> None:
@@ -126,8 +128,8 @@ def test_preemption_needed_is_inadmissible_with_what_is_missing() -> None:
         "insufficient quota for cpu in flavor on-demand: requested 6, available 2 "
         "(nominal 10, reserved 8, borrowable 0)"
     )
-    assert refused.needs_preemption
     assert refused.assignment is not None
+    assert refused.assignment.mode is Mode.PREEMPT
     assert refused.assignment.missing() == {("on-demand", "cpu"): m(4)}
 
 
@@ -165,7 +167,7 @@ def test_second_flavor_used_when_first_is_full() -> None:
     )
     add(state, wl("a", cpu="2"), wl("b", cpu="3", created=1))
     settle(state)
-    assert state.admitted["ns/b"].admission.pod_set_assignments[0].flavors == {"cpu": "spot"}
+    assert state.cache.admitted["ns/b"].admission.pod_set_assignments[0].flavors == {"cpu": "spot"}
 
 
 def test_resources_of_one_group_share_a_flavor() -> None:
@@ -187,7 +189,8 @@ def test_flavor_taints_and_node_selector() -> None:
     add(state, wl("plain", cpu="1"), wl("tol", pod_sets=[tolerating]), wl("pin", pod_sets=[pinned]))
     settle(state)
     flavor = {
-        k: a.admission.pod_set_assignments[0].flavors["cpu"] for k, a in state.admitted.items()
+        k: a.admission.pod_set_assignments[0].flavors["cpu"]
+        for k, a in state.cache.admitted.items()
     }
     assert flavor == {"ns/plain": "on-demand", "ns/tol": "spot", "ns/pin": "on-demand"}
 
@@ -211,7 +214,7 @@ def test_strict_fifo_blocks_behind_its_head() -> None:
     state = cluster(cq("cq", {"default": {"cpu": "4"}}, strategy=STRICT))
     add(state, wl("big", cpu="5"), wl("small", cpu="1", created=1))
     settle(state)
-    assert not state.admitted
+    assert not state.cache.admitted
     assert "waiting in queue" in why_pending(state, "ns/small")
 
 
@@ -221,11 +224,11 @@ def test_best_effort_fifo_moves_on_and_retries_when_quota_frees() -> None:
     settle(state)
     add(state, wl("big", cpu="2"), wl("small", cpu="1", created=1))
     settle(state)
-    assert set(state.admitted) == {"ns/running", "ns/small"}
+    assert set(state.cache.admitted) == {"ns/running", "ns/small"}
     assert state.queues["cq"].is_inadmissible("ns/big")
     state.release("ns/running", requeue=False)
     settle(state)
-    assert "ns/big" in state.admitted
+    assert "ns/big" in state.cache.admitted
 
 
 def test_gang_is_all_or_nothing() -> None:
@@ -253,7 +256,7 @@ def test_pods_resource_counts_pods() -> None:
     assert "insufficient quota for pods" in result.inadmissible[0].reason
     add(state, wl("ok", cpu="1", count=3))
     settle(state)
-    assert state.admitted["ns/ok"].usage[("default", "pods")] == m(3)
+    assert state.cache.admitted["ns/ok"].usage[("default", "pods")] == m(3)
 
 
 def test_uncovered_resource_is_inadmissible() -> None:
@@ -329,14 +332,14 @@ def test_stopped_local_queue_holds_its_workloads_until_resumed() -> None:
 
     state.set_local_queue(LocalQueue("ns", "cq", "cq"))
     settle(state)
-    assert {"ns/running", "ns/held", "ns/elsewhere"} <= set(state.admitted)
-    assert local_queue_inactive(state, "ns/cq") is None
+    assert {"ns/running", "ns/held", "ns/elsewhere"} <= set(state.cache.admitted)
+    assert state.objects.local_queue_inactive("ns/cq") is None
 
 
 def test_inactive_workload_never_admitted() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", cpu="1", active=False))
     settle(state)
-    assert not state.admitted
+    assert not state.cache.admitted
     assert "deactivated" in why_pending(state, "ns/w")
 
 
@@ -346,7 +349,7 @@ def test_missing_flavor_makes_queue_inactive() -> None:
     assert "flavor gone not found" in why_pending(state, "ns/w")
     state.set_flavor(ResourceFlavor("gone"))
     settle(state)
-    assert "ns/w" in state.admitted
+    assert "ns/w" in state.cache.admitted
 
 
 def test_backoff_delays_requeue_until_requeue_at() -> None:
@@ -354,11 +357,11 @@ def test_backoff_delays_requeue_until_requeue_at() -> None:
     settle(state)
     # The job side releases a Workload evicted with status.requeueState.requeueAt = 160.
     state.release("ns/w")
-    state.upsert_workload(replace(state.records["ns/w"].workload, requeue_at=160.0))
+    state.upsert_workload(replace(state.cache.records["ns/w"].workload, requeue_at=160.0))
     assert not run_cycle(state, 159.0).admitted
     assert run_cycle(state, 160.0).admitted
     state.release("ns/w")
-    state.upsert_workload(replace(state.records["ns/w"].workload, requeue_at=320.0))
+    state.upsert_workload(replace(state.cache.records["ns/w"].workload, requeue_at=320.0))
     assert not run_cycle(state, 319.0).admitted
     assert run_cycle(state, 320.0).admitted
 
@@ -435,8 +438,8 @@ def test_a_cycle_admits_no_more_than_its_admission_limit_the_rest_untried() -> N
     assert [a.workload_key for a in first.admitted] == ["ns/high", "ns/middle"]
     assert first.inadmissible == () and first.requeued == () and first.changed
     for key in ("ns/low", "ns/borrows"):
-        assert key not in state.admitted
-        assert state.records[key].reason is None  # untried: no reason recorded
+        assert key not in state.cache.admitted
+        assert state.cache.records[key].reason is None  # untried: no reason recorded
     assert {name for name, queue in state.queues.items() if queue.has_heads()} == {"q0", "q3"}
 
     second = run_cycle(state, 0.0, admission_limit=2)
@@ -461,10 +464,11 @@ def test_queues_a_limited_cycle_passed_over_go_first_in_the_next_one() -> None:
         *(wl(f"low-{n}", "q0", cpu="1", priority=1, created=float(n)) for n in range(3)),
         *(wl(f"high-{n}", "q1", cpu="1", priority=9, created=float(n)) for n in range(3)),
     )
+    memory = SchedulerMemory(state)
     admitted = [
         a.workload_key
         for n in range(6)
-        for a in run_cycle(state, float(n), admission_limit=1).admitted
+        for a in run_cycle(state, float(n), memory=memory, admission_limit=1).admitted
     ]
     assert admitted == [
         "ns/high-0",
@@ -474,4 +478,4 @@ def test_queues_a_limited_cycle_passed_over_go_first_in_the_next_one() -> None:
         "ns/high-2",
         "ns/low-2",
     ]
-    assert state.passed_over == {}  # the last cycle left nothing untried
+    assert memory.passed_over == {}  # the last cycle left nothing untried

@@ -17,7 +17,9 @@ TWO = {"a": {"cpu": "4"}, "b": {"cpu": "4"}}
 
 
 def assign(state, name: str, workload):  # type: ignore[no-untyped-def]
-    return assign_flavors(state.quota, state.flavors, state.cluster_queues[name], workload)
+    return assign_flavors(
+        state.cache.quota, state.objects.flavors, state.objects.cluster_queues[name], workload
+    )
 
 
 def test_modes() -> None:
@@ -65,9 +67,9 @@ def test_when_can_preempt_may_stop_search_stops_at_first_flavor() -> None:
     # No preemption engine (no oracle): a preempt-only flavor never stops the scan.
     assert result.mode is Mode.FIT and result.pod_sets[0].flavors == {"cpu": "b"}
     oracle_says_yes = assign_flavors(
-        state.quota,
-        state.flavors,
-        state.cluster_queues["x"],
+        state.cache.quota,
+        state.objects.flavors,
+        state.objects.cluster_queues["x"],
         wl("w", "x", cpu="2"),
         lambda *_: (Preemptible.PREEMPT, False),
     )
@@ -92,7 +94,9 @@ def test_preference_preemption_over_borrowing() -> None:
     settle(state)
     yes = lambda *_: (Preemptible.PREEMPT, False)  # noqa: E731
     w = wl("w", "x", cpu="2")
-    result = assign_flavors(state.quota, state.flavors, state.cluster_queues["x"], w, yes)
+    result = assign_flavors(
+        state.cache.quota, state.objects.flavors, state.objects.cluster_queues["x"], w, yes
+    )
     assert result.pod_sets[0].flavors == {"cpu": "a"} and result.mode is Mode.PREEMPT
     default = cq(
         "x",
@@ -101,7 +105,7 @@ def test_preference_preemption_over_borrowing() -> None:
         fungibility=FlavorFungibility(FlavorFungibilityPolicy.TRY_NEXT_FLAVOR),
     )
     state.set_cluster_queue(default)
-    result = assign_flavors(state.quota, state.flavors, default, w, yes)
+    result = assign_flavors(state.cache.quota, state.objects.flavors, default, w, yes)
     assert result.pod_sets[0].flavors == {"cpu": "b"} and result.mode is Mode.BORROW
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from api.constants import WithinClusterQueuePolicy
 from controller.core.model.clusterqueues import PreemptionPolicy
 from controller.core.model.workloads import PodSet
-from controller.core.queue.pending import why_pending
+from controller.core.pending import why_pending
 from controller.core.scheduler.cycle import run_cycle
 from controller.core.scheduler.partial_admission import (
     can_be_partially_admitted,
@@ -180,7 +180,7 @@ def test_below_min_count_the_workload_waits_with_the_full_reason() -> None:
         wl("big", pod_sets=[ps("main", 5, 3)]),
     )
     settle(state)
-    assert "ns/big" not in state.admitted
+    assert "ns/big" not in state.cache.admitted
     reason = why_pending(state, "ns/big")
     assert "insufficient quota for cpu in flavor default: requested 5" in reason
 
@@ -192,7 +192,7 @@ def test_a_partially_admitted_workload_charges_only_its_admitted_pods() -> None:
         wl("second", count=1, cpu="1", created=1),
     )
     settle(state)
-    assert state.quota.usage("cq", ("default", "cpu")) == m(4)
-    assert state.records["ns/first"].admission is not None
-    assert state.records["ns/first"].admission.pod_set_assignments[0].count == 4
-    assert "ns/second" not in state.admitted
+    assert state.cache.quota.usage("cq", ("default", "cpu")) == m(4)
+    assert state.cache.records["ns/first"].admission is not None
+    assert state.cache.records["ns/first"].admission.pod_set_assignments[0].count == 4
+    assert "ns/second" not in state.cache.admitted

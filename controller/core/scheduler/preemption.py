@@ -1,11 +1,11 @@
-"""Preemption inside the cycle: build the search's inputs from the state, nominate the
-preemptor's capacity, and admit it once its victims have released their quota
-(KEP-5710 §Delayed preemption).
+"""Preemption inside the cycle: run the victim search on the state's contenders
+(controller/core/scheduler/contenders.py), nominate the preemptor's capacity, and admit it
+once its victims have released their quota (KEP-5710 §Delayed preemption).
 
 A nominated preemptor holds its usage in the quota tree while the victims still hold
 theirs, so nothing else — later heads in the same cycle or later cycles — can take what
 the victims free; where their usage covers its hold, the two are counted once
-(`ClusterState.nominate`). Its evictions are issued once; it starts no new preemption
+(controller/core/preemption/holds.py). Its evictions are issued once; it starts no new preemption
 while they are in flight, unless the nomination became infeasible (then it is dropped and
 the preemptor is scheduled from scratch). No victim is ever evicted for a preemptor that the
 cycle has not decided to admit once they are gone.
@@ -14,9 +14,9 @@ cycle has not decided to admit once they are gone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy
+from controller.core.decisions import Admit, Nomination, Preempt
 from controller.core.fairsharing.preemption import find_fair_victims
 from controller.core.fairsharing.shares import shares_of
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
@@ -25,7 +25,7 @@ from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.policy import Preemptor
 from controller.core.preemption.search import find_victims
 from controller.core.preemption.types import Contender, Victim
-from controller.core.scheduler.decisions import Admit, Nomination, Preempt
+from controller.core.scheduler.contenders import ContenderCache
 from controller.core.scheduler.flavor_assignment import (
     FlavorAssignment,
     Mode,
@@ -36,7 +36,6 @@ from controller.core.state import ClusterState
 
 __all__ = [
     "VictimSearches",
-    "contenders",
     "may_preempt",
     "plan_preemption",
     "preemption_oracle",
@@ -46,89 +45,11 @@ __all__ = [
 ]
 
 
-def contenders(
-    state: ClusterState, cluster_queue: str, short: frozenset[FlavorResource]
-) -> dict[str, list[Contender]]:
-    """Admitted Workloads in reach of a preemptor in `cluster_queue` lacking `short`, per
-    ClusterQueue: its own queue's, and those of the cohort members borrowing one of
-    `short` (nothing is reclaimed from a queue within its nominal quota). Each queue's
-    list is cached until its admitted Workloads change; those leaving for nominated
-    preemptors are added afresh (what their leaving gives back changes with every
-    nomination)."""
-    names = state.quota.borrowers(cluster_queue, short)
-    names.add(cluster_queue)
-    by_queue: dict[str, list[Contender]] = {}
-    for name in sorted(names):
-        version = state.admitted_versions.get(name, 0)
-        cached = state.contender_cache.get(name)
-        if cached is None or cached[0] != version:
-            members = [
-                _contender(state, key, name)
-                for key in state.admitted_in(name)
-                if not state.claimed(key)
-            ]
-            cached = state.contender_cache[name] = (version, members)
-        claimed = state.claimed_in(name)
-        if claimed:
-            by_queue[name] = [*cached[1], *(_leaving(state, key, name) for key in claimed)]
-        elif cached[1]:
-            by_queue[name] = cached[1]
-    return by_queue
-
-
-def _leaving(state: ClusterState, key: WorkloadKey, queue: str) -> Contender:
-    """A Workload leaving for nominated preemptors: still a candidate, ordered first, as in
-    Kueue — another preemptor may wait for it too rather than evict another, and take
-    what it frees beyond what the preemptors already waiting for it hold."""
-    base = _contender(state, key, queue)
-    cached = state.leaving_cache.get(key)
-    if cached is not None and cached[0] == state.claims_stamp and cached[1] is base:
-        leaving: Contender = cached[2]
-        return leaving  # nothing it releases has changed since it was made
-    contender = replace(base, releases=state.releases(key))
-    contender._candidate = contender._sort_keys = None  # not shared with the cached one
-    state.leaving_cache[key] = (state.claims_stamp, base, contender)
-    return contender
-
-
-def _contender(state: ClusterState, key: WorkloadKey, queue: str) -> Contender:
-    held = state.records[key]  # holds quota: it is in `admitted_in` of its queue
-    # One already leaving (for no preemptor: evicted before, stopped queue, deactivated;
-    # or for one) is a candidate ordered first, as Kueue's: a preemptor waits for it
-    # rather than evict another.
-    if held.contender is not None and held.contender.leaving == held.evicting:
-        cached: Contender = held.contender
-        return cached
-    workload = held.workload
-    assert held.admission is not None and held.usage is not None  # it holds quota
-    assignments = held.admission.pod_set_assignments
-    pods = assignments[0].count if len(assignments) == 1 else sum(a.count for a in assignments)
-    contender = held.contender = Contender(
-        key=key,
-        uid=workload.uid,
-        cluster_queue=queue,
-        priority=state.priority_of(key),
-        usage=held.usage,
-        pod_count=pods,
-        preemption_cost=workload.preemption_cost,
-        quota_reserved_at=workload.quota_reserved_at,
-        queue_order_timestamp=state.queue_order_time(workload),
-        evicted=workload.evicted or held.evicting,
-        preemptibility=state.resolution(key).value,
-        disruption_mode=workload.disruption_mode,
-        min_count=workload.pod_sets[0].min_count if len(workload.pod_sets) == 1 else None,
-        single_pod_set=len(assignments) == 1,
-        local_queue=state.local_queue_key(key),
-        leaving=held.evicting,
-    )
-    return contender
-
-
 def may_preempt(state: ClusterState, cq: ClusterQueue) -> bool:
     """Cheap gate: may the queue preempt, and is there anything admitted in reach at all?"""
     if not cq.preemption.may_preempt():
         return False
-    return any(state.admitted_in(name) for name in state.quota.reach(cq.name))
+    return any(state.cache.admitted_in(name) for name in state.cache.quota.reach(cq.name))
 
 
 def _freed_by(
@@ -137,7 +58,7 @@ def _freed_by(
     """The usage the victims give back, per ClusterQueue (a partial victim its pods' share)."""
     freed: dict[str, dict[FlavorResource, int]] = {}
     for victim in victims:
-        record = state.records[victim.workload_key]
+        record = state.cache.records[victim.workload_key]
         for pair, used in (record.usage or {}).items():
             bucket = freed.setdefault(victim.cluster_queue, {})
             amount = used * victim.pods // max(1, victim.total_pods)
@@ -151,12 +72,15 @@ class VictimSearches:
     answer holds while the cohort's quota version is unchanged: every admission, nomination
     and eviction in the cohort changes it."""
 
-    def __init__(self, state: ClusterState, now: float) -> None:
+    def __init__(
+        self, state: ClusterState, now: float, contenders: ContenderCache | None = None
+    ) -> None:
         self.state = state
         self.now = now
+        self.contenders = contenders if contenders is not None else ContenderCache()
         self._minimum_runtimes = {
             name: cq.minimum_runtime_seconds
-            for name, cq in state.cluster_queues.items()
+            for name, cq in state.objects.cluster_queues.items()
             if cq.minimum_runtime_seconds
         }
         self._answers: dict[
@@ -178,7 +102,9 @@ class VictimSearches:
         ] = {}
         # Under fair sharing, the victim search judges shares (quota does not change
         # during a cycle, so what each cohort could lend is computed once).
-        self.shares = shares_of(state) if state.fair_sharing is not None else None
+        self.shares = (
+            shares_of(state.objects, state.cache.quota) if state.fair_sharing is not None else None
+        )
         # Admission fair sharing: each LocalQueue's usage as the cycle's searches first
         # see it (usage changes between cycles, so it is read once per cycle).
         self._local_queue_usage: dict[str, float] = {}
@@ -186,12 +112,12 @@ class VictimSearches:
     def local_queue_usage(self, contender: Contender) -> float | None:
         """The usage of a contender's LocalQueue when its ClusterQueue orders Workloads by
         it (admission fair sharing), else None."""
-        if not self.state.uses_admission_fair_sharing(contender.cluster_queue):
+        if not self.state.queues.uses_admission_fair_sharing(contender.cluster_queue):
             return None
         usage = self._local_queue_usage.get(contender.local_queue)
         if usage is None:
-            usage = self._local_queue_usage[contender.local_queue] = self.state.local_queue_usage(
-                contender.local_queue
+            usage = self._local_queue_usage[contender.local_queue] = (
+                self.state.queues.local_queue_usage(contender.local_queue)
             )
         return usage
 
@@ -203,7 +129,7 @@ class VictimSearches:
         short: frozenset[FlavorResource],
     ) -> tuple[Victim, ...] | None:
         question = (workload.key, cq.name, short, frozenset(usage.items()))
-        version = self.state.quota.version(cq.name)
+        version = self.state.cache.quota.version(cq.name)
         answer = self._answers.get(question)
         if answer is None or answer[0] != version:
             protection = RuntimeProtection(self.now, self._minimum_runtimes)
@@ -236,24 +162,24 @@ class VictimSearches:
         from borrowing, if one did (`_contested`)."""
         state = self.state
         key = workload.key
-        resolved = state.priority_classes.resolve(workload)
+        resolved = state.objects.priority_classes.resolve(workload)
         preemptor = Preemptor(
             cluster_queue=cq.name,
-            priority=state.priority_of(key),
+            priority=state.cache.priority_of(key),
             queue_order_timestamp=state.queue_order_time(workload),
             preemption_policy=resolved.preemption_policy,
             needs_borrowing=any(
-                state.quota.usage(cq.name, fr) + usage.get(fr, 0)
-                > state.quota.quota(cq.name, fr).nominal
+                state.cache.quota.usage(cq.name, fr) + usage.get(fr, 0)
+                > state.cache.quota.quota(cq.name, fr).nominal
                 for fr in short
             ),
         )
         contested = None
-        may_borrow = state.resolution(key).value is not Preemptibility.NON_PREEMPTIBLE
+        may_borrow = state.cache.resolution(key).value is not Preemptibility.NON_PREEMPTIBLE
         if may_borrow and preemptor.needs_borrowing:
             contested = self._contested(cq, preemptor, short)
             may_borrow = contested is None
-        in_reach = contenders(state, cq.name, short)
+        in_reach = self.contenders.in_reach(state, cq.name, short)
         found = self._find(cq, usage, short, preemptor, may_borrow, in_reach, protection)
         if found and may_borrow and preemptor.needs_borrowing:
             contested = self._contested_after(cq, usage, short, preemptor, found)
@@ -287,7 +213,15 @@ class VictimSearches:
                 usage_of,
             )
         return find_victims(
-            state.quota, cq, usage, short, preemptor, may_borrow, in_reach, protection, usage_of
+            state.cache.quota,
+            cq,
+            usage,
+            short,
+            preemptor,
+            may_borrow,
+            in_reach,
+            protection,
+            usage_of,
         )
 
     def _contested_after(
@@ -303,15 +237,15 @@ class VictimSearches:
         victims among them, requeued) would reclaim what the preemptor borrows — as when
         fair sharing lets a borrowing preemptor take a queue's only Workload."""
         state = self.state
-        tree = state.quota
+        tree = state.cache.quota
         requeued: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for victim in victims:
-            held = state.records[victim.workload_key]
+            held = state.cache.records[victim.workload_key]
             assert held.usage is not None  # a victim holds quota
             if victim.whole and victim.cluster_queue != cq.name:
                 for fr in short:
                     requeued.setdefault((victim.cluster_queue, fr[1]), []).append(
-                        (held.usage.get(fr, 0), state.priority_of(victim.workload_key))
+                        (held.usage.get(fr, 0), state.cache.priority_of(victim.workload_key))
                     )
         with tree.simulate(_freed_by(state, victims), sign=-1):
             if not any(
@@ -356,7 +290,7 @@ class VictimSearches:
         rest of it: by name, with the highest priority among those. Kept while the tree's
         usage is unchanged (a cycle's refused heads all ask it); not with `requeued`,
         asked inside a simulation, whose version numbers are given back afterwards."""
-        tree = self.state.quota
+        tree = self.state.cache.quota
         cohort = tree.cohort_of(cluster_queue)
         key = (tree.root_of(cohort) if cohort else cluster_queue, fr)
         version = tree.version(cluster_queue)
@@ -365,7 +299,7 @@ class VictimSearches:
             return cached[1]
         out: list[tuple[str, int, ReclaimWithinCohortPolicy]] = []
         for name in sorted(tree.reach(cluster_queue)):
-            other = self.state.cluster_queues.get(name)
+            other = self.state.objects.cluster_queues.get(name)
             if other is None:
                 continue
             reclaim = other.preemption.reclaim_within_cohort
@@ -397,10 +331,10 @@ class VictimSearches:
             queue = state.queues.get(cluster_queue)
             cached = []
             for key in queue.workload_keys() if queue is not None else ():
-                workload = state.records[key].workload
+                workload = state.cache.records[key].workload
                 request = workload.total_request(resource)
                 if request:
-                    cached.append((request, state.priority_of(key)))
+                    cached.append((request, state.cache.priority_of(key)))
             cached.sort()
             self._pending[(cluster_queue, resource)] = cached
         return cached
@@ -415,8 +349,8 @@ def preemption_oracle(state: ClusterState, searches: VictimSearches) -> Preempti
     def oracle(
         cq_name: str, workload: Workload, fr: FlavorResource, requested: int
     ) -> tuple[Preemptible, int]:
-        cq = state.cluster_queues[cq_name]
-        tree = state.quota
+        cq = state.objects.cluster_queues[cq_name]
+        tree = state.cache.quota
         if not cq.preemption.may_preempt():
             return Preemptible.NO_CANDIDATES, tree.lowest_fitting_subtree(cq_name, fr, requested)[0]
         victims = searches.victims(cq, workload, {fr: requested}, frozenset({fr}))
@@ -476,7 +410,7 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
     (`ClusterState.take_nominations_to_settle`): for the others `settle_action` is None."""
     admitted: list[Admit] = []
     dropped: list[str] = []
-    for key in state.take_nominations_to_settle():
+    for key in state.holds.take_nominations_to_settle():
         action = settle_action(state, key)
         if action is None:
             continue
@@ -484,10 +418,10 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
             state.drop_nomination(key)
             dropped.append(key)
             continue
-        cq_name = state.nominated[key].admit.cluster_queue
+        cq_name = state.holds.nominated[key].admit.cluster_queue
         admit = state.admit_nominated(key)
-        if state.resolution(key).value is Preemptibility.NON_PREEMPTIBLE and any(
-            state.quota.borrowing(cq_name, fr) for fr in admit.usage()
+        if state.cache.resolution(key).value is Preemptibility.NON_PREEMPTIBLE and any(
+            state.cache.quota.borrowing(cq_name, fr) for fr in admit.usage()
         ):
             state.release(key)  # never lets a non-preemptible Workload borrow
             dropped.append(key)
@@ -502,9 +436,9 @@ def settle_action(state: ClusterState, key: WorkloadKey) -> str | None:
     being evicted — its eviction was never recorded and the state was re-read: a later
     cycle decides afresh), "admit" (every victim has released what it had to), or None
     (still waiting)."""
-    nomination = state.nominated[key]
-    workload = state.workloads.get(key)
-    cq = state.cluster_queues.get(nomination.admit.cluster_queue)
+    nomination = state.holds.nominated[key]
+    workload = state.cache.workloads.get(key)
+    cq = state.objects.cluster_queues.get(nomination.admit.cluster_queue)
     if workload is None or not workload.active or cq is None or cq.stopped:
         return "drop"
     if any(_abandoned(state, victim) for victim in nomination.victims):
@@ -520,13 +454,13 @@ def settle_action(state: ClusterState, key: WorkloadKey) -> str | None:
 def _abandoned(state: ClusterState, victim: Victim) -> bool:
     if not victim.whole:
         return False
-    held = state.records.get(victim.workload_key)
+    held = state.cache.records.get(victim.workload_key)
     return held is not None and held.holds_quota and not held.evicting
 
 
 def _released(state: ClusterState, key: WorkloadKey, pods_left: int) -> bool:
     """A victim is done when it holds no quota, or (partial) at most `pods_left` pods."""
-    held = state.records.get(key)
+    held = state.cache.records.get(key)
     if held is None or not held.holds_quota:
         return True
     if pods_left <= 0 or held.admission is None:
