@@ -298,10 +298,11 @@ def main() -> int:
         (STATE_DIR / f"{name}.yaml").write_text(yaml.safe_dump(body))
         kubectl("apply", "-f", str(STATE_DIR / f"{name}.yaml"), show=False)
     for name in ("batch-1", "batch-2"):
-        wait(
-            f"{name} admitted",
-            lambda n=name: condition(workload("team-b", n), "Admitted").get("status") == "True",
-        )
+
+        def admitted(n: str = name) -> bool:
+            return bool(condition(workload("team-b", n), "Admitted").get("status") == "True")
+
+        wait(f"{name} admitted", admitted)
     print("batch-1 was preempted twice before (as its eviction history says):")
     kubectl(
         "patch",
@@ -362,7 +363,7 @@ def main() -> int:
         "the owner of a bare Workload acknowledges the eviction by clearing its reservation,"
         " as Kueue's job side does (server-side apply as kueue-admission):"
     )
-    from controller.bench.kueue_clients import runner_release
+    from tools.bench.kueue_clients import runner_release
 
     release = STATE_DIR / "release.json"
     release.write_text(json.dumps(runner_release(workload("team-b", victim), time.time()).body))

@@ -1,26 +1,30 @@
-"""`quotagate bench`: run a scenario simulated (the engine on a virtual clock) or live
+"""`python -m tools.bench`: run a scenario simulated (the engine on a virtual clock) or live
 (against an API server with a Kueue-compatible controller running) and report; or measure
-the API server's floor for the scenario (its irreducible Workload writes, no controller)."""
+the API server's floor for the scenario (its irreducible Workload writes, no controller).
+A development tool, run from a quotagate checkout: it is not in the wheel or the image."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from controller.bench.report import Report, plot, render
-from controller.bench.scenario import ScenarioError, load
 from controller.kube.process import run_on_uvloop
+from tools.bench.report import Report, plot, render
+from tools.bench.scenario import ScenarioError, load
 
 if TYPE_CHECKING:
-    from controller.bench.floor import FloorReport
+    from tools.bench.floor import FloorReport
 
-__all__ = ["LIVE_FAIR_SHARING", "add_bench_command"]
+__all__ = ["LIVE_FAIR_SHARING", "PROG", "build_parser", "main"]
+
+PROG = "python -m tools.bench"
 
 LIVE_FAIR_SHARING = (
-    "quotagate bench: the scenario's fairSharing applies to --simulate only; in a live run "
+    "bench: the scenario's fairSharing applies to --simulate only; in a live run "
     "fair sharing is whatever the controller's own configuration says (e.g. `quotagate run "
     "--config FILE` with `fairSharing: {}`)"
 )
@@ -28,18 +32,17 @@ LIVE_FAIR_SHARING = (
 the controller's configuration, so fair sharing is never silently assumed."""
 
 EPILOG = """\
-scenarios shipped with quotagate: tests/bench/scenarios/{smoke,baseline,large-scale}.yaml
-(Kueue's generator shape) and fair-tree.yaml (a tree of Cohorts with fair sharing, quotagate's
-extension of the shape). Exit status: 0 done, 1 the run failed (or over-used quota),
-2 bad arguments or scenario. Kueue's minimalkueue and quotagate side by side on fresh
-local control planes: `make bench-compare` in a quotagate checkout. See docs/benchmark.md.
+scenarios: tools/bench/scenarios/{smoke,baseline,large-scale}.yaml (Kueue's generator
+shape) and fair-tree.yaml (a tree of Cohorts with fair sharing, quotagate's extension of
+the shape). Exit status: 0 done, 1 the run failed (or over-used quota), 2 bad arguments or
+scenario. Kueue's minimalkueue and quotagate side by side on fresh local control planes:
+`make bench-compare`. See docs/benchmark.md.
 """
 
 
-def add_bench_command(commands: Any) -> None:
-    sub = commands.add_parser(
-        "bench",
-        help="run an admission benchmark scenario (simulated or live)",
+def build_parser() -> argparse.ArgumentParser:
+    sub = argparse.ArgumentParser(
+        prog=PROG,
         description=__doc__,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -101,24 +104,28 @@ def add_bench_command(commands: Any) -> None:
     cluster.add_argument(
         "--apiserver-pid", type=int, help="measure this process's CPU (kube-apiserver's)"
     )
-    sub.set_defaults(handler=_bench)
+    return sub
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return _bench(build_parser().parse_args(argv))
 
 
 def _bench(args: argparse.Namespace) -> int:
     try:
         scenario = load(Path(args.scenario))
     except ScenarioError as exc:
-        print(f"quotagate bench: {exc}", file=sys.stderr)
+        print(f"bench: {exc}", file=sys.stderr)
         return 2
     if args.ack_delay_ms < 0 or args.parallelism < 1 or args.timeout <= 0:
         print(
-            "quotagate bench: --ack-delay-ms must be ≥ 0, --parallelism ≥ 1, --timeout > 0",
+            "bench: --ack-delay-ms must be ≥ 0, --parallelism ≥ 1, --timeout > 0",
             file=sys.stderr,
         )
         return 2
     misplaced = _misplaced(args)
     if misplaced:
-        print(f"quotagate bench: {misplaced}", file=sys.stderr)
+        print(f"bench: {misplaced}", file=sys.stderr)
         return 2
     progress = None if args.quiet else sys.stderr
     mode = "simulated" if args.simulate else "live" if args.live else "API server floor"
@@ -136,16 +143,16 @@ def _bench(args: argparse.Namespace) -> int:
         else:
             report = _run(args, scenario, progress)
     except Exception as exc:  # the run failed: one line, not a traceback
-        print(f"quotagate bench: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"bench: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     if args.api_floor:
-        from controller.bench.floor import render_floor
+        from tools.bench.floor import render_floor
 
         _write(render_floor(floor), floor.to_json(), args)
         return 0
     _output(report, args)
     if report.overuse_events:
-        print(f"quotagate bench: {report.overuse_events} quota over-use events", file=sys.stderr)
+        print(f"bench: {report.overuse_events} quota over-use events", file=sys.stderr)
         return 1
     return 0
 
@@ -165,7 +172,7 @@ def _misplaced(args: argparse.Namespace) -> str | None:
 
 def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
     if args.simulate:
-        from controller.bench.simulate import simulate
+        from tools.bench.simulate import simulate
 
         if args.decisions is None:
             return simulate(scenario, ack_delay_ms=args.ack_delay_ms, progress=progress)
@@ -173,7 +180,7 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
             return simulate(
                 scenario, ack_delay_ms=args.ack_delay_ms, progress=progress, decisions=decisions
             )
-    from controller.bench.live import run_live
+    from tools.bench.live import run_live
 
     return run_on_uvloop(
         run_live(
@@ -191,7 +198,7 @@ def _run(args: argparse.Namespace, scenario: Any, progress: Any) -> Report:
 
 
 def _floor(args: argparse.Namespace, scenario: Any, progress: Any) -> FloorReport:
-    from controller.bench.floor import run_floor
+    from tools.bench.floor import run_floor
 
     return run_on_uvloop(
         run_floor(

@@ -4,7 +4,7 @@ its own CRDs, each driven by the same `quotagate bench --live` run of one scenar
 its CPU and kube-apiserver's measured; then one table with both columns and their ratio,
 a JSON document and a plot.
 
-    .venv/bin/python -m tests.bench.compare --minimalkueue PATH --kueue-crds DIR \\
+    .venv/bin/python -m tools.bench.compare --minimalkueue PATH --kueue-crds DIR \\
         [--out DIR] [--timeout SECONDS] SCENARIO.yaml
 
 Nothing from Kueue is in this repository: the minimalkueue binary and Kueue's CRDs come
@@ -29,21 +29,21 @@ from typing import TextIO
 
 from kubernetes import config
 
-from controller.bench.apiserver_requests import request_counts, requests_between
-from controller.bench.comparison import (
-    WRITES,
-    comparison_json,
-    plot_comparison,
-    render_comparison,
-)
-from controller.bench.live import run_live
-from controller.bench.report import Report
-from controller.bench.scenario import Scenario, ScenarioError, load
 from controller.kube.process import run_on_uvloop
 from tests.cluster.build import ensure_binaries
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import install_crds
 from tests.integration.kueue import ControllerProcess
+from tools.bench.apiserver_requests import request_counts, requests_between
+from tools.bench.comparison import (
+    WRITES,
+    comparison_json,
+    plot_comparison,
+    render_comparison,
+)
+from tools.bench.live import run_live
+from tools.bench.report import Report
+from tools.bench.scenario import Scenario, ScenarioError, load
 
 REPO = Path(__file__).resolve().parents[2]
 QUOTAGATE_CRDS = REPO / "config" / "crd" / "bases"
@@ -156,7 +156,7 @@ def _tail(path: Path, lines: int = 10) -> str:
 
 
 def apiserver_writes(kubeconfig: Path) -> dict[str, int]:
-    """kube-apiserver's write counters so far (controller/bench/apiserver_requests.py)."""
+    """kube-apiserver's write counters so far (tools/bench/apiserver_requests.py)."""
     api_client = config.new_client_from_config(str(kubeconfig))
     try:
         method, url, headers, body, _ = api_client.param_serialize(

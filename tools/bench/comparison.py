@@ -1,6 +1,6 @@
 """Two live runs of one scenario side by side (Kueue's minimalkueue, then quotagate, as
 `make bench-compare` runs them): one table with both columns and the ratio of the second
-to the first, the JSON document and the plot. The runs themselves are tests/bench/compare.py.
+to the first, the JSON document and the plot. The runs themselves are tools/bench/compare.py.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.bench.apiserver_requests import write_rows
-from controller.bench.preemptions import Verdict, judge
-from controller.bench.report import Report, admission_bars, pyplot, table
+from tools.bench.apiserver_requests import write_rows
+from tools.bench.preemptions import Verdict, judge
+from tools.bench.report import Report, admission_bars, pyplot, table
 
 WRITES = "apiserver_writes"
 """The key of a report's `extra` with its API server writes by request."""
@@ -130,7 +130,7 @@ def render_comparison(reports: Mapping[str, Report]) -> str:
 
 def _writes(reports: Mapping[str, Report]) -> list[str]:
     """The API server writes per Workload of both runs by request, when both were counted
-    (`extra["apiserver_writes"]`, tests/bench/compare.py)."""
+    (`extra["apiserver_writes"]`, tools/bench/compare.py)."""
     (first_label, first), (second_label, second) = reports.items()
     a, b = first.extra.get(WRITES), second.extra.get(WRITES)
     if a is None or b is None:
@@ -147,7 +147,7 @@ def _writes(reports: Mapping[str, Report]) -> list[str]:
 
 
 def judge_both(reports: Mapping[str, Report]) -> dict[str, Verdict]:
-    """Each run's evictions judged against the other run (controller/bench/preemptions.py);
+    """Each run's evictions judged against the other run (tools/bench/preemptions.py);
     empty when the reports carry no preemption log."""
     (first_label, first), (second_label, second) = reports.items()
     out = {}

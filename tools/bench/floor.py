@@ -36,8 +36,15 @@ from api.workload_status import (
     admission_to_api,
     apply_body,
 )
-from controller.bench import kueue_clients
-from controller.bench.live import (
+from controller.kube.client import (
+    NAMESPACES,
+    WORKLOADS,
+    Api,
+    make_api_client,
+    retrying,
+)
+from tools.bench import kueue_clients
+from tools.bench.live import (
     FIELD_MANAGER,
     RUN_LABEL,
     LiveError,
@@ -46,16 +53,9 @@ from controller.bench.live import (
     staged,
     workload_body,
 )
-from controller.bench.report import KUEUE_REFERENCE, Job, Progress
-from controller.bench.scenario import Scenario
-from controller.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
-from controller.kube.client import (
-    NAMESPACES,
-    WORKLOADS,
-    Api,
-    make_api_client,
-    retrying,
-)
+from tools.bench.report import KUEUE_REFERENCE, Job, Progress
+from tools.bench.scenario import Scenario
+from tools.bench.simulate import FLAVOR, RESOURCE, build, lower_bound
 
 __all__ = ["FloorReport", "render_floor", "run_floor"]
 

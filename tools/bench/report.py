@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from api.quantities import Quantity
-from controller.bench.recorder import ClusterQueueClass, Recorder, WorkloadClass
-from controller.bench.scenario import Scenario
+from tools.bench.recorder import ClusterQueueClass, Recorder, WorkloadClass
+from tools.bench.scenario import Scenario
 
 __all__ = [
     "KUEUE_REFERENCE",
@@ -99,7 +99,7 @@ class ClassFigures:
 @dataclass
 class Report:
     """One run's figures. `cluster_queue_usage` is Kueue's ClusterQueue usage per
-    ClusterQueue class (controller/bench/recorder.py); `reserved_quota_pct` is the quota
+    ClusterQueue class (tools/bench/recorder.py); `reserved_quota_pct` is the quota
     the Workloads held, as their own events show it, over all nominal quota × the makespan
     (it does not depend on how often a controller writes ClusterQueue status)."""
 
@@ -340,7 +340,9 @@ def pyplot() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - matplotlib is a declared dependency
-        raise RuntimeError("--plot needs matplotlib: pip install 'quotagate[bench]'") from exc
+        raise RuntimeError(
+            "--plot needs matplotlib: pip install -e '.[bench]' in the checkout"
+        ) from exc
     return plt
 
 

@@ -58,6 +58,7 @@ from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.cohorts import Cohort, parent_cycle
 
 __all__ = [
+    "SCENARIOS",
     "CohortSet",
     "ParentCohort",
     "QueueSet",
@@ -68,6 +69,9 @@ __all__ = [
     "load",
     "parse",
 ]
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+"""The scenario files: Kueue's (smoke, baseline, large-scale) and quotagate's fair-tree."""
 
 
 class ScenarioError(ValueError):

@@ -11,7 +11,7 @@ the CPU seconds how fast they are made.
 - Preemption: a `Preempt` decision evicts its victims; each releases its quota
   `ack_delay_ms` later (as a job integration would) and waits in its queue again; the
   preemptor is admitted by the first cycle that sees them gone.
-- The figures are Kueue's recorder's (controller/bench/recorder.py), fed with the
+- The figures are Kueue's recorder's (tools/bench/recorder.py), fed with the
   simulated events: time to admission from a Workload's arrival to its (last) admission;
   ClusterQueue usage from each queue's reserved quota, written as its status once per
   simulated instant in which it changed, from 0 to the last completion.
@@ -33,9 +33,6 @@ from fractions import Fraction
 from typing import TextIO
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
-from controller.bench.recorder import ClusterQueueEvent, Recorder, WorkloadEvent
-from controller.bench.report import Job, Progress, Report, Sample, summarize
-from controller.bench.scenario import ParentCohort, Scenario
 from controller.core.decisions import CycleResult
 from controller.core.engine import Engine, Event, Timeline, release_victim
 from controller.core.model.clusterqueues import (
@@ -52,6 +49,9 @@ from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector
 from controller.core.model.workloads import PodSet, Workload, WorkloadKey
 from controller.core.state import ClusterState
+from tools.bench.recorder import ClusterQueueEvent, Recorder, WorkloadEvent
+from tools.bench.report import Job, Progress, Report, Sample, summarize
+from tools.bench.scenario import ParentCohort, Scenario
 
 __all__ = [
     "FLAPPING_LIMIT",

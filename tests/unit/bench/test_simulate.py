@@ -10,16 +10,15 @@ from typing import Any
 
 import pytest
 
-from controller.bench.report import render
-from controller.bench.scenario import load, parse
-from controller.bench.simulate import FLAVOR, RESOURCE, PreemptionLoop, build, lower_bound, simulate
-from controller.cli import main
 from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
 from controller.core.model.cohorts import Cohort
 from controller.core.scheduler.preemption import VictimSearches
+from tools.bench.command import main
+from tools.bench.report import render
+from tools.bench.scenario import SCENARIOS, load, parse
+from tools.bench.simulate import FLAVOR, RESOURCE, PreemptionLoop, build, lower_bound, simulate
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
 SMOKE = SCENARIOS / "smoke.yaml"
 
 
@@ -170,7 +169,7 @@ def test_render_compares_with_kueue_for_kueues_scenarios() -> None:
 
 def test_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    assert main(["bench", str(SMOKE), "--simulate", "--json", str(out), "--plot", str(png)]) == 0
+    assert main([str(SMOKE), "--simulate", "--json", str(out), "--plot", str(png)]) == 0
     captured = capsys.readouterr()
     assert "scenario smoke (simulate)" in captured.out
     assert "finished" in captured.err  # progress
@@ -179,7 +178,7 @@ def test_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_cli_json_to_stdout_is_pure_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", str(SMOKE), "--simulate", "--json", "-", "-q"]) == 0
+    assert main([str(SMOKE), "--simulate", "--json", "-", "-q"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["scenario"] == "smoke"
     assert captured.err == ""
@@ -192,7 +191,7 @@ def test_cli_writes_every_cycles_decisions(
     admitted, every preemption with its victims; the same file on every run."""
     first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
     for out in (first, second):
-        assert main(["bench", str(SMOKE), "--simulate", "-q", "--decisions", str(out)]) == 0
+        assert main([str(SMOKE), "--simulate", "-q", "--decisions", str(out)]) == 0
     capsys.readouterr()
     assert first.read_bytes() == second.read_bytes()
     lines = [json.loads(line) for line in first.read_text().splitlines()]
@@ -206,7 +205,7 @@ def test_cli_writes_every_cycles_decisions(
 
 
 def test_cli_decisions_only_with_simulate(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", str(SMOKE), "--live", "--decisions", "x.jsonl"]) == 2
+    assert main([str(SMOKE), "--live", "--decisions", "x.jsonl"]) == 2
     assert "--decisions is for --simulate" in capsys.readouterr().err
 
 
@@ -218,7 +217,7 @@ def test_cli_bad_scenario_exits_2_naming_the_key(
 ) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("cohorts:\n  - count: 1\n    queuesSets: []\n")
-    assert main(["bench", str(bad), "--simulate"]) == 2
+    assert main([str(bad), "--simulate"]) == 2
     err = capsys.readouterr().err
     assert "bad.yaml: cohorts[0].queuesSets: expected a non-empty list" in err
     assert "Traceback" not in err

@@ -11,7 +11,7 @@ Only the Kueue v1beta2 API is used, as Kueue's own performance runner does:
 3. The job side (`job_side.py`), as Kueue's scheduler-perf runner writes it: Finished by
    condition apply after the runtime; evictions acknowledged by clearing the reservation
    as Kueue's job side does, so the Workload competes again.
-4. Recording (`run.py`, `controller/bench/recorder.py`), from two watches as Kueue's
+4. Recording (`run.py`, `tools/bench/recorder.py`), from two watches as Kueue's
    runner records: every ClusterQueue event (ClusterQueue usage) and every Workload event
    (time to admission, evictions), each with the time it was observed. The ClusterQueue
    watch goes on after the last Workload finished until no active ClusterQueue reports
@@ -23,9 +23,9 @@ Only the Kueue v1beta2 API is used, as Kueue's own performance runner does:
 watch, process CPU.
 """
 
-from controller.bench.live.cluster import FIELD_MANAGER, RUN_LABEL, RUNTIME_LABEL, workload_body
-from controller.bench.live.run import LiveRun, run_live
-from controller.bench.live.staging import LiveError, Staged, follow, process_cpu, staged
+from tools.bench.live.cluster import FIELD_MANAGER, RUN_LABEL, RUNTIME_LABEL, workload_body
+from tools.bench.live.run import LiveRun, run_live
+from tools.bench.live.staging import LiveError, Staged, follow, process_cpu, staged
 
 __all__ = [
     "FIELD_MANAGER",

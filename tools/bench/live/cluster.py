@@ -23,12 +23,12 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api.quantities import Quantity
 from api.workload_status import is_true
-from controller.bench.live.staging import LiveError
-from controller.bench.recorder import CLASS_LABEL
-from controller.bench.report import Job
-from controller.bench.scenario import ParentCohort, QueueSet, Scenario
-from controller.bench.simulate import FLAVOR, RESOURCE
 from controller.kube.client import KUEUE_GROUP, KUEUE_VERSION
+from tools.bench.live.staging import LiveError
+from tools.bench.recorder import CLASS_LABEL
+from tools.bench.report import Job
+from tools.bench.scenario import ParentCohort, QueueSet, Scenario
+from tools.bench.simulate import FLAVOR, RESOURCE
 
 __all__ = [
     "FIELD_MANAGER",

@@ -1,5 +1,5 @@
 """The live run's job side, as Kueue's scheduler-perf runner writes it (reproduced in
-controller/bench/kueue_clients.py from the runner's code): `runtimeMs` after a Workload is
+tools/bench/kueue_clients.py from the runner's code): `runtimeMs` after a Workload is
 admitted it is marked `Finished=True` (server-side apply of that condition as
 `kueue-job-controller-Finished`); when it is evicted, its quota reservation is cleared
 (server-side apply as `kueue-admission` with force: QuotaReserved=False, no
@@ -15,10 +15,10 @@ from typing import Any
 
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.bench import kueue_clients
-from controller.bench.live.staging import LiveError
-from controller.bench.report import Job
 from controller.kube.client import API_ERRORS, WORKLOADS, Api, is_retryable
+from tools.bench import kueue_clients
+from tools.bench.live.staging import LiveError
+from tools.bench.report import Job
 
 __all__ = ["JobSide", "Tracked"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from controller.bench.report import Job
+from tools.bench.report import Job
 
 __all__ = ["Ledger"]
 

@@ -14,16 +14,16 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.workload_status import has_quota_reservation, is_evicted, is_finished
-from controller.bench.live.cluster import LiveCluster, workload_body
-from controller.bench.live.job_side import JobSide, Tracked
-from controller.bench.live.ledger import Ledger
-from controller.bench.live.staging import LiveError, follow, process_cpu, spent, staged
-from controller.bench.preemptions import PreemptionLog
-from controller.bench.recorder import Recorder, cluster_queue_event, workload_event
-from controller.bench.report import Job, Progress, Report, Sample, summarize
-from controller.bench.scenario import Scenario
-from controller.bench.simulate import build, lower_bound
 from controller.kube.client import CLUSTER_QUEUES, WORKLOADS, Api, retrying
+from tools.bench.live.cluster import LiveCluster, workload_body
+from tools.bench.live.job_side import JobSide, Tracked
+from tools.bench.live.ledger import Ledger
+from tools.bench.live.staging import LiveError, follow, process_cpu, spent, staged
+from tools.bench.preemptions import PreemptionLog
+from tools.bench.recorder import Recorder, cluster_queue_event, workload_event
+from tools.bench.report import Job, Progress, Report, Sample, summarize
+from tools.bench.scenario import Scenario
+from tools.bench.simulate import build, lower_bound
 
 __all__ = ["LiveRun", "run_live"]
 
