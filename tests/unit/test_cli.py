@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from controller import kubectl_plugin
+from controller.kubectl import plugin as kubectl_plugin
 from controller.cli import main
 from tools.bench.command import main as bench_main
 
@@ -51,7 +51,7 @@ def test_kubectl_plugin_entry_point_runs() -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from controller.kubectl_plugin import main; sys.exit(main(['--help']))",
+            "import sys; from controller.kubectl.plugin import main; sys.exit(main(['--help']))",
         ],
         capture_output=True,
         text=True,

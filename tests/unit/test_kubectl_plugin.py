@@ -1,4 +1,4 @@
-"""The pure parts of `kubectl quotagate` (controller/kubectl/, controller/kubectl_plugin.py):
+"""The pure parts of `kubectl quotagate` (controller/kubectl/, controller/kubectl/plugin.py):
 argument parsing, status derivation, tables, kubectl-style errors, describe and whatif on
 in-memory objects. The live-cluster behaviour is in tests/integration/test_kubectl_plugin.py."""
 
@@ -36,7 +36,7 @@ from controller.kubectl.whatif import (
     render_answer,
 )
 from controller.kubectl.workload_view import describe_priority, status_of
-from controller.kubectl_plugin import main, resource_type
+from controller.kubectl.plugin import main, resource_type
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 CREATED = "2027-01-15T07:59:00Z"  # one minute before NOW
