@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from controller.kubectl import plugin as kubectl_plugin
 from controller.cli import main
+from controller.kubectl import plugin as kubectl_plugin
 from tools.bench.command import main as bench_main
 
 
