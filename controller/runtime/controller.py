@@ -26,7 +26,8 @@ from controller.config import ControllerConfig
 from controller.core.engine import Engine
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
-from controller.kube.client import Api, retrying
+from controller.kube.client import Api
+from controller.kube.retries import retried
 from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.context import (
     Clock,
@@ -173,7 +174,7 @@ class Controller:
         api = self.ctx.api
         managed = set(self.ctx.config.namespaces)
         for resource in resources:
-            items = await retrying(functools.partial(api.list, resource), attempts=10)
+            items = await retried(functools.partial(api.list, resource), attempts=10)
             for item in items:
                 namespace = (item.get("metadata") or {}).get("namespace")
                 if managed and resource.namespaced and namespace not in managed:
