@@ -33,6 +33,16 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+def _awaited(call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+    """`call` as a coroutine function: tenacity awaits only what it recognises as one, and
+    calls anything else (a lambda returning a coroutine, say) without awaiting it."""
+
+    async def attempt() -> T:
+        return await call()
+
+    return attempt
+
+
 def _wait(state: RetryCallState) -> float:
     return retry_wait(state.attempt_number)
 
@@ -45,8 +55,7 @@ async def retried(call: Callable[[], Awaitable[T]], attempts: int = 6) -> T:
         stop=stop_after_attempt(attempts),
         reraise=True,
     )
-    result: T = await retrying(call)
-    return result
+    return await retrying(_awaited(call))
 
 
 def _failed(state: RetryCallState) -> None:
@@ -63,4 +72,4 @@ async def campaign(attempt: Callable[[], Awaitable[bool]], period: float) -> Non
         wait=wait_fixed(period),
         before_sleep=_failed,
     )
-    await retrying(attempt)
+    await retrying(_awaited(attempt))

@@ -38,6 +38,14 @@ def test_retried_tries_a_conflict_and_a_dropped_connection_again() -> None:
     assert calls == [1, 2, 3]
 
 
+def test_retried_awaits_a_lambda_that_returns_a_coroutine() -> None:
+    """The cost controller's shape: `lambda: client.patch_…(…)` is no coroutine function,
+    and tenacity alone would return the coroutine without sending the request."""
+    calls, call = _calls(ApiException(status=503), {"patched": True})
+    result = asyncio.run(retries.retried(lambda: call()))  # type: ignore[operator]
+    assert result == {"patched": True} and calls == [1, 2]
+
+
 def test_retried_raises_a_refusal_at_once() -> None:
     calls, call = _calls(ApiException(status=403), "never")
     with pytest.raises(ApiException) as raised:
