@@ -275,9 +275,9 @@ async def _run(
             for resource, keys in (
                 (
                     CLUSTER_QUEUES,
-                    lambda: {f"/{name}" for name in controller.ctx.state.cluster_queues},
+                    lambda: {f"/{name}" for name in controller.ctx.state.objects.cluster_queues},
                 ),
-                (LOCAL_QUEUES, lambda: set(controller.ctx.state.local_queues)),
+                (LOCAL_QUEUES, lambda: set(controller.ctx.state.objects.local_queues)),
             )
         ),
         *(

@@ -21,7 +21,7 @@ from api.constants import (
     DisruptionMode,
     PreemptibilitySource,
 )
-from controller.core import from_api
+from controller.core.model import from_api
 from controller.core.state import ClusterState
 from controller.integrations.pod_units import (
     PARENT,
@@ -229,12 +229,12 @@ def test_owner_and_pod_labels_reach_the_preemptibility_resolver() -> None:
     workload = from_api.convert(body)
     state = ClusterState()
     state.upsert_workload(workload)
-    resolution = state.resolution(workload.key)
+    resolution = state.cache.resolution(workload.key)
     assert str(resolution.value) == "non-preemptible"  # the top owner wins over the pod
     assert resolution.source is PreemptibilitySource.OWNER_LABEL
     del body["metadata"]["annotations"][OWNER_PREEMPTIBILITY_ANNOTATION]
     state.upsert_workload(from_api.convert(body))
-    assert state.resolution(workload.key).source is PreemptibilitySource.POD_LABEL
+    assert state.cache.resolution(workload.key).source is PreemptibilitySource.POD_LABEL
 
 
 def test_a_pod_a_parent_kind_marked_belongs_to_the_workload_its_parent_names() -> None:

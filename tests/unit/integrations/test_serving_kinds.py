@@ -21,7 +21,7 @@ from api.constants import (
     QUEUE_NAME_LABEL,
     ROLE_HASH_ANNOTATION,
 )
-from controller.core import from_api
+from controller.core.model import from_api
 from controller.integrations.framework.registry import by_kind, frameworks
 from controller.integrations.framework.workloads import object_workload, workload_pod_set
 from controller.integrations.kinds import leaderworkerset, statefulset
