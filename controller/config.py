@@ -14,8 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.fair_sharing import ALLOWED_STRATEGIES, FairSharing, PreemptionStrategy
+from controller.core.afs.usage import AdmissionFairSharing
+from controller.core.fairsharing.settings import ALLOWED_STRATEGIES, FairSharing, PreemptionStrategy
 from controller.core.state import ClusterState
 from controller.kube.leader import LeaderElection
 

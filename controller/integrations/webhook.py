@@ -1,12 +1,15 @@
 """The mutating admission webhook's decisions, for the enabled integrations: a
 queue-labelled pod gets the scheduling gate, a queue-labelled object of a job kind is
-created suspended (its adapter's `suspend`), and either is refused when a Kueue label or
-annotation on it is invalid, naming it and why (`kueue.x-k8s.io/max-exec-time-seconds`,
-`kueue.x-k8s.io/admission-gated-by`, an elastic job or a prebuilt Workload on a kind Kueue
-refuses them for, the kind's own checks such as the Job's `kueue.x-k8s.io/job-min-parallelism`). Anything without the queue
-label, or of a kind whose integration is off, is answered "allowed, no change" — and the
-MutatingWebhookConfiguration's rules and selectors (also here) keep it from being sent at
-all. The TLS server and its certificates are the runtime's
+created suspended (its adapter's `suspend`), one of a kind that runs through its pods
+(Deployment, StatefulSet, LeaderWorkerSet) gets its pod templates marked for the pod
+integration (its `ObjectAdmission`, on creation and update), and any is refused when a
+Kueue label or annotation on it is invalid, naming it and why
+(`kueue.x-k8s.io/max-exec-time-seconds`, `kueue.x-k8s.io/admission-gated-by`, an elastic job or a prebuilt Workload on a kind
+Kueue refuses them for, the kind's own checks such as the Job's
+`kueue.x-k8s.io/job-min-parallelism` or a StatefulSet's replicas changed while queued).
+Anything without the queue label, or of a kind whose integration is off, is answered
+"allowed, no change" — and the MutatingWebhookConfiguration's rules and selectors (also
+here) keep it from being sent at all. The TLS server and its certificates are the runtime's
 (controller/runtime/webhook_server.py): every replica answers; only the leader acts on the
 objects.
 """
@@ -23,7 +26,7 @@ from typing import Any
 from aiohttp import web
 
 from api.constants import ADMISSION_GATE as GATE
-from api.constants import ELASTIC_JOB_ANNOTATION
+from api.constants import ELASTIC_JOB_ANNOTATION, POD_SUSPENDING_PARENT_ANNOTATION
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
 from api.validation import aggregate
 from api.validation.admission_gates import validate_gates
@@ -53,14 +56,19 @@ def by_default(enabled: Enabled | None) -> Enabled:
 
 def pod_patch(pod: dict[str, Any], enabled: Enabled | None = None) -> list[dict[str, Any]]:
     """JSON patch gating a queue-labelled pod (none for other pods, for pods an enabled job
-    integration runs — the job itself is queued — or if already gated)."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if QUEUE_LABEL not in labels:
+    integration runs — the job itself is queued — or if already gated). A pod whose
+    template a parent kind marked (`kueue.x-k8s.io/pod-suspending-parent`: a
+    StatefulSet's, a LeaderWorkerSet's, a Deployment's) is gated whatever owns it, as
+    Kueue's pod webhook does."""
+    meta = pod.get("metadata") or {}
+    if QUEUE_LABEL not in (meta.get("labels") or {}):
         return []
     managed_kinds = by_default(enabled)
-    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
+    suspended_by_parent = POD_SUSPENDING_PARENT_ANNOTATION in (meta.get("annotations") or {})
+    for owner in meta.get("ownerReferences") or []:
         group = str(owner.get("apiVersion", "")).rpartition("/")[0]
-        if (group, owner.get("kind")) in managed_kinds and owner.get("kind") != "Pod":
+        framework = managed_kinds.get((group, str(owner.get("kind"))))
+        if framework is not None and framework.job is not None and not suspended_by_parent:
             return []
     spec = pod.get("spec") or {}
     gates = spec.get("schedulingGates")
@@ -88,6 +96,17 @@ def job_patch(
     return json_patch(obj, job.obj)
 
 
+def admission_patch(obj: dict[str, Any], framework: Framework) -> list[dict[str, Any]]:
+    """JSON patch of a queue-labelled object of a kind that runs through its pods: its
+    `ObjectAdmission.default`."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if QUEUE_LABEL not in labels or framework.admission is None:
+        return []
+    defaulted = copy.deepcopy(obj)
+    framework.admission.default(defaulted)
+    return json_patch(obj, defaulted)
+
+
 def _framework_of(request: Mapping[str, Any], enabled: Enabled) -> Framework | None:
     """The enabled integration of the request's kind (by kind alone when the request
     names no group, as a hand-written review may)."""
@@ -107,13 +126,17 @@ def review_response(review: dict[str, Any], enabled: Enabled | None = None) -> d
     obj = request.get("object") or {}
     framework = _framework_of(request, enabled)
     patch: list[dict[str, Any]] = []
+    operation = request.get("operation")
     try:
-        if request.get("operation") == "CREATE" and framework is not None:
-            patch = (
-                pod_patch(obj, enabled)
-                if framework.job is None
-                else job_patch(obj, framework, enabled)
-            )
+        if framework is not None and operation in framework.operations:
+            if framework.admission is not None:
+                patch = admission_patch(obj, framework)
+            elif operation == "CREATE":
+                patch = (
+                    pod_patch(obj, enabled)
+                    if framework.job is None
+                    else job_patch(obj, framework, enabled)
+                )
     except (
         AttributeError,
         TypeError,
@@ -137,35 +160,54 @@ def review_response(review: dict[str, Any], enabled: Enabled | None = None) -> d
 def _refusal(
     request: Mapping[str, Any], framework: Framework | None, obj: Mapping[str, Any]
 ) -> str | None:
-    """Why a queue-labelled object is refused on creation, as Kueue's webhooks refuse it
-    (None: allowed); several problems are joined with "; "."""
-    if request.get("operation") != "CREATE" or framework is None:
+    """Why a queue-labelled object is refused on creation, or an update of one that has
+    (or had) the queue label, as Kueue's webhooks refuse them (None: allowed); several
+    problems are joined with "; "."""
+    operation = request.get("operation")
+    if framework is None or operation not in framework.operations:
         return None
     try:
-        meta = obj.get("metadata") or {}
-        if QUEUE_LABEL not in (meta.get("labels") or {}):
+        if operation == "UPDATE":
+            old = request.get("oldObject") or {}
+            if framework.admission is None or not (_queued(old) or _queued(obj)):
+                return None
+            return "; ".join(framework.admission.validate_update(old, obj)) or None
+        if operation != "CREATE" or not _queued(obj):
             return None
+        meta = obj.get("metadata") or {}
         gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
         problems = [aggregate(gates)] if gates else []
         problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
-        if framework.job is not None:
-            job = framework.job(copy.deepcopy(dict(obj)))
-            kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"
-            annotations = meta.get("annotations") or {}
-            if annotations.get(ELASTIC_JOB_ANNOTATION) == "true" and not job.supports_elastic_job():
-                problems.append(
-                    f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
-                    f'not supported for "{kind}"'
-                )
-            if prebuilt_workload_name(obj) and not job.supports_prebuilt_workload():
-                problems.append(
-                    f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
-                    f'supported for "{kind}"'
-                )
+        job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
+        if job is None and framework.admission is None:
+            return "; ".join(problems) or None
+        kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"
+        annotations = meta.get("annotations") or {}
+        if annotations.get(ELASTIC_JOB_ANNOTATION) == "true" and not (
+            job is not None and job.supports_elastic_job()
+        ):
+            problems.append(
+                f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
+                f'not supported for "{kind}"'
+            )
+        if prebuilt_workload_name(obj) and not (
+            job is not None and job.supports_prebuilt_workload()
+        ):
+            problems.append(
+                f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
+                f'supported for "{kind}"'
+            )
+        if job is not None:
             problems.extend(job.validate_on_create())
+        elif framework.admission is not None:
+            problems.extend(framework.admission.validate_create(obj))
         return "; ".join(problems) or None
     except (AttributeError, TypeError, KeyError, ValueError):
         return None  # never reject what we cannot read
+
+
+def _queued(obj: Mapping[str, Any]) -> bool:
+    return QUEUE_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
 
 
 def handler(enabled: Enabled | None = None) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -213,7 +255,7 @@ def webhook_configuration(
             },
             "rules": [
                 {
-                    "operations": ["CREATE"],
+                    "operations": list(framework.operations),
                     "apiGroups": [resource.group],
                     "apiVersions": [resource.version],
                     "resources": [resource.plural],

@@ -106,7 +106,7 @@ class CohortMetrics:
     def observe_admitted(
         self, state: ClusterState, cluster_queue: str, priority_class: str, role: str
     ) -> None:
-        for cohort in state.quota.path(cluster_queue):
+        for cohort in state.cache.quota.path(cluster_queue):
             self.subtree_admitted_workloads.labels(cohort, priority_class, role).inc()
 
     def set_gauges(
@@ -121,12 +121,12 @@ class CohortMetrics:
     def _wanted(
         self, state: ClusterState, admitted: Mapping[str, int], role: str
     ) -> dict[Series, float]:
-        quota = state.quota
+        quota = state.cache.quota
         wanted: dict[Series, float] = {}
         reserved: dict[str, dict[Any, int]] = {}
         active: dict[str, int] = {}
-        cohorts = {name for name, cohort in state.cohorts.items() if cohort.invalid is None}
-        for name in state.cluster_queues:
+        cohorts = {name for name, cohort in state.objects.cohorts.items() if cohort.invalid is None}
+        for name in state.objects.cluster_queues:
             path = quota.path(name)
             parent, root = (path[0], path[-1]) if path else ("", "")
             wanted[(self.cluster_queue_info, (name, parent, root, role))] = 1
@@ -138,7 +138,7 @@ class CohortMetrics:
                 for fr, value in usage.items():
                     into[fr] = into.get(fr, 0) + value
         for cohort in cohorts:
-            declared = state.cohorts.get(cohort)
+            declared = state.objects.cohorts.get(cohort)
             if declared is not None and declared.invalid is not None:
                 continue  # a cycle or another fault: Kueue reports none for it
             parent = quota.parent_of(cohort) or ""

@@ -228,7 +228,7 @@ def inadmissible_by_local_queue(state: Any, cluster_queue: str) -> dict[str, int
         return out
     for key in queue.workload_keys():
         if queue.is_inadmissible(key):
-            lq = state.local_queue_key(key)
+            lq = state.cache.local_queue_key(key)
             out[lq] = out.get(lq, 0) + 1
     return out
 
@@ -241,9 +241,9 @@ def local_queue_usage(state: Any) -> tuple[Usage, Usage]:
     resource)), in one pass over the Workloads holding quota."""
     reserved: dict[str, dict[tuple[str, str], int]] = {}
     used: dict[str, dict[tuple[str, str], int]] = {}
-    for key in state.holding():
-        held = state.admitted[key]
-        lq = state.local_queue_key(key)
+    for key in state.cache.holding():
+        held = state.cache.admitted[key]
+        lq = state.cache.local_queue_key(key)
         into = reserved.setdefault(lq, {})
         for fr, value in (held.usage or {}).items():
             into[fr] = into.get(fr, 0) + value

@@ -10,7 +10,7 @@ each queue is written in turn with its latest status (at 1,000 ClusterQueues und
 every queue within a few minutes rather than some never).
 
 With admission fair sharing the same writer runs its sampling tick every
-`usageSamplingInterval` (controller/core/usage_sampling.py) and writes each sampled
+`usageSamplingInterval` (controller/core/afs/sampling.py) and writes each sampled
 LocalQueue's `status.fairSharing.admissionFairSharingStatus` — when its consumed resources
 changed — and the gauge `kueue_local_queue_admission_fair_sharing_usage`.
 """
@@ -29,18 +29,13 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.quantities import Quantity, decimal_text
-from controller.core.clusterqueues import FlavorResource
-from controller.core.pending import (
-    INVALID,
-    Inactive,
-    cluster_queue_inactive,
-    local_queue_inactive,
-)
-from controller.core.records import Phase
-from controller.core.shares import Shares, shares_of
+from controller.core.afs.sampling import LocalQueueUsage, fair_local_queues, sample
+from controller.core.cache.objects import INVALID, Inactive
+from controller.core.cache.records import Phase
+from controller.core.fairsharing.shares import Shares, shares_of
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.unsupported import UNSUPPORTED_CONDITION
 from controller.core.state import ClusterState
-from controller.core.unsupported import UNSUPPORTED_CONDITION
-from controller.core.usage_sampling import LocalQueueUsage, fair_local_queues, sample
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
@@ -83,13 +78,13 @@ class QueueFigures:
 
 
 def cluster_queue_figures(state: ClusterState, name: str, finished: int = 0) -> QueueFigures:
-    cq = state.cluster_queues[name]
+    cq = state.objects.cluster_queues[name]
     queue = state.queues.get(name)
-    keys = state.admitted_in(name)
+    keys = state.cache.admitted_in(name)
     admitted = 0
     used: dict[FlavorResource, int] = {fr: 0 for fr, _ in cq.quotas()}
     for key in keys:
-        held = state.admitted[key]
+        held = state.cache.admitted[key]
         if held.evicting:
             continue
         admitted += 1
@@ -100,7 +95,7 @@ def cluster_queue_figures(state: ClusterState, name: str, finished: int = 0) -> 
         inadmissible=queue.inadmissible_count() if queue is not None else 0,
         reserving=len(keys),
         admitted=admitted,
-        reserved=tuple((fr, state.quota.usage(name, fr)) for fr, _ in cq.quotas()),
+        reserved=tuple((fr, state.cache.quota.usage(name, fr)) for fr, _ in cq.quotas()),
         used=tuple(used.items()),
         finished=finished,
     )
@@ -124,7 +119,7 @@ def cluster_queue_status(
     state: ClusterState, name: str, figures: QueueFigures | None = None
 ) -> dict[str, Any]:
     """The `status` Kueue keeps on a ClusterQueue (without conditions' timestamps)."""
-    cq = state.cluster_queues[name]
+    cq = state.objects.cluster_queues[name]
     if figures is None:
         figures = cluster_queue_figures(state, name)
     reserved: dict[str, dict[str, int]] = defaultdict(dict)
@@ -149,16 +144,16 @@ def local_queue_counts(
     state: ClusterState, finished_by_cq: dict[str, int] | None = None
 ) -> dict[str, dict[str, int]]:
     """pending/reserving/admitted counts per LocalQueue key (namespace/name): its Workloads
-    not finished (`state.live_in`), of which those holding quota are reserving; the
-    finished ones per ClusterQueue go into `finished_by_cq` (`state.finished_in`)."""
+    not finished (`state.index.live_in`), of which those holding quota are reserving; the
+    finished ones per ClusterQueue go into `finished_by_cq` (`state.index.finished_in`)."""
     if finished_by_cq is not None:
-        finished_by_cq.update(state.finished_in)
+        finished_by_cq.update(state.index.finished_in)
     counts = {
         lq: {"pendingWorkloads": live, "reservingWorkloads": 0, "admittedWorkloads": 0}
-        for lq, live in state.live_in.items()
+        for lq, live in state.index.live_in.items()
     }
-    records, live = state.records, state.live
-    for key in state.holding():
+    records, live = state.cache.records, state.index.live
+    for key in state.cache.holding():
         entry = counts[live[key]]
         entry["pendingWorkloads"] -= 1
         entry["reservingWorkloads"] += 1
@@ -327,7 +322,7 @@ class QueueStatusWriter:
         """`kueue_cluster_queue_resource_pending`: the requests of the ClusterQueue's
         queued Workloads per resource, 0 for each resource its quotas name (Kueue seeds
         them), set when they change."""
-        pending = self.ctx.state.pending_requests.of(name)
+        pending = self.ctx.state.queues.pending_requests.of(name)
         values = {resource: 0 for (_, resource), _ in cq.quotas()}
         values.update(pending)
         was = self.pending_resources.get(name)
@@ -388,11 +383,11 @@ class QueueStatusWriter:
         self.next_sample = now + settings.usage_sampling_interval_seconds
         metrics = self.ctx.metrics
         gauge = metrics.local_queue_admission_fair_sharing_usage
-        fair = set(fair_local_queues(state))
+        fair = set(fair_local_queues(state.queues, state.objects))
         for key in set(self.local_queue_fair_sharing) - fair:
             del self.local_queue_fair_sharing[key]
         series: set[tuple[str, str, str, str]] = set()
-        for usage in sample(state, now):
+        for usage in sample(state.queues, state.objects, now):
             key = usage.local_queue
             self.local_queue_fair_sharing[key] = admission_fair_sharing_status(
                 usage, self.local_queue_fair_sharing.get(key)
@@ -403,7 +398,7 @@ class QueueStatusWriter:
             series.add(labels)
         for old in self.usage_series - series:
             name, namespace, cluster_queue, _ = old
-            lq = state.local_queues.get(f"{namespace}/{name}")
+            lq = state.objects.local_queues.get(f"{namespace}/{name}")
             if lq is not None and lq.cluster_queue == cluster_queue and lq.key in fair:
                 series.add(old)  # not sampled (its ClusterQueue is inactive): kept
             else:
@@ -419,7 +414,9 @@ class QueueStatusWriter:
         self.sample_if_due(now)
         finished: dict[str, int] = {}
         counts = local_queue_counts(state, finished)
-        shares = shares_of(state) if state.fair_sharing is not None else None
+        shares = (
+            shares_of(state.objects, state.cache.quota) if state.fair_sharing is not None else None
+        )
         gauges = (self.ctx.metrics.role, self.ctx.metrics.queue_gauges_cleared)
         anew = self.figures_of is not state or self.figures_gauges != gauges
         if anew:
@@ -429,11 +426,11 @@ class QueueStatusWriter:
             self.figures_of, self.figures_gauges = state, gauges
         admitted: dict[str, int] = {}
         changed = anew  # a ClusterQueue's figures changed (its usage or admitted count)
-        for name, cq in state.cluster_queues.items():
+        for name, cq in state.objects.cluster_queues.items():
             figures = cluster_queue_figures(state, name, finished.get(name, 0))
             admitted[name] = figures.admitted
             self._resource_pending(name, cq)
-            inactive = cluster_queue_inactive(state, name)
+            inactive = state.objects.cluster_queue_inactive(name)
             unsupported = self._unsupported(_written_key(CLUSTER_QUEUES, name))
             fair_sharing = self._fair_sharing(shares, name, queue=True)
             facts = (cq, figures, inactive, unsupported, fair_sharing)
@@ -450,23 +447,23 @@ class QueueStatusWriter:
                 self.figures[name] = (facts, status)
                 changed = True
             self._want(CLUSTER_QUEUES, name, status)
-        for name in self.metric_queues - set(state.cluster_queues):
+        for name in self.metric_queues - set(state.objects.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
             self.figures.pop(name, None)
             self.gauges.pop(name, None)
             self.inadmissible.pop(name, None)
             self.pending_resources.pop(name, None)
-        self.metric_queues = set(state.cluster_queues)
+        self.metric_queues = set(state.objects.cluster_queues)
         self._cohort_metrics(shares)
         metrics = self.ctx.metrics
         # The cohort and info gauges change only with the queues' figures, the set of
         # ClusterQueues or the Cohorts: taken again only then.
-        tree = (frozenset(state.cluster_queues), dict(state.cohorts))
+        tree = (frozenset(state.objects.cluster_queues), dict(state.objects.cohorts))
         if changed or tree != self.tree:
             metrics.cohort.set_gauges(state, admitted, metrics.role, anew)
             self.tree = tree
-        metrics.unadmitted.set_gauges(state.local_queues, metrics.role, anew)
-        for name, cohort in list(state.cohorts.items()):
+        metrics.unadmitted.set_gauges(state.objects.local_queues, metrics.role, anew)
+        for name, cohort in list(state.objects.cohorts.items()):
             conditions = self._unsupported(_written_key(COHORTS, name))
             if cohort.invalid is not None:  # quotagate's, while invalid (Kueue writes none)
                 message = (
@@ -480,12 +477,12 @@ class QueueStatusWriter:
             }
             self._want(COHORTS, name, cohort_status)
         active_local_queues: dict[str, bool] = {}
-        for key in list(state.local_queues):
+        for key in list(state.objects.local_queues):
             status = dict(counts.get(key) or NO_WORKLOADS)
             fair_sharing = self.local_queue_fair_sharing.get(key)
             if fair_sharing is not None:
                 status["fairSharing"] = fair_sharing
-            active, reason, message = active_condition(local_queue_inactive(state, key))
+            active, reason, message = active_condition(state.objects.local_queue_inactive(key))
             active_local_queues[key] = active
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
@@ -504,7 +501,7 @@ class QueueStatusWriter:
             for key, parked in by_local_queue.items():
                 inadmissible[key] = inadmissible.get(key, 0) + parked
         seen = {}
-        finished = state.finished_in_local_queue
+        finished = state.index.finished_in_local_queue
         for key, is_active in active.items():
             count = counts.get(key) or NO_WORKLOADS
             held = reserved.get(key)
@@ -557,7 +554,7 @@ class QueueStatusWriter:
             return {"weightedShare": shares.cohort(name).weighted_share()}
         share = shares.queue(name)
         metrics = self.ctx.metrics
-        cohort = self.ctx.state.cluster_queues[name].cohort or ""
+        cohort = self.ctx.state.objects.cluster_queues[name].cohort or ""
         metrics.cluster_queue_weighted_share.labels(name, cohort, metrics.role).set(share.metric())
         return {"weightedShare": share.weighted_share()}
 
@@ -568,10 +565,10 @@ class QueueStatusWriter:
         state = self.ctx.state
         cohorts: set[str] = set()
         if shares is not None:
-            for cq in state.cluster_queues.values():
+            for cq in state.objects.cluster_queues.values():
                 if cq.cohort:
-                    cohorts.update(state.quota.path(cq.name))
-            cohorts.update(state.cohorts)
+                    cohorts.update(state.cache.quota.path(cq.name))
+            cohorts.update(state.objects.cohorts)
             for name in cohorts:
                 metrics.cohort_weighted_share.labels(name, metrics.role).set(
                     shares.cohort(name).metric_cohort()
@@ -582,7 +579,7 @@ class QueueStatusWriter:
 
     def _unsupported(self, key: str) -> list[tuple[str, bool, str, str]]:
         """The `UnsupportedFields` condition of a queue with Kueue fields quotagate does not
-        implement yet (controller/core/unsupported.py), else none."""
+        implement yet (controller/core/model/unsupported.py), else none."""
         message = self.unsupported.get(key)
         return [(UNSUPPORTED_CONDITION, True, "NotImplemented", message)] if message else []
 

@@ -22,7 +22,7 @@ from aiohttp import web
 from api.constants import GROUP, PRIORITY_BOOST_ANNOTATION, VERSION
 from api.validation import aggregate, validate, validate_update
 from api.validation.field_errors import FieldError, Path, invalid
-from controller.core.priorities import parse_priority_boost
+from controller.core.model.priorities import parse_priority_boost
 
 PRIORITY_BOOST_GATE: Final = web.AppKey("priority_boost", bool)
 """The application's PriorityBoost gate (set by webhook_server.serve)."""

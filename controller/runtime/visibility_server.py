@@ -6,7 +6,7 @@ an aggregated API behind the APIService `v1beta2.visibility.kueue.x-k8s.io`, so
 Served on every replica (`visibility.port`, Kueue's 8082), each from its own engine state,
 which the watches keep current (the leader's also carries its own decisions a moment
 before their watch events): a standby answers from its view rather than forwarding to the
-leader. The answer is computed when asked (controller/core/visibility.py) on the event loop
+leader. The answer is computed when asked (controller/core/queue/visibility.py) on the event loop
 the admission cycle runs on, between cycles: no cycle waits on the network for it. Each
 ClusterQueue's sorted order is kept between requests (`visibility.PendingOrder`) until its
 pending Workloads change, so a request costs the loop a page of it, or one sort after a
@@ -27,7 +27,7 @@ from typing import Any
 from aiohttp import web
 
 from api.workload_status import rfc3339
-from controller.core import visibility
+from controller.core.queue import visibility
 from controller.core.state import ClusterState
 from controller.kube.client import API_ERRORS
 from controller.runtime.aggregation import Authorizer, FrontProxy
@@ -131,7 +131,7 @@ def _not_found(kind: str, name: str) -> web.Response:
 
 def _options(query: Mapping[str, str]) -> tuple[int, int]:
     """`limit` and `offset` as Kueue's PendingWorkloadOptions decode them: integers, limit 0
-    or missing = 1,000 (its defaulting), then bounded (controller/core/visibility.py)."""
+    or missing = 1,000 (its defaulting), then bounded (controller/core/queue/visibility.py)."""
     values = {}
     for name in ("limit", "offset"):
         text = query.get(name, "")

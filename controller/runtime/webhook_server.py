@@ -24,9 +24,10 @@ from kubernetes.aio.client.exceptions import ApiException
 from controller.config import ControllerConfig
 from controller.integrations import webhook as webhooks
 from controller.integrations.framework.registry import by_kind, enabled_with_implied
-from controller.kube.client import API_ERRORS, retrying
+from controller.kube.client import API_ERRORS
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
+from controller.kube.retries import retried
 from controller.runtime import validating_webhook
 from controller.runtime.certs import (
     WebhookCertificates,
@@ -175,7 +176,7 @@ class WebhookServer:
                 api_services=(VISIBILITY_API_SERVICE,) if visibility else (),
             )
             try:
-                await retrying(self.certificates.ensure, attempts=8)
+                await retried(self.certificates.ensure, attempts=8)
             except API_ERRORS as exc:
                 raise FatalError(
                     f"cannot set up the webhook's certificates in Secret "

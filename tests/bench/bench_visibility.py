@@ -1,4 +1,4 @@
-"""What a visibility API request costs the controller's event loop (controller/core/visibility.py,
+"""What a visibility API request costs the controller's event loop (controller/core/queue/visibility.py,
 answered between admission cycles on the loop they run on).
 
     .venv/bin/python -m tests.bench.bench_visibility [--pending 1000 10000 50000] [--repeat 5]
@@ -21,14 +21,14 @@ import argparse
 import statistics
 import time
 
-from controller.core.clusterqueues import LocalQueue
-from controller.core.cycle import run_cycle
-from controller.core.state import ClusterState
-from controller.core.visibility import (
+from controller.core.model.clusterqueues import LocalQueue
+from controller.core.queue.visibility import (
     PendingOrder,
     pending_in_cluster_queue,
     pending_in_local_queue,
 )
+from controller.core.scheduler.cycle import run_cycle
+from controller.core.state import ClusterState
 from tests.unit.core.builders import add, cluster, cq, wl
 
 LOCAL_QUEUES = 10

@@ -1,7 +1,8 @@
 """`pod`: plain pods, pod groups (`kueue.x-k8s.io/pod-group-name`) and core
-scheduling.k8s.io PodGroups, each unit one Workload. Not an adapter of the generic
-reconciler: a unit is many objects (Kueue's `ComposableJob`), reconciled by
-`controller.integrations.pods.PodIntegration`."""
+scheduling.k8s.io PodGroups, each unit one Workload, and the pods of the kinds that run
+through them (a StatefulSet's, a LeaderWorkerSet replica's: the Workload their
+integration makes). Not an adapter of the generic reconciler: a unit is many objects
+(Kueue's `ComposableJob`), reconciled by `controller.integrations.pods.PodIntegration`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from controller.integrations.framework.registry import (
     Integration,
     IntegrationSettings,
     Rule,
+    frameworks,
     register,
 )
 from controller.integrations.host import ControllerView
@@ -27,7 +29,14 @@ def _integration(
     framework: Framework,
     settings: IntegrationSettings,
 ) -> Integration:
-    return PodIntegration(api_client, view, label_keys_to_copy=settings.label_keys_to_copy)
+    parents = {
+        name: known.pod_workload
+        for name, known in frameworks().items()
+        if known.pod_workload is not None
+    }
+    return PodIntegration(
+        api_client, view, label_keys_to_copy=settings.label_keys_to_copy, parents=parents
+    )
 
 
 FRAMEWORK = register(

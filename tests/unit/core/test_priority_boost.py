@@ -11,12 +11,12 @@ from dataclasses import replace
 import pytest
 
 from api.constants import WithinClusterQueuePolicy
-from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.cycle import run_cycle
-from controller.core.priorities import parse_priority_boost
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.model.priorities import parse_priority_boost
+from controller.core.model.workloads import Workload
+from controller.core.queue.visibility import pending_in_cluster_queue
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.visibility import pending_in_cluster_queue
-from controller.core.workloads import Workload
 from tests.unit.core.builders import add, cluster, cq, wl
 
 WITHIN = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)

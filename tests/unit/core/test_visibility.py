@@ -1,18 +1,18 @@
-"""The visibility API's answers (controller/core/visibility.py), as Kueue's
+"""The visibility API's answers (controller/core/queue/visibility.py), as Kueue's
 pkg/visibility/storage tests state them: 0-based positions in the ClusterQueue and in the
 LocalQueue, the base priority, limit/offset bounded as Kueue's, NotFound as None."""
 
 from __future__ import annotations
 
-from controller.core.clusterqueues import LocalQueue
-from controller.core.state import ClusterState
-from controller.core.visibility import (
+from controller.core.model.clusterqueues import LocalQueue
+from controller.core.queue.visibility import (
     MAX_LIMIT,
     PendingOrder,
     bounded_limit_offset,
     pending_in_cluster_queue,
     pending_in_local_queue,
 )
+from controller.core.state import ClusterState
 from tests.unit.core.builders import add, cluster, cq, wl
 
 
@@ -83,7 +83,7 @@ def test_bounded_limit_offset() -> None:
 
 
 def test_a_kept_order_answers_as_a_fresh_one_until_the_pending_workloads_change() -> None:
-    from controller.core.cycle import run_cycle
+    from controller.core.scheduler.cycle import run_cycle
 
     state = two_local_queues()
     orders = PendingOrder()

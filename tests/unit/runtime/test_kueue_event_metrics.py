@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from controller.config import ControllerConfig
-from controller.core.clusterqueues import LocalQueue
-from controller.core.cohort_nodes import Cohort
-from controller.core.cycle import run_cycle
+from controller.core.model.clusterqueues import LocalQueue
+from controller.core.model.cohorts import Cohort
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.runtime.controller import Controller
 from controller.runtime.metrics import FOLLOWER, LEADER
@@ -102,7 +102,7 @@ def test_cohort_subtree_and_info_metrics_follow_the_tree() -> None:
     assert value(controller, pending, cluster_queue="b", resource="cpu") == 0
     # `b` leaves the tree: `team`'s quota drops; a reservation at zero has no series.
     state.remove_cluster_queue("b")
-    state.remove_workload(next(k for k in state.admitted if k.endswith("w1")))
+    state.remove_workload(next(k for k in state.cache.admitted if k.endswith("w1")))
     writer.refresh()
     assert (
         value(
