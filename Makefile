@@ -30,7 +30,7 @@ crds: $(STAMP)
 	$(PY) -m controller.integrations.framework.manifests charts/quotagate/files/integrations.yaml
 
 # config/default/quotagate.yaml: the chart rendered with its defaults.
-manifests: cluster-binaries
+manifests: crds cluster-binaries
 	$(PY) -m tools.chart > config/default/quotagate.yaml
 
 unit: $(STAMP)
