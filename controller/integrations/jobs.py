@@ -213,6 +213,10 @@ class JobIntegration:
         for key in list(self.jobs):
             self.kick(key)
 
+    def stop_leading(self) -> None:
+        """The term ended: cancel the reconciles in progress (`SerialReconciler.cancel_all`)."""
+        self._serial.cancel_all()
+
     def kick(self, key: str) -> None:
         self._serial.kick(key)
 

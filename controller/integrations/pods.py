@@ -135,6 +135,10 @@ class PodIntegration:
         for unit in list(self.members):
             self.kick(unit)
 
+    def stop_leading(self) -> None:
+        """The term ended: cancel the reconciles in progress (`SerialReconciler.cancel_all`)."""
+        self._serial.cancel_all()
+
     def kick(self, unit: Unit) -> None:
         self._serial.kick(unit)
 

@@ -58,6 +58,14 @@ class SerialReconciler(Generic[K]):
         if self.is_leading():
             self.spawn(self._run(key))
 
+    def cancel_all(self) -> None:
+        """Leadership ended: cancel every reconcile in progress (their writes in flight are
+        abandoned) and forget the retries; a new term resyncs every key."""
+        for task in list(self.tasks):
+            task.cancel()
+        self._dirty.clear()
+        self._failures.clear()
+
     async def _run(self, key: K) -> None:
         lock = self._locks.setdefault(key, asyncio.Lock())
         if lock.locked():

@@ -20,12 +20,13 @@ import aiohttp
 import orjson
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import config as aio_config
+from kubernetes.aio.client import rest
 from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import GROUP, VERSION
 from api.workload_status import ADMISSION_FIELD_MANAGER
 from controller.kube.fatal import FatalError
-from controller.kube.http1 import ConnectionPool
+from controller.kube.http1 import ConnectionPool, abortive_socket
 
 log = logging.getLogger(__name__)
 
@@ -117,14 +118,29 @@ async def make_api_client(
     return KubeApiClient(configuration)
 
 
+class _AbortiveRestClient(rest.RESTClientObject):
+    """The generated client's transport on abortive sockets (`http1.make_abortive`): a
+    request cancelled half-way never reaches the API server later."""
+
+    def _create_connector(self) -> aiohttp.TCPConnector:
+        return aiohttp.TCPConnector(
+            limit=self.maxsize, ssl=self.ssl_context, socket_factory=abortive_socket
+        )
+
+
 class KubeApiClient(aio_client.ApiClient):
     """The asyncio client, plus a lean connection pool (`controller.kube.http1`) that
     `Api` sends its writes on: the same server, credentials and TLS context, at about half
     of aiohttp's CPU per request. The pool exists only where it has all the client would
-    use: no proxy, no TLS server name override, no configured retries."""
+    use: no proxy, no TLS server name override, no configured retries. Both close their
+    connections abortively (`http1.make_abortive`)."""
 
     _write_pool: ConnectionPool | None = None
     _write_pool_checked = False
+
+    def __init__(self, configuration: aio_client.Configuration) -> None:
+        super().__init__(configuration)
+        self.rest_client = _AbortiveRestClient(configuration)
 
     def write_pool(self) -> ConnectionPool | None:
         if not self._write_pool_checked:
@@ -141,10 +157,31 @@ class KubeApiClient(aio_client.ApiClient):
                 )
         return self._write_pool
 
+    def abandon_connections(self) -> None:
+        """Reset every connection to the API server now, in use or idle: the requests in
+        flight fail, and nothing they carried can reach the API server later (a leader
+        whose term ended; `controller.kube.leader`). New requests open new connections."""
+        if self._write_pool is not None:
+            self._write_pool.abort_all()
+        rest = self.rest_client
+        session = rest.pool_manager
+        if session is None:
+            return
+        rest.pool_manager = rest.retry_client = None  # the next request makes a new one
+        if session.connector is not None:
+            # aiohttp aborts TLS connections here, at once (a cancelled request's `close`
+            # would first wait for the server's TLS goodbye, the request still queued).
+            session.connector.close(abort_ssl=True)
+        _closing.add(task := asyncio.ensure_future(session.close()))
+        task.add_done_callback(_closing.discard)
+
     async def close(self) -> None:
         if self._write_pool is not None:
             self._write_pool.close()
         await super().close()
+
+
+_closing: set[asyncio.Task[None]] = set()  # abandoned sessions, until they are closed
 
 
 _POOL_SIZE = 100  # aiohttp's default connection limit, when the configuration gives none
@@ -196,6 +233,16 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, CONNECTION_ERRORS)
 
 
+def outcome_unknown(exc: BaseException) -> bool:
+    """Whether a write that failed with `exc` may still have been made: the connection
+    broke or timed out after the request may have reached the server, or the server gave up
+    waiting for its storage (500, 504: etcd may still commit it). A refusal (4xx, 429, and
+    503, which the API server answers before it reaches its storage) was not made."""
+    if isinstance(exc, ApiException):
+        return exc.status in (0, 500, 504)
+    return isinstance(exc, CONNECTION_ERRORS)
+
+
 def retry_wait(attempt: int) -> float:
     """The pause after failed attempt number `attempt` (1, 2, …): exponential from 0.05 s,
     at most 2 s, plus up to 0.1 s of jitter."""
@@ -204,18 +251,19 @@ def retry_wait(attempt: int) -> float:
 
 async def retrying(
     call: Callable[[], Awaitable[T]],
-    attempts: int = 6,
+    attempts: int | None = 6,
     on_retry: Callable[[BaseException], Awaitable[None]] | None = None,
 ) -> T:
-    """Run `call` with jittered exponential backoff on retryable errors (bounded): after a
-    failure, wait `retry_wait`, then `on_retry(the error)`, then call again. A plain loop:
-    the first attempt, which nearly every write succeeds on, costs one `await`."""
+    """Run `call` with jittered exponential backoff on retryable errors, at most `attempts`
+    times (None: until it succeeds or fails for good; the caller's cancellation ends it):
+    after a failure, wait `retry_wait`, then `on_retry(the error)`, then call again. A plain
+    loop: the first attempt, which nearly every write succeeds on, costs one `await`."""
     attempt = 1
     while True:
         try:
             return await call()
         except Exception as exc:
-            if attempt >= attempts or not is_retryable(exc):
+            if (attempts is not None and attempt >= attempts) or not is_retryable(exc):
                 raise
             await asyncio.sleep(retry_wait(attempt))
             attempt += 1
