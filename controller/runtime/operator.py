@@ -192,22 +192,36 @@ async def _run(
     async def lead() -> None:
         controller.leading = True
         controller.reset()
-        await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
-        status_task = asyncio.create_task(statuses.run_forever())
-        jobs.resync()
-        pods.resync()
+        status_task: asyncio.Task[None] | None = None
         try:
+            # A new leader decides on a fresh, consistent read, however long the API server
+            # takes to answer (an outage longer than the term ends the term anyway).
+            await controller.load(WATCHED, attempts=None)
+            status_task = asyncio.create_task(statuses.run_forever())
+            jobs.resync()
+            pods.resync()
             await controller.schedule_forever()
         finally:
-            status_task.cancel()
+            # The term is over: nothing the leader started may write any more.
+            if status_task is not None:
+                status_task.cancel()
+            jobs.stop_leading()
+            pods.stop_leading()
 
     def on_change(leading: bool) -> None:
         controller.leading = leading
         if config.leader_election.enabled:
+            if leading != (metrics.role == LEADER):
+                metrics.leader_transitions.labels("acquired" if leading else "lost").inc()
             metrics.set_role(LEADER if leading else FOLLOWER)
         else:
             metrics.set_role(STANDALONE)
             metrics.is_leader.set(1)
+
+    def on_renew(renewed: bool) -> None:
+        metrics.lease_renewals.labels("ok" if renewed else "failed").inc()
+        if renewed:
+            metrics.lease_last_renewal.set_to_current_time()
 
     stop_flag = stop_flag or asyncio.Event()
     failures: list[str] = []
@@ -243,7 +257,9 @@ async def _run(
     tasks = [
         background(
             "leader election",
-            run_while_leading(api_client, config.leader_election, lead, on_change, identity),
+            run_while_leading(
+                api_client, config.leader_election, lead, on_change, identity, on_renew
+            ),
         ),
         background(
             "the Workload watch",
@@ -252,6 +268,7 @@ async def _run(
                 controller,
                 namespaces,
                 on_listed=lambda: readiness.mark("the Workload informer has listed"),
+                observer=metrics.watches,
             ).run(),
         ),
         *(
@@ -262,6 +279,7 @@ async def _run(
                     resource,
                     _EventSink(controller.apply_event, keys),
                     namespaces if resource.namespaced else None,
+                    observer=metrics.watches,
                 ).run(),
             )
             for resource, keys in (
@@ -281,6 +299,7 @@ async def _run(
                     _EventSink(apply, keys),
                     namespaces,
                     label_selector=QUEUED_SELECTOR,
+                    observer=metrics.watches,
                 ).run(),
             )
             for resource, apply, keys in (
