@@ -158,15 +158,16 @@ class Controller:
         self.ctx.state = new_state(self.ctx.config)
         self.sync.reset()
 
-    async def load(self, resources: Any) -> None:
+    async def load(self, resources: Any, attempts: int | None = 10) -> None:
         """Initial state from a full LIST of every watched resource (restart safety: admitted
-        usage comes from `status.admission`, so nothing is admitted twice or forgotten).
+        usage comes from `status.admission`, so nothing is admitted twice or forgotten),
+        each LIST tried `attempts` times (None: until the API server answers).
         With `namespaces` configured, namespaced objects of other namespaces are left out,
         as the watches leave them out."""
         api = self.ctx.api
         managed = set(self.ctx.config.namespaces)
         for resource in resources:
-            items = await retrying(functools.partial(api.list, resource), attempts=10)
+            items = await retrying(functools.partial(api.list, resource), attempts=attempts)
             for item in items:
                 namespace = (item.get("metadata") or {}).get("namespace")
                 if managed and resource.namespaced and namespace not in managed:
