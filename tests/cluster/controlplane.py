@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +63,10 @@ class Component:
     name: str
     process: subprocess.Popen[bytes]
     log: Path
+    # Its command line and readiness check, so tests/cluster/faults.py can start it again
+    # exactly as it was started.
+    args: list[str] = field(default_factory=list)
+    ready: Callable[[], bool] | None = None
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -95,6 +100,10 @@ class ControlPlane:
     bin_dir: Path | None = None
     components: dict[str, Component] = field(default_factory=dict)
     token: str = "quotagate-admin-token"
+    # More kube-apiserver flags (tests/cluster/faults.py: an audit log, JSON storage), and
+    # more users in system:masters (user name → token), e.g. one per controller replica.
+    apiserver_flags: list[str] = field(default_factory=list)
+    users: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._own_workdir = self.workdir is None
@@ -179,6 +188,9 @@ class ControlPlane:
         self.sa_private, self.sa_public = certs.make_service_account_key(pki)
         (pki / "tokens.csv").write_text(
             f"{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},system:masters\n"
+            + "".join(
+                f"{token},{user},{user},system:masters\n" for user, token in self.users.items()
+            )
         )
 
     def _spawn(self, name: str, args: list[str]) -> Component:
@@ -191,7 +203,7 @@ class ControlPlane:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        component = Component(name, process, log)
+        component = Component(name, process, log, args)
         self.components[name] = component
         return component
 
@@ -268,6 +280,7 @@ class ControlPlane:
                 "--enable-aggregator-routing=true",
                 "-v",
                 "1",
+                *self.apiserver_flags,
             ],
         )
         self._write_kubeconfig()
@@ -360,6 +373,7 @@ class ControlPlane:
         return _http_ok(f"{self.server}{path}", ca=self.ca.cert, token=self.token)
 
     def _wait(self, component: Component, ready: object, timeout: float) -> None:
+        component.ready = ready  # type: ignore[assignment]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if component.process.poll() is not None:

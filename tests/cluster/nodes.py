@@ -176,13 +176,15 @@ class PodLifecycle:
         annotations = meta.annotations or {}
         ready_after = annotations.get(READY_AFTER_SECONDS)
         ready = annotations.get(NOT_READY) != "true" and ready_after is None
-        self._set_running(pod, ready)
+        # Due times first: if the API server goes away while the pod is made Running, the
+        # pod still finishes (a lost answer would otherwise leave it Running for ever).
         with self._lock:
             if ready_after is not None and annotations.get(NOT_READY) != "true":
                 self._ready_due[(meta.namespace, meta.name)] = time.monotonic() + float(ready_after)
             seconds = annotations.get(RUN_SECONDS)
             if seconds is not None:
                 self._due[(meta.namespace, meta.name)] = time.monotonic() + float(seconds)
+        self._set_running(pod, ready)
 
     def _timer_loop(self) -> None:
         while not self._stop.wait(0.2):
@@ -194,10 +196,16 @@ class PodLifecycle:
                 ready = [key for key, at in self._ready_due.items() if at <= now]
                 for key in ready:
                     del self._ready_due[key]
-            for namespace, name in ready:
-                self._patch_readiness(namespace, name, True)
-            for namespace, name in due:
-                self._finish(namespace, name, True)
+            for timers, keys, act in (
+                (self._ready_due, ready, lambda ns, n: self._patch_readiness(ns, n, True)),
+                (self._due, due, lambda ns, n: self._finish(ns, n, True)),
+            ):
+                for namespace, name in keys:
+                    try:
+                        act(namespace, name)
+                    except Exception:  # the API server restarting: try again soon
+                        with self._lock:
+                            timers[(namespace, name)] = time.monotonic() + 0.5
 
     def _patch_readiness(self, namespace: str, name: str, ready: bool) -> None:
         """The Ready and ContainersReady conditions and the containers' `ready` of a Running
