@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import random
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -118,14 +119,31 @@ async def make_api_client(
     return KubeApiClient(configuration)
 
 
+class AbortiveConnector(aiohttp.TCPConnector):
+    """aiohttp's connector on abortive sockets (`http1.make_abortive`), that can reset every
+    connection at once: `abort_all`, before any cancelled request could close its own
+    gracefully (a TLS `close` first waits for the server's goodbye, the request still
+    queued behind it)."""
+
+    def __init__(self, limit: int, ssl_context: ssl.SSLContext) -> None:
+        super().__init__(limit=limit, ssl=ssl_context, socket_factory=abortive_socket)
+
+    def abort_all(self) -> None:
+        """Reset every connection, idle or in use, now. Their transports are aborted, not
+        their protocols: a response being read (a watch) then fails as on any broken
+        connection (aiohttp's own `abort` would leave its reader waiting for ever), and
+        the connector goes on with new connections."""
+        protocols = [*self._acquired, *(p for held in self._conns.values() for p, _ in held)]
+        for protocol in protocols:
+            if protocol.transport is not None:
+                protocol.transport.abort()
+
+
 class _AbortiveRestClient(rest.RESTClientObject):
-    """The generated client's transport on abortive sockets (`http1.make_abortive`): a
-    request cancelled half-way never reaches the API server later."""
+    """The generated client's transport on an `AbortiveConnector`."""
 
     def _create_connector(self) -> aiohttp.TCPConnector:
-        return aiohttp.TCPConnector(
-            limit=self.maxsize, ssl=self.ssl_context, socket_factory=abortive_socket
-        )
+        return AbortiveConnector(self.maxsize, self.ssl_context)
 
 
 class KubeApiClient(aio_client.ApiClient):
@@ -163,25 +181,14 @@ class KubeApiClient(aio_client.ApiClient):
         whose term ended; `controller.kube.leader`). New requests open new connections."""
         if self._write_pool is not None:
             self._write_pool.abort_all()
-        rest = self.rest_client
-        session = rest.pool_manager
-        if session is None:
-            return
-        rest.pool_manager = rest.retry_client = None  # the next request makes a new one
-        if session.connector is not None:
-            # aiohttp aborts TLS connections here, at once (a cancelled request's `close`
-            # would first wait for the server's TLS goodbye, the request still queued).
-            session.connector.close(abort_ssl=True)
-        _closing.add(task := asyncio.ensure_future(session.close()))
-        task.add_done_callback(_closing.discard)
+        session = self.rest_client.pool_manager
+        if session is not None and isinstance(session.connector, AbortiveConnector):
+            session.connector.abort_all()
 
     async def close(self) -> None:
         if self._write_pool is not None:
             self._write_pool.close()
         await super().close()
-
-
-_closing: set[asyncio.Task[None]] = set()  # abandoned sessions, until they are closed
 
 
 _POOL_SIZE = 100  # aiohttp's default connection limit, when the configuration gives none

@@ -46,6 +46,11 @@ def test_partitioned_leader_stops_before_the_standby_starts(
     )
     wait_for(new.leading, timeout=30, what=f"{new.name} to take over")
     old.proxy.heal()
+    # The old leader, a follower now, must be able to lead again on a sound view: its
+    # watches resumed after its connections were reset when it stepped down.
+    s.load.wait_admitting(6)
+    s.kill(new)
+    wait_for(old.leading, timeout=30, what=f"{old.name} to lead again")
     s.end(expected=160)
 
     events = [e for e in fault_cluster.audit_events() if _when(e["requestReceivedTimestamp"]) > cut]
