@@ -42,7 +42,7 @@ from controller.kube.client import (
 )
 from controller.kube.fatal import FatalError
 
-__all__ = ["MAX_BACKOFF", "Informer", "WatchObserver", "WorkloadInformer"]
+__all__ = ["FIRST_BACKOFF", "MAX_BACKOFF", "Informer", "WatchObserver", "WorkloadInformer"]
 
 log = logging.getLogger(__name__)
 

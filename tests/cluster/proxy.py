@@ -210,6 +210,9 @@ class TcpProxy:
         return self
 
     def stop(self) -> None:
+        """Reset every connection and stop (again: nothing)."""
+        if not self._thread.is_alive():
+            return
         with contextlib.suppress(RuntimeError):
             self._call(self._close(reset=True))
         self.loop.call_soon_threadsafe(self.loop.stop)
