@@ -183,9 +183,11 @@ class Informer:
                     {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": gone},
                 )
         self.relists += 1
+        seconds = time.monotonic() - started
+        log.info("listed %d %s in %.2fs", len(present), resource.plural, seconds)
         if self.observer is not None:
             self.observer.watch_up(resource.plural, True)
-            self.observer.relisted(resource.plural, time.monotonic() - started, len(present))
+            self.observer.relisted(resource.plural, seconds, len(present))
         if self.on_listed is not None:
             self.on_listed()
         return str((listing.get("metadata") or {}).get("resourceVersion") or "")

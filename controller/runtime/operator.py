@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from controller.integrations.jobs import JobIntegration
 from controller.integrations.pods import PodIntegration
 from controller.kube.client import (
     CLUSTER_QUEUES,
+    CONNECTION_ERRORS,
     JOBS,
     LOCAL_QUEUES,
     PODS,
@@ -196,7 +198,13 @@ async def _run(
         try:
             # A new leader decides on a fresh, consistent read, however long the API server
             # takes to answer (an outage longer than the term ends the term anyway).
+            started = time.monotonic()
             await controller.load(WATCHED, attempts=None)
+            log.info(
+                "term began: read %d Workloads and their queues in %.2fs",
+                len(controller.sync.copies),
+                time.monotonic() - started,
+            )
             status_task = asyncio.create_task(statuses.run_forever())
             jobs.resync()
             pods.resync()
@@ -333,9 +341,17 @@ async def _run(
 
 async def load_or_fail(controller: Controller) -> None:
     """The initial read of every watched resource; a refusal that retrying cannot cure
-    (CRDs not installed, RBAC) is fatal, with what to fix."""
+    (CRDs not installed, RBAC), or an API server that does not answer ten tries (about ten
+    seconds: a wrong address, more likely than an outage just then), is fatal, with what to
+    fix. Once running, the controller rides outages out."""
     try:
         await controller.load(WATCHED)
+    except CONNECTION_ERRORS as exc:
+        host = controller.ctx.api.api_client.configuration.host
+        raise FatalError(
+            f"cannot reach the API server at {host}: {str(exc) or type(exc).__name__} "
+            "(check the kubeconfig's server, --kubeconfig)"
+        ) from None
     except ApiException as exc:
         if exc.status == 404:
             raise FatalError(

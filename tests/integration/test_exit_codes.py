@@ -74,3 +74,30 @@ def test_a_metrics_port_in_use_is_one_line(
     line = last_line(result.stderr)
     assert ("cannot serve metrics on" in line and f":{port}" in line) or f"port {port}" in line
     assert "Address already in use" in line
+
+
+def test_an_api_server_that_never_answers_at_start_is_one_line(tmp_path: Path) -> None:
+    """Ten tries of the first read (about ten seconds), then exit 1 naming the server: a
+    wrong address is likelier than an outage just then (once running, the controller
+    rides outages out: tests/faults)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\n"
+        "    insecure-skip-tls-verify: true\n"
+        "users:\n- name: u\n  user:\n    token: t\n"
+        "contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+        "current-context: x\n"
+    )
+    result = run(
+        "run", "--kubeconfig", str(kubeconfig), "--metrics-port", "0", "--health-port", "0"
+    )
+    assert result.returncode == 1
+    line = last_line(result.stderr)
+    assert line.startswith(
+        f"quotagate run: cannot reach the API server at https://127.0.0.1:{port}"
+    )
+    assert line.endswith("(check the kubeconfig's server, --kubeconfig)")
