@@ -37,7 +37,8 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from controller.kube.client import CONNECTION_ERRORS, KubeApiClient, describe
+from controller.kube.client import CONNECTION_ERRORS, describe
+from controller.kube.connections import KubeApiClient
 from controller.kube.fatal import FatalError
 
 

@@ -12,7 +12,9 @@ ClusterQueue of `--admitted` cpu and that many Workloads of 1 cpu each holding i
 of `--workloads` pending. Then for each `--down` (seconds kube-apiserver stays down after
 the kill; 0: started again at once): the restart, and as soon as kube-apiserver is ready,
 10 of the admitted Workloads are marked Finished (their job side); it prints how long
-kube-apiserver was down, when the controller had listed the Workloads again (its log's
+kube-apiserver was down, when those writes were accepted (a restarted kube-apiserver
+answers 429 while it reads its storage again), when the controller had listed the
+Workloads again (its log's
 `listed … workloads`), whether its term had ended meanwhile (an outage longer than the
 renewal deadline: the next term reads everything afresh) and when the first of the pending
 Workloads was admitted, all counted from kube-apiserver's return. Figures, not
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import tempfile
 import threading
 import time
@@ -49,6 +52,7 @@ from tests.integration.kueue import (
     cluster_queue,
     flavor,
     local_queue,
+    workload,
 )
 
 NAMESPACE = "recovery"
@@ -61,22 +65,26 @@ class Recovery:
 
     workloads: int
     down: float  # how long kube-apiserver was not serving
+    finished: float  # the job side's Finished writes were all accepted
     relisted: float | None  # the controller's Workload informer listed them all again
     term_began: float | None  # a new term's first read was done (the old one had ended)
     first_admission: float | None
+    load: float  # the host's 1-minute load average then
 
     def row(self) -> str:
         def cell(value: float | None) -> str:
             return "-" if value is None else f"{value:.2f} s"
 
         return (
-            f"{self.workloads:>9}  {self.down:>7.1f} s  {cell(self.relisted):>10}  "
-            f"{cell(self.term_began):>10}  {cell(self.first_admission):>15}"
+            f"{self.workloads:>9}  {self.down:>7.1f} s  {cell(self.finished):>10}  "
+            f"{cell(self.relisted):>10}  {cell(self.term_began):>10}  "
+            f"{cell(self.first_admission):>15}  {self.load:>5.1f}"
         )
 
 
 HEADER = (
-    f"{'WORKLOADS':>9}  {'DOWN':>9}  {'RELISTED':>10}  {'NEW TERM':>10}  {'FIRST ADMISSION':>15}"
+    f"{'WORKLOADS':>9}  {'DOWN':>9}  {'FINISHED':>10}  {'RELISTED':>10}  {'NEW TERM':>10}  "
+    f"{'FIRST ADMISSION':>15}  {'LOAD':>5}"
 )
 
 
@@ -99,28 +107,6 @@ def log_times(log: str, since: float) -> tuple[float | None, float | None]:
     return relisted, term
 
 
-def workload(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 async def create(kubeconfig: str, count: int) -> None:
     api_client = await make_api_client(kubeconfig, pool_size=40)
     api = Api(api_client)
@@ -129,7 +115,8 @@ async def create(kubeconfig: str, count: int) -> None:
 
     async def one(n: int) -> None:
         async with gate:
-            await retrying(lambda: api.request("POST", path, workload(f"w{n}")))
+            body = workload(NAMESPACE, f"w{n}", "lq")
+            await retrying(lambda: api.request("POST", path, body))
 
     try:
         await asyncio.gather(*(one(n) for n in range(count)))
@@ -178,8 +165,10 @@ class Cluster:
         )
 
     def listing(self) -> tuple[list[dict[str, Any]], str]:
-        found = self.kueue.custom.list_namespaced_custom_object(
-            GROUP, VERSION, NAMESPACE, "workloads"
+        found = _answered(
+            lambda: self.kueue.custom.list_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, "workloads"
+            )
         )
         return found["items"], found["metadata"]["resourceVersion"]
 
@@ -199,49 +188,84 @@ class Cluster:
         ready.wait(60)
         for wl in self.holding()[:FINISHED_AT_RETURN]:  # their job side finishes them
             write = runner_finish(wl, time.time())
-            self.kueue.custom.patch_namespaced_custom_object_status(
-                GROUP,
-                VERSION,
-                NAMESPACE,
-                "workloads",
-                wl["metadata"]["name"],
-                write.body,
-                field_manager=write.field_manager,
-                force=write.force,
-                _content_type="application/apply-patch+yaml",
+            _answered(
+                lambda wl=wl, write=write: self.kueue.custom.patch_namespaced_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    NAMESPACE,
+                    "workloads",
+                    wl["metadata"]["name"],
+                    write.body,
+                    field_manager=write.field_manager,
+                    force=write.force,
+                    _content_type="application/apply-patch+yaml",
+                )
             )
+        finished = time.time() - back
         watcher.join(300)
         time.sleep(1)  # the log lines of the relist are written by now
         relisted, term = log_times(self.controller.log(), back)
         return Recovery(
-            self.workloads, outage.seconds, relisted, term, first[0] - back if first else None
+            self.workloads,
+            outage.seconds,
+            finished,
+            relisted,
+            term,
+            first[0] - back if first else None,
+            os.getloadavg()[0],
         )
 
     def _first_admission(
         self, pending: set[str], first: list[float], ready: threading.Event
     ) -> None:
-        _, version = self.listing()
-        ready.set()
-        stream = watch.Watch()
-        for event in stream.stream(
-            self.kueue.custom.list_namespaced_custom_object,
-            GROUP,
-            VERSION,
-            NAMESPACE,
-            "workloads",
-            resource_version=version,
-            timeout_seconds=300,
-        ):
-            wl = event["object"]
-            if wl["metadata"]["name"] in pending and has_quota_reservation(wl):
+        """The time the first of `pending` is seen holding quota, on a watch (listed again
+        when it fails: a restarted kube-apiserver refuses some requests at first)."""
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            items, version = self.listing()
+            ready.set()
+            if any(w["metadata"]["name"] in pending and has_quota_reservation(w) for w in items):
                 first.append(time.time())
-                stream.stop()
                 return
+            stream = watch.Watch()
+            try:
+                for event in stream.stream(
+                    self.kueue.custom.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    NAMESPACE,
+                    "workloads",
+                    resource_version=version,
+                    timeout_seconds=60,
+                ):
+                    wl = event["object"]
+                    if wl["metadata"]["name"] in pending and has_quota_reservation(wl):
+                        first.append(time.time())
+                        stream.stop()
+                        return
+            except Exception:  # refused or broken: list again
+                time.sleep(0.2)
 
     def stop(self) -> None:
         self.controller.stop()
         self.api_client.close()
         self.plane.stop()
+
+
+def _answered(call: Any, timeout: float = 300) -> Any:
+    """`call()`, tried again while kube-apiserver is not serving yet: a restarted one
+    answers 429 (\"storage is (re)initializing\") while it reads the Workloads again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except Exception as exc:  # ApiException, urllib3's connection errors
+            status = getattr(exc, "status", None)
+            if (status is not None and status not in (429, 500, 503, 504)) or (
+                time.monotonic() > deadline
+            ):
+                raise
+            time.sleep(0.2)
 
 
 def _finished(wl: dict[str, Any]) -> bool:
@@ -270,9 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             cluster.stop()
     print(
-        "\nkube-apiserver killed (-9) and started again; seconds from its return to quotagate's "
-        "Workload informer listed again, to a new term's first read, and to the first pending "
-        f"Workload admitted (after {FINISHED_AT_RETURN} admitted ones were finished at its return):"
+        "\nkube-apiserver killed (-9) and started again; seconds from its return to the job "
+        f"side's Finished writes of {FINISHED_AT_RETURN} admitted Workloads accepted, to "
+        "quotagate's Workload informer listed again, to a new term's first read, and to the "
+        "first pending Workload admitted; the host's load average then:"
     )
     print(HEADER)
     for result in results:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.cluster import FaultCluster, Load, Replica, Replicas
+from tests.faults.cluster import FaultCluster, Replica, Replicas
+from tests.faults.load import Load
 from tests.faults.recorder import EtcdRecorder
 from tests.faults.replay import Quotas, Replay, replay
 

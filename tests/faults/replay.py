@@ -77,6 +77,15 @@ def _gated(pod: dict[str, Any] | None) -> bool:
     )
 
 
+def _suspended(job: dict[str, Any] | None) -> bool:
+    return job is not None and bool((job.get("spec") or {}).get("suspend"))
+
+
+# A kind quotagate holds back until its Workload is admitted: how it is held back, its
+# Workload's name prefix, and what letting it go is called.
+_HELD_BACK = {"Pod": (_gated, "pod-", "ungated"), "Job": (_suspended, "job-", "unsuspended")}
+
+
 @dataclass
 class Replay:
     """What the replay found: the violations (empty: every invariant held) and counts."""
@@ -84,10 +93,17 @@ class Replay:
     violations: list[str] = field(default_factory=list)
     admissions: int = 0
     evictions: int = 0
-    ungated: int = 0
-    unsuspended: int = 0
+    released: dict[str, int] = field(default_factory=lambda: {"Pod": 0, "Job": 0})
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)  # the last state
     peak: dict[str, int] = field(default_factory=dict)  # most quota held, per ClusterQueue
+
+    @property
+    def ungated(self) -> int:
+        return self.released["Pod"]
+
+    @property
+    def unsuspended(self) -> int:
+        return self.released["Job"]
 
     def fail(self, text: str) -> None:
         if len(self.violations) < 50:
@@ -115,8 +131,7 @@ def replay(changes: list[Change], quotas: Quotas) -> Replay:
     """Replay `changes` (any order: sorted by revision here) and check every invariant."""
     result = Replay()
     workloads: dict[str, dict[str, Any]] = {}
-    pods: dict[str, dict[str, Any]] = {}
-    jobs: dict[str, dict[str, Any]] = {}
+    others: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in _HELD_BACK}
     held: dict[str, int] = defaultdict(int)  # milli-cpu held per ClusterQueue
     evicted_while_held: set[str] = set()  # Workload uids evicted while holding quota
     owners: dict[tuple[str, str], set[str]] = defaultdict(set)  # (kind, owner uid) → Workloads
@@ -163,30 +178,18 @@ def replay(changes: list[Change], quotas: Quotas) -> Replay:
                         f"{kind} {owner} has {len(owners[(kind, owner)])} Workloads {at}: "
                         f"{sorted(owners[(kind, owner)])}"
                     )
-        elif change.kind == "Pod":
-            before = pods.get(key)
+        else:
+            held_back, prefix, released = _HELD_BACK[change.kind]
+            objects = others[change.kind]
+            before = objects.get(key)
             if change.obj is None:
-                pods.pop(key, None)
+                objects.pop(key, None)
                 continue
-            pods[key] = change.obj
-            if _gated(before) and not _gated(change.obj):
-                result.ungated += 1
-                workload = workloads.get(f"{change.namespace}/pod-{change.name}")
-                if not _holds(workload):
-                    result.fail(f"pod {key} ungated without quota {at}")
-        elif change.kind == "Job":
-            before = jobs.get(key)
-            if change.obj is None:
-                jobs.pop(key, None)
-                continue
-            jobs[key] = change.obj
-            was = bool(before and (before.get("spec") or {}).get("suspend"))
-            now = bool((change.obj.get("spec") or {}).get("suspend"))
-            if was and not now:
-                result.unsuspended += 1
-                workload = workloads.get(f"{change.namespace}/job-{change.name}")
-                if not _holds(workload):
-                    result.fail(f"Job {key} unsuspended without quota {at}")
+            objects[key] = change.obj
+            if held_back(before) and not held_back(change.obj):
+                result.released[change.kind] += 1
+                if not _holds(workloads.get(f"{change.namespace}/{prefix}{change.name}")):
+                    result.fail(f"{change.kind} {key} {released} without quota {at}")
     result.workloads = workloads
     for key, obj in workloads.items():
         if is_evicted(obj) and has_quota_reservation(obj) and not is_finished(obj):

@@ -18,6 +18,7 @@ from tests.cluster.admission_faults import (
     AdmissionFaults,
 )
 from tests.faults.conftest import Scenario
+from tests.integration.kueue import workload
 
 
 @pytest.fixture
@@ -39,21 +40,7 @@ def admission_faults(
                 "v1beta2",
                 ns,
                 "workloads",
-                {
-                    "apiVersion": "kueue.x-k8s.io/v1beta2",
-                    "kind": "Workload",
-                    "metadata": {"name": "probe"},
-                    "spec": {
-                        "queueName": "lq",
-                        "podSets": [
-                            {
-                                "name": "main",
-                                "count": 1,
-                                "template": {"spec": {"containers": [{"name": "c"}]}},
-                            }
-                        ],
-                    },
-                },
+                workload(ns, "probe", "lq"),
                 dry_run="All",
             )
         )

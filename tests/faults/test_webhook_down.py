@@ -13,7 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.fixtures import wait_for
-from tests.faults.cluster import queued_pod
+from tests.faults.load import queued_pod
 
 
 def test_webhook_down_while_pods_and_jobs_are_created(scenario: Any, fault_cluster: Any) -> None:

@@ -125,7 +125,7 @@ def test_a_pod_ungated_or_a_job_unsuspended_without_quota() -> None:
         QUOTAS,
     )
     assert result.violations == [
-        "pod ns/p1 ungated without quota at revision 3",
+        "Pod ns/p1 ungated without quota at revision 3",
         "Job ns/j2 unsuspended without quota at revision 8",
     ]
 
