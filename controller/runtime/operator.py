@@ -12,10 +12,11 @@ previous leader wrote.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import kopf
@@ -39,7 +40,7 @@ from controller.kube.client import (
 )
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness, serve_health
-from controller.kube.informer import Informer, WorkloadInformer
+from controller.kube.informer import MAX_BACKOFF, Informer, WorkloadInformer
 from controller.kube.leader import run_while_leading
 from controller.kube.process import begin_stopping
 from controller.runtime.controller import Controller
@@ -88,6 +89,20 @@ def connection_info(kubeconfig: str | None) -> kopf.ConnectionInfo:
 INFORMED = (WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES)
 
 
+class _RetryForever:
+    """kopf's pauses between the tries of a failed request, without end: 1, 1, 2 and 3 s,
+    then every 4 s, as the informers' backoff. kopf escalates once its pauses run out (its
+    default: after about a minute), and an escalated watch error ends the operator: the
+    process would exit on an API server outage of a minute. Iterable again for each
+    request."""
+
+    def __iter__(self) -> Iterator[float]:
+        return itertools.chain((1.0, 1.0, 2.0, 3.0), itertools.repeat(MAX_BACKOFF))
+
+
+RETRY_FOREVER = _RetryForever()
+
+
 def build_registry(controller: Controller, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
     """One `on.event` handler per watched resource: events go straight into the state
     (no per-object handlers, no progress annotations written to the objects). The
@@ -127,6 +142,7 @@ def build_registry(controller: Controller, kubeconfig: str | None = None) -> kop
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
         settings.networking.request_timeout = 60
+        settings.networking.error_backoffs = RETRY_FOREVER
 
     return registry
 
