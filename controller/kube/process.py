@@ -96,8 +96,10 @@ def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) 
     return 0
 
 
-async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
-    stop = asyncio.Event()
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGTERM and SIGINT set `stop` (and what the libraries cut short is reported in one
+    line from then on). Install it again after a library that installs handlers of its
+    own (kopf does: on SIGTERM it would stop alone, and wait 5 s for the rest)."""
     loop = asyncio.get_running_loop()
 
     def stopping() -> None:
@@ -106,4 +108,9 @@ async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]])
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping)
+
+
+async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    stop = asyncio.Event()
+    stop_on_signals(stop)
     await main(stop)

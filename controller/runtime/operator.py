@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import logging
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -42,7 +43,7 @@ from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness, serve_health
 from controller.kube.informer import MAX_BACKOFF, Informer, WorkloadInformer
 from controller.kube.leader import run_while_leading
-from controller.kube.process import begin_stopping
+from controller.kube.process import begin_stopping, stop_on_signals
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
@@ -334,6 +335,23 @@ async def _run(
     ]
     if webhook is not None:
         tasks += [background(what, coro) for what, coro in webhook.background()]
+
+    kopf_ready = ready_flag or asyncio.Event()
+
+    async def stop_ours() -> None:
+        # kopf installs its own SIGTERM handler once started, which would stop kopf alone
+        # and have it wait 5 s for the tasks started after it (ours) before cancelling
+        # them: take the signals back, and end our own tasks at once when asked to stop (a
+        # leader gives its Lease up on the way).
+        assert stop_flag is not None
+        await kopf_ready.wait()
+        if threading.current_thread() is threading.main_thread():
+            stop_on_signals(stop_flag)
+        await stop_flag.wait()
+        for task in tasks:
+            task.cancel()
+
+    stopper = asyncio.ensure_future(stop_ours())
     try:
         await kopf.operator(
             registry=build_registry(controller, kubeconfig),
@@ -341,12 +359,13 @@ async def _run(
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,
             stop_flag=stop_flag,
-            ready_flag=ready_flag,
+            ready_flag=kopf_ready,
         )
     finally:
+        stopper.cancel()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(stopper, *tasks, return_exceptions=True)
         if webhook is not None:
             await webhook.stop()
         if health is not None:
