@@ -33,6 +33,7 @@ RUN_SECONDS = "quotagate.test/run-seconds"
 NOT_READY = "quotagate.test/not-ready"
 READY_AFTER_SECONDS = "quotagate.test/ready-after-seconds"
 FAKE_NODE_LABEL = "quotagate.test/fake-node"
+TIMEOUT = 30  # seconds for each request: an API server restarted under it never hangs it
 
 
 def queued_job(name: str, queue: str = "lq", parallelism: int = 1) -> dict[str, Any]:
@@ -154,7 +155,9 @@ class PodLifecycle:
             try:
                 stream = watch.Watch()
                 for event in stream.stream(
-                    self.core.list_pod_for_all_namespaces, timeout_seconds=5
+                    self.core.list_pod_for_all_namespaces,
+                    timeout_seconds=5,
+                    _request_timeout=TIMEOUT,
                 ):
                     if self._stop.is_set():
                         stream.stop()
@@ -169,7 +172,9 @@ class PodLifecycle:
         meta, spec, status = pod.metadata, pod.spec, pod.status
         if meta.deletion_timestamp is not None:
             with contextlib.suppress(ApiException):
-                self.core.delete_namespaced_pod(meta.name, meta.namespace, grace_period_seconds=0)
+                self.core.delete_namespaced_pod(
+                    meta.name, meta.namespace, grace_period_seconds=0, _request_timeout=TIMEOUT
+                )
             return
         if not spec.node_name or status.phase not in (None, "Pending"):
             return
@@ -211,7 +216,7 @@ class PodLifecycle:
         """The Ready and ContainersReady conditions and the containers' `ready` of a Running
         pod (a pod that is not Running is left alone)."""
         try:
-            pod = self.core.read_namespaced_pod(name, namespace)
+            pod = self.core.read_namespaced_pod(name, namespace, _request_timeout=TIMEOUT)
         except ApiException:
             return
         if pod.status.phase != "Running":
@@ -238,7 +243,7 @@ class PodLifecycle:
             }
         }
         with contextlib.suppress(ApiException):
-            self.core.patch_namespaced_pod_status(name, namespace, body)
+            self.core.patch_namespaced_pod_status(name, namespace, body, _request_timeout=TIMEOUT)
 
     def _set_running(self, pod: Any, ready: bool = True) -> None:
         text = "True" if ready else "False"
@@ -270,11 +275,13 @@ class PodLifecycle:
             }
         }
         with contextlib.suppress(ApiException):
-            self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, body)
+            self.core.patch_namespaced_pod_status(
+                pod.metadata.name, pod.metadata.namespace, body, _request_timeout=TIMEOUT
+            )
 
     def _finish(self, namespace: str, name: str, succeeded: bool) -> None:
         try:
-            pod = self.core.read_namespaced_pod(name, namespace)
+            pod = self.core.read_namespaced_pod(name, namespace, _request_timeout=TIMEOUT)
         except ApiException:
             return
         exit_code = 0 if succeeded else 1
@@ -318,4 +325,4 @@ class PodLifecycle:
             }
         }
         with contextlib.suppress(ApiException):
-            self.core.patch_namespaced_pod_status(name, namespace, body)
+            self.core.patch_namespaced_pod_status(name, namespace, body, _request_timeout=TIMEOUT)

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -220,4 +221,7 @@ class Replicas:
         return next(r for r in self.all if r is not replica)
 
     def stop(self) -> dict[str, int | None]:
-        return {replica.name: replica.stop() for replica in self.all}
+        """Stop every replica at once (each takes seconds); their exit statuses."""
+        with ThreadPoolExecutor(len(self.all)) as pool:
+            statuses = list(pool.map(Replica.stop, self.all))
+        return {replica.name: status for replica, status in zip(self.all, statuses, strict=True)}

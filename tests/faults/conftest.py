@@ -42,6 +42,10 @@ class Scenario:
         self.load.start_job_side()
         self.killed: set[str] = set()  # replicas the scenario killed on purpose
         self.ended = False
+        self.phases = [("set up", time.monotonic())]  # (what ended, when)
+
+    def phase(self, what: str) -> None:
+        self.phases.append((what, time.monotonic()))
 
     @property
     def quotas(self) -> Quotas:
@@ -61,10 +65,12 @@ class Scenario:
         """Wait until all `expected` Workloads finished; then check that no replica exited
         on its own, that each stops cleanly, and every invariant on the whole history."""
         self.ended = True
+        self.phase("scenario")
         try:
             self.load.wait_finished(expected, timeout)
         finally:
             self.load.stop_job_side()
+        self.phase("all finished")
         exited = [
             f"{r.name} exited with {r.process.process.returncode}: {r.log()[-2000:]}"
             for r in self.replicas.all
@@ -74,13 +80,19 @@ class Scenario:
         self.recorder.wait_for(self.faults.etcd_revision())
         result = replay(self.recorder.changes, self.quotas)
         ends = result.end_states()
+        self.phase("replayed")
         statuses = {name: code for name, code in self.replicas.stop().items() if code is not None}
+        self.phase("stopped")
+        times, last = [], self.started
+        for what, at in self.phases:
+            times.append(f"{what} {at - last:.1f}s")
+            last = at
         print(
             f"\n{self.load.tag}: {len(self.recorder.changes)} changes replayed, "
             f"{result.admissions} admissions, {result.evictions} evictions, "
             f"{result.ungated} pods ungated, {result.unsuspended} Jobs unsuspended, "
             f"peak {result.peak}, ends {ends}, recorder reconnects {self.recorder.reconnects}, "
-            f"exit statuses {statuses}, {time.monotonic() - self.started:.1f}s"
+            f"exit statuses {statuses}, {time.monotonic() - self.started:.1f}s ({', '.join(times)})"
         )
         assert not result.violations, "\n".join(result.violations)
         assert all(code == 0 for code in statuses.values()), statuses
@@ -100,7 +112,7 @@ def scenario(fault_cluster: FaultCluster, tmp_path: Path) -> Iterator[type[Scena
     """`scenario(nominal=…)` starts one; it is torn down after the test."""
     made: list[Scenario] = []
 
-    def start(nominal: int = 8) -> Scenario:
+    def start(nominal: int = 16) -> Scenario:
         made.append(Scenario(fault_cluster, tmp_path, nominal))
         return made[-1]
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from kubernetes import client
@@ -14,7 +17,7 @@ from kubernetes import client
 from api.workload_status import has_quota_reservation, is_evicted, is_finished
 from controller.bench.kueue_clients import runner_finish, runner_release
 from tests.cluster.fixtures import wait_for
-from tests.cluster.nodes import RUN_SECONDS, queued_job
+from tests.cluster.nodes import RUN_SECONDS, TIMEOUT, queued_job
 from tests.faults.cluster import FaultCluster
 from tests.integration.kueue import (
     GROUP,
@@ -44,6 +47,7 @@ class Load:
         self.cluster_queues = {ns: ns for ns in self.namespaces}
         self.nominal = nominal
         self.created = 0
+        self._created_lock = threading.Lock()
         self._job_side: threading.Thread | None = None
         self._stop = threading.Event()
         self.job_side_errors = 0
@@ -71,15 +75,19 @@ class Load:
         body = workload(namespace, name, "lq", priority=priority)
         body["metadata"]["labels"] = {RUNTIME_LABEL: str(runtime_ms)}
         self.kueue.apply(body)
-        self.created += 1
+        self._count()
 
     def job(self, namespace: str, name: str) -> None:
         self.batch.create_namespaced_job(namespace, queued_job(name))
-        self.created += 1
+        self._count()
 
     def pod(self, namespace: str, name: str, seconds: int = 1) -> None:
         self.core.create_namespaced_pod(namespace, queued_pod(name, seconds))
-        self.created += 1
+        self._count()
+
+    def _count(self) -> None:
+        with self._created_lock:
+            self.created += 1
 
     def create(
         self,
@@ -91,22 +99,29 @@ class Load:
         priority: int = 0,
     ) -> None:
         """`bare` Workloads (`runtime_ms`, `priority`), `jobs` Jobs and `pods` pods (1 s
-        each), spread over both namespaces."""
+        each), spread over both namespaces, created eight at a time."""
+        creations: list[Callable[[], None]] = []
         for i in range(max(bare, jobs, pods)):
             ns = self.namespaces[i % 2]
             if i < bare:
-                self.bare(ns, f"{prefix}w{i}", runtime_ms, priority)
+                creations.append(partial(self.bare, ns, f"{prefix}w{i}", runtime_ms, priority))
             if i < jobs:
-                self.job(ns, f"{prefix}j{i}")
+                creations.append(partial(self.job, ns, f"{prefix}j{i}"))
             if i < pods:
-                self.pod(ns, f"{prefix}p{i}")
+                creations.append(partial(self.pod, ns, f"{prefix}p{i}"))
+        with ThreadPoolExecutor(8) as pool:
+            for done in pool.map(lambda create: create(), creations):
+                assert done is None
 
     # -- reading -------------------------------------------------------------------------------
 
     def workloads(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         for ns in self.namespaces:
-            items += self.kueue.workloads(ns)
+            found = self.kueue.custom.list_namespaced_custom_object(
+                GROUP, VERSION, ns, "workloads", _request_timeout=TIMEOUT
+            )
+            items += found["items"]
         return items
 
     def counts(self) -> dict[str, int]:
@@ -140,13 +155,39 @@ class Load:
         wait_for(evicting, timeout=timeout, interval=0.1, what="an eviction")
 
     def wait_finished(self, expected: int, timeout: float = 180) -> None:
-        """Until `expected` Workloads exist and all are finished."""
+        """Until `expected` Workloads exist and all are finished (if not, the error says
+        where the others are)."""
 
         def done() -> bool:
             counts = self._safely(self.counts)
             return counts["workloads"] == expected and counts["finished"] == expected
 
-        wait_for(done, timeout=timeout, interval=0.5, what=f"all {expected} Workloads finished")
+        try:
+            wait_for(done, timeout=timeout, interval=0.5, what=f"all {expected} Workloads finished")
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; not finished: {self._unfinished()}") from None
+
+    def _unfinished(self) -> str:
+        """The Workloads not finished, by their kind (prefix) and state, and the pods not
+        done, by phase and gate."""
+        states: dict[str, int] = {}
+        for wl in self._safely(self.workloads):
+            if is_finished(wl):
+                continue
+            kind = wl["metadata"]["name"].split("-")[0] if "-" in wl["metadata"]["name"] else "bare"
+            state = "holding quota" if has_quota_reservation(wl) else "pending"
+            if is_evicted(wl):
+                state += ", evicted"
+            states[f"{kind} {state}"] = states.get(f"{kind} {state}", 0) + 1
+        pods: dict[str, int] = {}
+        for ns in self.namespaces:
+            for pod in self.core.list_namespaced_pod(ns).items:
+                if pod.status.phase in ("Succeeded", "Failed"):
+                    continue
+                gated = "gated" if pod.spec.scheduling_gates else "ungated"
+                key = f"{pod.status.phase} {gated} {'bound' if pod.spec.node_name else 'unbound'}"
+                pods[key] = pods.get(key, 0) + 1
+        return f"Workloads {states}, pods {pods}"
 
     @staticmethod
     def _safely(read: Any) -> Any:
@@ -206,6 +247,7 @@ class Load:
             field_manager=write.field_manager,
             force=write.force,
             _content_type="application/apply-patch+yaml",
+            _request_timeout=TIMEOUT,
         )
 
 

@@ -13,6 +13,7 @@ from tests.cluster.fixtures import wait_for
 def test_apiserver_restarted_during_admission(scenario: Any) -> None:
     s = scenario()
     s.load.create(bare=120, jobs=20, pods=20)
+    s.phase("created")
     s.load.wait_admitting(12)
     outage = s.faults.restart("kube-apiserver")
     print(f"kube-apiserver down {outage.seconds:.1f}s")
@@ -21,13 +22,13 @@ def test_apiserver_restarted_during_admission(scenario: Any) -> None:
 
 def test_apiserver_restarted_during_evictions(scenario: Any) -> None:
     s = scenario()
-    s.load.create(bare=40, prefix="low-", runtime_ms=4000)
-    s.load.wait_admitting(16)
+    s.load.create(bare=50, prefix="low-", runtime_ms=4000)
+    s.load.wait_admitting(32)  # the cohort's whole quota
     s.load.create(bare=40, jobs=10, pods=10, prefix="high-", priority=100)
     s.load.wait_evicting()
     outage = s.faults.restart("kube-apiserver")
     print(f"kube-apiserver down {outage.seconds:.1f}s")
-    result = s.end(expected=100)
+    result = s.end(expected=110)
     assert result.evictions > 0
 
 

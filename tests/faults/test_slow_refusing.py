@@ -57,7 +57,7 @@ def test_every_write_slowed(scenario: Any, admission_faults: Any) -> None:
     faults.delay(0.3)
     s.load.create(bare=100, jobs=15, pods=15)
     s.load.wait_admitting(12)
-    time.sleep(10)  # admission goes on, slowly
+    time.sleep(6)  # admission goes on, slowly
     faults.allow()
     print(f"{faults.reviewed} writes slowed by 0.3 s")
     s.end(expected=130)
@@ -69,9 +69,9 @@ def test_writes_refused_for_a_while(scenario: Any, admission_faults: Any) -> Non
     s.load.create(bare=100, jobs=15, pods=15)
     s.load.wait_admitting(12)
     faults.refuse(429)
-    time.sleep(6)
+    time.sleep(5)
     faults.refuse(500)
-    time.sleep(4)
+    time.sleep(3)
     faults.allow()
     print(f"{faults.refused} writes refused")
     assert faults.refused > 0
