@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.kube.client import describe
+from controller.kube.client import CONNECTION_ERRORS, describe
 
 K = TypeVar("K", bound=Hashable)
 
@@ -85,6 +85,9 @@ class SerialReconciler(Generic[K]):
                                 "reconciling %s failed: %s", self.what(key), describe(exc)
                             )
                         self._retry_later(key)
+                except CONNECTION_ERRORS as exc:  # an outage: one line, no traceback
+                    self.log.warning("reconciling %s failed: %s", self.what(key), exc)
+                    self._retry_later(key)
                 except Exception as exc:
                     self.log.warning(
                         "reconciling %s failed: %s", self.what(key), exc, exc_info=True
