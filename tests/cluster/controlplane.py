@@ -418,11 +418,13 @@ def _http_ok(
         return False
 
 
-def _terminate(process: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+def _terminate(
+    process: subprocess.Popen[bytes], grace: float = 5.0, sig: int = signal.SIGTERM
+) -> None:
     if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
+        os.killpg(process.pid, sig)
     try:
         process.wait(grace)
     except subprocess.TimeoutExpired:

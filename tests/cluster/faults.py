@@ -22,7 +22,6 @@ serves from its cache.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import signal
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.cluster.controlplane import Component, ControlPlane, ControlPlaneError
+from tests.cluster.controlplane import Component, ControlPlane, ControlPlaneError, _terminate
 
 __all__ = ["COMPONENTS", "Faults", "Outage", "ask_faults", "kubeconfig_for", "serve_faults"]
 
@@ -105,14 +104,7 @@ class Faults:
         self._cpu_before[name] = self._cpu_before.get(name, 0.0) + _process_cpu(process.pid)
         self._stopped_at[name] = time.monotonic()
         self.down.add(name)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout)
+        _terminate(process, timeout, sig)
 
     def start(self, name: str, timeout: float = READY_TIMEOUT) -> Outage:
         """Start `name` again with its own command line; returns once it is ready."""

@@ -77,36 +77,25 @@ def test_a_partition_holds_the_bytes_and_delivers_them_when_it_heals(
     assert _received(server) == b"ab"
 
 
-def test_what_a_client_sent_before_a_graceful_close_still_arrives(
-    proxy: TcpProxy, server: socketserver.ThreadingTCPServer
+@pytest.mark.parametrize("reset", [False, True])
+def test_what_a_client_sent_before_it_closed_arrives_unless_it_reset(
+    reset: bool, proxy: TcpProxy, server: socketserver.ThreadingTCPServer
 ) -> None:
+    """A graceful close (FIN): the kernel still delivers what it held once the partition
+    heals. A reset (SO_LINGER 0): what it held is dropped."""
     sock = _connect(proxy)
     sock.sendall(b"a")
     assert sock.recv(100) == b"ok:a"
     proxy.partition()
     sock.sendall(b"late")
+    _settle()
+    if reset:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
     _settle()
     proxy.heal()
     _settle()
-    assert _received(server) == b"alate"
-
-
-def test_what_a_client_sent_before_a_reset_is_lost(
-    proxy: TcpProxy, server: socketserver.ThreadingTCPServer
-) -> None:
-    sock = _connect(proxy)
-    sock.sendall(b"a")
-    assert sock.recv(100) == b"ok:a"
-    proxy.partition()
-    sock.sendall(b"never")
-    _settle()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-    _settle()
-    proxy.heal()
-    _settle()
-    assert _received(server) == b"a"
+    assert _received(server) == (b"a" if reset else b"alate")
 
 
 def test_a_connection_made_during_a_partition_goes_through_when_it_heals(
