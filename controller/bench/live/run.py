@@ -254,15 +254,18 @@ class LiveRun:
         try:
             ns = self.cluster.name(job.key.split("/", 1)[0])
             body = workload_body(job, ns, self.cluster.labels)
-            try:  # through an outage, as the controller writes (outages.py)
-                await retrying(
-                    lambda: self.api.request("POST", Api.path(WORKLOADS, None, ns), body),
-                    attempts=None,
-                    on_retry=self.outages.retried,
-                )
-            except ApiException as exc:
-                if exc.status != 409:  # 409: an earlier try got through before its reply was lost
-                    raise
+
+            async def post() -> None:
+                try:
+                    await self.api.request("POST", Api.path(WORKLOADS, None, ns), body)
+                except ApiException as exc:
+                    # 409 AlreadyExists: an earlier try got through before its reply was
+                    # lost (retrying would take the conflict for one worth another try).
+                    if exc.status != 409:
+                        raise
+
+            # Through an outage, as the controller writes (outages.py).
+            await retrying(post, attempts=None, on_retry=self.outages.retried)
             self.counters["created"] += 1
         finally:
             self.gate.release()

@@ -137,3 +137,36 @@ def test_a_relist_is_applied_releases_first(monkeypatch: pytest.MonkeyPatch) -> 
     run = asyncio.run(main())
     assert run.ledger.overuse == 0
     assert run.counters["admitted"] == 9 and run.counters["finished"] == 1
+
+
+def test_a_create_whose_reply_was_lost_is_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first POST reached the API server but its reply was lost (kube-apiserver killed);
+    the next is refused with 409 AlreadyExists: the Workload exists, the create is done
+    (retrying would take the conflict for one worth another try, for ever)."""
+    monkeypatch.setattr("controller.kube.client.retry_wait", lambda attempt: 0.0)
+
+    async def main() -> tuple[LiveRun, list[str]]:
+        api_client = aio_client.ApiClient(aio_client.Configuration(host="http://127.0.0.1:9"))
+        run = LiveRun(api_client, load(SMOKE))
+        answers: list[BaseException] = [
+            ConnectionResetError("reset"),
+            ApiException(status=409, reason="AlreadyExists"),
+        ]
+        sent: list[str] = []
+
+        async def request(method: str, path: str, *_: Any, **__: Any) -> dict[str, Any]:
+            sent.append(method)
+            if answers:
+                raise answers.pop(0)
+            return {}
+
+        monkeypatch.setattr(run.api, "request", request)
+        await run.gate.acquire()  # as _create_all does
+        await asyncio.wait_for(run._create(run.jobs[0]), 10)
+        await api_client.close()
+        return run, sent
+
+    run, sent = asyncio.run(main())
+    assert sent == ["POST", "POST"]
+    assert run.counters["created"] == 1
+    assert run.outages.retries == 1
