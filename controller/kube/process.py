@@ -4,6 +4,7 @@ ended (one line on stderr, never a traceback)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -94,6 +95,16 @@ def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) 
         print(f"{name}: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+async def wait_at_most(event: asyncio.Event, seconds: float) -> None:
+    """Wait until `event` is set or `seconds` have passed. A cancellation always ends it:
+    Python 3.11's `asyncio.wait_for` returns instead when the event is set in the same turn
+    of the event loop, and a loop around it runs on after it was cancelled (a scheduling
+    loop after its term or SIGTERM, holding the process up until it is killed)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
 
 
 def stop_on_signals(stop: asyncio.Event) -> None:

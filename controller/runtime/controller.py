@@ -14,7 +14,6 @@ changed. The cycle never waits on the network.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import time
@@ -26,6 +25,7 @@ from controller.core.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api, retrying
+from controller.kube.process import wait_at_most
 from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.context import (
     Clock,
@@ -185,8 +185,7 @@ class Controller:
             while True:
                 # Backoff expiries and the after-admission timers (PodsReady timeout,
                 # maximum execution time) need no event, so look at least once a second.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(ctx.wake.wait(), timeout=1.0)
+                await wait_at_most(ctx.wake, 1.0)
                 ctx.wake.clear()
                 self._adapt_write_slots()
                 if ctx.writes.waiting > ctx.writes.parallelism:

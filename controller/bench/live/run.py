@@ -4,7 +4,6 @@ on two watches, finished and acknowledged by the job side, and summarized."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from controller.bench.report import Job, Progress, Report, Sample, summarize
 from controller.bench.scenario import Scenario
 from controller.bench.simulate import build, lower_bound
 from controller.kube.client import CLUSTER_QUEUES, WORKLOADS, Api, retrying
+from controller.kube.process import wait_at_most
 
 __all__ = ["LiveRun", "run_live"]
 
@@ -142,8 +142,7 @@ class LiveRun:
                         raise LiveError(f"the {what} watch ended")
                 self._sample()
                 meter.update(self.now(), self.counters)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.all_finished.wait(), timeout=0.5)
+                await wait_at_most(self.all_finished, 0.5)
             await creator
             cpu = spent(cpu_before, process_cpu(self.controller_pid))
             apiserver_cpu = spent(apiserver_before, self.apiserver_cpu())
@@ -220,10 +219,7 @@ class LiveRun:
                 )
                 note_at = now + SETTLE_NOTE_EVERY
             self.cluster_queue_seen.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self.cluster_queue_seen.wait(), timeout=min(deadline, note_at) - now
-                )
+            await wait_at_most(self.cluster_queue_seen, min(deadline, note_at) - now)
         return time.monotonic() - started
 
     def _sample(self, t: float | None = None) -> None:
