@@ -37,7 +37,7 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from controller.kube.client import CONNECTION_ERRORS, describe
+from controller.kube.client import API_ERRORS, CONNECTION_ERRORS, describe
 from controller.kube.connections import KubeApiClient
 from controller.kube.fatal import FatalError
 
@@ -100,6 +100,7 @@ class LeaseElector:
         # When the last successful acquisition or renewal was sent (monotonic): the term
         # ends `renewDeadlineSeconds` after it.
         self.renewed_at = 0.0
+        self.holding = False  # in a term that has not run out (`release` gives it up)
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt; True when we hold the Lease afterwards."""
@@ -190,18 +191,25 @@ class LeaseElector:
         return True
 
     async def release(self) -> None:
-        """Give the Lease up on a clean shutdown so a standby takes over at once."""
+        """Give the Lease up on a clean shutdown so a standby takes over at once; only a
+        leader whose term was cut short does, and for at most `renewDeadlineSeconds`, as
+        client-go's (an API server that does not answer must not hold the process up:
+        the standby then takes over when the Lease expires)."""
+        if not self.holding:
+            return
+        with contextlib.suppress(*API_ERRORS):  # TimeoutError included
+            async with asyncio.timeout(self.settings.renew_deadline_seconds):
+                await self._give_up()
+
+    async def _give_up(self) -> None:
         s = self.settings
-        with contextlib.suppress(ApiException, OSError):
-            lease = await self._read()
-            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
-                return
-            lease["spec"].update(
-                holderIdentity=None, leaseDurationSeconds=1, renewTime=_micro_time()
-            )
-            await self.api.replace_namespaced_custom_object(
-                _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name, lease
-            )
+        lease = await self._read()
+        if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            return
+        lease["spec"].update(holderIdentity=None, leaseDurationSeconds=1, renewTime=_micro_time())
+        await self.api.replace_namespaced_custom_object(
+            _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name, lease
+        )
 
     @property
     def term_ends(self) -> float:
@@ -216,6 +224,7 @@ class LeaseElector:
         `lead()` is cancelled. The end is a timer: a renewal that hangs cannot extend it."""
         work = asyncio.ensure_future(lead())
         renewing = asyncio.ensure_future(self._keep_renewing())
+        self.holding = True
         try:
             while (remaining := self.term_ends - self.monotonic()) > 0:
                 done, _ = await asyncio.wait(
@@ -226,6 +235,7 @@ class LeaseElector:
                     raise RuntimeError("the scheduling loop ended while leading")
                 if renewing in done:
                     renewing.result()  # a FatalError (RBAC) propagates
+            self.holding = False  # the term ran out: not ours to give up
         finally:
             if stepping_down is not None:
                 stepping_down()

@@ -9,8 +9,10 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 from kubernetes.aio import client as aio_client
 
+from controller.kube import leader
 from controller.kube.client import KubeApiClient
 from controller.kube.leader import LeaderElection, LeaseElector
 
@@ -99,3 +101,64 @@ def test_renewals_extend_the_term_from_when_they_were_sent() -> None:
     before, sent = asyncio.run(scenario())
     assert before <= sent < before + 0.1
     assert leases.renewals >= 3
+
+
+def _stopped_while_leading(
+    monkeypatch: pytest.MonkeyPatch, elector: LeaseElector, leases: _Leases, hang: bool
+) -> float:
+    """`run_while_leading` on `elector`, cancelled once it leads (a SIGTERM), with every
+    request from then on hanging if `hang`; the seconds it took to end."""
+    monkeypatch.setattr(leader, "LeaseElector", lambda *_, **__: elector)
+
+    async def scenario() -> float:
+        leading = asyncio.Event()
+
+        async def lead() -> None:
+            leading.set()
+            await asyncio.Event().wait()
+
+        task = asyncio.ensure_future(
+            leader.run_while_leading(elector.api.api_client, SETTINGS, lead)
+        )
+        await asyncio.wait_for(leading.wait(), 5)
+        leases.hang = hang
+        cancelled = time.monotonic()
+        task.cancel()
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 10)
+        return time.monotonic() - cancelled
+
+    return asyncio.run(scenario())
+
+
+def test_a_leader_stopped_mid_term_gives_the_lease_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    elector, leases, _ = _elector()
+    took = _stopped_while_leading(monkeypatch, elector, leases, hang=False)
+    assert took < 1
+    assert leases.lease["spec"]["holderIdentity"] is None
+    assert leases.lease["spec"]["leaseDurationSeconds"] == 1
+
+
+def test_giving_the_lease_up_waits_at_most_the_renew_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An API server that does not answer (cut off, hung) must not hold the process up: a
+    standby takes over when the Lease expires."""
+    elector, leases, _ = _elector()
+    took = _stopped_while_leading(monkeypatch, elector, leases, hang=True)
+    assert SETTINGS.renew_deadline_seconds <= took < SETTINGS.renew_deadline_seconds + 0.5
+    assert leases.lease["spec"]["holderIdentity"] == "me"
+
+
+def test_a_term_that_ran_out_is_not_given_up() -> None:
+    elector, leases, _ = _elector()
+
+    async def scenario() -> None:
+        assert await elector.try_acquire_or_renew()
+        leases.hang = True
+        await elector.lead_while_holding(asyncio.Event().wait)
+        leases.hang = False
+        renewals = leases.renewals
+        await elector.release()  # no read, no write: the Lease is not ours to give up
+        assert leases.renewals == renewals
+
+    asyncio.run(scenario())
