@@ -171,14 +171,29 @@ class Load:
         """The Workloads not finished, by their kind (prefix) and state, and the pods not
         done, by phase and gate."""
         states: dict[str, int] = {}
+        pending: list[str] = []  # which, and why, for the first few
         for wl in self._safely(self.workloads):
             if is_finished(wl):
                 continue
-            kind = wl["metadata"]["name"].split("-")[0] if "-" in wl["metadata"]["name"] else "bare"
+            meta = wl["metadata"]
+            kind = meta["name"].split("-")[0] if "-" in meta["name"] else "bare"
             state = "holding quota" if has_quota_reservation(wl) else "pending"
             if is_evicted(wl):
                 state += ", evicted"
             states[f"{kind} {state}"] = states.get(f"{kind} {state}", 0) + 1
+            if state == "pending" and len(pending) < 5:
+                reserved = next(
+                    (
+                        c
+                        for c in (wl.get("status") or {}).get("conditions") or ()
+                        if c.get("type") == "QuotaReserved"
+                    ),
+                    {},
+                )
+                pending.append(
+                    f"{meta['namespace']}/{meta['name']} (rv {meta.get('resourceVersion')}: "
+                    f"{reserved.get('reason')}: {reserved.get('message')})"
+                )
         pods: dict[str, int] = {}
         for ns in self.namespaces:
             for pod in self.core.list_namespaced_pod(ns).items:
@@ -187,7 +202,7 @@ class Load:
                 gated = "gated" if pod.spec.scheduling_gates else "ungated"
                 key = f"{pod.status.phase} {gated} {'bound' if pod.spec.node_name else 'unbound'}"
                 pods[key] = pods.get(key, 0) + 1
-        return f"Workloads {states}, pods {pods}"
+        return f"Workloads {states} (pending: {pending}), pods {pods}"
 
     @staticmethod
     def _safely(read: Any) -> Any:

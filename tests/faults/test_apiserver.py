@@ -1,7 +1,7 @@
-"""kube-apiserver restarted (kill -9, then the same command line) while the leader admits
-and while it evicts, and restarted over a compacted etcd so every watch expires (410
-Gone): the replicas ride it out and nothing is lost, doubled or over-used (the
-invariants: tests/faults/replay.py)."""
+"""kube-apiserver restarted (kill -9, then the same command line) while the leader admits,
+over an etcd compacted up to then, so that every watch resumed from before is refused (410
+Gone) and listed again; and restarted while the leader evicts. The replicas ride it out
+and nothing is lost, doubled or over-used (the invariants: tests/faults/replay.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,19 @@ from typing import Any
 from tests.cluster.fixtures import wait_for
 
 
-def test_apiserver_restarted_during_admission(scenario: Any) -> None:
+def test_apiserver_restarted_during_admission_and_watches_expire(scenario: Any) -> None:
     s = scenario()
     s.load.create(bare=120, jobs=20, pods=20)
     s.phase("created")
     s.load.wait_admitting(12)
+    s.faults.compact_etcd(s.recorder.revision)  # no older history to resume from
     outage = s.faults.restart("kube-apiserver")
     print(f"kube-apiserver down {outage.seconds:.1f}s")
+    wait_for(
+        lambda: all(r.metric("quotagate_watch_expired_total") > 0 for r in s.replicas.all),
+        timeout=30,
+        what="both replicas' watches refused with 410 Gone",
+    )
     s.end(expected=160)
 
 
@@ -30,20 +36,3 @@ def test_apiserver_restarted_during_evictions(scenario: Any) -> None:
     print(f"kube-apiserver down {outage.seconds:.1f}s")
     result = s.end(expected=110)
     assert result.evictions > 0
-
-
-def test_watches_expire_while_decisions_are_written(scenario: Any) -> None:
-    """etcd compacted up to now and the API server restarted: every watch resumed from
-    before is refused (410 Gone); the replicas re-list and go on."""
-    s = scenario()
-    s.load.create(bare=120, jobs=20, pods=20)
-    s.load.wait_admitting(12)
-    s.faults.compact_etcd(s.recorder.revision)
-    outage = s.faults.restart("kube-apiserver")
-    print(f"kube-apiserver down {outage.seconds:.1f}s")
-    wait_for(
-        lambda: all(r.metric("quotagate_watch_expired_total") > 0 for r in s.replicas.all),
-        timeout=30,
-        what="both replicas' watches refused with 410 Gone",
-    )
-    s.end(expected=160)
