@@ -30,7 +30,7 @@ crds: $(STAMP)
 	$(PY) -m controller.integrations.framework.manifests charts/quotagate/files/integrations.yaml
 
 # config/default/quotagate.yaml: the chart rendered with its defaults.
-manifests: cluster-binaries
+manifests: crds cluster-binaries
 	$(PY) -m tools.chart > config/default/quotagate.yaml
 
 unit: $(STAMP)
@@ -67,8 +67,10 @@ bench: $(STAMP)
 # same live run of SCENARIO: one table with both and their ratio (docs/benchmark.md).
 SCENARIO ?= tools/bench/scenarios/baseline.yaml
 OUT      ?= .bench-compare
+# Seconds into each run at which kube-apiserver is killed and started again, e.g. "60 120".
+APISERVER_RESTARTS ?=
 bench-compare: $(STAMP)
-	$(PY) -m tools.bench.compare --minimalkueue "$(MINIMALKUEUE)" --kueue-crds "$(KUEUE_CRDS)" --out "$(OUT)" "$(SCENARIO)"
+	$(PY) -m tools.bench.compare --minimalkueue "$(MINIMALKUEUE)" --kueue-crds "$(KUEUE_CRDS)" --out "$(OUT)" $(foreach t,$(APISERVER_RESTARTS),--restart-apiserver-at $(t)) "$(SCENARIO)"
 
 # KUBELET=1 adds a real node (containerd and a kubelet) with quotagate's image.
 cluster-up: cluster-binaries $(if $(KUBELET),host-packages)

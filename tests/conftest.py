@@ -16,5 +16,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.fspath)).resolve().relative_to(_HERE).parts
         if parts and parts[0] in ("integration", "compat"):
             item.add_marker(pytest.mark.integration)
-        elif parts and parts[0] == "e2e":
+        elif parts and parts[0] in ("e2e", "faults"):
             item.add_marker(pytest.mark.e2e)

@@ -127,6 +127,10 @@ class ParentReconciler:
         for key in list(self.objects):
             self.kick(key)
 
+    def stop_leading(self) -> None:
+        """The term ended: cancel the reconciles in progress (`SerialReconciler.cancel_all`)."""
+        self._serial.cancel_all()
+
     def known_keys(self) -> set[str]:
         return set(self.objects)
 

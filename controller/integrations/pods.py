@@ -178,6 +178,10 @@ class PodIntegration:
     def known_keys(self) -> set[str]:
         return set(self.pods)
 
+    def stop_leading(self) -> None:
+        """The term ended: cancel the reconciles in progress (`SerialReconciler.cancel_all`)."""
+        self._serial.cancel_all()
+
     def kick(self, unit: Unit) -> None:
         self._serial.kick(unit)
 

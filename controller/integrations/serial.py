@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.kube.client import describe
+from controller.kube.client import CONNECTION_ERRORS, describe
 
 K = TypeVar("K", bound=Hashable)
 
@@ -58,6 +58,14 @@ class SerialReconciler(Generic[K]):
         if self.is_leading():
             self.spawn(self._run(key))
 
+    def cancel_all(self) -> None:
+        """Leadership ended: cancel every reconcile in progress (their writes in flight are
+        abandoned) and forget the retries; a new term resyncs every key."""
+        for task in list(self.tasks):
+            task.cancel()
+        self._dirty.clear()
+        self._failures.clear()
+
     async def _run(self, key: K) -> None:
         lock = self._locks.setdefault(key, asyncio.Lock())
         if lock.locked():
@@ -77,6 +85,9 @@ class SerialReconciler(Generic[K]):
                                 "reconciling %s failed: %s", self.what(key), describe(exc)
                             )
                         self._retry_later(key)
+                except CONNECTION_ERRORS as exc:  # an outage: one line, no traceback
+                    self.log.warning("reconciling %s failed: %s", self.what(key), exc)
+                    self._retry_later(key)
                 except Exception as exc:
                     self.log.warning(
                         "reconciling %s failed: %s", self.what(key), exc, exc_info=True

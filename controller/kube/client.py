@@ -24,6 +24,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import GROUP, VERSION
 from api.workload_status import ADMISSION_FIELD_MANAGER
+from controller.kube.connections import KubeApiClient
 from controller.kube.fatal import FatalError
 from controller.kube.http1 import ConnectionPool
 
@@ -117,38 +118,6 @@ async def make_api_client(
     return KubeApiClient(configuration)
 
 
-class KubeApiClient(aio_client.ApiClient):
-    """The asyncio client, plus a lean connection pool (`controller.kube.http1`) that
-    `Api` sends its writes on: the same server, credentials and TLS context, at about half
-    of aiohttp's CPU per request. The pool exists only where it has all the client would
-    use: no proxy, no TLS server name override, no configured retries."""
-
-    _write_pool: ConnectionPool | None = None
-    _write_pool_checked = False
-
-    def write_pool(self) -> ConnectionPool | None:
-        if not self._write_pool_checked:
-            self._write_pool_checked = True
-            configuration = self.configuration
-            rest = self.rest_client
-            if not (
-                rest.proxy or configuration.tls_server_name or configuration.retries is not None
-            ):
-                self._write_pool = ConnectionPool(
-                    configuration.host,
-                    rest.ssl_context,
-                    configuration.connection_pool_maxsize or _POOL_SIZE,
-                )
-        return self._write_pool
-
-    async def close(self) -> None:
-        if self._write_pool is not None:
-            self._write_pool.close()
-        await super().close()
-
-
-_POOL_SIZE = 100  # aiohttp's default connection limit, when the configuration gives none
-
 _PROXY_VARIABLES = (
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -196,6 +165,16 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, CONNECTION_ERRORS)
 
 
+def outcome_unknown(exc: BaseException) -> bool:
+    """Whether a write that failed with `exc` may still have been made: the connection
+    broke or timed out after the request may have reached the server, or the server gave up
+    waiting for its storage (500, 504: etcd may still commit it). A refusal (4xx, 429, and
+    503, which the API server answers before it reaches its storage) was not made."""
+    if isinstance(exc, ApiException):
+        return exc.status in (0, 500, 504)
+    return isinstance(exc, CONNECTION_ERRORS)
+
+
 def retry_wait(attempt: int) -> float:
     """The pause after failed attempt number `attempt` (1, 2, …): exponential from 0.05 s,
     at most 2 s, plus up to 0.1 s of jitter."""
@@ -204,18 +183,19 @@ def retry_wait(attempt: int) -> float:
 
 async def retrying(
     call: Callable[[], Awaitable[T]],
-    attempts: int = 6,
+    attempts: int | None = 6,
     on_retry: Callable[[BaseException], Awaitable[None]] | None = None,
 ) -> T:
-    """Run `call` with jittered exponential backoff on retryable errors (bounded): after a
-    failure, wait `retry_wait`, then `on_retry(the error)`, then call again. A plain loop:
-    the first attempt, which nearly every write succeeds on, costs one `await`."""
+    """Run `call` with jittered exponential backoff on retryable errors, at most `attempts`
+    times (None: until it succeeds or fails for good; the caller's cancellation ends it):
+    after a failure, wait `retry_wait`, then `on_retry(the error)`, then call again. A plain
+    loop: the first attempt, which nearly every write succeeds on, costs one `await`."""
     attempt = 1
     while True:
         try:
             return await call()
         except Exception as exc:
-            if attempt >= attempts or not is_retryable(exc):
+            if (attempts is not None and attempt >= attempts) or not is_retryable(exc):
                 raise
             await asyncio.sleep(retry_wait(attempt))
             attempt += 1

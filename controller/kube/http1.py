@@ -13,17 +13,41 @@ A connection that the server closed while idle is dropped before use. A request 
 connection breaks raises `ConnectionResetError`, an OSError, which the callers treat like
 any broken connection (`controller.kube.client.CONNECTION_ERRORS`); nothing is retried
 here, so a non-idempotent POST is never sent twice behind the caller's back.
+
+Every connection is abortive (`make_abortive`): closing it resets it, and what the kernel
+had not sent yet is dropped. A request given up half-way (cancelled when the leader's term
+ends, or timed out) can then never reach the API server later, as it would once a network
+partition heals if the kernel still held it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import ssl
+import struct
 from collections.abc import Mapping
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 from urllib.parse import urlsplit
 
 import httptools
+
+_LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
+
+
+def make_abortive(sock: Any) -> None:
+    """Make closing `sock` reset its connection, dropping what was not sent yet."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+
+
+def abortive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """A socket for `addr_info` (aiohttp's `socket_factory`) that `make_abortive` made."""
+    family, type_, proto = addr_info[:3]
+    sock = socket.socket(family, type_, proto)
+    make_abortive(sock)
+    return sock
 
 
 class HttpResponse(NamedTuple):
@@ -93,6 +117,13 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def abort(self) -> None:
+        """Reset the connection now, dropping what was not sent: a TLS transport's `close`
+        would first wait for the server to answer its goodbye, holding the request."""
+        self.open = False
+        if self.transport is not None:
+            self.transport.abort()
+
     def _fail(self, exc: Exception) -> None:
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
@@ -113,6 +144,7 @@ class ConnectionPool:
         self.prefix = parts.path.rstrip("/")
         self._host_line = f"Host: {parts.netloc}\r\n"
         self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()
         self._slots = asyncio.Semaphore(size)
         self._closed = False
 
@@ -133,11 +165,14 @@ class ConnectionPool:
                 raise ConnectionResetError("the connection pool is closed")
             async with asyncio.timeout(timeout):
                 connection = await self._connection()
+                self._busy.add(connection)
                 try:
                     response = await connection.exchange(request)
                 except BaseException:
-                    connection.close()
+                    connection.abort()  # given up half-way: it must never arrive later
                     raise
+                finally:
+                    self._busy.discard(connection)
             if connection.open and not self._closed:
                 self._idle.append(connection)
             else:
@@ -150,14 +185,23 @@ class ConnectionPool:
         while self._idle:
             self._idle.pop().close()
 
+    def abort_all(self) -> None:
+        """Reset every connection now, idle or in use (their requests fail); the pool
+        opens new ones for the next requests."""
+        while self._idle:
+            self._idle.pop().abort()
+        for connection in list(self._busy):
+            connection.abort()
+
     async def _connection(self) -> _Connection:
         while self._idle:
             connection = self._idle.pop()
             if connection.open:
                 return connection
-        _, connection = await asyncio.get_running_loop().create_connection(
+        transport, connection = await asyncio.get_running_loop().create_connection(
             _Connection, self.host, self.port, ssl=self.ssl
         )
+        make_abortive(transport.get_extra_info("socket"))
         return connection
 
     def _encode(

@@ -9,16 +9,23 @@ microseconds. So are the ClusterQueues and LocalQueues, whose status the control
 rewrites as their usage changes (kopf's handling of those echoes was 4 % of the
 controller's CPU in a baseline run), and the pods and Jobs the integrations manage, with a
 label selector the server applies (kopf's label filters run on the client, after every pod
-of the cluster was streamed). The watch continues from a LIST's resourceVersion, and on 410
-Gone or a broken connection it re-lists (objects gone from the list are applied as deleted)
-and watches again. A refusal that will not go away by itself (401, 403: credentials or RBAC)
-is fatal: the process stops and says so, rather than run blind.
+of the cluster was streamed).
+
+The watch continues from a LIST's resourceVersion. A broken connection or a server error
+resumes it from the last resourceVersion seen, as client-go's reflector does (nothing is
+missed: the API server sends every event after it), after a backoff of 0.5 s doubling to at
+most MAX_BACKOFF; when the API server no longer has that version (410 Gone: it restarted,
+or its watch cache moved on) the informer re-lists at once (objects gone from the list are
+applied as deleted) and watches again. It never gives up on an outage. A refusal that will
+not go away by itself (401, 403: credentials or RBAC) is fatal: the process stops and says
+so, rather than run blind. A `WatchObserver` is told all of it (the controller's metrics).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -35,9 +42,12 @@ from controller.kube.client import (
 )
 from controller.kube.fatal import FatalError
 
-__all__ = ["Informer", "WorkloadInformer"]
+__all__ = ["FIRST_BACKOFF", "MAX_BACKOFF", "Informer", "WatchObserver", "WorkloadInformer"]
 
 log = logging.getLogger(__name__)
+
+FIRST_BACKOFF = 0.5  # seconds before the first retry after a failure
+MAX_BACKOFF = 4.0  # and at most this long between retries: an API server back is seen soon
 
 
 class Sink(Protocol):
@@ -48,6 +58,22 @@ class Sink(Protocol):
     def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None: ...
 
     def known_keys(self) -> set[str]: ...
+
+
+class WatchObserver(Protocol):
+    """Told what an informer goes through, by resource plural (metrics, alerts)."""
+
+    def watch_up(self, resource: str, up: bool) -> None:
+        """The last list or watch call answered (True) or failed (False)."""
+
+    def watch_event(self, resource: str) -> None:
+        """An event arrived (bookmarks included): the watch is alive."""
+
+    def relisted(self, resource: str, seconds: float, objects: int) -> None:
+        """A complete (re-)list of `objects` took `seconds`."""
+
+    def watch_expired(self, resource: str) -> None:
+        """The API server answered 410 Gone: a re-list follows."""
 
 
 class Informer:
@@ -64,6 +90,7 @@ class Informer:
         watch_timeout: int = 300,
         on_listed: Callable[[], None] | None = None,
         await_api: bool = False,
+        observer: WatchObserver | None = None,
     ) -> None:
         self.api = Api(api_client)
         self.resource = resource
@@ -75,36 +102,54 @@ class Informer:
         # A resource the server may not serve yet (a CRD installed later): a 404 is
         # waited out, as Kueue waits for an integration's API (`WaitForAPI`).
         self.await_api = await_api
+        self.observer = observer
         self.events = 0
+        self.relists = 0
 
     async def run(self) -> None:
         if not self.namespaces:
             await self._inform(None)
             return
-        async with asyncio.TaskGroup() as tasks:
-            for namespace in self.namespaces:
-                tasks.create_task(self._inform(namespace))
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                for namespace in self.namespaces:
+                    tasks.create_task(self._inform(namespace))
+        except ExceptionGroup as group:
+            # One namespace's refusal (401, 403) says why, not "unhandled errors in a
+            # TaskGroup".
+            fatal = group.subgroup(lambda exc: isinstance(exc, FatalError))
+            if fatal is not None:
+                raise fatal.exceptions[0] from None
+            raise
         # A namespace's watch never ends on its own: the group can only end normally when
         # its tasks were cancelled from outside (kopf cancels every task spawned after it
         # started when the process stops). So this is cancelled too, never "ended".
         raise asyncio.CancelledError
 
     async def _inform(self, namespace: str | None) -> None:
-        backoff = 0.5
+        plural = self.resource.plural
+        observer = self.observer
+        backoff = FIRST_BACKOFF
+        version = ""  # where the watch goes on from; empty: list first
         missing = False
         while True:
+            events = self.events
             try:
-                version = await self._relist(namespace)
-                if missing:
-                    log.info("the API server serves %s now", self.resource.plural)
-                    missing = False
-                backoff = 0.5
+                if not version:
+                    version = await self._relist(namespace)
+                    backoff = FIRST_BACKOFF
+                    if missing:
+                        log.info("the API server serves %s now", plural)
+                        missing = False
                 while True:
                     version = await self._watch(namespace, version)
+                    backoff = FIRST_BACKOFF  # the server ended a watch that worked
             except ApiException as exc:
-                plural = self.resource.plural
                 if exc.status == 410:
-                    log.info("%s watch expired (410 Gone); re-listing", plural)
+                    log.info("%s watch expired (410 Gone): re-listing", plural)
+                    if observer is not None:
+                        observer.watch_expired(plural)
+                    version = ""
                     continue
                 if exc.status == 404 and self.await_api:
                     if not missing:
@@ -126,17 +171,20 @@ class Informer:
                 log.warning("listing/watching %s failed: %s", plural, describe(exc))
             except CONNECTION_ERRORS as exc:
                 log.warning(
-                    "listing/watching %s failed: %s",
-                    self.resource.plural,
-                    exc or type(exc).__name__,
+                    "listing/watching %s failed: %s", plural, str(exc) or type(exc).__name__
                 )
+            if observer is not None:
+                observer.watch_up(plural, False)
+            if self.events > events:
+                backoff = FIRST_BACKOFF  # it failed after working for a while
             await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 30.0)
+            backoff = min(backoff * 2, MAX_BACKOFF)
 
     async def _relist(self, namespace: str | None) -> str:
         resource = self.resource
         collection = Api.path(resource, None, namespace)
         params = {"labelSelector": self.label_selector} if self.label_selector else None
+        started = time.monotonic()
         listing: Any = await retrying(lambda: self.api.request("GET", collection, params=params))
         present: set[str] = set()
         for item in listing.get("items") or ():
@@ -153,6 +201,12 @@ class Informer:
                     "DELETED",
                     {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": gone},
                 )
+        self.relists += 1
+        seconds = time.monotonic() - started
+        log.info("listed %d %s in %.2fs", len(present), resource.plural, seconds)
+        if self.observer is not None:
+            self.observer.watch_up(resource.plural, True)
+            self.observer.relisted(resource.plural, seconds, len(present))
         if self.on_listed is not None:
             self.on_listed()
         return str((listing.get("metadata") or {}).get("resourceVersion") or "")
@@ -160,6 +214,7 @@ class Informer:
     async def _watch(self, namespace: str | None, version: str) -> str:
         """Apply events from `version` until the server ends the watch; the version to go
         on from (ApiException 410 when it expired)."""
+        observer, plural = self.observer, self.resource.plural
         async for kind, body in self.api.watch(
             self.resource,
             namespace=namespace,
@@ -168,6 +223,8 @@ class Informer:
             timeout_seconds=self.watch_timeout,
         ):
             version = str((body.get("metadata") or {}).get("resourceVersion") or version)
+            if observer is not None:
+                observer.watch_event(plural)
             if kind == "BOOKMARK":
                 continue
             body.setdefault("kind", self.resource.kind)
@@ -188,5 +245,16 @@ class WorkloadInformer(Informer):
         watch_timeout: int = 300,
         on_listed: Callable[[], None] | None = None,
         await_api: bool = False,
+        observer: WatchObserver | None = None,
     ) -> None:
-        super().__init__(api_client, WORKLOADS, sink, namespaces, None, watch_timeout, on_listed)
+        super().__init__(
+            api_client,
+            WORKLOADS,
+            sink,
+            namespaces,
+            None,
+            watch_timeout,
+            on_listed,
+            await_api=await_api,
+            observer=observer,
+        )

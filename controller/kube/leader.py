@@ -8,8 +8,12 @@ client-go's `leaderelection` rules on a `coordination.k8s.io/v1` Lease:
   unchanged for `leaseDurationSeconds` of *our* clock (no clock-skew assumptions);
 - every update is a compare-and-swap on `resourceVersion`, so two candidates can never
   both win the same term;
-- the leader cancels its work as soon as it has failed to renew for `renewDeadlineSeconds`,
-  which is shorter than the lease duration: it has stopped before anyone else may start.
+- the leader's term ends `renewDeadlineSeconds` after it *sent* its last successful
+  renewal, by a timer that no hanging request can hold up: then it stops deciding, cancels
+  its work and abandons its writes in flight. A standby counts `leaseDurationSeconds`,
+  which is longer, from when it *saw* that renewal, which cannot be before it was sent:
+  the old leader has stopped writing before anyone else may start (fencing by lease, as
+  client-go's leader election; `quotagate_lease_*` metrics show it).
 
 (The asyncio elector shipped in `kubernetes.aio.leaderelection` 37.0.2 cannot create a
 Lease — its LeaseLock passes `pretty=True` where the client wants a string — hence ours.)
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -32,7 +37,8 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from controller.kube.client import CONNECTION_ERRORS, describe
+from controller.kube.client import API_ERRORS, CONNECTION_ERRORS, describe
+from controller.kube.connections import KubeApiClient
 from controller.kube.fatal import FatalError
 from controller.kube.retries import campaign
 
@@ -83,13 +89,19 @@ class LeaseElector:
         settings: LeaderElection,
         identity: str | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        on_renew: Callable[[bool], None] | None = None,
     ) -> None:
         self.api = aio_client.CustomObjectsApi(api_client)
         self.settings = settings
         self.identity = identity or default_identity()
         self.monotonic = monotonic
+        self.on_renew = on_renew  # told whether each renewal while leading worked
         self._observed_record: tuple[Any, ...] | None = None
         self._observed_at = 0.0
+        # When the last successful acquisition or renewal was sent (monotonic): the term
+        # ends `renewDeadlineSeconds` after it.
+        self.renewed_at = 0.0
+        self.holding = False  # in a term that has not run out (`release` gives it up)
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt; True when we hold the Lease afterwards."""
@@ -122,6 +134,7 @@ class LeaseElector:
             new_spec["acquireTime"] = new_spec["renewTime"]
             new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         lease["spec"] = new_spec
+        sent = self.monotonic()
         try:
             await self.api.replace_namespaced_custom_object(
                 _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name, lease
@@ -134,7 +147,7 @@ class LeaseElector:
             new_spec["renewTime"],
             new_spec.get("leaseTransitions"),
         )
-        self._observed_at = self.monotonic()
+        self._observed_at = self.renewed_at = sent
         return True
 
     async def _read(self) -> dict[str, Any]:
@@ -159,6 +172,7 @@ class LeaseElector:
                 "leaseTransitions": 0,
             },
         }
+        sent = self.monotonic()
         try:
             await self.api.create_namespaced_custom_object(
                 _GROUP, _VERSION, s.lease_namespace, _PLURAL, body
@@ -174,48 +188,83 @@ class LeaseElector:
             log.info("creating lease failed: %s", describe(exc))  # 409: someone else created it
             return False
         self._observed_record = (self.identity, now, 0)
-        self._observed_at = self.monotonic()
+        self._observed_at = self.renewed_at = sent
         return True
 
     async def release(self) -> None:
-        """Give the Lease up on a clean shutdown so a standby takes over at once."""
-        s = self.settings
-        with contextlib.suppress(ApiException, OSError):
-            lease = await self._read()
-            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
-                return
-            lease["spec"].update(
-                holderIdentity=None, leaseDurationSeconds=1, renewTime=_micro_time()
-            )
-            await self.api.replace_namespaced_custom_object(
-                _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name, lease
-            )
+        """Give the Lease up on a clean shutdown so a standby takes over at once; only a
+        leader whose term was cut short does, and for at most `renewDeadlineSeconds`, as
+        client-go's (an API server that does not answer must not hold the process up:
+        the standby then takes over when the Lease expires)."""
+        if not self.holding:
+            return
+        with contextlib.suppress(*API_ERRORS):  # TimeoutError included
+            async with asyncio.timeout(self.settings.renew_deadline_seconds):
+                await self._give_up()
 
-    async def lead_while_holding(self, lead: Callable[[], Awaitable[None]]) -> None:
-        """Run `lead()` from acquisition until the Lease cannot be renewed; then cancel it."""
+    async def _give_up(self) -> None:
         s = self.settings
-        task = asyncio.ensure_future(lead())
-        last_renewed = self.monotonic()
+        lease = await self._read()
+        if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            return
+        lease["spec"].update(holderIdentity=None, leaseDurationSeconds=1, renewTime=_micro_time())
+        await self.api.replace_namespaced_custom_object(
+            _GROUP, _VERSION, s.lease_namespace, _PLURAL, s.lease_name, lease
+        )
+
+    @property
+    def term_ends(self) -> float:
+        """When the current term ends unless renewed (monotonic)."""
+        return self.renewed_at + self.settings.renew_deadline_seconds
+
+    async def lead_while_holding(
+        self, lead: Callable[[], Awaitable[None]], stepping_down: Callable[[], None] | None = None
+    ) -> None:
+        """Run `lead()` from acquisition until the term ends (`term_ends`, moved on by every
+        renewal); then `stepping_down()` (stop deciding: nothing new is written), and
+        `lead()` is cancelled. The end is a timer: a renewal that hangs cannot extend it."""
+        work = asyncio.ensure_future(lead())
+        renewing = asyncio.ensure_future(self._keep_renewing())
+        self.holding = True
         try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=s.retry_period_seconds)
-                if done:
-                    task.result()  # lead() crashed: propagate; a silent leader must not hold the Lease
+            while (remaining := self.term_ends - self.monotonic()) > 0:
+                done, _ = await asyncio.wait(
+                    {work, renewing}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+                if work in done:
+                    work.result()  # lead() crashed: propagate; a silent leader must not hold the Lease
                     raise RuntimeError("the scheduling loop ended while leading")
-                try:
-                    renewed = await asyncio.wait_for(
-                        self.try_acquire_or_renew(), s.retry_period_seconds
-                    )
-                except CONNECTION_ERRORS:
-                    renewed = False
-                if renewed:
-                    last_renewed = self.monotonic()
-                elif self.monotonic() - last_renewed >= s.renew_deadline_seconds:
-                    return
+                if renewing in done:
+                    renewing.result()  # a FatalError (RBAC) propagates
+            self.holding = False  # the term ran out: not ours to give up
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            if stepping_down is not None:
+                stepping_down()
+            for task in (renewing, work):
+                task.cancel()
+            # Before anything else runs: the writes in flight are reset, so none of them
+            # can reach the API server in a later term (a partition that heals would
+            # otherwise deliver what TCP still held).
+            client = self.api.api_client
+            if isinstance(client, KubeApiClient):
+                client.abandon_connections()
+            await asyncio.gather(renewing, work, return_exceptions=True)
+
+    async def _keep_renewing(self) -> None:
+        """Renew every `retryPeriodSeconds`; an attempt may take until the term ends (a
+        slow API server's renewal still counts from when it was sent)."""
+        s = self.settings
+        while True:
+            started = self.monotonic()
+            renewed = False
+            try:
+                async with asyncio.timeout(max(0.0, self.term_ends - started)):
+                    renewed = await self.try_acquire_or_renew()
+            except CONNECTION_ERRORS as exc:  # TimeoutError included
+                log.info("renewing the lease failed: %s", str(exc) or type(exc).__name__)
+            if self.on_renew is not None:
+                self.on_renew(renewed)
+            await asyncio.sleep(max(0.0, s.retry_period_seconds - (self.monotonic() - started)))
 
 
 def _forbidden(settings: LeaderElection, verb: str) -> str:
@@ -231,10 +280,12 @@ async def run_while_leading(
     lead: Callable[[], Awaitable[None]],
     on_change: Callable[[bool], None] | None = None,
     identity: str | None = None,
+    on_renew: Callable[[bool], None] | None = None,
 ) -> None:
     """Campaign for the Lease forever; run `lead()` while holding it and cancel it on loss.
 
-    `on_change(True/False)` is told when leadership starts and stops (metrics, readiness).
+    `on_change(True/False)` is told when leadership starts and stops (metrics, readiness),
+    `on_renew(worked)` of every acquisition and renewal while leading (metrics).
     When leader election is disabled, `lead()` simply runs.
     """
     if not settings.enabled:
@@ -242,7 +293,7 @@ async def run_while_leading(
             on_change(True)
         await lead()
         return
-    elector = LeaseElector(api_client, settings, identity)
+    elector = LeaseElector(api_client, settings, identity, on_renew=on_renew)
     try:
         while True:
             await campaign(elector.try_acquire_or_renew, settings.retry_period_seconds)
@@ -252,15 +303,20 @@ async def run_while_leading(
                 settings.lease_name,
                 elector.identity,
             )
+            if on_renew:
+                on_renew(True)
             if on_change:
                 on_change(True)
-            try:
-                await elector.lead_while_holding(lead)
-            finally:
-                if on_change:
-                    on_change(False)
+            await elector.lead_while_holding(
+                lead, functools.partial(on_change, False) if on_change else None
+            )
             log.warning(
-                "lost lease %s/%s; stopped deciding", settings.lease_namespace, settings.lease_name
+                "lost lease %s/%s: not renewed for %.1fs (renewDeadlineSeconds %d); stopped "
+                "deciding",
+                settings.lease_namespace,
+                settings.lease_name,
+                elector.monotonic() - elector.renewed_at,
+                settings.renew_deadline_seconds,
             )
     finally:
         await asyncio.shield(elector.release())

@@ -4,6 +4,7 @@ ended (one line on stderr, never a traceback)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -96,8 +97,20 @@ def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) 
     return 0
 
 
-async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
-    stop = asyncio.Event()
+async def wait_at_most(event: asyncio.Event, seconds: float) -> None:
+    """Wait until `event` is set or `seconds` have passed. A cancellation always ends it:
+    Python 3.11's `asyncio.wait_for` returns instead when the event is set in the same turn
+    of the event loop, and a loop around it runs on after it was cancelled (a scheduling
+    loop after its term or SIGTERM, holding the process up until it is killed)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
+
+
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGTERM and SIGINT set `stop` (and what the libraries cut short is reported in one
+    line from then on). Install it again after a library that installs handlers of its
+    own (kopf does: on SIGTERM it would stop alone, and wait 5 s for the rest)."""
     loop = asyncio.get_running_loop()
 
     def stopping() -> None:
@@ -106,4 +119,9 @@ async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]])
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping)
+
+
+async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    stop = asyncio.Event()
+    stop_on_signals(stop)
     await main(stop)

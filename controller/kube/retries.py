@@ -22,6 +22,7 @@ from tenacity import (
     retry_if_exception_type,
     retry_if_result,
     stop_after_attempt,
+    stop_never,
     wait_fixed,
 )
 
@@ -47,12 +48,13 @@ def _wait(state: RetryCallState) -> float:
     return retry_wait(state.attempt_number)
 
 
-async def retried(call: Callable[[], Awaitable[T]], attempts: int = 6) -> T:
-    """`call()`, tried up to `attempts` times while it fails with a retryable error."""
+async def retried(call: Callable[[], Awaitable[T]], attempts: int | None = 6) -> T:
+    """`call()`, tried up to `attempts` times (None: for ever) while it fails with a
+    retryable error."""
     retrying = AsyncRetrying(
         retry=retry_if_exception(is_retryable),
         wait=_wait,
-        stop=stop_after_attempt(attempts),
+        stop=stop_never if attempts is None else stop_after_attempt(attempts),
         reraise=True,
     )
     return await retrying(_awaited(call))

@@ -15,7 +15,6 @@ whenever something changed. The cycle never waits on the network.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import time
@@ -27,6 +26,7 @@ from controller.core.engine import Engine
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api
+from controller.kube.process import wait_at_most
 from controller.kube.retries import retried
 from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.context import (
@@ -181,15 +181,16 @@ class Controller:
         self.engine = Engine(self.ctx.state)
         self.sync.reset()
 
-    async def load(self, resources: Any) -> None:
+    async def load(self, resources: Any, attempts: int | None = 10) -> None:
         """Initial state from a full LIST of every watched resource (restart safety: admitted
-        usage comes from `status.admission`, so nothing is admitted twice or forgotten).
+        usage comes from `status.admission`, so nothing is admitted twice or forgotten),
+        each LIST tried `attempts` times (None: until the API server answers).
         With `namespaces` configured, namespaced objects of other namespaces are left out,
         as the watches leave them out."""
         api = self.ctx.api
         managed = set(self.ctx.config.namespaces)
         for resource in resources:
-            items = await retried(functools.partial(api.list, resource), attempts=10)
+            items = await retried(functools.partial(api.list, resource), attempts=attempts)
             for item in items:
                 namespace = (item.get("metadata") or {}).get("namespace")
                 if managed and resource.namespaced and namespace not in managed:
@@ -207,8 +208,7 @@ class Controller:
             while True:
                 # Backoff expiries and the after-admission timers (PodsReady timeout,
                 # maximum execution time) need no event, so look at least once a second.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(ctx.wake.wait(), timeout=1.0)
+                await wait_at_most(ctx.wake, 1.0)
                 ctx.wake.clear()
                 self._adapt_write_slots()
                 if ctx.writes.waiting > ctx.writes.parallelism:

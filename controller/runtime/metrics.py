@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import platform
 import sys
+import time
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import Metric, UnknownMetricFamily
@@ -64,6 +66,65 @@ class _UntypedCounter(Collector):
         for labels, value in sorted(self.values.items()):
             family.add_metric(list(labels), value)
         yield family
+
+
+class WatchMetrics:
+    """What the controller's informers go through (`controller.kube.informer.WatchObserver`),
+    by resource plural: whether the watch is up, when its last event came (bookmarks
+    included: the API server sends one at least every minute or so on a live watch), the
+    re-lists and how long they took, and the watches that expired (410 Gone)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.up = Gauge(
+            "quotagate_watch_up",
+            "1 while the informer's last list or watch call answered, 0 after a failure "
+            "(it retries, 0.5 s doubling to 4 s apart)",
+            ["resource"],
+            registry=registry,
+        )
+        self.last_event = Gauge(
+            "quotagate_watch_last_event_timestamp_seconds",
+            "When the informer's watch last delivered an event, bookmarks included (Unix time)",
+            ["resource"],
+            registry=registry,
+        )
+        self.relist_duration = Histogram(
+            "quotagate_watch_relist_duration_seconds",
+            "Complete (re-)lists of a resource by its informer, and how long each took",
+            ["resource"],
+            buckets=_WATCH_BUCKETS,
+            registry=registry,
+        )
+        self.expired = Counter(
+            "quotagate_watch_expired",
+            "Watches the API server refused to resume (410 Gone: it restarted, or its watch "
+            "cache moved on): each is followed by a re-list",
+            ["resource"],
+            registry=registry,
+        )
+        self._event_series: dict[str, Any] = {}
+        self._down: set[str] = set()
+
+    def watch_up(self, resource: str, up: bool) -> None:
+        self.up.labels(resource).set(1 if up else 0)
+        if up:
+            self._down.discard(resource)
+        else:
+            self._down.add(resource)
+
+    def watch_event(self, resource: str) -> None:
+        series = self._event_series.get(resource)
+        if series is None:  # labels() costs more than the set: once per resource
+            series = self._event_series[resource] = self.last_event.labels(resource)
+        if resource in self._down:
+            self.watch_up(resource, True)
+        series.set(time.time())
+
+    def relisted(self, resource: str, seconds: float, objects: int) -> None:
+        self.relist_duration.labels(resource).observe(seconds)
+
+    def watch_expired(self, resource: str) -> None:
+        self.expired.labels(resource).inc()
 
 
 class Metrics:
@@ -310,6 +371,32 @@ class Metrics:
             "1 while this replica holds the leader Lease",
             registry=r,
         )
+        self.api_write_retries = Counter(
+            "quotagate_api_write_retries",
+            "Workload writes tried again after a dropped connection, a conflict, throttling or "
+            "a server error, by kind of write",
+            ["write"],
+            registry=r,
+        )
+        self.lease_renewals = Counter(
+            "quotagate_lease_renewals",
+            "Attempts of the leader to renew its Lease, by outcome (ok, failed)",
+            ["outcome"],
+            registry=r,
+        )
+        self.lease_last_renewal = Gauge(
+            "quotagate_lease_last_renewal_timestamp_seconds",
+            "When this replica last renewed (or acquired) the leader Lease (Unix time)",
+            registry=r,
+        )
+        self.leader_transitions = Counter(
+            "quotagate_leader_transitions",
+            "Terms this replica began (acquired) or ended (lost: its Lease could not be "
+            "renewed in time)",
+            ["transition"],
+            registry=r,
+        )
+        self.watches = WatchMetrics(r)
 
     # The gauges that describe the leader's decisions about queues.
     def _queue_gauges(self) -> tuple[Gauge, ...]:

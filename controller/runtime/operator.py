@@ -13,9 +13,12 @@ previous leader wrote.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
-from collections.abc import Awaitable, Callable
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import kopf
@@ -31,6 +34,7 @@ from controller.integrations.framework.registry import (
 )
 from controller.kube.client import (
     CLUSTER_QUEUES,
+    CONNECTION_ERRORS,
     LOCAL_QUEUES,
     WATCHED,
     WORKLOADS,
@@ -40,9 +44,9 @@ from controller.kube.client import (
 )
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness, serve_health
-from controller.kube.informer import Informer, WorkloadInformer
+from controller.kube.informer import MAX_BACKOFF, Informer, WorkloadInformer
 from controller.kube.leader import run_while_leading
-from controller.kube.process import begin_stopping
+from controller.kube.process import begin_stopping, stop_on_signals
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
@@ -90,6 +94,20 @@ def connection_info(kubeconfig: str | None) -> kopf.ConnectionInfo:
 INFORMED = (WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES)
 
 
+class _RetryForever:
+    """kopf's pauses between the tries of a failed request, without end: 1, 1, 2 and 3 s,
+    then every 4 s, as the informers' backoff. kopf escalates once its pauses run out (its
+    default: after about a minute), and an escalated watch error ends the operator: the
+    process would exit on an API server outage of a minute. Iterable again for each
+    request."""
+
+    def __iter__(self) -> Iterator[float]:
+        return itertools.chain((1.0, 1.0, 2.0, 3.0), itertools.repeat(MAX_BACKOFF))
+
+
+RETRY_FOREVER = _RetryForever()
+
+
 def build_registry(controller: Controller, kubeconfig: str | None = None) -> kopf.OperatorRegistry:
     """One `on.event` handler per watched resource: events go straight into the state
     (no per-object handlers, no progress annotations written to the objects). The
@@ -129,6 +147,7 @@ def build_registry(controller: Controller, kubeconfig: str | None = None) -> kop
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
         settings.networking.request_timeout = 60
+        settings.networking.error_backoffs = RETRY_FOREVER
 
     return registry
 
@@ -208,22 +227,42 @@ async def _run(
     async def lead() -> None:
         controller.leading = True
         controller.reset()
-        await controller.load(WATCHED)  # a new leader decides on a fresh, consistent read
-        status_task = asyncio.create_task(statuses.run_forever())
-        for _, integration in integrations:
-            integration.resync()
+        status_task: asyncio.Task[None] | None = None
         try:
+            # A new leader decides on a fresh, consistent read, however long the API server
+            # takes to answer (an outage longer than the term ends the term anyway).
+            started = time.monotonic()
+            await controller.load(WATCHED, attempts=None)
+            log.info(
+                "term began: read %d Workloads and their queues in %.2fs",
+                len(controller.sync.copies),
+                time.monotonic() - started,
+            )
+            status_task = asyncio.create_task(statuses.run_forever())
+            for _, integration in integrations:
+                integration.resync()
             await controller.schedule_forever()
         finally:
-            status_task.cancel()
+            # The term is over: nothing the leader started may write any more.
+            if status_task is not None:
+                status_task.cancel()
+            for _, integration in integrations:
+                integration.stop_leading()
 
     def on_change(leading: bool) -> None:
         controller.leading = leading
         if config.leader_election.enabled:
+            if leading != (metrics.role == LEADER):
+                metrics.leader_transitions.labels("acquired" if leading else "lost").inc()
             metrics.set_role(LEADER if leading else FOLLOWER)
         else:
             metrics.set_role(STANDALONE)
             metrics.is_leader.set(1)
+
+    def on_renew(renewed: bool) -> None:
+        metrics.lease_renewals.labels("ok" if renewed else "failed").inc()
+        if renewed:
+            metrics.lease_last_renewal.set_to_current_time()
 
     stop_flag = stop_flag or asyncio.Event()
     failures: list[str] = []
@@ -259,7 +298,9 @@ async def _run(
     tasks = [
         background(
             "leader election",
-            run_while_leading(api_client, config.leader_election, lead, on_change, identity),
+            run_while_leading(
+                api_client, config.leader_election, lead, on_change, identity, on_renew
+            ),
         ),
         background(
             "the Workload watch",
@@ -268,6 +309,7 @@ async def _run(
                 controller,
                 namespaces,
                 on_listed=lambda: readiness.mark("the Workload informer has listed"),
+                observer=metrics.watches,
             ).run(),
         ),
         *(
@@ -278,6 +320,7 @@ async def _run(
                     resource,
                     _EventSink(controller.apply_event, keys),
                     namespaces if resource.namespaced else None,
+                    observer=metrics.watches,
                 ).run(),
             )
             for resource, keys in (
@@ -298,6 +341,7 @@ async def _run(
                     namespaces,
                     label_selector=QUEUED_SELECTOR,
                     await_api=True,
+                    observer=metrics.watches,
                 ).run(),
             )
             for framework, integration in integrations
@@ -312,6 +356,7 @@ async def _run(
                     namespaces if resource.namespaced else None,
                     on_listed=sink.mark_listed,
                     await_api=True,
+                    observer=metrics.watches,
                 ).run(),
             )
             for _, integration in integrations
@@ -322,6 +367,23 @@ async def _run(
     for server in (webhook, visibility):
         if server is not None:
             tasks += [background(what, coro) for what, coro in server.background()]
+
+    kopf_ready = ready_flag or asyncio.Event()
+
+    async def stop_ours() -> None:
+        # kopf installs its own SIGTERM handler once started, which would stop kopf alone
+        # and have it wait 5 s for the tasks started after it (ours) before cancelling
+        # them: take the signals back, and end our own tasks at once when asked to stop (a
+        # leader gives its Lease up on the way).
+        assert stop_flag is not None
+        await kopf_ready.wait()
+        if threading.current_thread() is threading.main_thread():
+            stop_on_signals(stop_flag)
+        await stop_flag.wait()
+        for task in tasks:
+            task.cancel()
+
+    stopper = asyncio.ensure_future(stop_ours())
     try:
         await kopf.operator(
             registry=build_registry(controller, kubeconfig),
@@ -329,12 +391,13 @@ async def _run(
             clusterwide=not config.namespaces,
             namespaces=config.namespaces,
             stop_flag=stop_flag,
-            ready_flag=ready_flag,
+            ready_flag=kopf_ready,
         )
     finally:
+        stopper.cancel()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(stopper, *tasks, return_exceptions=True)
         for server in (webhook, visibility):
             if server is not None:
                 await server.stop()
@@ -346,9 +409,17 @@ async def _run(
 
 async def load_or_fail(controller: Controller) -> None:
     """The initial read of every watched resource; a refusal that retrying cannot cure
-    (CRDs not installed, RBAC) is fatal, with what to fix."""
+    (CRDs not installed, RBAC), or an API server that does not answer ten tries (about ten
+    seconds: a wrong address, more likely than an outage just then), is fatal, with what to
+    fix. Once running, the controller rides outages out."""
     try:
         await controller.load(WATCHED)
+    except CONNECTION_ERRORS as exc:
+        host = controller.ctx.api.api_client.configuration.host
+        raise FatalError(
+            f"cannot reach the API server at {host}: {str(exc) or type(exc).__name__} "
+            "(check the kubeconfig's server, --kubeconfig)"
+        ) from None
     except ApiException as exc:
         if exc.status == 404:
             raise FatalError(

@@ -36,7 +36,14 @@ from controller.core.fairsharing.shares import Shares, shares_of
 from controller.core.model.clusterqueues import FlavorResource
 from controller.core.model.unsupported import UNSUPPORTED_CONDITION
 from controller.core.state import ClusterState
-from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
+from controller.kube.client import (
+    CLUSTER_QUEUES,
+    COHORTS,
+    CONNECTION_ERRORS,
+    LOCAL_QUEUES,
+    Resource,
+    describe,
+)
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
 from controller.runtime.local_queue_metrics import inadmissible_by_local_queue, local_queue_usage
@@ -621,3 +628,5 @@ class QueueStatusWriter:
         except ApiException as exc:
             if exc.status != 404:
                 log.info("status of %s %s not written: %s", resource.kind, key, describe(exc))
+        except CONNECTION_ERRORS as exc:  # an outage: the next refresh wants it again
+            log.info("status of %s %s not written: %s", resource.kind, key, exc)

@@ -33,7 +33,7 @@ from controller.core.model.unsupported import (
 )
 from controller.core.model.workloads import Workload, WorkloadKey, workload_key
 from controller.core.state import ClusterState
-from controller.kube.client import API_ERRORS, FIELD_MANAGER, retrying
+from controller.kube.client import API_ERRORS, CONNECTION_ERRORS, FIELD_MANAGER, retrying
 from controller.runtime.context import Context, priority_class_of
 
 log = logging.getLogger(__name__)
@@ -460,9 +460,16 @@ class WorkloadSync:
             body = copy.body
             started = time.perf_counter()
             try:
-                result = await (retrying(attempt) if refetch else attempt())
+                result = await (
+                    retrying(attempt, on_retry=lambda _: self._retried(write))
+                    if refetch
+                    else attempt()
+                )
             except ApiException as exc:
                 metrics.api_writes.labels(write, f"error{exc.status}").inc()
+                raise
+            except CONNECTION_ERRORS:
+                metrics.api_writes.labels(write, "connection-error").inc()
                 raise
             if sent and result is not None and not information:
                 self._await_echo(key, result)
@@ -474,12 +481,18 @@ class WorkloadSync:
                 )
             return result
 
-    async def reread(self, key: WorkloadKey) -> dict[str, Any] | None:
+    async def _retried(self, write: str) -> None:
+        self.ctx.metrics.api_write_retries.labels(write).inc()
+
+    async def reread(self, key: WorkloadKey, attempts: int | None = 10) -> dict[str, Any] | None:
         """The Workload as the API server has it now; None if it is gone or cannot be read
-        (then the informer's next event or re-list brings it back: no copy is held)."""
+        within `attempts` (None: until the API server answers) (then the informer's next
+        event or re-list brings it back: no copy is held)."""
         namespace, name = key.split("/", 1)
         try:
-            return await retrying(lambda: self.ctx.api.get_workload(namespace, name), attempts=10)
+            return await retrying(
+                lambda: self.ctx.api.get_workload(namespace, name), attempts=attempts
+            )
         except API_ERRORS as exc:
             if not (isinstance(exc, ApiException) and exc.status == 404):
                 log.error("cannot re-read Workload %s: %s", key, exc)

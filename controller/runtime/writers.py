@@ -17,7 +17,7 @@ from api.constants import JOB_UID_LABEL
 from api.workload_status import admission_to_api, has_quota_reservation
 from controller.core.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
 from controller.core.model.workloads import WorkloadKey
-from controller.kube.client import API_ERRORS
+from controller.kube.client import API_ERRORS, outcome_unknown
 from controller.runtime.context import Context, priority_class_of
 from controller.runtime.pending_reasons import PendingReasons
 from controller.runtime.sync import WorkloadSync
@@ -103,12 +103,26 @@ class DecisionWriter:
             await self._clear_stale_admission(key)
             result = await self.sync.write(key, build, "admit")
         except _ADMISSION_FAILURES as exc:
-            log.warning("admission of %s not written (%s); re-reading it", key, exc)
-            # Forget the assumed admission and whatever copy it was decided on: the API
-            # server's current object decides (applied by end_write below).
-            self.sync.copies.pop(key, None)
-            self.ctx.state.remove_workload(key)
-            result = await self.sync.reread(key)
+            if outcome_unknown(exc):
+                # The admission may have been written (the connection broke after the
+                # request went out): it keeps its quota until the API server says, or
+                # another admission could be written into the same quota meanwhile.
+                log.warning(
+                    "admission of %s may have been written (%s); holding its quota until "
+                    "the API server answers",
+                    key,
+                    exc,
+                )
+                result = await self.sync.reread(key, attempts=None)
+                self.sync.copies.pop(key, None)
+                self.ctx.state.remove_workload(key)
+            else:
+                log.warning("admission of %s not written (%s); re-reading it", key, exc)
+                # Forget the assumed admission and whatever copy it was decided on: the API
+                # server's current object decides (applied by end_write below).
+                self.sync.copies.pop(key, None)
+                self.ctx.state.remove_workload(key)
+                result = await self.sync.reread(key)
         finally:
             self.sync.end_write(key, result)
         if result is not None and has_quota_reservation(result):
@@ -135,6 +149,16 @@ class DecisionWriter:
             )
         self.ctx.metrics.api_writes.labels("clear-stale-admission", "ok").inc()
         self.sync.replace_copy(key, cleared)
+
+    async def _written_after_all(
+        self, key: WorkloadKey, exc: BaseException
+    ) -> dict[str, Any] | None:
+        """After a write failed with `exc`: the Workload as the API server has it, when the
+        write may have been made after all (read until the API server answers), else None."""
+        if not outcome_unknown(exc):
+            return None
+        log.warning("a write to %s may have been made (%s); reading it again", key, exc)
+        return await self.sync.reread(key, attempts=None)
 
     async def _record_admitted(self, body: dict[str, Any], admit: Admit) -> None:
         ctx = self.ctx
@@ -256,10 +280,12 @@ class DecisionWriter:
         try:
             result = await self.sync.write(key, build, "evict")
         except API_ERRORS as exc:
-            log.warning("eviction of %s not written (%s); it stays admitted", key, exc)
-            ctx.state.cancel_eviction(key)
-            ctx.wake.set()
-            return
+            result = await self._written_after_all(key, exc)
+            if result is None or not workload_status.is_evicted(result):
+                log.warning("eviction of %s not written (%s); it stays admitted", key, exc)
+                ctx.state.cancel_eviction(key)
+                ctx.wake.set()
+                return
         if result is None:
             return
         self.sync.apply_event("MODIFIED", result)

@@ -1,4 +1,5 @@
-"""`python -m tests.cluster build|modules|up|down|status` — the local control plane for humans.
+"""`python -m tests.cluster build|modules|up|down|status|fault` — the local control plane for
+humans.
 
 `up` starts etcd, kube-apiserver, kube-scheduler, kube-controller-manager, two fake nodes
 and the pod-lifecycle helper in the background (a detached supervisor process), prints
@@ -7,6 +8,12 @@ wrappers that talk to it. `up --kubelet` adds a real node (containerd and a kube
 tests/cluster/kubelet.py) with quotagate's image (`make image`'s) in its image store.
 `down` stops every process it started and removes its dir. `host-packages` installs the
 Debian packages the image and the real node need (tests/cluster/host_packages.py).
+
+`fault` hurts it on purpose (tests/cluster/faults.py), through the supervisor:
+`fault restart kube-apiserver [--signal TERM] [--down SECONDS]`, `fault stop etcd`,
+`fault start etcd`, `fault compact-etcd`, `fault status`. A component that exits by
+itself (killed by hand, say) is reported and the others keep running; `fault start NAME`
+starts it again with its own command line.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import time
 from pathlib import Path
 
 from tests.cluster.build import BuildError, ensure_binaries
+from tests.cluster.faults import COMPONENTS, Faults, ask_faults, serve_faults
 
 REPO = Path(__file__).resolve().parents[2]
 # QUOTAGATE_CLUSTER_DIR moves the state (and the bin/ wrappers beside it) elsewhere, so a
@@ -63,6 +71,8 @@ def serve(workdir: Path, kubelet: bool = False) -> int:
 
     plane = ControlPlane(workdir=workdir)
     plane.start(scheduler=True, controller_manager=True)
+    faults = Faults(plane)
+    fault_server = serve_faults(faults, FAULTS_SOCKET)
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     api_client = config.new_client_from_config(str(plane.kubeconfig))
@@ -83,21 +93,45 @@ def serve(workdir: Path, kubelet: bool = False) -> int:
         built = build()  # `up` built it already: found in the cache
         node.import_image(built.path)
         state.update(realNode=node.name, image=built.name)
-    watched = list(plane.components.values())  # the real node's containerd and kubelet too
     STATE_FILE.write_text(json.dumps({**state, "ready": True}))
+    reported: set[int] = set()
     try:
         while not stopping:
             time.sleep(0.5)
-            for component in watched:
-                if component.process.poll() is not None:
+            for component in list(plane.components.values()):
+                process = component.process
+                if process.poll() is None or component.name in faults.down:
+                    continue
+                if process.pid not in reported:  # the others keep running
+                    reported.add(process.pid)
                     print(
-                        f"{component.name} exited; last log lines:\n{component.tail()}",
+                        f"{component.name} exited with {process.returncode}; "
+                        f"`python -m tests.cluster fault start {component.name}` starts it "
+                        f"again; last log lines:\n{component.tail()}",
                         file=sys.stderr,
                     )
-                    stopping = True
     finally:
+        fault_server.shutdown()
         lifecycle.stop()
         plane.stop()
+    return 0
+
+
+FAULTS_SOCKET = STATE_DIR / "faults.sock"
+
+
+def fault(action: str, component: str | None, sig: str, down: float) -> int:
+    """Ask the supervisor of `make cluster-up` to hurt its control plane."""
+    state = _read_state()
+    if not state or not _alive(int(state["pid"])):  # type: ignore[call-overload]
+        print("error: no local control plane is running (make cluster-up)", file=sys.stderr)
+        return 1
+    request = {"action": action, "component": component, "signal": sig, "down": down}
+    answer = ask_faults(FAULTS_SOCKET, request)
+    if not answer.get("ok"):
+        print(f"error: {answer.get('error')}", file=sys.stderr)
+        return 1
+    print(answer["message"])
     return 0
 
 
@@ -231,10 +265,25 @@ def main(argv: list[str] | None = None) -> int:
     packages.add_argument("--for", dest="purpose", choices=("image", "node"), default="node")
     sub.add_parser("down", help="stop it and remove its files")
     sub.add_parser("status", help="say whether it runs")
+    fault_parser = sub.add_parser("fault", help="restart, stop or start a component; compact etcd")
+    fault_parser.add_argument(
+        "action", choices=["restart", "stop", "start", "compact-etcd", "status"]
+    )
+    fault_parser.add_argument("component", nargs="?", choices=COMPONENTS)
+    fault_parser.add_argument(
+        "--signal", default="KILL", choices=["KILL", "TERM"], help="how to stop it (KILL)"
+    )
+    fault_parser.add_argument(
+        "--down", type=float, default=0.0, metavar="SECONDS", help="restart: down this long"
+    )
     serve_parser = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve_parser.add_argument("workdir", type=Path)
     serve_parser.add_argument("--kubelet", action="store_true")
     args = parser.parse_args(argv)
+    if args.command == "fault":
+        if args.action in ("restart", "stop", "start") and not args.component:
+            parser.error(f"fault {args.action} needs a component: {', '.join(COMPONENTS)}")
+        return fault(args.action, args.component, args.signal, args.down)
     if args.command == "build":
         try:
             ensure_binaries()

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,10 @@ class Component:
     name: str
     process: subprocess.Popen[bytes]
     log: Path
+    # Its command line and readiness check, so tests/cluster/faults.py can start it again
+    # exactly as it was started.
+    args: list[str] = field(default_factory=list)
+    ready: Callable[[], bool] | None = None
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -104,6 +109,10 @@ class ControlPlane:
     # What runs beside the components and needs them until it stops (a real node:
     # tests/cluster/kubelet.py): each has `stop()`, called first by `stop()`.
     attachments: list[Any] = field(default_factory=list)
+    # More kube-apiserver flags (tests/cluster/faults.py: an audit log, JSON storage), and
+    # more users in system:masters (user name → token), e.g. one per controller replica.
+    apiserver_flags: list[str] = field(default_factory=list)
+    users: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._own_workdir = self.workdir is None
@@ -213,6 +222,9 @@ class ControlPlane:
         )
         (pki / "tokens.csv").write_text(
             f"{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},system:masters\n"
+            + "".join(
+                f"{token},{user},{user},system:masters\n" for user, token in self.users.items()
+            )
         )
 
     def _spawn(self, name: str, args: list[str]) -> Component:
@@ -225,7 +237,7 @@ class ControlPlane:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        component = Component(name, process, log)
+        component = Component(name, process, log, args)
         self.components[name] = component
         return component
 
@@ -312,6 +324,7 @@ class ControlPlane:
                 "--enable-aggregator-routing=true",
                 "-v",
                 "1",
+                *self.apiserver_flags,
             ],
         )
         self._write_kubeconfig()
@@ -426,6 +439,7 @@ class ControlPlane:
         return _http_ok(f"{self.server}{path}", ca=self.ca.cert, token=self.token)
 
     def _wait(self, component: Component, ready: object, timeout: float) -> None:
+        component.ready = ready  # type: ignore[assignment]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if component.process.poll() is not None:
@@ -470,11 +484,13 @@ def _http_ok(
         return False
 
 
-def _terminate(process: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+def _terminate(
+    process: subprocess.Popen[bytes], grace: float = 5.0, sig: int = signal.SIGTERM
+) -> None:
     if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
+        os.killpg(process.pid, sig)
     try:
         process.wait(grace)
     except subprocess.TimeoutExpired:

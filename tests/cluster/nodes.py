@@ -34,6 +34,7 @@ RUN_SECONDS = "quotagate.test/run-seconds"
 NOT_READY = "quotagate.test/not-ready"
 READY_AFTER_SECONDS = "quotagate.test/ready-after-seconds"
 FAKE_NODE_LABEL = "quotagate.test/fake-node"
+TIMEOUT = 30  # seconds for each request: an API server restarted under it never hangs it
 
 
 def queued_job(name: str, queue: str = "lq", parallelism: int = 1) -> dict[str, Any]:
@@ -156,7 +157,9 @@ class PodLifecycle:
             try:
                 stream = watch.Watch()
                 for event in stream.stream(
-                    self.core.list_pod_for_all_namespaces, timeout_seconds=5
+                    self.core.list_pod_for_all_namespaces,
+                    timeout_seconds=5,
+                    _request_timeout=TIMEOUT,
                 ):
                     if self._stop.is_set():
                         stream.stop()
@@ -183,20 +186,24 @@ class PodLifecycle:
             return
         if meta.deletion_timestamp is not None:
             with contextlib.suppress(ApiException):
-                self.core.delete_namespaced_pod(meta.name, meta.namespace, grace_period_seconds=0)
+                self.core.delete_namespaced_pod(
+                    meta.name, meta.namespace, grace_period_seconds=0, _request_timeout=TIMEOUT
+                )
             return
         if not spec.node_name or status.phase not in (None, "Pending"):
             return
         annotations = meta.annotations or {}
         ready_after = annotations.get(READY_AFTER_SECONDS)
         ready = annotations.get(NOT_READY) != "true" and ready_after is None
-        self._set_running(pod, ready)
+        # Due times first: if the API server goes away while the pod is made Running, the
+        # pod still finishes (a lost answer would otherwise leave it Running for ever).
         with self._lock:
             if ready_after is not None and annotations.get(NOT_READY) != "true":
                 self._ready_due[(meta.namespace, meta.name)] = time.monotonic() + float(ready_after)
             seconds = annotations.get(RUN_SECONDS)
             if seconds is not None:
                 self._due[(meta.namespace, meta.name)] = time.monotonic() + float(seconds)
+        self._set_running(pod, ready)
 
     def _timer_loop(self) -> None:
         while not self._stop.wait(0.2):
@@ -208,16 +215,22 @@ class PodLifecycle:
                 ready = [key for key, at in self._ready_due.items() if at <= now]
                 for key in ready:
                     del self._ready_due[key]
-            for namespace, name in ready:
-                self._patch_readiness(namespace, name, True)
-            for namespace, name in due:
-                self._finish(namespace, name, True)
+            for timers, keys, act in (
+                (self._ready_due, ready, lambda ns, n: self._patch_readiness(ns, n, True)),
+                (self._due, due, lambda ns, n: self._finish(ns, n, True)),
+            ):
+                for namespace, name in keys:
+                    try:
+                        act(namespace, name)
+                    except Exception:  # the API server restarting: try again soon
+                        with self._lock:
+                            timers[(namespace, name)] = time.monotonic() + 0.5
 
     def _patch_readiness(self, namespace: str, name: str, ready: bool) -> None:
         """The Ready and ContainersReady conditions and the containers' `ready` of a Running
         pod (a pod that is not Running is left alone)."""
         try:
-            pod = self.core.read_namespaced_pod(name, namespace)
+            pod = self.core.read_namespaced_pod(name, namespace, _request_timeout=TIMEOUT)
         except ApiException:
             return
         if pod.status.phase != "Running":
@@ -244,7 +257,7 @@ class PodLifecycle:
             }
         }
         with contextlib.suppress(ApiException):
-            self.core.patch_namespaced_pod_status(name, namespace, body)
+            self.core.patch_namespaced_pod_status(name, namespace, body, _request_timeout=TIMEOUT)
 
     def _set_running(self, pod: Any, ready: bool = True) -> None:
         text = "True" if ready else "False"
@@ -276,11 +289,13 @@ class PodLifecycle:
             }
         }
         with contextlib.suppress(ApiException):
-            self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, body)
+            self.core.patch_namespaced_pod_status(
+                pod.metadata.name, pod.metadata.namespace, body, _request_timeout=TIMEOUT
+            )
 
     def _finish(self, namespace: str, name: str, succeeded: bool) -> None:
         try:
-            pod = self.core.read_namespaced_pod(name, namespace)
+            pod = self.core.read_namespaced_pod(name, namespace, _request_timeout=TIMEOUT)
         except ApiException:
             return
         exit_code = 0 if succeeded else 1
@@ -324,4 +339,4 @@ class PodLifecycle:
             }
         }
         with contextlib.suppress(ApiException):
-            self.core.patch_namespaced_pod_status(name, namespace, body)
+            self.core.patch_namespaced_pod_status(name, namespace, body, _request_timeout=TIMEOUT)

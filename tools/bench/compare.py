@@ -5,7 +5,13 @@ its CPU and kube-apiserver's measured; then one table with both columns and thei
 a JSON document and a plot.
 
     .venv/bin/python -m tools.bench.compare --minimalkueue PATH --kueue-crds DIR \\
-        [--out DIR] [--timeout SECONDS] SCENARIO.yaml
+        [--out DIR] [--timeout SECONDS] [--restart-apiserver-at SECONDS ...] SCENARIO.yaml
+
+`--restart-apiserver-at` (repeatable) kills kube-apiserver (-9) that many seconds into each
+run and starts it again with its command line (tests/cluster/faults.py): both controllers
+and the live run go through the same outages, which each report shows (how long the API
+server was unreachable, when admission resumed); its CPU and writes are counted over all
+its processes.
 
 Nothing from Kueue is in this repository: the minimalkueue binary and Kueue's CRDs come
 from a Kueue checkout (docs/benchmark.md says how to build it). Exit status: 0 done, 1 a
@@ -21,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +39,7 @@ from kubernetes import config
 from controller.kube.process import run_on_uvloop
 from tests.cluster.build import ensure_binaries
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.faults import READY_TIMEOUT, Faults, Outage
 from tests.cluster.fixtures import install_crds
 from tests.integration.kueue import ControllerProcess
 from tools.bench.apiserver_requests import request_counts, requests_between
@@ -186,6 +194,64 @@ async def _drive(controller: ControllerProcess, label: str, run: asyncio.Future[
     return run.result()
 
 
+class ApiServerRestarts:
+    """kube-apiserver killed (-9) and started again at `at` seconds after `start()`, in a
+    thread; its write counters are read just before each kill and summed over its
+    processes (`writes`)."""
+
+    def __init__(self, plane: ControlPlane, at: Sequence[float], say: Callable[[str], None]):
+        self.faults = Faults(plane)
+        self.plane = plane
+        self.at = sorted(at)
+        self.say = say
+        self.outages: list[Outage] = []
+        self._counted: dict[str, int] = {}  # writes of the processes already restarted
+        self._before = apiserver_writes(plane.kubeconfig)  # the current process's, at start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="restarts")
+        self.error: BaseException | None = None
+
+    def start(self) -> ApiServerRestarts:
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(READY_TIMEOUT)
+        if self.error is not None:
+            raise CompareError(f"restarting kube-apiserver failed: {self.error}")
+
+    def cpu(self) -> float | None:
+        seconds: float | None = self.faults.cpu_seconds("kube-apiserver")
+        return seconds
+
+    def writes(self) -> dict[str, int]:
+        """The writes of every kube-apiserver process since `start`, by request."""
+        total = dict(self._counted)
+        for key, count in requests_between(
+            self._before, apiserver_writes(self.plane.kubeconfig)
+        ).items():
+            total[key] = total.get(key, 0) + count
+        return dict(sorted(total.items()))
+
+    def _run(self) -> None:
+        try:
+            for at in self.at:
+                if self._stop.wait(max(0.0, self._started + at - time.monotonic())):
+                    return
+                for key, count in requests_between(
+                    self._before, apiserver_writes(self.plane.kubeconfig)
+                ).items():
+                    self._counted[key] = self._counted.get(key, 0) + count
+                self._before = {}
+                outage = self.faults.restart("kube-apiserver")
+                self.outages.append(outage)
+                self.say(f"kube-apiserver restarted at {at:.0f} s: down {outage.seconds:.1f} s")
+        except BaseException as exc:  # reported by stop()
+            self.error = exc
+
+
 def run_one(
     contender: Contender,
     scenario: Scenario,
@@ -195,8 +261,10 @@ def run_one(
     step: str,
     timeout: float,
     setup_timeout: float,
+    restart_apiserver_at: Sequence[float] = (),
 ) -> Report:
-    """`contender` on a fresh control plane, measured by one live run of `scenario`."""
+    """`contender` on a fresh control plane, measured by one live run of `scenario`
+    (kube-apiserver restarted at each of `restart_apiserver_at` seconds into it)."""
 
     def say(text: str) -> None:
         if progress is not None:
@@ -219,6 +287,7 @@ def run_one(
         controller.start()
         assert controller.process is not None
         controller_pid = controller.process.pid
+        restarts = ApiServerRestarts(plane, restart_apiserver_at, say)
         try:
             started = time.monotonic()
 
@@ -230,18 +299,24 @@ def run_one(
                         progress=progress,
                         timeout=timeout,
                         controller_pid=controller_pid,
-                        apiserver_pid=plane.components["kube-apiserver"].process.pid,
+                        apiserver_cpu=restarts.cpu,
                         setup_timeout=setup_timeout,
                         keep=True,  # the control plane is thrown away
                     )
                 )
                 return await _drive(controller, contender.label, run)
 
-            writes_before = apiserver_writes(plane.kubeconfig)
-            report = run_on_uvloop(measured())
-            report.extra[WRITES] = requests_between(
-                writes_before, apiserver_writes(plane.kubeconfig)
-            )
+            restarts.start()
+            try:
+                report = run_on_uvloop(measured())
+            finally:
+                restarts.stop()
+            report.extra[WRITES] = restarts.writes()
+            if restart_apiserver_at:
+                report.extra["apiserver_restarts"] = [
+                    {"at_s": at, "down_s": round(o.seconds, 2)}
+                    for at, o in zip(restarts.at, restarts.outages, strict=False)
+                ]
             say(
                 f"done in {time.monotonic() - started:.1f} s; stopping the controller and the "
                 "control plane"
@@ -261,6 +336,7 @@ def compare(
     progress: TextIO | None = sys.stderr,
     timeout: float = 3600.0,
     setup_timeout: float = 120.0,
+    restart_apiserver_at: Sequence[float] = (),
 ) -> dict[str, Report]:
     """Each contender's report, run one after the other, by label (in order)."""
     if len(contenders) != 2 or contenders[0].label == contenders[1].label:
@@ -281,6 +357,7 @@ def compare(
             step=f"{n}/{len(contenders)}",
             timeout=timeout,
             setup_timeout=setup_timeout,
+            restart_apiserver_at=restart_apiserver_at,
         )
         for n, contender in enumerate(contenders, 1)
     }
@@ -307,6 +384,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=3600.0, help="give up a run after this many seconds"
     )
+    parser.add_argument(
+        "--restart-apiserver-at",
+        type=float,
+        action="append",
+        default=[],
+        metavar="SECONDS",
+        help="kill and start kube-apiserver again this many seconds into each run (repeatable)",
+    )
     args = parser.parse_args(argv)
     try:
         scenario = load(Path(args.scenario))
@@ -319,7 +404,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ensure_binaries()  # the control plane's, built once (minutes) if missing
         reports = compare(
-            scenario, [minimalkueue(binary, crds), quotagate()], out, timeout=args.timeout
+            scenario,
+            [minimalkueue(binary, crds), quotagate()],
+            out,
+            timeout=args.timeout,
+            restart_apiserver_at=args.restart_apiserver_at,
         )
     except Exception as exc:  # a run failed: one line (the controller's log tail if it died)
         print(f"bench-compare: {type(exc).__name__}: {exc}", file=sys.stderr)

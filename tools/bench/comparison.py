@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.bench.apiserver_requests import write_rows
+from tools.bench.outages import render_outages
 from tools.bench.preemptions import Verdict, judge
 from tools.bench.report import Report, admission_bars, pyplot, table
 
@@ -104,6 +105,10 @@ def render_comparison(reports: Mapping[str, Report]) -> str:
         "as Kueue's recorder computes them",
     ]
     lines += _writes(reports)
+    for label, report in reports.items():
+        outages = render_outages(report.extra.get("api_outages"))
+        if outages:
+            lines += [f"{label}:", *outages]
     verdicts = judge_both(reports)
     if verdicts:
         lines.append("evictions judged against the other run (needed: it admitted the same")

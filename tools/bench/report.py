@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from api.quantities import Quantity
+from tools.bench.outages import render_outages
 from tools.bench.recorder import ClusterQueueClass, Recorder, WorkloadClass
 from tools.bench.scenario import Scenario
 
@@ -276,6 +277,7 @@ def render(report: Report) -> str:
         rows.append(row)
     lines.append("  time to admission (creation → last admission, as Kueue's recorder):")
     lines += table(rows)
+    lines += render_outages(report.extra.get("api_outages"))
     return "\n".join(lines)
 
 

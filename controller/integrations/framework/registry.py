@@ -67,13 +67,18 @@ class IntegrationSettings:
 
 class Integration(Protocol):
     """What the operator drives: the objects of one kind (from an informer selecting the
-    queue label), the Workloads, and a resync when this replica starts leading."""
+    queue label), the Workloads, a resync when this replica starts leading and a stop when
+    its term ends."""
 
     def on_object_event(self, event_type: str | None, obj: dict[str, Any]) -> None: ...
 
     def on_workload_event(self, workload: dict[str, Any]) -> None: ...
 
     def resync(self) -> None: ...
+
+    def stop_leading(self) -> None:
+        """The term ended: cancel the reconciles in progress, so that no write of the old
+        term reaches the API server (`SerialReconciler.cancel_all`)."""
 
     def known_keys(self) -> set[str]: ...
 

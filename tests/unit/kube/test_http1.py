@@ -307,3 +307,44 @@ def test_a_closed_pool_refuses_requests_and_a_bad_url_is_refused(
     _run(variant, main)
     with pytest.raises(ValueError, match="not an http"):
         ConnectionPool("unix:///var/run/x.sock", None, 1)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("how", ["cancelled", "abort_all"])
+def test_a_request_given_up_resets_its_connection(variant: str, how: str, tmp_path: Path) -> None:
+    """A request cancelled half-way (or every connection abandoned: `abort_all`) resets its
+    connection instead of closing it: the server sees a reset, not a goodbye, and nothing
+    the kernel still held is delivered later (a leader's term ended; see leader.py)."""
+    ended: list[str] = []
+
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+                ended.append("eof" if not await reader.read() else "data")
+            except ConnectionResetError:
+                ended.append("reset")
+            except (asyncio.IncompleteReadError, ssl.SSLError, OSError) as exc:
+                ended.append(type(exc).__name__)
+
+        server_tls, client_tls = _tls(tmp_path) if variant.endswith("-tls") else (None, None)
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_tls)
+        port = server.sockets[0].getsockname()[1]
+        scheme = "https" if server_tls else "http"
+        pool = ConnectionPool(f"{scheme}://127.0.0.1:{port}", client_tls, 1)
+        request = asyncio.ensure_future(pool.request("PATCH", "/x", {}, b"{}", 30))
+        await asyncio.sleep(0.2)  # sent; the server never answers
+        if how == "cancelled":
+            request.cancel()
+        else:
+            pool.abort_all()
+        with pytest.raises((asyncio.CancelledError, ConnectionResetError)):
+            await request
+        for _ in range(50):
+            if ended:
+                break
+            await asyncio.sleep(0.02)
+        server.close()
+
+    _run(variant, main)
+    assert ended == ["reset"]

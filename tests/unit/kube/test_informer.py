@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kubernetes.aio.client.exceptions import ApiException
+
 from controller.kube.client import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Api
 from controller.kube.informer import Informer
 
@@ -90,3 +92,67 @@ def test_a_relist_of_namespaced_queues_deletes_by_namespace_and_name() -> None:
         (None, {"namespace": "a", "name": "lq"}),
         ("DELETED", {"namespace": "b", "name": "lq"}),
     ]
+
+
+class _Observer:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def watch_up(self, resource: str, up: bool) -> None:
+        self.calls.append(("up" if up else "down", resource))
+
+    def watch_event(self, resource: str) -> None:
+        self.calls.append(("event", resource))
+
+    def relisted(self, resource: str, seconds: float, objects: int) -> None:
+        self.calls.append(("relisted", resource, str(objects)))
+
+    def watch_expired(self, resource: str) -> None:
+        self.calls.append(("expired", resource))
+
+
+class _Outage(Informer):
+    """Lists once at version 10; its watches go: an event at 11, a broken connection, an
+    event at 12 (resumed from 11, not re-listed), 410 Gone, then (after the re-list at
+    20) quiet."""
+
+    def __init__(self, observer: _Observer) -> None:
+        super().__init__(None, WORKLOADS, _Recording(set()), observer=observer)  # type: ignore[arg-type]
+        self.watched_from: list[str] = []
+        self.script = ["11", ConnectionResetError("reset"), "12", ApiException(status=410)]
+
+    async def _relist(self, namespace: str | None) -> str:
+        self.relists += 1
+        return "10" if self.relists == 1 else "20"
+
+    async def _watch(self, namespace: str | None, version: str) -> str:
+        self.watched_from.append(version)
+        step = self.script.pop(0) if self.script else None
+        if step is None:
+            await asyncio.Event().wait()
+        if isinstance(step, BaseException):
+            raise step
+        assert self.observer is not None
+        self.observer.watch_event("workloads")
+        return str(step)
+
+
+def test_a_broken_watch_resumes_where_it_was_and_a_gone_one_lists_again(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr("controller.kube.informer.FIRST_BACKOFF", 0.0)
+    observer = _Observer()
+    informer = _Outage(observer)
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(informer._inform(None))
+        while informer.script or len(informer.watched_from) < 5:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert informer.watched_from == ["10", "11", "11", "12", "20"]
+    assert informer.relists == 2
+    assert ("down", "workloads") in observer.calls
+    assert ("expired", "workloads") in observer.calls

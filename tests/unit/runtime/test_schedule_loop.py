@@ -136,3 +136,24 @@ def test_no_cycle_runs_while_more_than_a_round_of_writes_waits_for_slots() -> No
             await loop
 
     asyncio.run(main())
+
+
+def test_a_cancellation_as_the_loop_is_woken_ends_it() -> None:
+    """Cancelled (the term ended, SIGTERM) in the same turn of the event loop as an event
+    wakes it: the loop ends (Python 3.11's `asyncio.wait_for` returned the wake-up and
+    dropped the cancellation; the loop ran on and the process did not exit)."""
+    controller = Controller(None, ControllerConfig())  # type: ignore[arg-type]
+    controller.schedule_once = lambda: None  # type: ignore[method-assign]
+
+    async def main() -> bool:
+        loop = asyncio.create_task(controller.schedule_forever())
+        await asyncio.sleep(0.1)  # waiting to be woken
+        controller.ctx.wake.set()
+        loop.cancel()
+        done, _ = await asyncio.wait({loop}, timeout=2)
+        if not done:
+            loop.cancel()
+            await asyncio.wait({loop}, timeout=2)
+        return loop in done and loop.cancelled()
+
+    assert asyncio.run(main())

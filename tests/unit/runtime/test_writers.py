@@ -343,3 +343,79 @@ def test_an_eviction_whose_version_the_watch_applied_before_the_answer_is_no_del
     asyncio.run(controller.writers.write_eviction(Evict("ns/w", "cq", "Preempted", "to make room")))
     assert _watch_delays(controller) == (1, 0.0)
     assert not controller.sync.echoes
+
+
+class _InDoubtApi(RecordingApi):
+    """Every admission write breaks its connection (the request may or may not have been
+    made); a GET waits for `answer` and returns `objects`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = asyncio.Event()
+        self.reads = 0
+
+    async def apply_workload_status(self, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        raise ConnectionResetError("the API server closed the connection")
+
+    async def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
+        self.reads += 1
+        await self.answer.wait()
+        return await super().get_workload(namespace, name)
+
+
+@pytest.mark.parametrize("written", [True, False])
+def test_an_admission_in_doubt_holds_its_quota_until_the_api_server_answers(
+    written: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection broke after the admission went out: it may have been written. Until a
+    re-read says, its quota stays taken (w2 would fit in it and is not admitted); then the
+    server's object decides."""
+    monkeypatch.setattr("controller.kube.client.retry_wait", lambda attempt: 0.0)
+    api = _InDoubtApi()
+    status = admitted_status() if written else {}
+    api.objects["ns/w1"] = workload_body("w1", status, rv="60", cpu="2")
+    controller = leading_controller(api)  # cq: 2 cpu
+    controller.apply_event("ADDED", workload_body("w1", cpu="2"))
+
+    async def scenario() -> None:
+        controller.schedule_once()  # admits w1 (assumed), its write breaks
+        while api.reads == 0:
+            await asyncio.sleep(0)
+        controller.apply_event("ADDED", workload_body("w2", rv="2", cpu="1"))
+        controller.schedule_once()  # w2 would fit only in w1's quota
+        assert "ns/w1" in controller.state.admitted
+        assert "ns/w2" not in controller.state.admitted
+        assert "ns/w2" not in controller.sync.in_flight  # no write for it
+        api.answer.set()
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(scenario())
+    assert controller.sync.copies["ns/w1"].rv == 60
+    assert ("ns/w1" in controller.state.admitted) is written
+
+
+def test_a_refused_admission_gives_its_quota_back_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal (here 422) was not written: the assumed quota is released before the
+    re-read answers."""
+    from kubernetes.aio.client.exceptions import ApiException
+
+    class Refusing(_InDoubtApi):
+        async def apply_workload_status(self, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+            raise ApiException(status=422, reason="Unprocessable Entity")
+
+    api = Refusing()
+    api.objects["ns/w1"] = workload_body("w1", rv="60", cpu="2")
+    controller = leading_controller(api)
+    controller.apply_event("ADDED", workload_body("w1", cpu="2"))
+
+    async def scenario() -> None:
+        controller.schedule_once()
+        while api.reads == 0:
+            await asyncio.sleep(0)
+        assert "ns/w1" not in controller.state.admitted
+        api.answer.set()
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(scenario())
+    assert "ns/w1" not in controller.state.admitted
+    assert controller.sync.copies["ns/w1"].rv == 60

@@ -8,6 +8,7 @@ admitted it is marked `Finished=True` (server-side apply of that condition as
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from typing import Any
 
 from kubernetes.aio.client.exceptions import ApiException
 
-from controller.kube.client import API_ERRORS, WORKLOADS, Api, is_retryable
+from controller.kube.client import API_ERRORS, WORKLOADS, Api, is_retryable, retry_wait, retrying
 from tools.bench import kueue_clients
 from tools.bench.live.staging import LiveError
+from tools.bench.outages import Outages
 from tools.bench.report import Job
 
 __all__ = ["JobSide", "Tracked"]
@@ -47,6 +49,7 @@ class JobSide:
         self.api = api
         self.gate = gate
         self.now = now
+        self.outages: Outages | None = None  # the run's, counting the retries
         # The round trip of each Finished patch: sent → answered.
         self.finish_write: list[float] = []
 
@@ -80,8 +83,11 @@ class JobSide:
     ) -> None:
         """The job side's status write `make(Workload)`, strict (the last seen
         resourceVersion); on a conflict, read the Workload again and retry while the write
-        still applies."""
-        for _ in range(TRIES):
+        still applies (at most TRIES conflicts in a row). A dropped connection or a busy
+        server is tried again with the controller's backoff (`retry_wait`) for as long as
+        the run lasts: an outage of the API server is ridden out."""
+        conflicts = failures = 0
+        while conflicts < TRIES:
             if not still() or tracked.body is None:
                 return
             body = tracked.body
@@ -95,18 +101,23 @@ class JobSide:
             except API_ERRORS as exc:
                 if not is_retryable(exc):
                     raise
+                if self.outages is not None:
+                    await self.outages.retried()
                 if not isinstance(exc, ApiException) or exc.status != 409:
-                    await asyncio.sleep(0.2)  # a dropped connection or a busy server
+                    failures += 1
+                    await asyncio.sleep(retry_wait(failures))
                     continue
+                conflicts += 1
+                read = functools.partial(self.api.get_workload, meta["namespace"], meta["name"])
                 async with self.gate:
-                    fresh: Any = await self.api.get_workload(meta["namespace"], meta["name"])
+                    fresh: Any = await retrying(read, attempts=None)
                 if newer(fresh, tracked.body):
                     tracked.body = fresh
                 continue
             if newer(updated, tracked.body):
                 tracked.body = updated
             return
-        raise LiveError(f"could not update {tracked.job.key}: {TRIES} failed tries in a row")
+        raise LiveError(f"could not update {tracked.job.key}: {TRIES} conflicts in a row")
 
 
 def newer(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:

@@ -4,9 +4,9 @@ on two watches, finished and acknowledged by the job side, and summarized."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from kubernetes.aio import client as aio_client
@@ -15,10 +15,12 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.workload_status import has_quota_reservation, is_evicted, is_finished
 from controller.kube.client import CLUSTER_QUEUES, WORKLOADS, Api, retrying
+from controller.kube.process import wait_at_most
 from tools.bench.live.cluster import LiveCluster, workload_body
 from tools.bench.live.job_side import JobSide, Tracked
 from tools.bench.live.ledger import Ledger
 from tools.bench.live.staging import LiveError, follow, process_cpu, spent, staged
+from tools.bench.outages import Outages
 from tools.bench.preemptions import PreemptionLog
 from tools.bench.recorder import Recorder, cluster_queue_event, workload_event
 from tools.bench.report import Job, Progress, Report, Sample, summarize
@@ -31,6 +33,10 @@ SETTLE_TIMEOUT = 60.0
 """How long the ClusterQueue watch goes on at least after the last Workload finished, for
 the queues' statuses to settle (longer while the run's timeout allows)."""
 SETTLE_NOTE_EVERY = 10.0
+
+
+def _holds_quota(body: dict[str, Any]) -> bool:
+    return has_quota_reservation(body) and not is_finished(body)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -50,7 +56,10 @@ class LiveRun:
         apiserver_pid: int | None = None,
         run_id: str | None = None,
         setup_timeout: float = 120.0,
+        apiserver_cpu: Callable[[], float | None] | None = None,
     ) -> None:
+        """`apiserver_cpu`, when given, reads kube-apiserver's CPU seconds instead of
+        `apiserver_pid`'s (one that is restarted during the run has several processes)."""
         self.api = Api(api_client)  # the hot calls: no generated-client overhead
         self.scenario = scenario
         self.run_id = run_id or uuid.uuid4().hex[:8]
@@ -63,6 +72,7 @@ class LiveRun:
         self.timeout = timeout
         self.controller_pid = controller_pid
         self.apiserver_pid = apiserver_pid
+        self.apiserver_cpu = apiserver_cpu or (lambda: process_cpu(self.apiserver_pid))
         self.setup_timeout = setup_timeout
         _, jobs, capacity = build(scenario)
         self.jobs = jobs
@@ -88,6 +98,8 @@ class LiveRun:
         self.all_finished = asyncio.Event()
         self.errors: list[str] = []
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.outages = Outages(self.now)
+        self.job_side.outages = self.outages
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -102,7 +114,7 @@ class LiveRun:
 
     async def run(self) -> Report:
         cpu_before = process_cpu(self.controller_pid)
-        apiserver_before = process_cpu(self.apiserver_pid)
+        apiserver_before = self.apiserver_cpu()
         for flag, pid, before in (
             ("--controller-pid", self.controller_pid, cpu_before),
             ("--apiserver-pid", self.apiserver_pid, apiserver_before),
@@ -130,11 +142,10 @@ class LiveRun:
                         raise LiveError(f"the {what} watch ended")
                 self._sample()
                 meter.update(self.now(), self.counters)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.all_finished.wait(), timeout=0.5)
+                await wait_at_most(self.all_finished, 0.5)
             await creator
             cpu = spent(cpu_before, process_cpu(self.controller_pid))
-            apiserver_cpu = spent(apiserver_before, process_cpu(self.apiserver_pid))
+            apiserver_cpu = spent(apiserver_before, self.apiserver_cpu())
             makespan = max(job.finished_at or 0.0 for job in self.jobs)
             meter.done(makespan, self.counters)
             settled = await self._settle(queues)
@@ -150,6 +161,7 @@ class LiveRun:
             "finish_write_mean_s": _mean(self.job_side.finish_write),
             "finish_seen_mean_s": _mean(self.finish_seen),
             "run_id": self.run_id,
+            "api_outages": self.outages.to_json(),
             **self.preemption_log.to_json(
                 {
                     job.key: None
@@ -207,10 +219,7 @@ class LiveRun:
                 )
                 note_at = now + SETTLE_NOTE_EVERY
             self.cluster_queue_seen.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self.cluster_queue_seen.wait(), timeout=min(deadline, note_at) - now
-                )
+            await wait_at_most(self.cluster_queue_seen, min(deadline, note_at) - now)
         return time.monotonic() - started
 
     def _sample(self, t: float | None = None) -> None:
@@ -241,13 +250,18 @@ class LiveRun:
         try:
             ns = self.cluster.name(job.key.split("/", 1)[0])
             body = workload_body(job, ns, self.cluster.labels)
-            try:
-                await retrying(
-                    lambda: self.api.request("POST", Api.path(WORKLOADS, None, ns), body)
-                )
-            except ApiException as exc:
-                if exc.status != 409:  # 409: an earlier try got through before its reply was lost
-                    raise
+
+            async def post() -> None:
+                try:
+                    await self.api.request("POST", Api.path(WORKLOADS, None, ns), body)
+                except ApiException as exc:
+                    # 409 AlreadyExists: an earlier try got through before its reply was
+                    # lost (retrying would take the conflict for one worth another try).
+                    if exc.status != 409:
+                        raise
+
+            # Through an outage, as the controller writes (outages.py).
+            await retrying(post, attempts=None, on_retry=self.outages.retried)
             self.counters["created"] += 1
         finally:
             self.gate.release()
@@ -255,17 +269,26 @@ class LiveRun:
     # -- the watches -----------------------------------------------------------------------
 
     async def _watch(self) -> None:
-        async for kind, body in follow(self.api, WORKLOADS, self.cluster.selector):
+        selector = self.cluster.selector
+        async for kind, body in follow(self.api, WORKLOADS, selector, outages=self.outages):
             if kind in ("ADDED", "MODIFIED"):
                 self._observe(body)
+            elif kind == "RELISTED":
+                # Where each Workload ended up since the watch's last event: the releases
+                # first, so that the ledger never holds what the snapshot had released.
+                items = body.get("items") or []
+                for item in sorted(items, key=_holds_quota):
+                    self._observe(item)
 
     async def _watch_cluster_queues(self) -> None:
         """Every ClusterQueue event, to the recorder; the first ones are the queues as
         they are when the run starts (a watch from now lists them first)."""
-        async for kind, body in follow(self.api, CLUSTER_QUEUES, self.cluster.selector):
-            if kind in ("ADDED", "MODIFIED"):
-                self.recorder.record_cluster_queue(cluster_queue_event(body, self.now()))
-                self.cluster_queue_seen.set()
+        selector = self.cluster.selector
+        async for kind, body in follow(self.api, CLUSTER_QUEUES, selector, outages=self.outages):
+            for queue in body.get("items") or () if kind == "RELISTED" else [body]:
+                if kind in ("ADDED", "MODIFIED", "RELISTED"):
+                    self.recorder.record_cluster_queue(cluster_queue_event(queue, self.now()))
+                    self.cluster_queue_seen.set()
 
     def _observe(self, body: dict[str, Any]) -> None:
         key = self.cluster.key_of(body)
@@ -307,6 +330,7 @@ class LiveRun:
                 self.counters["admitted"] += 1
             self.pending[job.class_name] -= 1
             self.ledger.charge(job, 1, t)
+            self.outages.admitted(t)
             self._spawn(self.job_side.finish_later(tracked, job.epoch))
         elif not reserved and tracked.reserved:
             tracked.reserved = False
@@ -333,6 +357,7 @@ async def run_live(
     apiserver_pid: int | None = None,
     keep: bool = False,
     setup_timeout: float = 120.0,
+    apiserver_cpu: Callable[[], float | None] | None = None,
 ) -> Report:
     """Set up, run and (unless `keep`) clean up one live run; the report."""
     from controller.kube.client import make_api_client
@@ -347,6 +372,7 @@ async def run_live(
         controller_pid=controller_pid,
         apiserver_pid=apiserver_pid,
         setup_timeout=setup_timeout,
+        apiserver_cpu=apiserver_cpu,
     )
     announce = f"setting up {scenario.total_queues()} ClusterQueues (run {live.run_id})"
     return await staged(live, api_client, progress=progress, keep=keep, announce=announce)

@@ -14,7 +14,16 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from controller import collector
-from controller.kube.client import CONNECTION_ERRORS, Api, Resource
+from controller.kube.client import (
+    CONNECTION_ERRORS,
+    Api,
+    Resource,
+    describe,
+    is_retryable,
+    retrying,
+)
+from controller.kube.informer import FIRST_BACKOFF, MAX_BACKOFF
+from tools.bench.outages import Outages
 
 __all__ = ["LiveError", "Staged", "follow", "process_cpu", "spent", "staged"]
 
@@ -63,27 +72,62 @@ async def staged(
 
 
 async def follow(
-    api: Api, resource: Resource, selector: str, version: str = ""
+    api: Api,
+    resource: Resource,
+    selector: str,
+    version: str = "",
+    outages: Outages | None = None,
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """A run's events of `resource`, from `version` on (empty: from now, the existing
-    objects first), resumed from the last event seen after a broken connection. An expired
-    watch (410 Gone) would lose events: it ends the run."""
+    objects first), resumed from the last event seen after a broken connection. Without
+    `outages`, an expired watch (410 Gone) would lose events and ends the run, and so does
+    an error answer. With `outages` (a run that rides its API server's outages out, as the
+    controller does: `outages.py`), the API server's errors are tried again like broken
+    connections, 0.5 s doubling to 4 s apart, and an expired watch is listed again:
+    `("RELISTED", the list)`, then the events after it."""
+    backoff = FIRST_BACKOFF
     while True:
         try:
             async for kind, body in api.watch(
                 resource, label_selector=selector, resource_version=version or None
             ):
+                if outages is not None:
+                    outages.answered()
+                    backoff = FIRST_BACKOFF
                 version = (body.get("metadata") or {}).get("resourceVersion") or version
                 yield kind, body
+            continue  # the server ended the watch: go on from where it was
         except ApiException as exc:
-            if exc.status != 410:
+            if exc.status == 410 and outages is not None:
+                log.info("the %s watch expired (410 Gone); listing again", resource.kind)
+                listing: Any = await retrying(
+                    lambda: api.request(
+                        "GET", Api.path(resource, None), params={"labelSelector": selector}
+                    ),
+                    attempts=None,
+                    on_retry=outages.retried,
+                )
+                outages.relists += 1
+                outages.answered()
+                version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+                yield "RELISTED", listing
+                continue
+            if exc.status == 410:
+                raise LiveError(
+                    f"the {resource.kind} watch expired (410 Gone); the run cannot be recorded "
+                    "exactly"
+                ) from exc
+            if outages is None or not is_retryable(exc):
                 raise
-            raise LiveError(
-                f"the {resource.kind} watch expired (410 Gone); the run cannot be recorded exactly"
-            ) from exc
+            log.info("the %s watch failed (%s); resuming", resource.kind, describe(exc))
         except CONNECTION_ERRORS as exc:  # resume from the last event seen
             log.info("the %s watch broke (%s); resuming", resource.kind, exc or type(exc).__name__)
+        if outages is None:
             await asyncio.sleep(0.2)
+            continue
+        outages.failed()
+        await asyncio.sleep(backoff)
+        backoff = min(backoff * 2, MAX_BACKOFF)
 
 
 def process_cpu(pid: int | None) -> float | None:
