@@ -13,9 +13,9 @@ from tests.faults.cluster import Replicas
 from tools.bench.compare import ApiServerRestarts
 from tools.bench.live import run_live
 from tools.bench.outages import render_outages
-from tools.bench.scenario import load
+from tools.bench.scenario import SCENARIOS, load
 
-SMOKE = Path(__file__).resolve().parents[1] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 
 def test_a_live_run_rides_an_apiserver_restart_out(fault_cluster: Any, tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +19,9 @@ from tools.bench.live import run as live_run
 from tools.bench.live.run import LiveRun
 from tools.bench.live.staging import LiveError, follow
 from tools.bench.outages import Outages, render_outages
-from tools.bench.scenario import load
+from tools.bench.scenario import SCENARIOS, load
 
-SMOKE = Path(__file__).resolve().parents[2] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 
 class _Api:

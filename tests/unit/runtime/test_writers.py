@@ -383,15 +383,15 @@ def test_an_admission_in_doubt_holds_its_quota_until_the_api_server_answers(
             await asyncio.sleep(0)
         controller.apply_event("ADDED", workload_body("w2", rv="2", cpu="1"))
         controller.schedule_once()  # w2 would fit only in w1's quota
-        assert "ns/w1" in controller.state.admitted
-        assert "ns/w2" not in controller.state.admitted
+        assert "ns/w1" in controller.state.cache.admitted
+        assert "ns/w2" not in controller.state.cache.admitted
         assert "ns/w2" not in controller.sync.in_flight  # no write for it
         api.answer.set()
         await asyncio.gather(*controller.ctx.tasks)
 
     asyncio.run(scenario())
     assert controller.sync.copies["ns/w1"].rv == 60
-    assert ("ns/w1" in controller.state.admitted) is written
+    assert ("ns/w1" in controller.state.cache.admitted) is written
 
 
 def test_a_refused_admission_gives_its_quota_back_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -412,10 +412,10 @@ def test_a_refused_admission_gives_its_quota_back_at_once(monkeypatch: pytest.Mo
         controller.schedule_once()
         while api.reads == 0:
             await asyncio.sleep(0)
-        assert "ns/w1" not in controller.state.admitted
+        assert "ns/w1" not in controller.state.cache.admitted
         api.answer.set()
         await asyncio.gather(*controller.ctx.tasks)
 
     asyncio.run(scenario())
-    assert "ns/w1" not in controller.state.admitted
+    assert "ns/w1" not in controller.state.cache.admitted
     assert controller.sync.copies["ns/w1"].rv == 60
