@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
+from controller.integrations.framework.registry import by_kind
 from controller.integrations.webhook import webhook_configuration
 from tests.cluster import certs
 from tests.cluster.controlplane import ControlPlane, free_port
@@ -52,6 +53,11 @@ AUDIT_POLICY = {
         {"level": "None"},
     ],
 }
+
+
+FRAMEWORKS = ("batch/job", "pod")
+"""The integrations the scenarios queue through: Jobs and pods (the webhook is
+registered for these only, as `quotagate run` registers it for its list)."""
 
 
 class FaultCluster:
@@ -105,7 +111,10 @@ class FaultCluster:
         shutil.copy(serving.cert, self.cert_dir / "tls.crt")
         shutil.copy(serving.key, self.cert_dir / "tls.key")
         body = webhook_configuration(
-            self.webhook.url, (self.cert_dir / "ca.crt").read_bytes(), SYSTEM_NAMESPACE
+            self.webhook.url,
+            (self.cert_dir / "ca.crt").read_bytes(),
+            SYSTEM_NAMESPACE,
+            by_kind(FRAMEWORKS),
         )
         client.AdmissionregistrationV1Api(self.api_client).create_mutating_webhook_configuration(
             body
@@ -137,6 +146,7 @@ class Replica:
                 "leaseName": lease,
                 "leaseNamespace": SYSTEM_NAMESPACE,
             },
+            "integrations": {"frameworks": list(FRAMEWORKS)},
             "webhook": {
                 "enabled": True,
                 "address": "127.0.0.1",
