@@ -299,8 +299,9 @@ def test_a_kueue_framework_quotagate_does_not_implement_is_refused(tmp_path: Pat
     assert result.returncode == 2
     assert (
         "integrations.frameworks[1]: ray.io/rayservice is a Kueue framework quotagate does not "
-        "implement yet (implemented: batch/job, jobset.x-k8s.io/jobset, kubeflow.org/mpijob, pod, "
-        "ray.io/raycluster, ray.io/rayjob, trainer.kubeflow.org/trainjob)"
+        "implement yet (implemented: batch/job, deployment, jobset.x-k8s.io/jobset, "
+        "kubeflow.org/mpijob, leaderworkerset.x-k8s.io/leaderworkerset, pod, ray.io/raycluster, "
+        "ray.io/rayjob, statefulset, trainer.kubeflow.org/trainjob)"
     ) in result.stderr
     result = run("[batch/jobs]")
     assert result.returncode == 2

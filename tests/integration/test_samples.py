@@ -22,11 +22,18 @@ def test_samples_pass_server_side_dry_run(
         "team-a",
         "team-b",
     ):  # a dry run cannot put objects in a namespace it only pretends to create
-        try:
-            core.create_namespace({"metadata": {"name": name}})
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        # ...and its `default` ServiceAccount, which the ServiceAccount admission plugin
+        # requires of a pod and which kube-controller-manager (not always running in this
+        # session) would create.
+        for create, args in (
+            (core.create_namespace, ({"metadata": {"name": name}},)),
+            (core.create_namespaced_service_account, (name, {"metadata": {"name": "default"}})),
+        ):
+            try:
+                create(*args)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
     result = subprocess.run(
         [
             str(bin_dir() / "kubectl"),
