@@ -64,6 +64,9 @@ EXPECTED_RUNTIME_ANNOTATION: Final = "quotagate.x-k8s.io/expected-runtime-second
 used only by the admission wait-time estimate (`kubectl quotagate describe`)."""
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 """On pods of a group: how many pods the group expects."""
+PRIORITY_BOOST_ANNOTATION: Final = "kueue.x-k8s.io/priority-boost"
+"""On a Workload: a signed 32-bit integer added to its priority (Kueue's PriorityBoost gate,
+alpha, off by default; `featureGates: {PriorityBoost: true}`). Missing = 0."""
 ADMISSION_GATED_BY_ANNOTATION: Final = "kueue.x-k8s.io/admission-gated-by"
 """On a Workload (or the Job or pods it is made from): comma-separated gates, each a
 domain-prefixed path; the Workload is not admitted while any is left (Kueue's

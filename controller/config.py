@@ -373,6 +373,47 @@ class Integrations(_Section):
         return value
 
 
+class Visibility(_Section):
+    """Kueue's visibility API (`visibility.kueue.x-k8s.io/v1beta2`: the pending Workloads of
+    a ClusterQueue or a LocalQueue with their positions), served by every replica as an
+    aggregated API behind the APIService `v1beta2.visibility.kueue.x-k8s.io`
+    (controller/runtime/visibility_server.py, docs/visibility.md)."""
+
+    enabled: bool = Field(False, description="serve it (the chart turns it on, as Kueue does)")
+    address: str = Field("0.0.0.0", description="address to listen on")
+    port: int = Field(8082, ge=1, le=65535, description="Kueue's port")
+    service_name: str = Field(
+        "quotagate-visibility",
+        alias="serviceName",
+        min_length=1,
+        description="the Service the APIService points at (in the leader-election namespace); "
+        "the managed webhook certificate names it too",
+    )
+    manage_api_service: bool = Field(
+        False,
+        alias="manageAPIService",
+        description="local runs: create/update that Service (without selector), an "
+        "EndpointSlice to endpointAddress and the APIService with our CA; in a cluster the "
+        "chart ships them",
+    )
+    endpoint_address: str | None = Field(
+        None,
+        alias="endpointAddress",
+        description="with manageAPIService: the IP the API server reaches this process at "
+        "(not a loopback address: Kubernetes refuses those in an EndpointSlice)",
+    )
+
+    @model_validator(mode="after")
+    def _managed_needs_an_address(self) -> Visibility:
+        if self.manage_api_service and not self.endpoint_address:
+            raise ValueError("manageAPIService needs endpointAddress")
+        return self
+
+
+IMPLEMENTED_FEATURE_GATES = {"PriorityBoost": False, "VisibilityOnDemand": True}
+"""Kueue's feature gates quotagate reads from `featureGates`, with Kueue's defaults."""
+
+
 class ControllerConfig(_Section):
     """Top-level configuration of `quotagate run`."""
 
@@ -399,6 +440,12 @@ class ControllerConfig(_Section):
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )
     webhook: Webhook = Field(default_factory=lambda: Webhook())
+    visibility: Visibility = Field(default_factory=lambda: Visibility())
+    feature_gates: dict[str, bool] = Field(
+        default_factory=dict,
+        alias="featureGates",
+        description="Kueue's featureGates; read: PriorityBoost (off), VisibilityOnDemand (on)",
+    )
     integrations: Integrations = Field(default_factory=lambda: Integrations())
     metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
     health_port: int = Field(
@@ -463,6 +510,13 @@ class ControllerConfig(_Section):
         "least half of the controller's event loop)",
     )
 
+    def gate(self, name: str) -> bool:
+        """A Kueue feature gate quotagate reads: as configured, else Kueue's default."""
+        return self.feature_gates.get(name, IMPLEMENTED_FEATURE_GATES[name])
+
+    def serves_visibility(self) -> bool:
+        return self.visibility.enabled and self.gate("VisibilityOnDemand")
+
     @model_validator(mode="before")
     @classmethod
     def _requeue_backoff_moved(cls, data: Any) -> Any:
@@ -519,6 +573,7 @@ def configure_state(config: ControllerConfig, state: ClusterState) -> ClusterSta
         state.block_admission = pods_ready.block_admission
         state.requeuing_timestamp = pods_ready.requeuing_strategy.timestamp
     state.preemptibility_threshold = config.preemptibility.priority_threshold
+    state.priority_boost = config.gate("PriorityBoost")
     state.fair_sharing = config.fair_sharing.core() if config.fair_sharing else None
     afs = config.admission_fair_sharing
     state.admission_fair_sharing = afs.core() if afs is not None else None

@@ -35,7 +35,11 @@ from controller.core.model.clusterqueues import ClusterQueue, LocalQueue
 from controller.core.model.cohorts import Cohort
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.from_api import CoreObject, Namespace
-from controller.core.model.priorities import PriorityClass, WorkloadPriorityClass
+from controller.core.model.priorities import (
+    PriorityClass,
+    WorkloadPriorityClass,
+    parse_priority_boost,
+)
 from controller.core.model.workloads import Usage, Workload, WorkloadKey, order_key
 from controller.core.preemption.holds import PreemptionHolds
 from controller.core.preemption.preemptibility import resolve_preemptibility
@@ -61,6 +65,9 @@ class ClusterState:
         self.block_admission = False
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
+        # Kueue's PriorityBoost gate: the `kueue.x-k8s.io/priority-boost` annotation adds to
+        # the priority the engine orders and preempts by (docs/priority-boost.md).
+        self.priority_boost = False
         # Kueue's fairSharing configuration (None = off).
         self.fair_sharing: FairSharing | None = None
 
@@ -193,23 +200,39 @@ class ClusterState:
 
     # -- workloads ---------------------------------------------------------------------------
 
+    def boost_of(self, workload: Workload) -> int:
+        """What the priority boost adds to the Workload's priority: 0 with the gate off, a
+        missing or unreadable annotation (Kueue's `EffectivePriority`)."""
+        if not self.priority_boost or workload.priority_boost is None:
+            return 0
+        try:
+            return parse_priority_boost(workload.priority_boost)
+        except ValueError:
+            return 0
+
     def upsert_workload(self, workload: Workload) -> None:
         """Add or update a Workload. Its priority is resolved once, when first seen (a class
         whose value changes later does not reorder existing Workloads, as in Kueue)."""
         cache, queues, ledger = self.cache, self.queues, self.queues.usage_ledger
         key = workload.key
         record = cache.records.get(key)
-        if record is None or workload.priority != record.workload.priority:
-            priority = self.objects.priority_classes.resolve(workload).value
+        if (
+            record is None
+            or workload.priority != record.workload.priority
+            or workload.priority_boost != record.workload.priority_boost
+        ):
+            base = self.objects.priority_classes.resolve(workload).value
+            priority = base + self.boost_of(workload)
         else:
             priority = -record.order[0]
+            base = priority - self.boost_of(workload)
         resolution = resolve_preemptibility(
             workload.preemptibility,
             tuple({PREEMPTIBILITY_LABEL: v} if v else {} for v in workload.owner_preemptibility),
             None
             if workload.pod_preemptibility is None
             else {PREEMPTIBILITY_LABEL: workload.pod_preemptibility},
-            priority,
+            base,  # the threshold reads the class's priority, not a boost (docs/priority-boost.md)
             self.preemptibility_threshold,
         )
         order = order_key(

@@ -3,7 +3,8 @@
 The Job and pod integrations see the controller through `ControllerView`: whether this
 replica leads, the newest copy of a Workload, where a ResourceFlavor places pods, a
 WorkloadPriorityClass's value, the Event sink, whether waitForPodsReady is on, and the
-PodsReady wait-time metrics. They never reach into its state; the
+metrics the job side observes (PodsReady wait times, Workload creation latency, scheduling
+gate removal). They never reach into its state; the
 operator hands them the controller, which implements the view.
 """
 
@@ -62,6 +63,16 @@ class ControllerView(Protocol):
     ) -> None:
         """A Workload's pods became ready for the first time since its admission
         (`PodsReady` True `Started` written): observe the ready wait-time histograms."""
+        ...
+
+    def workload_created(self, job_kind: str, job: Mapping[str, Any], workload: object) -> None:
+        """The job side created `workload` (as the API server answered) for `job` of kind
+        `job_kind`: observe the Workload creation latency."""
+        ...
+
+    def scheduling_gate_removed(self, gate: str, workload: Mapping[str, Any], group: bool) -> None:
+        """The pod integration removed the scheduling gate `gate` of a pod of the admitted
+        `workload` (`group`: a pod group's): observe the time since its admission."""
         ...
 
 

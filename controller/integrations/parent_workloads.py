@@ -248,9 +248,10 @@ class ParentReconciler:
             raise  # reconciled again after a backoff, as Kueue requeues it
         # 409: it exists (a stale view, or one just deleted and not gone yet): the error
         # makes the round go again after a backoff.
-        await self.custom.create_namespaced_custom_object(
+        created = await self.custom.create_namespaced_custom_object(
             GROUP, VERSION, body["metadata"]["namespace"], "workloads", body
         )
+        self.view.workload_created(str(obj.get("kind") or ""), obj, created)
         await self._event(obj, "Normal", "CreatedWorkload", f"Created Workload {name}")
 
     async def _delete(self, obj: dict[str, Any], workload: Mapping[str, Any], why: str) -> None:

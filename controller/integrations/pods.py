@@ -43,6 +43,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.constants import (
+    ADMISSION_GATE,
     DEFAULT_POD_SET_NAME,
     GROUP,
     PREEMPTIBILITY_LABEL,
@@ -250,8 +251,9 @@ class PodIntegration:
                 waiting = [p for p in members if gated(p) and not terminated(p)]
                 for pod in waiting[: max(0, allowed - len(live))]:
                     patch = ungate_patch(pod, placement.node_labels, placement.tolerations)
-                    if patch:
-                        await self._patch_pod(pod, patch)
+                    if patch and await self._patch_pod(pod, patch):
+                        group = unit.kind != "pod"
+                        self.view.scheduling_gate_removed(ADMISSION_GATE, workload, group)
 
     @staticmethod
     def _pod_set_of(unit: Unit, pod: Mapping[str, Any]) -> str:
@@ -316,13 +318,14 @@ class PodIntegration:
             labels_to_copy=copied,
         )
         try:
-            await self.custom.create_namespaced_custom_object(
+            created = await self.custom.create_namespaced_custom_object(
                 GROUP, VERSION, unit.namespace, "workloads", body
             )
         except ApiException as exc:
             if exc.status != 409:
                 raise
             return
+        self.view.workload_created("Pod", first, created)
         self.reported.pop(unit, None)
         if self.view.events:
             for pod in pods:
@@ -439,7 +442,8 @@ class PodIntegration:
                 dict(pod), "Normal", "Stopped", "Deleted: its Workload was evicted or shrunk"
             )
 
-    async def _patch_pod(self, pod: Mapping[str, Any], patch: list[dict[str, Any]]) -> None:
+    async def _patch_pod(self, pod: Mapping[str, Any], patch: list[dict[str, Any]]) -> bool:
+        """Ungate the pod; False when its gate list changed meanwhile (nothing written)."""
         meta = pod.get("metadata") or {}
         try:
             await self.core.patch_namespaced_pod(
@@ -459,3 +463,5 @@ class PodIntegration:
             if exc.status != 422 or not _patch_did_not_apply(exc):
                 raise
             log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)
+            return False
+        return True

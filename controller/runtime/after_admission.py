@@ -151,6 +151,8 @@ class AfterAdmissionWriter:
         metrics = ctx.metrics
         labels = (cluster_queue, reason, action.underlying_cause, priority_class_of(body))
         metrics.evicted_workloads.labels(*labels, metrics.role).inc()
+        metrics.local_queue.observe_evicted(body, *labels[1:], metrics.role)
+        metrics.workload.observe_evicted(body, *labels[:3], metrics.role)
         stats = (body.get("status") or {}).get("schedulingStats") or {}
         if any(
             e.get("reason") == reason

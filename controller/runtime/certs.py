@@ -23,7 +23,7 @@ import datetime
 import ipaddress
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,14 +189,18 @@ class WebhookCertificates:
         namespace: str,
         cert_dir: Path,
         clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+        extra_names: Sequence[str] = (),
+        api_services: Sequence[str] = (),
     ) -> None:
         self.core = aio_client.CoreV1Api(api_client)
         self.admission = aio_client.AdmissionregistrationV1Api(api_client)
+        self.registration = aio_client.ApiregistrationV1Api(api_client)
+        self.api_services = tuple(api_services)
         self.settings = settings
         self.namespace = namespace
         self.cert_dir = cert_dir
         self.clock = clock
-        self.names = service_dns_names(settings.service_name, namespace)
+        self.names = [*service_dns_names(settings.service_name, namespace), *extra_names]
         self.current: CertificateSet | None = None
 
     def _usable(self, certs: CertificateSet | None) -> bool:
@@ -271,6 +275,34 @@ class WebhookCertificates:
             ),
         ):
             await self._inject_into(kind, read, replace, base64.b64encode(ca).decode())
+        for name in self.api_services:
+            await self._inject_into_api_service(name, ca)
+
+    async def _inject_into_api_service(self, name: str, ca: bytes) -> None:
+        """Set `ca` as the APIService's caBundle (the visibility API: the aggregator then
+        verifies our serving certificate, where Kueue's APIService skips the check)."""
+        bundle = base64.b64encode(ca).decode()
+        for _ in range(5):
+            try:
+                service: Any = await self.registration.read_api_service(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    log.warning("APIService %s not found: no caBundle set", name)
+                    return
+                raise
+            body = self.registration.api_client.sanitize_for_serialization(service)
+            spec = body.setdefault("spec", {})
+            if spec.get("caBundle") == bundle and not spec.get("insecureSkipTLSVerify"):
+                return
+            spec["caBundle"] = bundle
+            spec.pop("insecureSkipTLSVerify", None)
+            try:
+                await self.registration.replace_api_service(name, body)
+                log.info("caBundle of APIService %s updated", name)
+                return
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
 
     async def _inject_into(self, kind: str, read: Any, replace: Any, bundle: str) -> None:
         """Set `bundle` as the caBundle of every webhook of one configuration (retried on a

@@ -67,6 +67,9 @@ class Controller:
         )
         self.sync = WorkloadSync(self.ctx)
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
+        unadmitted = self.ctx.metrics.unadmitted
+        self.sync.workload_listeners.append(unadmitted.update)
+        self.sync.deletion_listeners.append(unadmitted.forget)
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
         self.engine = Engine(self.ctx.state)
@@ -147,6 +150,18 @@ class Controller:
         )
         metrics.ready_wait_time.labels(*labels).observe(queued_seconds)
         metrics.admitted_until_ready_wait_time.labels(*labels).observe(admitted_seconds)
+        metrics.local_queue.observe_ready(
+            workload, labels[1], metrics.role, queued_seconds, admitted_seconds
+        )
+
+    def workload_created(self, job_kind: str, job: Mapping[str, Any], workload: object) -> None:
+        metrics = self.ctx.metrics
+        if isinstance(workload, Mapping):  # the API server's answer to the create
+            metrics.workload.observe_created(job_kind, job, workload, metrics.role)
+
+    def scheduling_gate_removed(self, gate: str, workload: Mapping[str, Any], group: bool) -> None:
+        metrics = self.ctx.metrics
+        metrics.workload.observe_gate_removed(gate, workload, group, self.ctx.clock(), metrics.role)
 
     def known_keys(self) -> set[str]:
         """Every Workload the controller holds a copy of."""

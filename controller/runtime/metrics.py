@@ -30,6 +30,10 @@ from prometheus_client.core import Metric, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.kube.fatal import FatalError
+from controller.runtime.cohort_metrics import CohortMetrics
+from controller.runtime.local_queue_metrics import LocalQueueMetrics
+from controller.runtime.unadmitted_metrics import UnadmittedWorkloads
+from controller.runtime.workload_metrics import WorkloadMetrics
 
 __all__ = ["FOLLOWER", "LEADER", "STANDALONE", "Metrics"]
 
@@ -311,6 +315,17 @@ class Metrics:
             platform.python_implementation().lower(),
             f"{sys.platform}/{platform.machine()}",
         ).set(1)
+        self.resource_pending = Gauge(
+            "kueue_cluster_queue_resource_pending",
+            "Reports the cluster_queue's total pending resource requests. Unlike "
+            "resource_reservation, pending workloads have not yet been assigned to flavors.",
+            [cq, "resource", ROLE],
+            registry=r,
+        )
+        self.local_queue = LocalQueueMetrics(r, _UntypedCounter)
+        self.cohort = CohortMetrics(r)
+        self.unadmitted = UnadmittedWorkloads(r)
+        self.workload = WorkloadMetrics(r)
         # quotagate's own.
         self.cycle_latency = Histogram(
             "quotagate_cycle_duration_seconds",
@@ -399,6 +414,10 @@ class Metrics:
             self.cluster_queue_weighted_share,
             self.cohort_weighted_share,
             self.local_queue_admission_fair_sharing_usage,
+            self.resource_pending,
+            *self.local_queue.gauges(),
+            *self.cohort.gauges(),
+            *self.unadmitted.gauges(),
         )
 
     def set_role(self, role: str) -> None:

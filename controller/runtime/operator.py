@@ -51,6 +51,7 @@ from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
 from controller.runtime.queue_status import QueueStatusWriter
+from controller.runtime.visibility import VisibilityServer
 from controller.runtime.webhook_server import WebhookServer
 
 log = logging.getLogger(__name__)
@@ -215,6 +216,13 @@ async def _run(
     webhook = WebhookServer(config, api_client, readiness) if config.webhook.enabled else None
     if webhook is not None:
         await webhook.start()
+    visibility = (
+        VisibilityServer(config, api_client, lambda: controller.ctx.state)
+        if config.serves_visibility()
+        else None
+    )
+    if visibility is not None:
+        await visibility.start()
 
     async def lead() -> None:
         controller.leading = True
@@ -356,8 +364,9 @@ async def _run(
             for resource, sink in integration.related.sinks()
         ),
     ]
-    if webhook is not None:
-        tasks += [background(what, coro) for what, coro in webhook.background()]
+    for server in (webhook, visibility):
+        if server is not None:
+            tasks += [background(what, coro) for what, coro in server.background()]
 
     kopf_ready = ready_flag or asyncio.Event()
 
@@ -389,8 +398,9 @@ async def _run(
         for task in tasks:
             task.cancel()
         await asyncio.gather(stopper, *tasks, return_exceptions=True)
-        if webhook is not None:
-            await webhook.stop()
+        for server in (webhook, visibility):
+            if server is not None:
+                await server.stop()
         if health is not None:
             await health.cleanup()
     if failures:

@@ -46,6 +46,7 @@ from controller.kube.client import (
 )
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
+from controller.runtime.local_queue_metrics import inadmissible_by_local_queue, local_queue_usage
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +237,14 @@ class QueueStatusWriter:
         self.figures_gauges: tuple[str, int] = ("", 0)
         # Per ClusterQueue, its gauge series (dropped with `figures`).
         self.gauges: dict[str, _Gauges] = {}
+        self.local_queue_gauges: dict[str, tuple[Any, ...]] = {}  # figures last set, by key
+        # Parked Workloads per LocalQueue, by ClusterQueue: counted again only for a
+        # ClusterQueue whose figures changed (a pass over its pending Workloads).
+        self.inadmissible: dict[str, dict[str, int]] = {}
+        # The ClusterQueues and Cohorts the cohort gauges were last set from.
+        self.tree: tuple[frozenset[str], dict[str, Any]] = (frozenset(), {})
+        # Per ClusterQueue, the pending requests last set on its gauge (milli-units).
+        self.pending_resources: dict[str, dict[str, int]] = {}
 
     def forget(self, key: str) -> None:
         """The object `kind/namespace/name` was deleted: one created again under its name
@@ -315,6 +324,25 @@ class QueueStatusWriter:
             if used_now != used_was:
                 usage.set(used_now)
         gauges.quota_values = quota_values
+
+    def _resource_pending(self, name: str, cq: Any) -> None:
+        """`kueue_cluster_queue_resource_pending`: the requests of the ClusterQueue's
+        queued Workloads per resource, 0 for each resource its quotas name (Kueue seeds
+        them), set when they change."""
+        pending = self.ctx.state.queues.pending_requests.of(name)
+        values = {resource: 0 for (_, resource), _ in cq.quotas()}
+        values.update(pending)
+        was = self.pending_resources.get(name)
+        if was == values:
+            return
+        metrics = self.ctx.metrics
+        for resource, milli in values.items():
+            if was is None or was.get(resource) != milli:
+                metrics.resource_pending.labels(name, resource, metrics.role).set(milli / 1000)
+        for resource in set(was or ()) - set(values):
+            with contextlib.suppress(KeyError):
+                metrics.resource_pending.remove(name, resource, metrics.role)
+        self.pending_resources[name] = values
 
     def _take_gauges(self, name: str, cq: Any) -> _Gauges:
         """The ClusterQueue's gauge series, with its quotas' nominal, borrowing and lending
@@ -397,12 +425,18 @@ class QueueStatusWriter:
             shares_of(state.objects, state.cache.quota) if state.fair_sharing is not None else None
         )
         gauges = (self.ctx.metrics.role, self.ctx.metrics.queue_gauges_cleared)
-        if self.figures_of is not state or self.figures_gauges != gauges:
+        anew = self.figures_of is not state or self.figures_gauges != gauges
+        if anew:
             # A new term's state, or gauges cleared or relabelled by a role change: all anew.
-            self.figures, self.gauges = {}, {}
+            self.figures, self.gauges, self.inadmissible = {}, {}, {}
+            self.pending_resources = {}
             self.figures_of, self.figures_gauges = state, gauges
+        admitted: dict[str, int] = {}
+        changed = anew  # a ClusterQueue's figures changed (its usage or admitted count)
         for name, cq in state.objects.cluster_queues.items():
             figures = cluster_queue_figures(state, name, finished.get(name, 0))
+            admitted[name] = figures.admitted
+            self._resource_pending(name, cq)
             inactive = state.objects.cluster_queue_inactive(name)
             unsupported = self._unsupported(_written_key(CLUSTER_QUEUES, name))
             fair_sharing = self._fair_sharing(shares, name, queue=True)
@@ -411,19 +445,31 @@ class QueueStatusWriter:
             if known is not None and known[0][0] is cq and known[0][1:] == facts[1:]:
                 status = known[1]
             else:
+                self.inadmissible[name] = inadmissible_by_local_queue(state, name)
                 status = cluster_queue_status(state, name, figures)
                 self.update_metrics(name, cq, figures, inactive)
                 status["fairSharing"] = fair_sharing
                 active, reason, message = active_condition(inactive)
                 status["conditions"] = [("Active", active, reason, message), *unsupported]
                 self.figures[name] = (facts, status)
+                changed = True
             self._want(CLUSTER_QUEUES, name, status)
         for name in self.metric_queues - set(state.objects.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
             self.figures.pop(name, None)
             self.gauges.pop(name, None)
+            self.inadmissible.pop(name, None)
+            self.pending_resources.pop(name, None)
         self.metric_queues = set(state.objects.cluster_queues)
         self._cohort_metrics(shares)
+        metrics = self.ctx.metrics
+        # The cohort and info gauges change only with the queues' figures, the set of
+        # ClusterQueues or the Cohorts: taken again only then.
+        tree = (frozenset(state.objects.cluster_queues), dict(state.objects.cohorts))
+        if changed or tree != self.tree:
+            metrics.cohort.set_gauges(state, admitted, metrics.role, anew)
+            self.tree = tree
+        metrics.unadmitted.set_gauges(state.objects.local_queues, metrics.role, anew)
         for name, cohort in list(state.objects.cohorts.items()):
             conditions = self._unsupported(_written_key(COHORTS, name))
             if cohort.invalid is not None:  # quotagate's, while invalid (Kueue writes none)
@@ -437,15 +483,63 @@ class QueueStatusWriter:
                 "fairSharing": self._fair_sharing(shares, name, queue=False),
             }
             self._want(COHORTS, name, cohort_status)
+        active_local_queues: dict[str, bool] = {}
         for key in list(state.objects.local_queues):
             status = dict(counts.get(key) or NO_WORKLOADS)
             fair_sharing = self.local_queue_fair_sharing.get(key)
             if fair_sharing is not None:
                 status["fairSharing"] = fair_sharing
             active, reason, message = active_condition(state.objects.local_queue_inactive(key))
+            active_local_queues[key] = active
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
             self._want(LOCAL_QUEUES, key, status)
+        self._local_queue_metrics(counts, active_local_queues)
+
+    def _local_queue_metrics(
+        self, counts: Mapping[str, Mapping[str, int]], active: Mapping[str, bool]
+    ) -> None:
+        """Kueue's LocalQueue gauges, each LocalQueue's set again only when its figures
+        changed; a deleted LocalQueue's series go (controller/runtime/local_queue_metrics.py)."""
+        state, metrics = self.ctx.state, self.ctx.metrics
+        reserved, used = local_queue_usage(state)
+        inadmissible: dict[str, int] = {}
+        for by_local_queue in self.inadmissible.values():
+            for key, parked in by_local_queue.items():
+                inadmissible[key] = inadmissible.get(key, 0) + parked
+        seen = {}
+        finished = state.index.finished_in_local_queue
+        for key, is_active in active.items():
+            count = counts.get(key) or NO_WORKLOADS
+            held = reserved.get(key)
+            figures = (
+                count["pendingWorkloads"],
+                count["reservingWorkloads"],
+                count["admittedWorkloads"],
+                inadmissible.get(key, 0),
+                finished.get(key, 0),
+                is_active,
+                tuple(sorted(held.items())) if held else (),
+                tuple(sorted(used[key].items())) if key in used else (),
+                metrics.role,
+                metrics.queue_gauges_cleared,
+            )
+            seen[key] = figures
+            if self.local_queue_gauges.get(key) == figures:
+                continue
+            metrics.local_queue.set_gauges(
+                key,
+                metrics.role,
+                count,
+                figures[3],
+                figures[4],
+                is_active,
+                reserved.get(key, {}),
+                used.get(key, {}),
+            )
+        for key in set(self.local_queue_gauges) - set(seen):
+            metrics.local_queue.forget(key)
+        self.local_queue_gauges = seen
 
     def _want(self, resource: Resource, key: str, status: dict[str, Any]) -> None:
         written_key = _written_key(resource, key)

@@ -201,11 +201,14 @@ class WorkloadSync:
             # Admitted (Kueue's workload controller); a first copy is no transition.
             state.settle_admission(key, self.ctx.clock())
         finished = isinstance(workload, Workload) and workload.finished
+        metrics = self.ctx.metrics
         if cluster_queue is not None and finished and self.ctx.leading:
-            metrics = self.ctx.metrics
-            metrics.finished_workloads_total.inc(
-                cluster_queue, priority_class_of(body), metrics.role
-            )
+            priority_class = priority_class_of(body)
+            metrics.finished_workloads_total.inc(cluster_queue, priority_class, metrics.role)
+            metrics.local_queue.observe_finished(body, priority_class, metrics.role)
+            metrics.workload.observe_finished(body, cluster_queue, priority_class, metrics.role)
+        if seen is not None and self.ctx.leading:
+            metrics.workload.observe_released(seen.body, body, self.ctx.clock(), metrics.role)
         for listener in self.workload_listeners:
             listener(body)
 

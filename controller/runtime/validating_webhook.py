@@ -19,8 +19,13 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
-from api.constants import GROUP, VERSION
+from api.constants import GROUP, PRIORITY_BOOST_ANNOTATION, VERSION
 from api.validation import aggregate, validate, validate_update
+from api.validation.field_errors import FieldError, Path, invalid
+from controller.core.model.priorities import parse_priority_boost
+
+PRIORITY_BOOST_GATE: Final = web.AppKey("priority_boost", bool)
+"""The application's PriorityBoost gate (set by webhook_server.serve)."""
 
 __all__ = ["KINDS", "handle", "path_of", "review_response", "validating_configuration"]
 
@@ -40,9 +45,28 @@ def path_of(plural: str) -> str:
     return f"/validate-{GROUP.replace('.', '-')}-{VERSION}-{KINDS[plural].lower()}"
 
 
-def review_response(review: Mapping[str, Any]) -> dict[str, Any]:
+def priority_boost_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's check of the `kueue.x-k8s.io/priority-boost` annotation while the
+    PriorityBoost gate is on: missing is fine, present it must be a signed 32-bit integer."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if PRIORITY_BOOST_ANNOTATION not in annotations:
+        return []
+    value = annotations[PRIORITY_BOOST_ANNOTATION]
+    path = Path("metadata").child("annotations").key(PRIORITY_BOOST_ANNOTATION)
+    if value == "":
+        detail = 'must be a valid signed integer; use "0" explicitly, empty string is not allowed'
+        return [invalid(path, value, detail, "priority-boost")]
+    try:
+        parse_priority_boost(str(value))
+    except ValueError:
+        return [invalid(path, value, "must be a valid signed integer", "priority-boost")]
+    return []
+
+
+def review_response(review: Mapping[str, Any], priority_boost: bool = False) -> dict[str, Any]:
     """The AdmissionReview answer: allowed, or refused as Kueue refuses it (403 Forbidden
-    with the field errors, joined as `field.ErrorList.ToAggregate` joins them)."""
+    with the field errors, joined as `field.ErrorList.ToAggregate` joins them).
+    `priority_boost`: Kueue's PriorityBoost gate."""
     request = review.get("request") or {}
     operation = request.get("operation")
     obj = request.get("object") or {}
@@ -52,6 +76,8 @@ def review_response(review: Mapping[str, Any]) -> dict[str, Any]:
         errors = validate_update(request.get("oldObject") or {}, obj)
     else:
         errors = []
+    if priority_boost and operation in ("CREATE", "UPDATE") and obj.get("kind") == "Workload":
+        errors = [*errors, *priority_boost_errors(obj)]
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": not errors}
     if errors:
         response["status"] = {"code": 403, "reason": "Forbidden", "message": aggregate(errors)}
@@ -66,7 +92,8 @@ async def handle(request: web.Request) -> web.Response:
         return web.json_response({"error": "not an AdmissionReview"}, status=400)
     if not isinstance(review, dict):
         return web.json_response({"error": "not an AdmissionReview"}, status=400)
-    return web.Response(body=orjson.dumps(review_response(review)), content_type="application/json")
+    answer = review_response(review, request.app.get(PRIORITY_BOOST_GATE, False))
+    return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
 
 def validating_configuration(

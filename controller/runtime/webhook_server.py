@@ -29,7 +29,14 @@ from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
 from controller.kube.retries import retried
 from controller.runtime import validating_webhook
-from controller.runtime.certs import WebhookCertificates, issue, write_files
+from controller.runtime.certs import (
+    WebhookCertificates,
+    issue,
+    service_dns_names,
+    write_files,
+)
+
+VISIBILITY_API_SERVICE = "v1beta2.visibility.kueue.x-k8s.io"
 
 __all__ = ["CertReloader", "ServingCert", "WebhookServer", "self_signed", "serve"]
 
@@ -55,9 +62,9 @@ class CertReloader:
     they are on disk, reloaded when they change (a rotated Secret, or files rewritten by
     the controller's own certificate management), without a restart."""
 
-    def __init__(self, cert: ServingCert) -> None:
+    def __init__(self, cert: ServingCert, context: ssl.SSLContext | None = None) -> None:
         self.cert = cert
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context = context or ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._seen: tuple[tuple[float, int, int], ...] = ()
         self.reload()
 
@@ -86,11 +93,17 @@ class CertReloader:
 
 
 async def serve(
-    address: str, port: int, reloader: CertReloader, enabled: webhooks.Enabled | None = None
+    address: str,
+    port: int,
+    reloader: CertReloader,
+    enabled: webhooks.Enabled | None = None,
+    priority_boost: bool = False,
 ) -> web.AppRunner:
     """Start the HTTPS webhook server for the `enabled` integrations (default: all), one
-    path per kind; returns the runner (call `cleanup()` to stop)."""
+    path per kind; returns the runner (call `cleanup()` to stop). `priority_boost`: Kueue's
+    PriorityBoost gate, under which the Workload's annotation is checked."""
     app = web.Application()
+    app[validating_webhook.PRIORITY_BOOST_GATE] = priority_boost
     chosen = webhooks.by_default(enabled)
     handle = webhooks.handler(chosen)
     for framework in chosen.values():
@@ -148,11 +161,19 @@ class WebhookServer:
         managed = settings.internal_cert_management
         if managed.enabled:
             assert settings.cert_dir is not None  # the config requires it
+            namespace = self.config.leader_election.lease_namespace
+            visibility = self.config.serves_visibility()
             self.certificates = WebhookCertificates(
                 self.api_client,
                 managed,
-                self.config.leader_election.lease_namespace,
+                namespace,
                 Path(settings.cert_dir),
+                # The visibility API shares the certificate: it names that Service too,
+                # and its APIService trusts the same CA (controller/runtime/visibility.py).
+                extra_names=service_dns_names(self.config.visibility.service_name, namespace)
+                if visibility
+                else (),
+                api_services=(VISIBILITY_API_SERVICE,) if visibility else (),
             )
             try:
                 await retried(self.certificates.ensure, attempts=8)
@@ -179,7 +200,13 @@ class WebhookServer:
                 f"cannot load the webhook certificate from {directory}: {exc} (webhook.certDir)"
             ) from None
         try:
-            self.runner = await serve(settings.address, settings.port, self.reloader, self.enabled)
+            self.runner = await serve(
+                settings.address,
+                settings.port,
+                self.reloader,
+                self.enabled,
+                self.config.gate("PriorityBoost"),
+            )
         except OSError as exc:
             raise FatalError(
                 f"cannot serve the webhook on {settings.address}:{settings.port}: "

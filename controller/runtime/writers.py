@@ -172,6 +172,8 @@ class DecisionWriter:
             waited = max(0.0, ctx.clock() - created)
             metrics.admission_wait_time.labels(*labels).observe(waited)
             metrics.quota_reserved_wait_time.labels(*labels).observe(waited)
+        metrics.local_queue.observe_admitted(body, labels[1], metrics.role, waited)
+        metrics.cohort.observe_admitted(ctx.state, admit.cluster_queue, labels[1], metrics.role)
         if ctx.events is not None:
             # One Event for both steps (Kueue records QuotaReserved, then Admitted): without
             # admission checks they are the same write, and the conditions keep both.
@@ -292,6 +294,8 @@ class DecisionWriter:
         cause = evict.underlying_cause
         labels = (evict.cluster_queue, evict.reason, cause, priority_class_of(result), role)
         metrics.evicted_workloads.labels(*labels).inc()
+        metrics.local_queue.observe_evicted(result, evict.reason, cause, labels[3], role)
+        metrics.workload.observe_evicted(result, evict.cluster_queue, evict.reason, cause, role)
         if _first_eviction(result, evict.reason, cause):
             metrics.evicted_workloads_once.labels(*labels).inc()
         if preemption_reason is not None and preempting_cluster_queue is not None:

@@ -31,6 +31,7 @@ from tests.cluster.build import ensure_binaries
 ADMIN_TOKEN_USER = "quotagate-admin"
 FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
 RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
+FRONT_PROXY_CLIENT = "front-proxy-client"
 KCM_CONTROLLERS = ",".join(
     [
         "job-controller",
@@ -207,6 +208,18 @@ class ControlPlane:
             organization="system:masters",
             client=True,
         )
+        # The aggregation layer (aggregated APIs such as Kueue's visibility API): a CA of
+        # its own for the front proxy, and the client certificate kube-apiserver presents
+        # to an aggregated API server, which that server verifies against this CA (read
+        # from kube-system/extension-apiserver-authentication).
+        self.front_proxy_ca = certs.make_ca(pki, name="quotagate-front-proxy-ca")
+        self.front_proxy_client = certs.issue(
+            self.front_proxy_ca,
+            pki,
+            "front-proxy-client",
+            FRONT_PROXY_CLIENT,
+            client=True,
+        )
         (pki / "tokens.csv").write_text(
             f"{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},system:masters\n"
             + "".join(
@@ -305,6 +318,7 @@ class ControlPlane:
                 "--runtime-config",
                 RUNTIME_CONFIG,
                 "--profiling=false",
+                *self._aggregator_flags(),
                 # Webhook Services resolve through their EndpointSlices (there is no
                 # kube-proxy): the real node's pods (tests/cluster/kubelet.py) are reached so.
                 "--enable-aggregator-routing=true",
@@ -315,6 +329,28 @@ class ControlPlane:
         )
         self._write_kubeconfig()
         self._wait(apiserver, lambda: self._api_ok("/readyz"), 60)
+
+    def _aggregator_flags(self) -> list[str]:
+        """kube-apiserver's aggregation layer, as every cluster that serves an aggregated
+        API (metrics-server, Kueue's visibility API) configures it."""
+        return [
+            "--requestheader-client-ca-file",
+            str(self.front_proxy_ca.cert),
+            "--requestheader-allowed-names",
+            FRONT_PROXY_CLIENT,
+            "--requestheader-username-headers",
+            "X-Remote-User",
+            "--requestheader-group-headers",
+            "X-Remote-Group",
+            "--requestheader-uid-headers",
+            "X-Remote-Uid",
+            "--requestheader-extra-headers-prefix",
+            "X-Remote-Extra-",
+            "--proxy-client-cert-file",
+            str(self.front_proxy_client.cert),
+            "--proxy-client-key-file",
+            str(self.front_proxy_client.key),
+        ]
 
     def start_scheduler(self) -> None:
         if "kube-scheduler" in self.components:

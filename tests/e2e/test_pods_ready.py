@@ -151,13 +151,18 @@ def _pods_ready_writes(
     return seen
 
 
-def _histogram_count(controller: ControllerProcess, name: str, cq: str) -> float:
+def _histogram_count(
+    controller: ControllerProcess, name: str, cq: str | None, *labels: str
+) -> float:
+    """The observations of histogram `name` (of ClusterQueue `cq`, with `labels`, each
+    `key="value"`), summed over its other labels."""
     url = f"http://127.0.0.1:{controller.metrics_port}/metrics"
     with urllib.request.urlopen(url, timeout=5) as response:
         text = response.read().decode()
+    wanted = [*labels, *([f'cluster_queue="{cq}"'] if cq is not None else [])]
     total = 0.0
     for line in text.splitlines():
-        if line.startswith(f"{name}_count{{") and f'cluster_queue="{cq}"' in line:
+        if line.startswith(f"{name}_count{{") and all(label in line for label in wanted):
             total += float(line.rsplit(" ", 1)[1])
     return total
 
@@ -217,6 +222,9 @@ def test_job_pods_ready_start_and_recovery(
         what="one admitted-until-ready observation",
     )
     assert _histogram_count(pods_ready_controller, "kueue_ready_wait_time_seconds", cq) == 1
+    # The job integration created the Job's Workload: Kueue's creation latency, by kind.
+    created = "kueue_workload_creation_latency_seconds"
+    assert _histogram_count(pods_ready_controller, created, None, 'job_kind="Job"') >= 1
 
     # A ready pod loses readiness: WaitForRecovery; ready again: Recovered.
     lifecycle.set_ready(namespace, pods[0], False)
@@ -240,7 +248,7 @@ def test_pod_group_pods_ready(
     kueue = Kueue(api_client)
     core = client.CoreV1Api(api_client)
     lifecycle: PodLifecycle = full_cluster.lifecycle  # type: ignore[attr-defined]
-    _queue(kueue, namespace, cpu=4)
+    cq = _queue(kueue, namespace, cpu=4)
     for i in range(2):
         core.create_namespaced_pod(
             namespace,
@@ -275,6 +283,10 @@ def test_pod_group_pods_ready(
     # earlier version carries the same WaitForStart, with its first transition time.
     assert writes[-1] == ("True", "Started", started["lastTransitionTime"])
     assert all(w == ("False", "WaitForStart", waiting["lastTransitionTime"]) for w in writes[:-1])
+    # Both members' admission gates were removed once the group was admitted.
+    gate = ('name="kueue.x-k8s.io/admission"', 'is_group="true"')
+    removals = "kueue_pod_scheduling_gate_removal_seconds"
+    assert _histogram_count(pods_ready_controller, removals, cq, *gate) == 2
 
     # One member loses readiness: the gang is waiting for recovery.
     lifecycle.set_ready(namespace, "member-1", False)

@@ -38,6 +38,7 @@ class AdmissionFairQueue:
 
     __slots__ = (
         "_by_local_queue",
+        "_changes",
         "_dirty",
         "_heads",
         "_local_queue_of",
@@ -68,6 +69,19 @@ class AdmissionFairQueue:
         self._dirty: set[str] = set()  # LocalQueues whose entry must be redone
         self._parked_in: set[str] = set()  # LocalQueues with parked Workloads
         self._seq = 0
+        self._changes = 0  # `PendingQueue.changes`, and every usage change
+
+    @property
+    def changes(self) -> int:
+        return self._changes
+
+    def item_of(self, key: WorkloadKey) -> OrderKey | None:
+        local_queue = self._where.get(key)
+        return None if local_queue is None else self._by_local_queue[local_queue].item_of(key)
+
+    def usage(self) -> dict[str, float]:
+        """Each LocalQueue's usage as the order ranks it now."""
+        return {local_queue: self._usage_of(local_queue) for local_queue in self._by_local_queue}
 
     @property
     def strategy(self) -> QueueingStrategy:
@@ -89,6 +103,7 @@ class AdmissionFairQueue:
         """The LocalQueue's usage may have changed: its head is ranked again."""
         if local_queue in self._by_local_queue:
             self._dirty.add(local_queue)
+            self._changes += 1
 
     # -- membership --------------------------------------------------------------------------
 
@@ -99,6 +114,7 @@ class AdmissionFairQueue:
             self.remove(key)
         self._where[key] = local_queue
         self._dirty.add(local_queue)
+        self._changes += 1
         queue = self._by_local_queue.get(local_queue)
         if queue is None:
             queue = self._by_local_queue[local_queue] = PendingQueue(self._strategy)
@@ -132,6 +148,7 @@ class AdmissionFairQueue:
             return None
         removed = self._by_local_queue[local_queue].remove(key)
         self._dirty.add(local_queue)
+        self._changes += 1
         self._left(local_queue)
         return removed
 
@@ -184,6 +201,7 @@ class AdmissionFairQueue:
         assert item is not None
         del self._where[item[4]]
         self._dirty.add(local_queue)
+        self._changes += 1
         self._left(local_queue)
         return item
 
@@ -208,6 +226,7 @@ class AdmissionFairQueue:
             moved = self._by_local_queue[local_queue].park_run(signature_of, signature, tag, before)
             self._dirty.add(local_queue)
             self._parked_in.add(local_queue)
+            self._changes += 1
             if not moved:
                 return parked
             parked += moved
@@ -237,7 +256,7 @@ class AdmissionFairQueue:
     def ordered(self) -> list[OrderKey]:
         """Every pending item in the order heads would be offered with the usage as it is
         now (O(n log n); for tools, not the cycle)."""
-        usage = {local_queue: self._usage_of(local_queue) for local_queue in self._by_local_queue}
+        usage = self.usage()
         ranked = sorted(
             (usage[local_queue], item)
             for local_queue, queue in self._by_local_queue.items()

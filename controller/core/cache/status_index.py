@@ -1,7 +1,8 @@
 """What the status writers and the timers count, kept as Workloads change instead of found
 by a pass over every Workload ever seen (at 50,000 Workloads, 15,000 of them pending,
 such a pass took 40 ms): the unfinished Workloads with their LocalQueue, how many each
-LocalQueue has, those held back or with a timer, and the finished ones per ClusterQueue.
+LocalQueue has, those held back or with a timer, and the finished ones per ClusterQueue
+and per LocalQueue.
 Derived: `ClusterState` calls `update` for every new copy of a Workload."""
 
 from __future__ import annotations
@@ -32,10 +33,14 @@ class StatusIndex:
         # The finished ones, counted per ClusterQueue of their admission.
         self.finished_in: dict[str, int] = {}
         self._finished_cq: dict[WorkloadKey, str] = {}
+        # The same per LocalQueue (`namespace/name`), for Kueue's LocalQueue gauge.
+        self.finished_in_local_queue: dict[str, int] = {}
+        self._finished_lq: dict[WorkloadKey, str] = {}
 
     def update(self, key: WorkloadKey, workload: Workload | None) -> None:
         """Count the Workload as it is now (`workload` None: forgotten)."""
         _decrement(self.finished_in, self._finished_cq.pop(key, None))
+        _decrement(self.finished_in_local_queue, self._finished_lq.pop(key, None))
         _decrement(self.live_in, self.live.pop(key, None))
         self.held_back.pop(key, None)
         self.timed.pop(key, None)
@@ -54,6 +59,10 @@ class StatusIndex:
             cluster_queue = workload.admission.cluster_queue
             self._finished_cq[key] = cluster_queue
             self.finished_in[cluster_queue] = self.finished_in.get(cluster_queue, 0) + 1
+            local_queue = f"{workload.namespace}/{workload.queue_name}"
+            self._finished_lq[key] = local_queue
+            counts = self.finished_in_local_queue
+            counts[local_queue] = counts.get(local_queue, 0) + 1
 
     def admitted_now(self, key: WorkloadKey) -> None:
         """The cycle admitted an unfinished Workload: a timer may come due for it (nothing

@@ -20,6 +20,7 @@ from api.constants import (
     MINIMUM_RUNTIME_ANNOTATION,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
+    PRIORITY_BOOST_ANNOTATION,
     AdmissionMode,
     BorrowWithinCohortPolicy,
     DisruptionMode,
@@ -57,7 +58,13 @@ from controller.core.model.priorities import (
 )
 from controller.core.model.requests import Container, pod_requests
 from controller.core.model.unsupported import admission_check_names
-from controller.core.model.workloads import ConditionState, PodSet, PriorityClassRef, Workload
+from controller.core.model.workloads import (
+    ConditionState,
+    OwnerReference,
+    PodSet,
+    PriorityClassRef,
+    Workload,
+)
 
 __all__ = [
     "KINDS",
@@ -309,6 +316,22 @@ def _text_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _owner_references(meta: Mapping[str, Any]) -> tuple[OwnerReference, ...]:
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return ()
+    return tuple(
+        OwnerReference(
+            str(ref.get("apiVersion") or ""),
+            str(ref.get("kind") or ""),
+            str(ref.get("name") or ""),
+            str(ref.get("uid") or ""),
+        )
+        for ref in refs
+        if isinstance(ref, Mapping)
+    )
+
+
 def _minimum_runtime(r: FieldReader, meta: Mapping[str, Any]) -> int | None:
     """The ClusterQueue's minimum runtime before preemption (whole seconds), or None."""
     text = (meta.get("annotations") or {}).get(MINIMUM_RUNTIME_ANNOTATION)
@@ -486,6 +509,10 @@ def _workload(
         admission_gated_by=str(
             (meta.get("annotations") or {}).get(ADMISSION_GATED_BY_ANNOTATION) or ""
         ).strip(),
+        priority_boost=_text_or_none(
+            (meta.get("annotations") or {}).get(PRIORITY_BOOST_ANNOTATION)
+        ),
+        owner_references=_owner_references(meta),
         disruption_mode=r.enum(
             spec.get("disruptionMode"),
             "spec.disruptionMode",

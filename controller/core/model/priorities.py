@@ -7,6 +7,7 @@ PriorityClass); else the global-default PriorityClass (lowest value if several);
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -20,9 +21,26 @@ __all__ = [
     "PriorityClasses",
     "ResolvedPriority",
     "WorkloadPriorityClass",
+    "parse_priority_boost",
 ]
 
 KUEUE_GROUP: Final = GROUP
+
+_SIGNED_DECIMAL = re.compile(r"^[+-]?[0-9]+$")
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def parse_priority_boost(text: str | None) -> int:
+    """The annotation's value as Go's `strconv.ParseInt(text, 10, 32)` reads it; missing =
+    0. Raises ValueError for anything else (empty, spaces, underscores, out of int32)."""
+    if text is None:
+        return 0
+    if not _SIGNED_DECIMAL.match(text):
+        raise ValueError(f"must be a valid signed integer, not {text!r}")
+    value = int(text)
+    if not _INT32[0] <= value <= _INT32[1]:
+        raise ValueError(f"must be a signed 32-bit integer, not {text!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from controller.core.model.selectors import EMPTY_LABELS, Requirement
 __all__ = [
     "ConditionState",
     "OrderKey",
+    "OwnerReference",
     "PodSet",
     "PriorityClassRef",
     "Toleration",
@@ -101,6 +102,16 @@ class ConditionState:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnerReference:
+    """One of `metadata.ownerReferences` (what Kueue's visibility API repeats)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
 class PriorityClassRef:
     """`spec.priorityClassRef`; group `kueue.x-k8s.io` or `scheduling.k8s.io`."""
 
@@ -150,6 +161,10 @@ class Workload:
     # The `kueue.x-k8s.io/admission-gated-by` annotation as written ("" without gates): a
     # Workload with a gate left is not queued (Kueue's AdmissionGated).
     admission_gated_by: str = ""
+    # The `kueue.x-k8s.io/priority-boost` annotation as written (None without it): added to
+    # the priority while Kueue's PriorityBoost gate is on (ClusterState.priority_boost).
+    priority_boost: str | None = None
+    owner_references: tuple[OwnerReference, ...] = field(default=(), compare=False, repr=False)
     # What Kueue's rules find wrong with it (api/validation), or None: an invalid Workload
     # is not queued (Misconfigured); one holding quota keeps it as its admission says.
     invalid: str | None = None

@@ -30,6 +30,7 @@ from controller.core.model.clusterqueues import ClusterQueue, LocalQueue
 from controller.core.model.workloads import WorkloadKey
 from controller.core.queue.backoff import BackoffQueue
 from controller.core.queue.pending_queue import PendingQueue, WorkloadQueue
+from controller.core.queue.pending_requests import PendingRequests
 
 __all__ = ["QueueManager"]
 
@@ -50,6 +51,7 @@ class QueueManager:
         self._quota = quota
         self._queues: dict[str, WorkloadQueue] = {}
         self.backoff = BackoffQueue()
+        self.pending_requests = PendingRequests()  # Σ requests queued, per ClusterQueue
         # The pending Workloads set aside per LocalQueue (`namespace/name`) while that
         # LocalQueue is missing or stopped or its ClusterQueue is missing.
         self._aside: dict[str, set[WorkloadKey]] = {}
@@ -135,6 +137,7 @@ class QueueManager:
             return
         record.queued_in = lq.cluster_queue
         queue.push(record.order)
+        self.pending_requests.queued(key, lq.cluster_queue, workload)
 
     def unqueue(self, key: WorkloadKey) -> None:
         """Take a Workload out of wherever it waits."""
@@ -144,6 +147,7 @@ class QueueManager:
         cq, record.queued_in = record.queued_in, None
         if cq is not None and cq in self._queues:
             self._queues[cq].remove(key)
+        self.pending_requests.left(key)
         self.backoff.remove(key)
         aside = self._aside.get(record.local_queue)
         if aside is not None:

@@ -68,13 +68,16 @@ class WorkloadQueue(Protocol):
     def is_inadmissible(self, key: WorkloadKey) -> bool: ...
     def inadmissible_count(self) -> int: ...
     def workload_keys(self) -> Iterator[WorkloadKey]: ...
+    def item_of(self, key: WorkloadKey) -> OrderKey | None: ...
+    @property
+    def changes(self) -> int: ...
     def ordered(self) -> list[OrderKey]: ...
 
 
 class PendingQueue:
     """The pending Workloads of one ClusterQueue."""
 
-    __slots__ = ("_active", "_heap", "_members", "_parked", "_seq", "strategy")
+    __slots__ = ("_active", "_heap", "_members", "_parked", "_seq", "changes", "strategy")
 
     def __init__(self, strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO) -> None:
         self.strategy = strategy
@@ -85,6 +88,9 @@ class PendingQueue:
         self._parked: list[_Run] = []
         self._active = 0  # live items in offered runs
         self._seq = 0
+        # Moves on whenever a Workload joins or leaves (a head popped and parked again
+        # too): equal counts, the same items (what the visibility API's cached order needs).
+        self.changes = 0
 
     def __len__(self) -> int:
         return len(self._members)
@@ -97,6 +103,7 @@ class PendingQueue:
     def _leave(self, key: WorkloadKey) -> tuple[OrderKey, _Run] | None:
         member = self._members.pop(key, None)
         if member is not None:
+            self.changes += 1
             run = member[1]
             run.live -= 1
             if not run.parked:
@@ -129,6 +136,7 @@ class PendingQueue:
         run = _Run([item], parked=False)
         self._members[item[4]] = (item, run)
         self._active += 1
+        self.changes += 1
         self._offer(run)
 
     def park(self, item: OrderKey) -> None:
@@ -137,6 +145,7 @@ class PendingQueue:
         run = _Run([item], parked=True)
         self._members[item[4]] = (item, run)
         self._parked.append(run)
+        self.changes += 1
 
     def park_run(
         self,
@@ -182,6 +191,7 @@ class PendingQueue:
                 current.last = first
                 current.live += 1
             self._members[first[4]] = (first, current)
+            self.changes += 1
         if current is not None:
             current.tag = tag
             self._parked.append(current)
@@ -298,6 +308,11 @@ class PendingQueue:
 
     def workload_keys(self) -> Iterator[WorkloadKey]:
         yield from self._members
+
+    def item_of(self, key: WorkloadKey) -> OrderKey | None:
+        """The Workload's place in the order, if it is queued."""
+        member = self._members.get(key)
+        return member[0] if member is not None else None
 
     def ordered(self) -> list[OrderKey]:
         """Every pending item in queue order (O(n log n); for tools, not the cycle)."""

@@ -326,7 +326,7 @@ class GenericReconciler:
             await self._report(key, obj, exc.reason, str(exc))
             raise  # reconciled again after a backoff, as Kueue requeues it
         try:
-            await self.custom.create_namespaced_custom_object(
+            created = await self.custom.create_namespaced_custom_object(
                 GROUP, VERSION, body["metadata"]["namespace"], "workloads", body
             )
         except ApiException as exc:
@@ -335,6 +335,7 @@ class GenericReconciler:
             if exc.status == 422:  # said on the object too; retried with a backoff
                 await self._report(key, obj, "CreateWorkloadFailed", _message(exc))
             raise
+        self.view.workload_created(str(obj.get("kind") or ""), obj, created)
         self.reported.pop(key, None)
         if self.view.events:
             await self.view.events(
