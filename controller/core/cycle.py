@@ -181,6 +181,7 @@ def run_cycle(
             workload,
             oracle,
             preempt_while_borrowing=state.fair_sharing is not None,
+            ignore_undeclared=state.resource_rules.ignore_undeclared,
         )
         reduced = None
         if not assignment.fits and can_be_partially_admitted(workload):
@@ -323,6 +324,7 @@ def _partial(
             candidate,
             oracle,
             preempt_while_borrowing=state.fair_sharing is not None,
+            ignore_undeclared=state.resource_rules.ignore_undeclared,
         )
         if assignment.fits or (
             assignment.mode is Mode.PREEMPT

@@ -44,6 +44,7 @@ from controller.core.records import (
     WorkloadRecord,
     WorkloadsView,
 )
+from controller.core.resource_rules import NO_RULES, ResourceRules
 from controller.core.selectors import EMPTY_LABELS
 from controller.core.usage_ledger import UsageLedger
 from controller.core.workloads import Usage, Workload, WorkloadKey
@@ -136,6 +137,9 @@ class ClusterState:
         self.block_admission = False
         # KAI-style threshold: priority < threshold ⇒ preemptible (None = off, Kueue's way).
         self.preemptibility_threshold: int | None = None
+        # Kueue's `resources`: exclusions and transformations of pod requests, applied to
+        # every Workload as it is added, and the quotaCheckStrategy of flavor assignment.
+        self.resource_rules: ResourceRules = NO_RULES
         # Per ClusterQueue, why it admits nothing (None: it is active), as
         # `pending.cluster_queue_inactive` found it; cleared whenever a ClusterQueue, a
         # flavor or a Cohort changes (the cycle asks for every queue with a head).
@@ -409,7 +413,9 @@ class ClusterState:
 
     def upsert_workload(self, workload: Workload) -> None:
         """Add or update a Workload. Its priority is resolved once, when first seen (a class
-        whose value changes later does not reorder existing Workloads, as in Kueue)."""
+        whose value changes later does not reorder existing Workloads, as in Kueue). Its pod
+        sets' requests are taken as `resource_rules` make them (Kueue's `resources`)."""
+        workload = self.resource_rules.apply(workload)
         key = workload.key
         record = self.records.get(key)
         if record is None or workload.priority != record.workload.priority:

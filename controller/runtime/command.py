@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 from controller import collector
 from controller.config import ConfigError, ControllerConfig, load_config
 from controller.kube.process import run_until_done, setup_logging
+
+log = logging.getLogger("controller.config")
 
 
 def add_run_command(commands: Any) -> None:
@@ -84,31 +87,24 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in flags.items() if value is not None}
 
 
-def check_integrations(config: ControllerConfig) -> None:
-    """Every configured framework is one quotagate implements (the configuration accepts
-    any of Kueue's names: a Kueue configuration file may list more)."""
-    from controller.integrations.framework.registry import frameworks, unimplemented
-
-    missing = unimplemented(config.integrations.frameworks)
-    if missing:
-        problems = "; ".join(
-            f"integrations.frameworks[{index}]: {name} is a Kueue framework quotagate does not "
-            "implement yet"
-            for index, name in missing
-        )
-        raise ConfigError(
-            f"invalid configuration: {problems} (implemented: {', '.join(frameworks())})"
-        )
+def report_not_implemented(config: ControllerConfig) -> None:
+    """Log, once at start, each field of the configuration quotagate read but does not
+    implement (never fatal: `quotagate config check` lists them too), and how some Kueue
+    fields are read."""
+    for path, why in config.not_implemented:
+        log.warning("configuration field not implemented: %s: %s", path, why)
+    for note in config.notes:
+        log.info("configuration: %s", note)
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, _overrides(args))
-        check_integrations(config)
     except ConfigError as exc:
         print(f"quotagate run: {exc}", file=sys.stderr)
         return 2
     setup_logging(args.log_level)
+    report_not_implemented(config)
     collector.tune()
     from controller.runtime.operator import run_operator
 

@@ -42,6 +42,7 @@ from controller.kube.health import Readiness, serve_health
 from controller.kube.informer import Informer, WorkloadInformer
 from controller.kube.leader import run_while_leading
 from controller.kube.process import begin_stopping
+from controller.runtime.config_metrics import export_not_implemented
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
@@ -171,6 +172,7 @@ async def _run(
 ) -> None:
     api = Api(api_client)
     metrics = Metrics()
+    export_not_implemented(metrics.registry, config.not_implemented)
     metrics.set_role(FOLLOWER if config.leader_election.enabled else STANDALONE)
     metrics.serve(config.metrics_port)
     readiness = Readiness("the Workload informer has listed")
@@ -183,9 +185,9 @@ async def _run(
     statuses = QueueStatusWriter(controller.ctx, controller.sync.unsupported)
     controller.sync.object_deletion_listeners.append(statuses.forget)
 
-    enabled = enabled_with_implied(config.integrations.frameworks)
-    settings = IntegrationSettings(tuple(config.integrations.label_keys_to_copy), tuple(enabled))
     known = frameworks()
+    enabled = [n for n in enabled_with_implied(config.integrations.frameworks) if n in known]
+    settings = IntegrationSettings(tuple(config.integrations.label_keys_to_copy), tuple(enabled))
     integrations = [
         (known[name], known[name].make(api_client, controller, settings)) for name in enabled
     ]
