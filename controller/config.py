@@ -573,8 +573,6 @@ def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> C
             message = error["msg"].removeprefix("Value error, ")
             problems.append(f"{key}: {message}" if key else message)
         raise ConfigError(f"{source}: invalid configuration: " + "; ".join(problems)) from exc
-    if not kueue_format:
-        not_implemented = unimplemented_integrations(config)
     config._not_implemented = tuple(not_implemented)
     config._notes = tuple(notes)
     config._kueue_format = kueue_format
@@ -628,28 +626,6 @@ def _dotted_value(data: dict[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         node = node[part]
     return node
-
-
-def unimplemented_integrations(config: ControllerConfig) -> list[tuple[str, str]]:
-    """The configured frameworks quotagate has no integration for, and the external
-    frameworks (listed, never fatal: their objects are left alone)."""
-    from controller.integrations.framework.registry import unimplemented
-
-    found = [
-        (
-            f"integrations.frameworks[{index}]",
-            f"{name}: no such integration in quotagate; its objects are left alone",
-        )
-        for index, name in unimplemented(config.integrations.frameworks)
-    ]
-    found += [
-        (
-            f"integrations.externalFrameworks[{index}]",
-            f"{name}: external frameworks are not implemented; nothing creates their Workloads",
-        )
-        for index, name in enumerate(config.integrations.external_frameworks)
-    ]
-    return found
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import yaml
 
 from controller.config import ConfigError, ControllerConfig, load_config
+from controller.config_report import not_implemented
 
 __all__ = ["add_config_command", "describe_config"]
 
@@ -48,13 +49,14 @@ def describe_config(config: ControllerConfig, path: Path, out: TextIO) -> None:
     print(f"Format:  {kind}", file=out)
     print("Valid:   yes", file=out)
     print("", file=out)
-    if config.not_implemented:
+    missing = not_implemented(config)
+    if missing:
         print(
-            f"Not implemented ({len(config.not_implemented)}; read, listed at start and in the "
+            f"Not implemented ({len(missing)}; read, listed at start and in the "
             "metric quotagate_configuration_field_not_implemented, not applied):",
             file=out,
         )
-        for field, why in config.not_implemented:
+        for field, why in missing:
             print(f"  {field}: {why}", file=out)
     else:
         print("Not implemented: none (every field in the file is applied)", file=out)

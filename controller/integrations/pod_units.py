@@ -5,7 +5,7 @@ settings), the ungate patch, and what an admitted Workload allows. No I/O."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from api.constants import (
     VERSION,
 )
 from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
+from controller.integrations.job_management import JobManagement
 
 CORE_GROUP = "scheduling.k8s.io"
 _DISRUPTION_MODES = {"single": "Pod", "all": "PodGroup", "Pod": "Pod", "PodGroup": "PodGroup"}
@@ -44,12 +45,29 @@ class Unit:
         return f"{self.namespace}/{self.workload_name}"
 
 
-def managed(pod: Mapping[str, Any]) -> bool:
-    """A queue-labelled pod not run by a Job (the Job integration queues those)."""
+def managed(
+    pod: Mapping[str, Any],
+    management: JobManagement | None = None,
+    namespace_labels: Mapping[str, str] | None = None,
+    owner_kinds: Collection[tuple[str, str]] = (),
+) -> bool:
+    """A pod the pod integration queues: managed by `management`'s rules (default: the
+    queue-labelled ones, in any namespace), not run by a Job (the Job integration queues
+    those) nor by an object of an enabled job kind (`owner_kinds`: (group, kind))."""
     meta = pod.get("metadata") or {}
-    if QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
-        return False
+    labels = meta.get("labels") or {}
+    if management is None:
+        if QUEUE_NAME_LABEL not in labels:
+            return False
+    else:
+        namespace = str(meta.get("namespace") or "")
+        if not management.decide(labels, namespace, namespace_labels).managed:
+            return False
     owners = meta.get("ownerReferences") or []
+    for owner in owners:
+        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+        if (group, owner.get("kind")) in owner_kinds and owner.get("kind") != "Pod":
+            return False
     return not any(
         o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith("batch/") for o in owners
     )
@@ -195,7 +213,7 @@ def workload_for(
             "labels": {**(labels_to_copy or {}), "quotagate.x-k8s.io/unit": unit.kind},
             "ownerReferences": owner_references(pods),
         },
-        "spec": {"queueName": labels[QUEUE_NAME_LABEL], "podSets": [podset]},
+        "spec": {"queueName": labels.get(QUEUE_NAME_LABEL), "podSets": [podset]},
     }
     limit = max_exec_time_seconds(first)
     if limit is not None:

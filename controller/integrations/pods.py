@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from cachetools import TTLCache
@@ -52,6 +52,7 @@ from api.constants import (
 from api.workload_status import Condition, has_quota_reservation
 from controller.integrations.host import ControllerView, placement_of
 from controller.integrations.job_labels import WorkloadPriorityClassNotFound
+from controller.integrations.job_management import JobManagement
 from controller.integrations.pod_units import (
     CORE_GROUP,
     Unit,
@@ -89,8 +90,12 @@ class PodIntegration:
         owner_cache_seconds: float = 60.0,
         settle_seconds: float = 1.0,
         label_keys_to_copy: tuple[str, ...] = (),
+        management: JobManagement | None = None,
+        owner_kinds: Collection[tuple[str, str]] = (),
     ) -> None:
         self.label_keys_to_copy = label_keys_to_copy
+        self.management = management
+        self.owner_kinds = owner_kinds
         self.core = aio_client.CoreV1Api(api_client)
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.view = view
@@ -117,7 +122,9 @@ class PodIntegration:
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         unit = unit_of(pod)
-        if event_type == "DELETED" or not managed(pod):
+        namespace = str(meta.get("namespace") or "")
+        labels = self.view.namespace_labels(namespace)
+        if event_type == "DELETED" or not managed(pod, self.management, labels, self.owner_kinds):
             self.pods.pop(key, None)
             self.members.get(unit, set()).discard(key)
             if not self.members.get(unit):

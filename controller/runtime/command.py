@@ -10,6 +10,7 @@ from typing import Any
 
 from controller import collector
 from controller.config import ConfigError, ControllerConfig, load_config
+from controller.config_report import not_implemented
 from controller.kube.process import run_until_done, setup_logging
 
 log = logging.getLogger("controller.config")
@@ -91,7 +92,7 @@ def report_not_implemented(config: ControllerConfig) -> None:
     """Log, once at start, each field of the configuration quotagate read but does not
     implement (never fatal: `quotagate config check` lists them too), and how some Kueue
     fields are read."""
-    for path, why in config.not_implemented:
+    for path, why in not_implemented(config):
         log.warning("configuration field not implemented: %s: %s", path, why)
     for note in config.notes:
         log.info("configuration: %s", note)

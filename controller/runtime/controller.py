@@ -121,6 +121,12 @@ class Controller:
         cls = self.ctx.state.priority_classes.workload_class(name)
         return cls.value if cls is not None else None
 
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        return self.ctx.state.namespaces.get(name)
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool:
+        return f"{namespace}/{name}" in self.ctx.state.local_queues
+
     def priority_of_pod_class(self, name: str) -> int | None:
         cls = self.ctx.state.priority_classes.pod_class(name)
         return cls.value if cls is not None else None

@@ -22,8 +22,10 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from controller.config import ControllerConfig
+from controller.config_report import job_management
 from controller.integrations import webhook as webhooks
 from controller.integrations.framework.registry import by_kind, enabled_with_implied
+from controller.integrations.job_management import JobManagement
 from controller.kube.client import API_ERRORS, retrying
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
@@ -85,13 +87,19 @@ class CertReloader:
 
 
 async def serve(
-    address: str, port: int, reloader: CertReloader, enabled: webhooks.Enabled | None = None
+    address: str,
+    port: int,
+    reloader: CertReloader,
+    enabled: webhooks.Enabled | None = None,
+    management: JobManagement | None = None,
+    lookup: webhooks.Lookup | None = None,
 ) -> web.AppRunner:
     """Start the HTTPS webhook server for the `enabled` integrations (default: all), one
-    path per kind; returns the runner (call `cleanup()` to stop)."""
+    path per kind, applying the job-management rules (`management`, over the cluster
+    `lookup` sees); returns the runner (call `cleanup()` to stop)."""
     app = web.Application()
     chosen = webhooks.by_default(enabled)
-    handle = webhooks.handler(chosen)
+    handle = webhooks.handler(chosen, management, lookup)
     for framework in chosen.values():
         app.router.add_post(framework.webhook_path, handle)
     for plural in validating_webhook.KINDS:
@@ -125,8 +133,16 @@ class WebhookServer:
     Secret, or managed by the controller: controller/runtime/certs.py) reloaded whenever
     it changes, and, for local runs, our own MutatingWebhookConfiguration."""
 
-    def __init__(self, config: ControllerConfig, api_client: Any, readiness: Readiness) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        api_client: Any,
+        readiness: Readiness,
+        lookup: webhooks.Lookup | None = None,
+    ) -> None:
         self.config = config
+        self.lookup = lookup
+        self.management = job_management(config)
         self.settings = config.webhook
         self.api_client = api_client
         self.readiness = readiness
@@ -178,7 +194,14 @@ class WebhookServer:
                 f"cannot load the webhook certificate from {directory}: {exc} (webhook.certDir)"
             ) from None
         try:
-            self.runner = await serve(settings.address, settings.port, self.reloader, self.enabled)
+            self.runner = await serve(
+                settings.address,
+                settings.port,
+                self.reloader,
+                self.enabled,
+                self.management,
+                self.lookup,
+            )
         except OSError as exc:
             raise FatalError(
                 f"cannot serve the webhook on {settings.address}:{settings.port}: "
@@ -205,7 +228,12 @@ class WebhookServer:
         url_base = f"https://{self._host()}:{settings.port}"
         admission = aio_client.AdmissionregistrationV1Api(self.api_client)
         mutating = webhooks.webhook_configuration(
-            url_base, ca_bundle, self.config.leader_election.lease_namespace, self.enabled
+            url_base,
+            ca_bundle,
+            self.config.leader_election.lease_namespace,
+            self.enabled,
+            self.config.manage_jobs_without_queue_name,
+            self.config.namespace_selector_spec,
         )
         await _create_or_replace(
             mutating,

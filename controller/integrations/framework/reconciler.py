@@ -51,7 +51,6 @@ from api.constants import (
     GROUP,
     JOB_UID_LABEL,
     PRIORITY_CLASS_LABEL,
-    QUEUE_NAME_LABEL,
     VERSION,
     QuotaReservedReason,
 )
@@ -126,7 +125,7 @@ class GenericReconciler:
     def on_object_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
-        gone = event_type == "DELETED" or QUEUE_NAME_LABEL not in (meta.get("labels") or {})
+        gone = event_type == "DELETED" or not self._managed(obj)
         previous = self.objects.pop(key, None) if gone else self.objects.get(key)
         if previous is not None:
             self._forget_prebuilt(key, previous)
@@ -139,6 +138,16 @@ class GenericReconciler:
         if name:
             self.prebuilt.setdefault(f"{meta.get('namespace')}/{name}", set()).add(key)
         self.kick(key)
+
+    def _managed(self, obj: dict[str, Any]) -> bool:
+        """Whether the object is managed: Kueue's namespace selector and queue-name rules
+        (`job_management.py`)."""
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        decision = self.settings.management.decide(
+            meta.get("labels") or {}, namespace, self.view.namespace_labels(namespace)
+        )
+        return decision.managed
 
     def on_workload_event(self, workload: dict[str, Any]) -> None:
         meta = workload.get("metadata") or {}

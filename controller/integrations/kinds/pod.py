@@ -12,6 +12,7 @@ from controller.integrations.framework.registry import (
     Integration,
     IntegrationSettings,
     Rule,
+    by_kind,
     register,
 )
 from controller.integrations.host import ControllerView
@@ -27,7 +28,13 @@ def _integration(
     framework: Framework,
     settings: IntegrationSettings,
 ) -> Integration:
-    return PodIntegration(api_client, view, label_keys_to_copy=settings.label_keys_to_copy)
+    return PodIntegration(
+        api_client,
+        view,
+        label_keys_to_copy=settings.label_keys_to_copy,
+        management=settings.management,
+        owner_kinds=set(by_kind(settings.enabled)),
+    )
 
 
 FRAMEWORK = register(
