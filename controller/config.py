@@ -560,9 +560,16 @@ def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> C
     not_implemented: list[tuple[str, str]] = []
     notes: list[str] = []
     kueue_format = is_kueue_configuration(data)
+    explicit: set[str] = set()
     if kueue_format:
-        data, not_implemented, notes = _from_kueue(data, source)
+        data, not_implemented, notes, explicit = _from_kueue(data, source)
     for dotted, value in (overrides or {}).items():
+        clash = _clash(explicit, dotted)
+        if clash is not None:
+            notes.append(
+                f"{clash} (as quotagate names it) set by the file is replaced by {value!r} from "
+                "the command line or --overrides"
+            )
         _set_dotted(data, dotted, value)
     try:
         config = ControllerConfig.model_validate(data)
@@ -579,9 +586,21 @@ def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> C
     return config
 
 
+def _clash(explicit: set[str], dotted: str) -> str | None:
+    """A key set explicitly by the Kueue file that `dotted` would replace or contain."""
+    return next(
+        (
+            k
+            for k in sorted(explicit)
+            if k == dotted or k.startswith(f"{dotted}.") or dotted.startswith(f"{k}.")
+        ),
+        None,
+    )
+
+
 def _from_kueue(
     data: dict[str, Any], source: str
-) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[str], set[str]]:
     """A Kueue Configuration as quotagate's settings, with its `quotagate:` section merged
     in; a `quotagate:` key that a Kueue field of the file also sets is refused."""
     try:
@@ -592,36 +611,30 @@ def _from_kueue(
     if not isinstance(extensions, dict):
         raise ConfigError(f"{source}: invalid configuration: {EXTENSIONS_KEY}: expected a mapping")
     settings = translation.settings
-    for dotted in sorted(_dotted_keys(extensions)):
-        clash = next(
-            (
-                k
-                for k in translation.explicit
-                if k == dotted or k.startswith(f"{dotted}.") or dotted.startswith(f"{k}.")
-            ),
-            None,
-        )
+    for dotted in sorted(dotted_keys(extensions)):
+        clash = _clash(translation.explicit, dotted)
         if clash is not None:
             raise ConfigError(
                 f"{source}: invalid configuration: {EXTENSIONS_KEY}.{dotted}: the file sets it "
                 f"with Kueue's field too ({clash} in quotagate's terms); set it in one place"
             )
-        _set_dotted(settings, dotted, _dotted_value(extensions, dotted))
-    return settings, translation.not_implemented, translation.notes
+        _set_dotted(settings, dotted, dotted_value(extensions, dotted))
+    return settings, translation.not_implemented, translation.notes, translation.explicit
 
 
-def _dotted_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
+def dotted_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted paths of every leaf of a nested mapping (`webhook.port`)."""
     keys = []
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            keys.extend(_dotted_keys(value, f"{dotted}."))
+            keys.extend(dotted_keys(value, f"{dotted}."))
         else:
             keys.append(dotted)
     return keys
 
 
-def _dotted_value(data: dict[str, Any], dotted: str) -> Any:
+def dotted_value(data: dict[str, Any], dotted: str) -> Any:
     node: Any = data
     for part in dotted.split("."):
         node = node[part]

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from controller import collector
-from controller.config import ConfigError, ControllerConfig, load_config
+from controller.config import ConfigError, ControllerConfig, dotted_keys, dotted_value, load_config
 from controller.config_report import not_implemented
 from controller.kube.process import run_until_done, setup_logging
 
@@ -26,6 +28,13 @@ def add_run_command(commands: Any) -> None:
     sub.add_argument("--kubeconfig", help="path to a kubeconfig file")
     sub.add_argument(
         "--config", type=Path, help="YAML configuration file (see docs/configuration.md)"
+    )
+    sub.add_argument(
+        "--overrides",
+        type=Path,
+        metavar="FILE",
+        help="settings in quotagate's format applied over --config, as flags are (the chart "
+        "passes its deployment's settings so when --config is a Kueue Configuration)",
     )
     sub.add_argument(
         "--namespace",
@@ -68,6 +77,16 @@ def add_run_command(commands: Any) -> None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """--overrides FILE, then the flags (which win), as dotted keys."""
+    found: dict[str, Any] = {}
+    if args.overrides is not None:
+        try:
+            loaded = yaml.safe_load(args.overrides.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{args.overrides}: cannot read overrides: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{args.overrides}: the overrides must be a mapping")
+        found = {key: dotted_value(loaded, key) for key in dotted_keys(loaded)}
     flags = {
         "namespaces": args.namespaces,
         "metricsPort": args.metrics_port,
@@ -85,7 +104,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         flags.update(
             {"webhook.enabled": True, "webhook.address": host or "0.0.0.0", "webhook.port": port}
         )
-    return {key: value for key, value in flags.items() if value is not None}
+    found.update((key, value) for key, value in flags.items() if value is not None)
+    return found
 
 
 def report_not_implemented(config: ControllerConfig) -> None:
