@@ -213,8 +213,10 @@ def workload_for(
             "labels": {**(labels_to_copy or {}), "quotagate.x-k8s.io/unit": unit.kind},
             "ownerReferences": owner_references(pods),
         },
-        "spec": {"queueName": labels.get(QUEUE_NAME_LABEL), "podSets": [podset]},
+        "spec": {"podSets": [podset]},
     }
+    if labels.get(QUEUE_NAME_LABEL):  # none: managed without a queue name, not admitted
+        body["spec"]["queueName"] = labels[QUEUE_NAME_LABEL]
     limit = max_exec_time_seconds(first)
     if limit is not None:
         body["spec"]["maximumExecutionTimeSeconds"] = limit

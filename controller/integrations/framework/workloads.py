@@ -170,9 +170,11 @@ def new_workload(
             "labels": workload_labels,
             "ownerReferences": [owner_reference(obj)],
         },
-        "spec": {"queueName": labels.get(QUEUE_NAME_LABEL), "podSets": _pod_sets(job)},
+        "spec": {"podSets": _pod_sets(job)},
     }
     spec = body["spec"]
+    if labels.get(QUEUE_NAME_LABEL):  # none: managed without a queue name, not admitted
+        spec["queueName"] = labels[QUEUE_NAME_LABEL]
     if labels.get(PRIORITY_CLASS_LABEL):
         if priority is None:
             raise WorkloadPriorityClassNotFound(labels[PRIORITY_CLASS_LABEL])
