@@ -239,3 +239,32 @@ def test_quotagates_own_format_still_reads_and_reports_integrations(tmp_path: Pa
     assert fields(config) == ["integrations.frameworks[1]"]
     # quotagate's format: the controller's own namespace is the Lease's.
     assert not job_management(config).namespace_matches("quotagate-system", None)
+
+
+def test_config_check_prints_how_the_file_is_read(capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.cli import main
+
+    assert main(["config", "check", str(DATA / "controller_manager_config.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "Format:  Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)" in out
+    assert "Valid:   yes" in out
+    assert "Not implemented (10;" in out
+    assert "  controller.groupKindConcurrency: per-kind reconcile concurrency" in out
+    assert "  integrations.frameworks[9]: deployment: quotagate has no such integration" in out
+    assert "waitForPodsReady: on with a 30m timeout, Kueue's default" in out
+    settings = yaml.safe_load(out.split("Settings (quotagate's format, defaults filled in):\n")[1])
+    assert settings["metricsPort"] == 8443
+    assert settings["leaderElection"]["leaseName"] == "c1f6bfd2.kueue.x-k8s.io"
+
+
+def test_config_check_of_an_invalid_file_exits_2_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.cli import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**HEAD, "resources": {"transformation": []}}))
+    assert main(["config", "check", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert "Valid:   no" in captured.out
+    assert 'resources.transformation: unknown field "transformation"' in captured.err
