@@ -8,9 +8,11 @@ from __future__ import annotations
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from tests.cluster.controlplane import ControlPlane, free_port
@@ -183,3 +185,44 @@ def test_the_fields_not_implemented_are_in_the_log_and_the_metrics(
         text = response.read().decode()
     for field in ("clientConnection.qps", "clientConnection.burst", "integrations.frameworks[1]"):
         assert f'quotagate_configuration_field_not_implemented{{field="{field}"}} 1.0' in text
+
+
+def test_kubectl_quotagate_describe_says_why_a_job_is_or_is_not_managed(
+    kueue_configured: ControllerProcess,
+    api_client: client.ApiClient,
+    kubeconfig_path: str,
+    namespace: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from controller.kubectl_plugin import main
+
+    kueue = Kueue(api_client)
+    batch = client.BatchV1Api(api_client)
+    _queues(kueue, namespace, "default", cpu=4)
+    batch.create_namespaced_job(namespace, _unlabelled("described"))
+    config = tmp_path / "kueue.yaml"
+    config.write_text(yaml.safe_dump(KUEUE_CONFIGURATION))
+    wait_for(lambda: _workload(kueue, namespace, "job-described"), what="the Job's Workload")
+
+    def describe(name: str, where: str) -> str:
+        argv = ["describe", "job", name, "-n", where, "--kubeconfig", kubeconfig_path]
+        assert main([*argv, "--config", str(config)]) == 0
+        return capsys.readouterr().out
+
+    out = describe("described", namespace)
+    assert "Managed:          yes" in out
+    assert f"it has the label {QUEUE_LABEL}=default" in out
+    assert "Workload:         job-described" in out
+    assert "manageJobsWithoutQueueName=true" in out
+    name = f"described-{uuid.uuid4().hex[:6]}"
+    batch.create_namespaced_job("kube-system", queued_job(name, queue="default"))
+    try:
+        out = describe(name, "kube-system")
+        assert "Managed:          no" in out
+        assert (
+            "namespace kube-system does not match managedJobsNamespaceSelector "
+            "(quotagate.test/namespace=true)" in out
+        )
+    finally:
+        batch.delete_namespaced_job(name, "kube-system", propagation_policy="Background")

@@ -268,3 +268,87 @@ def test_config_check_of_an_invalid_file_exits_2_naming_the_field(
     captured = capsys.readouterr()
     assert "Valid:   no" in captured.out
     assert 'resources.transformation: unknown field "transformation"' in captured.err
+
+
+PLAN_OBJECTS = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: gpus}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, gpu_credits]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "8"}, {name: gpu_credits, nominalQuota: "100"}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: main, namespace: ml}
+spec: {clusterQueue: gpus}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: train, namespace: ml, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  queueName: main
+  podSets:
+  - name: main
+    count: 2
+    template:
+      spec:
+        containers:
+        - name: c
+          resources: {requests: {cpu: "1", nvidia.com/gpu-v100: "1", ephemeral-storage: 1Gi}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("resources", "admitted"),
+    [
+        # No rules: the GPU and the ephemeral storage are undeclared, BlockUndeclared refuses.
+        ({}, False),
+        # The GPU becomes credits (2 pods × 40 ≤ 100) and the storage is not counted.
+        (
+            {
+                "excludeResourcePrefixes": ["ephemeral-storage"],
+                "transformations": [
+                    {
+                        "input": "nvidia.com/gpu-v100",
+                        "strategy": "Replace",
+                        "outputs": {"gpu_credits": 40},
+                    }
+                ],
+            },
+            True,
+        ),
+    ],
+)
+def test_plan_applies_the_files_resources(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    resources: dict[str, Any],
+    admitted: bool,
+) -> None:
+    from controller.cli import main
+
+    objects = tmp_path / "objects.yaml"
+    objects.write_text(PLAN_OBJECTS)
+    config = tmp_path / "kueue.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {**HEAD, "internalCertManagement": {"enable": False}, "resources": resources}
+        )
+    )
+    assert main(["plan", "-f", str(objects), "--config", str(config), "-o", "json"]) == 0
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert bool(result["admitted"]) is admitted
+    if not admitted:
+        assert (
+            "resource nvidia.com/gpu-v100 unavailable in ClusterQueue gpus"
+            in (result["pending"][0]["reason"])
+        )
