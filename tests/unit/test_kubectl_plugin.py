@@ -199,7 +199,11 @@ def test_resource_types_and_aliases() -> None:
     ("argv", "complaint"),
     [
         (["list", "pods"], 'unknown resource type "pods"'),
-        (["describe", "clusterqueue", "x"], 'describe supports workloads only, not "clusterqueue"'),
+        (
+            ["describe", "clusterqueue", "x"],
+            "describe supports workloads and the kinds of the integrations (job, jobset, pod, "
+            'raycluster, rayjob), not "clusterqueue"',
+        ),
         (["whatif", "--queue", "lq", "--requests", "cpu=1", "--count", "0"], "must be at least 1"),
         (
             [
