@@ -66,6 +66,11 @@ class Translation:
         if from_file:
             self.explicit.add(key)
 
+    def take(self, key: str, section: Mapping[str, Any], field: str, default: Any) -> None:
+        """Set `key` from the section's `field`, Kueue's `default` when it is unset or empty."""
+        given = section.get(field)
+        self.set(key, given or default, bool(given))
+
 
 def is_kueue_configuration(data: Mapping[str, Any]) -> bool:
     """Whether a loaded file is Kueue's Configuration (by apiVersion or kind)."""
@@ -137,11 +142,7 @@ def _manager(
     namespace = file.get("namespace") or default_namespace()
     leader = file.get("leaderElection") or {}
     out.set("leaderElection.enabled", leader.get("leaderElect", True), "leaderElect" in leader)
-    out.set(
-        "leaderElection.leaseName",
-        leader.get("resourceName") or "c1f6bfd2.kueue.x-k8s.io",
-        bool(leader.get("resourceName")),
-    )
+    out.take("leaderElection.leaseName", leader, "resourceName", "c1f6bfd2.kueue.x-k8s.io")
     out.set(
         "leaderElection.leaseNamespace",
         leader.get("resourceNamespace") or namespace,
@@ -180,27 +181,16 @@ def _manager(
     )
     webhook = file.get("webhook") or {}
     out.set("webhook.enabled", True, False)
-    out.set("webhook.port", webhook.get("port") or 9443, "port" in webhook)
-    out.set("webhook.address", webhook.get("host") or "0.0.0.0", "host" in webhook)
-    out.set(
-        "webhook.certDir",
-        webhook.get("certDir") or "/tmp/k8s-webhook-server/serving-certs",
-        "certDir" in webhook,
-    )
+    out.take("webhook.port", webhook, "port", 9443)
+    out.take("webhook.address", webhook, "host", "0.0.0.0")
+    out.take("webhook.certDir", webhook, "certDir", "/tmp/k8s-webhook-server/serving-certs")
     certs = file.get("internalCertManagement") or {}
     enabled = certs.get("enable", True)
     out.set("webhook.internalCertManagement.enabled", enabled, "enable" in certs)
     if enabled:
-        out.set(
-            "webhook.internalCertManagement.serviceName",
-            certs.get("webhookServiceName") or "kueue-webhook-service",
-            bool(certs.get("webhookServiceName")),
-        )
-        out.set(
-            "webhook.internalCertManagement.secretName",
-            certs.get("webhookSecretName") or "kueue-webhook-server-cert",
-            bool(certs.get("webhookSecretName")),
-        )
+        managed = "webhook.internalCertManagement"
+        out.take(f"{managed}.serviceName", certs, "webhookServiceName", "kueue-webhook-service")
+        out.take(f"{managed}.secretName", certs, "webhookSecretName", "kueue-webhook-server-cert")
 
 
 def _enforcement(file: Mapping[str, Any], out: Translation) -> None:
@@ -218,11 +208,7 @@ def _enforcement(file: Mapping[str, Any], out: Translation) -> None:
     integrations = file.get("integrations") or {}
     # Kept as listed: those quotagate has no integration for are reported with the others
     # (`config_report.py`) and left alone.
-    out.set(
-        "integrations.frameworks",
-        integrations.get("frameworks") or ["batch/job"],
-        "frameworks" in integrations,
-    )
+    out.take("integrations.frameworks", integrations, "frameworks", ["batch/job"])
     if integrations.get("externalFrameworks"):
         out.set("integrations.externalFrameworks", integrations["externalFrameworks"], True)
     if "labelKeysToCopy" in integrations:
