@@ -77,6 +77,16 @@ def _queues(kueue: Kueue, namespace: str, local_queue_name: str, cpu: int) -> st
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": cpu, CREDITS: 2 * cpu}}),
         local_queue(namespace, local_queue_name, cq),
     )
+    # The webhook answers from the controller's view: wait until it has seen the queue.
+    wait_for(
+        lambda: (
+            (condition(kueue.get_local_queue(namespace, local_queue_name), "Active") or {}).get(
+                "status"
+            )
+            == "True"
+        ),
+        what=f"LocalQueue {local_queue_name} active",
+    )
     return cq
 
 
