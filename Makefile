@@ -31,7 +31,7 @@ crds: $(STAMP)
 
 # config/default/quotagate.yaml: the chart rendered with its defaults.
 manifests: cluster-binaries
-	$(PY) -m tests.cluster render-chart > config/default/quotagate.yaml
+	$(PY) -m tools.chart > config/default/quotagate.yaml
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit -q
@@ -65,10 +65,10 @@ bench: $(STAMP)
 
 # Kueue's minimalkueue, then quotagate, each on a fresh local control plane, driven by the
 # same live run of SCENARIO: one table with both and their ratio (docs/benchmark.md).
-SCENARIO ?= tests/bench/scenarios/baseline.yaml
+SCENARIO ?= tools/bench/scenarios/baseline.yaml
 OUT      ?= .bench-compare
 bench-compare: $(STAMP)
-	$(PY) -m tests.bench.compare --minimalkueue "$(MINIMALKUEUE)" --kueue-crds "$(KUEUE_CRDS)" --out "$(OUT)" "$(SCENARIO)"
+	$(PY) -m tools.bench.compare --minimalkueue "$(MINIMALKUEUE)" --kueue-crds "$(KUEUE_CRDS)" --out "$(OUT)" "$(SCENARIO)"
 
 # KUBELET=1 adds a real node (containerd and a kubelet) with quotagate's image.
 cluster-up: cluster-binaries $(if $(KUBELET),host-packages)
@@ -82,4 +82,4 @@ clean:
 
 # The narrated tour on a local control plane (leaves it running; `make cluster-down` ends it).
 demo: cluster-binaries
-	$(PY) -m tests.cluster.demo
+	$(PY) -m tools.demo

@@ -6,7 +6,7 @@ the checks Kueue's webhook makes (limits only under a parent, a weight that is n
 negative) are the validating webhook's (api/validation/clusterqueue.py). `status.conditions`
 is a quotagate addition (Kueue's Cohort status has only `fairSharing`): it carries the
 `UnsupportedFields` condition of the parts quotagate does not compute yet
-(controller/core/unsupported.py) and `Active=False` while the Cohort is invalid.
+(controller/core/model/unsupported.py) and `Active=False` while the Cohort is invalid.
 """
 
 from __future__ import annotations

@@ -71,6 +71,13 @@ AdmissionGatedBy, on by default). Gates may only be removed after creation."""
 ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
 """On a job object (value `true`): Kueue's elastic jobs (workload slices), not implemented by
 quotagate; Kueue refuses it together with a pod set's minCount."""
+POD_SUSPENDING_PARENT_ANNOTATION: Final = "kueue.x-k8s.io/pod-suspending-parent"
+"""On the pod template of a Deployment, StatefulSet or LeaderWorkerSet (the framework's
+name): its pods are gated and queued through the pod integration."""
+POD_GROUP_SERVING_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-serving"
+"""On pods of a group (`"true"`): a serving group, admitted and never finished."""
+ROLE_HASH_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
+"""On pods of a group: the pod set of their Workload they belong to."""
 
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 """Scheduling gate held on a pod until its Workload is admitted."""

@@ -24,9 +24,6 @@ def build_parser() -> argparse.ArgumentParser:
     from costcontroller.command import add_cost_controller_command
 
     add_cost_controller_command(commands)
-    from controller.bench.command import add_bench_command
-
-    add_bench_command(commands)
     from controller.plan_command import add_plan_command
 
     add_plan_command(commands)

@@ -27,9 +27,9 @@ from controller.config_sections import (
     default_namespace_selector,
     parse_namespace_selector,
 )
-from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.fair_sharing import ALLOWED_STRATEGIES, FairSharing, PreemptionStrategy
-from controller.core.selectors import LabelSelector
+from controller.core.afs.usage import AdmissionFairSharing
+from controller.core.fairsharing.settings import ALLOWED_STRATEGIES, FairSharing, PreemptionStrategy
+from controller.core.model.selectors import LabelSelector
 from controller.core.state import ClusterState
 from controller.kube.leader import LeaderElection
 from controller.kueue_config import (

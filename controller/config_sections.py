@@ -11,14 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from api.quantities import InvalidQuantity, exact_value
-from controller.core.api_fields import FieldReader
-from controller.core.resource_rules import (
+from controller.core.model.api_fields import FieldReader
+from controller.core.model.resource_rules import (
     QuotaCheckStrategy,
     ResourceRules,
     Strategy,
     Transformation,
 )
-from controller.core.selectors import LabelSelector
+from controller.core.model.selectors import LabelSelector
 
 __all__ = [
     "SYSTEM_NAMESPACE",

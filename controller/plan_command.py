@@ -1,4 +1,5 @@
-"""`quotagate plan`: run admission cycles over a YAML state and print what would happen.
+"""`quotagate plan`: run admission cycles over a YAML state and print what would happen
+(the plan itself: controller/core/plan.py; this module reads the input and prints).
 
 Reads multi-document YAML (ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPriorityClass,
 scheduling.k8s.io PriorityClass, Namespace, Workload), runs cycles until nothing changes
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
@@ -28,30 +28,15 @@ from typing import Any
 import yaml
 
 from controller.config import ConfigError, ControllerConfig, configure_state, load_config
-from controller.core.api_fields import parse_time
-from controller.core.clusterqueues import LocalQueue
-from controller.core.cycle import run_cycle
-from controller.core.decisions import Admit, Evict, Preempt
-from controller.core.from_api import CoreObject, InvalidObject, Validated, apply, convert
-from controller.core.pending import why_pending
-from controller.core.preemption.types import Victim
+from controller.core.model.api_fields import parse_time
+from controller.core.model.clusterqueues import LocalQueue
+from controller.core.model.from_api import CoreObject, InvalidObject, Validated, convert
+from controller.core.model.unsupported import unsupported_fields
+from controller.core.model.workloads import Workload
+from controller.core.plan import plan
 from controller.core.state import ClusterState
-from controller.core.unsupported import unsupported_fields
-from controller.core.usage_sampling import LocalQueueUsage, local_queue_usages
-from controller.core.workloads import Workload
 
-__all__ = ["add_plan_command", "plan", "render"]
-
-_APPLY_ORDER = (
-    "Namespace",
-    "PriorityClass",
-    "WorkloadPriorityClass",
-    "ResourceFlavor",
-    "Cohort",
-    "ClusterQueue",
-    "LocalQueue",
-    "Workload",
-)
+__all__ = ["add_plan_command", "render"]
 
 
 class PlanInputError(Exception):
@@ -139,7 +124,7 @@ def _name_of(doc: dict[str, Any]) -> str:
 
 def _unsupported(docs: list[tuple[str, int, Any]], state: ClusterState) -> list[dict[str, str]]:
     """Kueue fields in the input that quotagate does not implement yet (reported, and the
-    plan is computed without them: controller/core/unsupported.py)."""
+    plan is computed without them: controller/core/model/unsupported.py)."""
     found = []
     for path, index, doc in docs:
         if not isinstance(doc, dict):
@@ -193,129 +178,6 @@ def _convert(docs: list[tuple[str, int, Any]], api_rules: bool = True) -> list[C
     if problems:
         raise PlanInputError(problems)
     return [obj for _, _, obj in objects]
-
-
-def plan(
-    objects: Iterable[CoreObject],
-    now: float,
-    max_cycles: int = 100_000,
-    state: ClusterState | None = None,
-) -> dict[str, Any]:
-    """Build a state from `objects` (on `state`, configured from the controller's
-    configuration, or an empty one), run cycles until nothing changes, return the plan."""
-    state = state if state is not None else ClusterState()
-    ordered = sorted(objects, key=lambda o: _APPLY_ORDER.index(_kind(o)))
-    for obj in ordered:
-        apply(state, obj)
-    admits: dict[str, Admit] = {}
-    evictions: dict[str, Evict] = {}
-    preempting: dict[str, Preempt] = {}
-    for _ in range(max_cycles):
-        result = run_cycle(state, now)
-        for preempt in result.preempting:  # not completed: the victims keep their quota
-            preempting[preempt.preemptor_key] = preempt
-        for admit in result.admitted:
-            admits[admit.workload_key] = admit
-        for evict in result.evicted:
-            evictions[evict.workload_key] = evict
-            admits.pop(evict.workload_key, None)
-            state.release(evict.workload_key, requeue=True)
-        if not result.changed:
-            break
-    pending = []
-    for key in sorted(state.pending()):
-        if key in preempting:
-            continue
-        workload = state.workloads[key]
-        lq = state.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
-        pending.append(
-            {
-                "workload": key,
-                "clusterQueue": state.queued_in(key) or (lq.cluster_queue if lq else None),
-                "reason": why_pending(state, key),
-            }
-        )
-    decided: dict[str, Any] = {
-        "admitted": [_admitted(admits[key], state) for key in sorted(admits)],
-        "preempting": [_preempting(preempting[key], state) for key in sorted(preempting)],
-        "pending": pending,
-        "evicted": [
-            {"workload": e.workload_key, "clusterQueue": e.cluster_queue, "reason": e.reason}
-            for e in sorted(evictions.values(), key=lambda e: e.workload_key)
-        ],
-    }
-    usages = local_queue_usages(state)
-    if usages:
-        decided["localQueueUsage"] = [_local_queue_usage(usage) for usage in usages]
-    return decided
-
-
-def _local_queue_usage(usage: LocalQueueUsage) -> dict[str, Any]:
-    """Admission fair sharing's record of one LocalQueue at the end of the plan (amounts in
-    whole units; `usage` is "+Inf" for a LocalQueue of weight 0)."""
-    return {
-        "localQueue": usage.local_queue,
-        "clusterQueue": usage.cluster_queue,
-        "consumed": dict(sorted(usage.consumed.items())),
-        "pendingPenalty": dict(sorted(usage.penalty.items())),
-        "usage": "+Inf" if math.isinf(usage.usage) else usage.usage,
-    }
-
-
-def _kind(obj: CoreObject) -> str:
-    name = type(obj).__name__
-    return name if name in _APPLY_ORDER else "Workload"
-
-
-def _preempting(preempt: Preempt, state: ClusterState) -> dict[str, Any]:
-    out = {
-        "workload": preempt.preemptor_key,
-        "clusterQueue": preempt.cluster_queue,
-        "victims": [_victim(v) for v in sorted(preempt.victims, key=lambda v: v.workload_key)],
-    }
-    partial = [ps for ps in _pod_sets(preempt.admit, state) if "requestedCount" in ps]
-    if partial:  # admitted with fewer pods once the victims are gone
-        out["podSets"] = [{k: v for k, v in ps.items() if k != "flavors"} for ps in partial]
-    return out
-
-
-def _victim(victim: Victim) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "workload": victim.workload_key,
-        "clusterQueue": victim.cluster_queue,
-        "reason": victim.reason,
-        "pods": victim.pods,
-    }
-    if victim.leaving:
-        out["alreadyEvicting"] = True  # waited for; evicted for another reason or preemptor
-    return out
-
-
-def _pod_sets(admit: Admit, state: ClusterState) -> list[dict[str, Any]]:
-    """Each pod set's admitted count and flavors, and its `requestedCount` when partial
-    admission gave it fewer pods than it asked for."""
-    workload = state.workloads.get(admit.workload_key)
-    requested = {ps.name: ps.count for ps in workload.pod_sets} if workload else {}
-    out = []
-    for ps in admit.pod_sets:
-        entry: dict[str, Any] = {
-            "name": ps.name,
-            "count": ps.count,
-            "flavors": dict(sorted(ps.flavors.items())),
-        }
-        if requested.get(ps.name, ps.count) > ps.count:
-            entry["requestedCount"] = requested[ps.name]
-        out.append(entry)
-    return out
-
-
-def _admitted(admit: Admit, state: ClusterState) -> dict[str, Any]:
-    return {
-        "workload": admit.workload_key,
-        "clusterQueue": admit.cluster_queue,
-        "borrowing": admit.borrowing,
-        "podSets": _pod_sets(admit, state),
-    }
 
 
 def _count(pod_set: dict[str, Any]) -> str:

@@ -29,9 +29,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 
 from api.constants import GROUP, VERSION
 from api.quantities import Quantity
-from controller.kube.client import MERGE_PATCH, describe, retrying
+from controller.kube.client import MERGE_PATCH, describe
 from controller.kube.fatal import FatalError
 from controller.kube.informer import WorkloadInformer
+from controller.kube.retries import retried
 from controller.kube.workqueue import KeyQueue
 from costcontroller.policy import Clock, CostPolicy
 from costcontroller.reconcile import decide
@@ -209,7 +210,7 @@ class CostController:
         namespace, name = key
         patch = decision.patch
         try:
-            updated = await retrying(
+            updated = await retried(
                 lambda: self.custom.patch_namespaced_custom_object_status(
                     GROUP,
                     VERSION,

@@ -1,7 +1,7 @@
 """The `kueue.x-k8s.io/admission-gated-by` annotation of a Workload (Kueue's AdmissionGatedBy,
 beta and on by default): comma-separated gates that hold the Workload back until each is
 removed. Its rules are Kueue's `pkg/util/webhook/validation_admissiongatedby.go`; the
-controller reads the gates with `admission_gates` (controller/core/from_api.py).
+controller reads the gates with `admission_gates` (controller/core/model/from_api.py).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from controller.core.workloads import Workload, WorkloadKey
+from controller.core.model.workloads import Workload, WorkloadKey
 
 __all__ = [
     "JITTER_FACTOR",

@@ -1,14 +1,18 @@
-"""What one admission cycle decided: small result objects the runtime acts on."""
+"""What one admission cycle decided: small result objects the runtime acts on, and the
+nomination a preemptor waits with (the records keep it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from api.workload_status import Admission, PodSetAssignment
-from controller.core.assignment import FlavorAssignment, Mode
-from controller.core.clusterqueues import FlavorResource
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.workloads import Usage, WorkloadKey
 from controller.core.preemption.types import Victim
-from controller.core.workloads import Usage, WorkloadKey
+
+if TYPE_CHECKING:  # the scheduler's result, carried as it is: decisions sit below it
+    from controller.core.scheduler.flavor_assignment import FlavorAssignment
 
 __all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nomination", "Preempt"]
 
@@ -54,18 +58,14 @@ class Inadmissible:
     """The Workload stays pending; `reason` is the QuotaReserved=False message.
 
     `condition_reason` is Kueue's reason (WaitingForQuota, NoMatchingFlavor, Inactive,
-    Misconfigured, …); `assignment` is the flavor assignment tried, if any, so a
-    preemption engine can see the per-(flavor, resource) mode and what is missing."""
+    Misconfigured, …); `assignment` is the flavor assignment tried, if any: the
+    per-(flavor, resource) mode and what is missing."""
 
     workload_key: WorkloadKey
     cluster_queue: str | None
     reason: str
     condition_reason: str = "Pending"
     assignment: FlavorAssignment | None = field(default=None, compare=False)
-
-    @property
-    def needs_preemption(self) -> bool:
-        return self.assignment is not None and self.assignment.mode is Mode.PREEMPT
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ The forecast replays what the controller would do if nothing new arrived:
   beyond the answer); if the target can only be admitted once one of them ends, there is no
   estimate, and the answer names them (those of its ClusterQueue and cohort);
 - admission cycles run at every event (a finish, a victim's release, a requeueAt, the end
-  of a minimum-runtime protection) exactly as `run_cycle` decides them, preemptions
-  included; a victim releases its quota at once and waits again, starting over;
+  of a minimum-runtime protection) exactly as the controller's engine decides them
+  (controller/core/engine.py), preemptions included; a victim releases its quota at once and waits again, starting over;
 - Workloads created after the forecast's start, spec changes, PodsReady timeouts and
   `blockAdmission` are not modelled.
 
@@ -24,23 +24,20 @@ a live cycle costs (tests/bench/bench_forecast.py prints the figures).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final
 
 from api.constants import EXPECTED_RUNTIME_ANNOTATION
-from api.workload_status import Admission, PodSetAssignment, rfc3339
-from controller.core.cycle import run_cycle
+from api.workload_status import rfc3339
+from controller.core.engine import Engine, Event, Timeline, release_victim
+from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.pending import why_pending
 from controller.core.state import ClusterState
-from controller.core.workloads import Workload, WorkloadKey
 
 __all__ = ["MAXIMUM_EXECUTION_TIME", "Forecast", "Runtime", "expected_runtime", "forecast"]
 
 MAXIMUM_EXECUTION_TIME: Final = "spec.maximumExecutionTimeSeconds"
-_FINISH, _RELEASE = 0, 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,21 +96,20 @@ def forecast(
     """Run the engine forward from `now` until `key` is admitted. `state` is consumed: pass
     a copy built for the forecast (`Snapshot.state()`)."""
     answer = Forecast(key, now)
-    record = state.records.get(key)
+    record = state.cache.records.get(key)
     if record is None:
         answer.reason = "the engine does not hold this Workload"
         return answer
     if record.holds_quota:
         answer.reason = "it already holds quota"
         return answer
-    events: list[tuple[float, int, int, WorkloadKey, int]] = []
-    sequence = itertools.count()
-    epochs: dict[WorkloadKey, int] = {}
+    engine = Engine(state)
+    timeline = Timeline()
     seen: set[WorkloadKey] = set()
 
     def started(held: WorkloadKey, at: float, elapsed: float) -> None:
-        """Schedule the end of a Workload that holds quota from `at - elapsed` on."""
-        workload = state.records[held].workload
+        """A Workload holds quota from `at - elapsed` on: when its run ends."""
+        workload = state.cache.records[held].workload
         runtime = expected_runtime(workload)
         if runtime.invalid is not None:
             answer.invalid[held] = runtime.invalid
@@ -121,43 +117,39 @@ def forecast(
             answer.runtime_sources[runtime.source] += 1
         seen.add(held)
         if runtime.seconds is None:
+            timeline.run(held, None)
             return
         left = runtime.seconds - workload.accumulated_past_execution_time_seconds - elapsed
-        epoch = epochs.get(held, 0)
-        heapq.heappush(events, (at + max(0.0, left), next(sequence), _FINISH, held, epoch))
+        timeline.run(held, at + max(0.0, left))
 
-    for held in sorted(state.admitted):
-        reserved = state.records[held].workload.quota_reserved_at
+    for held in sorted(state.cache.admitted):
+        reserved = state.cache.records[held].workload.quota_reserved_at
         started(held, now, max(0.0, now - reserved) if reserved is not None else 0.0)
 
     at = now
     while True:
-        while True:  # cycles at this instant until nothing changes
-            if answer.cycles >= max_cycles:
-                answer.not_before = at
-                answer.reason = (
-                    f"no estimate within {max_cycles} simulated admission cycles; under these "
-                    f"assumptions not before {rfc3339(at)}"
-                )
-                return _unknown(answer, state)
-            result = run_cycle(state, at)
+        quiet = False  # cycles at this instant until nothing changes
+        for result in engine.until_quiet(at, max_cycles=max_cycles - answer.cycles):
             answer.cycles += 1
             for admit in result.admitted:
                 if admit.workload_key == key:
                     answer.admitted_at, answer.cluster_queue = at, admit.cluster_queue
                     return _unknown(answer, state)
                 answer.admitted_before += 1
-                epochs[admit.workload_key] = epochs.get(admit.workload_key, 0) + 1
                 started(admit.workload_key, at, 0.0)
             for preempt in result.preempting:
                 for victim in preempt.to_evict:  # the others' release is on its way
                     answer.preemptions += 1
-                    heapq.heappush(
-                        events, (at, next(sequence), _RELEASE, victim.workload_key, victim.pods)
-                    )
-            if not result.changed:
-                break
-        following = (events[0][0] if events else None, state.next_timed_retry())
+                    timeline.schedule(at, Event.RELEASE, victim.workload_key, victim.pods)
+            quiet = not result.changed
+        if not quiet:
+            answer.not_before = at
+            answer.reason = (
+                f"no estimate within {max_cycles} simulated admission cycles; under these "
+                f"assumptions not before {rfc3339(at)}"
+            )
+            return _unknown(answer, state)
+        following = (timeline.next_time(), state.queues.next_timed_retry())
         upcoming = [t for t in following if t is not None]
         if not upcoming:
             if not _waits_for_unknown(state, key):
@@ -168,53 +160,31 @@ def forecast(
             answer.not_before = now + horizon_seconds
             answer.reason = f"not admitted within {horizon_seconds / 86400:g} days"
             return _unknown(answer, state)
-        while events and events[0][0] <= at:
-            _, _, kind, held, detail = heapq.heappop(events)
-            holding = state.records.get(held)
+        for event, held, detail in timeline.due(at):
+            holding = state.cache.records.get(held)
             if holding is None or not holding.holds_quota:
                 continue
-            if kind == _FINISH and detail == epochs.get(held, 0):
+            if event is Event.FINISH:
                 state.release(held, requeue=False)
-            elif kind == _RELEASE:
-                _release_victim(state, held, detail)
-                epochs[held] = epochs.get(held, 0) + 1  # its scheduled end no longer holds
-
-
-def _release_victim(state: ClusterState, key: WorkloadKey, pods: int) -> None:
-    """The victim's owner acknowledges: all of it waits again, or it keeps fewer pods."""
-    workload = state.records[key].workload
-    admission = workload.admission
-    total = sum(a.count for a in admission.pod_set_assignments) if admission else 0
-    if admission is None or pods >= total or len(admission.pod_set_assignments) != 1:
-        state.upsert_workload(replace(workload, admission=None, evicted=False))
-        return
-    (assignment,) = admission.pod_set_assignments
-    left = assignment.count - pods
-    shrunk = PodSetAssignment(
-        assignment.name,
-        left,
-        assignment.flavors,
-        {r: v // assignment.count * left for r, v in assignment.resource_usage.items()},
-    )
-    state.upsert_workload(
-        replace(workload, admission=Admission(admission.cluster_queue, (shrunk,)), evicted=False)
-    )
+            elif event is Event.RELEASE:
+                release_victim(state, held, detail)
+                timeline.released(held)  # its scheduled end no longer holds
 
 
 def _in_reach(state: ClusterState, key: WorkloadKey) -> frozenset[str]:
     """The ClusterQueues whose usage can hold the Workload back: its own (through its
     LocalQueue) and the other members of its cohort."""
-    local_queue = state.local_queues.get(state.local_queue_key(key))
+    local_queue = state.objects.local_queues.get(state.cache.local_queue_key(key))
     if local_queue is None:
         return frozenset()
-    return state.quota.reach(local_queue.cluster_queue)
+    return state.cache.quota.reach(local_queue.cluster_queue)
 
 
 def _waits_for_unknown(state: ClusterState, key: WorkloadKey) -> bool:
     reach = _in_reach(state, key)
     return any(
         record.cluster_queue in reach and expected_runtime(record.workload).seconds is None
-        for record in state.admitted.values()
+        for record in state.cache.admitted.values()
     )
 
 
@@ -224,7 +194,7 @@ def _unknown(answer: Forecast, state: ClusterState, blocked: bool = False) -> Fo
     reach = _in_reach(state, answer.key)
     answer.unknown = sorted(
         held
-        for held, record in state.admitted.items()
+        for held, record in state.cache.admitted.items()
         if held != answer.key
         and record.cluster_queue in reach
         and expected_runtime(record.workload).seconds is None

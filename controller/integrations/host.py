@@ -73,12 +73,16 @@ class ControllerView(Protocol):
         ...
 
 
-def placement_of(view: ControllerView, status: Mapping[str, Any]) -> Placement:
-    """The merged placement of every flavor a Workload's `status.admission` assigns
-    (a flavor that no longer exists adds nothing)."""
+def placement_of(
+    view: ControllerView, status: Mapping[str, Any], pod_set: str | None = None
+) -> Placement:
+    """The merged placement of every flavor a Workload's `status.admission` assigns to
+    `pod_set` (None: to any pod set; a flavor that no longer exists adds nothing)."""
     labels: dict[str, str] = {}
     tolerations: list[dict[str, Any]] = []
     for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
+        if pod_set is not None and assignment.get("name") != pod_set:
+            continue
         for name in (assignment.get("flavors") or {}).values():
             found = view.flavor_placement(name)
             if found is not None:

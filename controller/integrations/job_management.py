@@ -18,12 +18,12 @@ API and is the webhook's and the reconciler's (`framework/ancestors.py`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from api.constants import QUEUE_NAME_LABEL
-from controller.core.selectors import LabelSelector
+from controller.core.model.selectors import LabelSelector
 
 __all__ = ["DEFAULT_LOCAL_QUEUE", "Decision", "JobManagement", "describe_selector"]
 
@@ -123,3 +123,15 @@ class JobManagement:
             "",
             f"it has no {QUEUE_NAME_LABEL} label and manageJobsWithoutQueueName is false",
         )
+
+    def manages(
+        self,
+        obj: Mapping[str, Any],
+        namespace_labels: Callable[[str], Mapping[str, str] | None],
+    ) -> bool:
+        """Whether the reconcilers manage `obj` as they see it (`decide` without the
+        default LocalQueue, which the webhook gives on creation)."""
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        labels = meta.get("labels") or {}
+        return self.decide(labels, namespace, namespace_labels(namespace)).managed

@@ -5,26 +5,33 @@ settings), the ungate patch, and what an admitted Workload allows. No I/O."""
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from api.constants import ADMISSION_GATE as GATE
 from api.constants import (
     ADMISSION_GATED_BY_ANNOTATION,
+    DEFAULT_POD_SET_NAME,
     GROUP,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_GROUP_NAME_LABEL,
+    POD_GROUP_SERVING_ANNOTATION,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
+    POD_SUSPENDING_PARENT_ANNOTATION,
     PREEMPTIBILITY_LABEL,
     QUEUE_NAME_LABEL,
+    ROLE_HASH_ANNOTATION,
     VERSION,
 )
 from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
 from controller.integrations.job_management import JobManagement
 
 CORE_GROUP = "scheduling.k8s.io"
+PARENT = "parent"
+"""The unit of pods whose Workload their parent's integration makes and names (a
+StatefulSet's, a LeaderWorkerSet replica's): never created by the pod integration."""
 _DISRUPTION_MODES = {"single": "Pod", "all": "PodGroup", "Pod": "Pod", "PodGroup": "PodGroup"}
 
 
@@ -32,12 +39,14 @@ _DISRUPTION_MODES = {"single": "Pod", "all": "PodGroup", "Pod": "Pod", "PodGroup
 class Unit:
     """Which Workload a pod belongs to."""
 
-    kind: str  # "pod" | "group" | "podgroup"
+    kind: str  # "pod" | "group" | "podgroup" | PARENT
     namespace: str
-    name: str  # the pod's, the group's or the PodGroup's name
+    name: str  # the pod's, the group's or the PodGroup's name; a parent's: its Workload's
 
     @property
     def workload_name(self) -> str:
+        if self.kind == PARENT:
+            return self.name
         return f"{self.kind}-{self.name}"[:253]
 
     @property
@@ -49,11 +58,14 @@ def managed(
     pod: Mapping[str, Any],
     management: JobManagement | None = None,
     namespace_labels: Mapping[str, str] | None = None,
-    owner_kinds: Collection[tuple[str, str]] = (),
+    job_kinds: Collection[tuple[str, str]] = (),
 ) -> bool:
     """A pod the pod integration queues: managed by `management`'s rules (default: the
     queue-labelled ones, in any namespace), not run by a Job (the Job integration queues
-    those) nor by an object of an enabled job kind (`owner_kinds`: (group, kind))."""
+    those) nor by an object of an enabled job kind (`job_kinds`: (group, kind)) — unless
+    a parent kind marked its template (`kueue.x-k8s.io/pod-suspending-parent`: a
+    StatefulSet's, a LeaderWorkerSet's, a Deployment's pods are the pod integration's,
+    whatever owns them, as the webhook decides)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     if management is None:
@@ -64,18 +76,33 @@ def managed(
         if not management.decide(labels, namespace, namespace_labels).managed:
             return False
     owners = meta.get("ownerReferences") or []
-    for owner in owners:
-        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
-        if (group, owner.get("kind")) in owner_kinds and owner.get("kind") != "Pod":
-            return False
+    if POD_SUSPENDING_PARENT_ANNOTATION not in (meta.get("annotations") or {}):
+        for owner in owners:
+            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+            if (group, owner.get("kind")) in job_kinds:
+                return False
     return not any(
         o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith("batch/") for o in owners
     )
 
 
-def unit_of(pod: Mapping[str, Any]) -> Unit:
+PodWorkload = Callable[[Mapping[str, Any]], str | None]
+"""A parent kind's answer to which of its Workloads a pod of it belongs to (None: not
+known yet, e.g. a label its controller has not set)."""
+
+
+def unit_of(pod: Mapping[str, Any], parents: Mapping[str, PodWorkload] | None = None) -> Unit:
+    """The pod's unit. A pod whose template names a parent integration
+    (`kueue.x-k8s.io/pod-suspending-parent`) that names its Workload (`parents`, by
+    framework name) belongs to that Workload; otherwise its core PodGroup, pod group or
+    itself."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
+    parent = (meta.get("annotations") or {}).get(POD_SUSPENDING_PARENT_ANNOTATION)
+    resolve = (parents or {}).get(str(parent)) if parent else None
+    if resolve is not None:
+        # "": its parent has not said yet (the pod waits; it is not a unit of its own).
+        return Unit(PARENT, namespace, resolve(pod) or "")
     group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
     if group:
         return Unit("podgroup", namespace, str(group))
@@ -97,6 +124,23 @@ def running(pod: Mapping[str, Any]) -> bool:
     """May hold resources on a node: released by us, not terminated, not being deleted."""
     meta = pod.get("metadata") or {}
     return not gated(pod) and not terminated(pod) and not meta.get("deletionTimestamp")
+
+
+def role_of(pod: Mapping[str, Any]) -> str:
+    """The Workload pod set a pod belongs to: its `kueue.x-k8s.io/role-hash` annotation
+    (a parent kind's pods: `leader`, `worker`), else `main`."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(ROLE_HASH_ANNOTATION) or DEFAULT_POD_SET_NAME)
+
+
+def serving(pods: Iterable[Mapping[str, Any]]) -> bool:
+    """A serving unit (`kueue.x-k8s.io/pod-group-serving: "true"` on its pods): admitted
+    and never finished; a pod that ends is replaced by its owner."""
+    return any(
+        ((p.get("metadata") or {}).get("annotations") or {}).get(POD_GROUP_SERVING_ANNOTATION)
+        == "true"
+        for p in pods
+    )
 
 
 def group_total(pods: Iterable[Mapping[str, Any]]) -> tuple[int | None, str | None]:
@@ -128,8 +172,24 @@ def pod_template(pod: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": {"labels": dict(labels)}, "spec": spec}
 
 
-def owner_references(pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The pods' common controller if they share one, else every pod (not as controller)."""
+def owner_references(
+    pods: Sequence[Mapping[str, Any]], kind: str = "group"
+) -> list[dict[str, Any]]:
+    """A single pod's Workload is controlled by the pod (Kueue's: garbage collection
+    removes it with the pod, so a pod its owner replaced or scaled away holds no quota).
+    A group's: the pods' common controller if they share one, else every pod (not as
+    controller)."""
+    if kind == "pod" and len(pods) == 1:
+        meta = pods[0].get("metadata") or {}
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+                "controller": True,
+            }
+        ]
     controllers = {
         (o.get("uid"), o.get("kind"), o.get("name"), o.get("apiVersion"))
         for pod in pods
@@ -211,7 +271,7 @@ def workload_for(
             "name": unit.workload_name,
             "namespace": unit.namespace,
             "labels": {**(labels_to_copy or {}), "quotagate.x-k8s.io/unit": unit.kind},
-            "ownerReferences": owner_references(pods),
+            "ownerReferences": owner_references(pods, unit.kind),
         },
         "spec": {"podSets": [podset]},
     }
@@ -291,8 +351,16 @@ def newest_first(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def admitted_count(workload: Mapping[str, Any]) -> int:
+    return sum(admitted_counts(workload).values())
+
+
+def admitted_counts(workload: Mapping[str, Any]) -> dict[str, int]:
+    """The admitted pod count of each pod set, by name."""
     admission = (workload.get("status") or {}).get("admission") or {}
-    return sum(int(a.get("count", 0)) for a in admission.get("podSetAssignments") or ())
+    return {
+        str(a.get("name") or DEFAULT_POD_SET_NAME): int(a.get("count", 0))
+        for a in admission.get("podSetAssignments") or ()
+    }
 
 
 def pod_group_settings(pod_group: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,6 @@ module is the reconciler and its API calls.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Collection, Mapping
@@ -44,6 +43,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.constants import (
+    DEFAULT_POD_SET_NAME,
     GROUP,
     PREEMPTIBILITY_LABEL,
     PRIORITY_CLASS_LABEL,
@@ -55,15 +55,20 @@ from controller.integrations.job_labels import WorkloadPriorityClassNotFound
 from controller.integrations.job_management import JobManagement
 from controller.integrations.pod_units import (
     CORE_GROUP,
+    PARENT,
+    PodWorkload,
     Unit,
     admitted_count,
+    admitted_counts,
     copied_labels,
     gated,
     group_total,
     managed,
     newest_first,
     pod_group_settings,
+    role_of,
     running,
+    serving,
     terminated,
     ungate_patch,
     unit_of,
@@ -72,10 +77,23 @@ from controller.integrations.pod_units import (
 from controller.integrations.pods_ready import unit_pods_ready
 from controller.integrations.serial import SerialReconciler
 from controller.integrations.workload_writes import PodsReadyWriter, apply_workload_status
+from controller.kube.client import status_of
 
 log = logging.getLogger(__name__)
 
 JSON_PATCH = "application/json-patch+json"
+
+
+def _patch_did_not_apply(exc: ApiException) -> bool:
+    """A 422 for a JSON patch that could not be applied (a failed `test`, a missing path):
+    json-patch's "test failed" in the message, or Kubernetes' bare "Invalid" without the
+    field causes a validation error has."""
+    if "test failed" in str(exc.body):
+        return True
+    status = status_of(exc.body)
+    return status.get("reason") == "Invalid" and not (status.get("details") or {}).get("causes")
+
+
 # Where the core PodGroup is served: v1beta1 from Kubernetes 1.37, v1alpha2 before.
 POD_GROUP_VERSIONS = ("v1beta1", "v1alpha2")
 
@@ -91,17 +109,20 @@ class PodIntegration:
         settle_seconds: float = 1.0,
         label_keys_to_copy: tuple[str, ...] = (),
         management: JobManagement | None = None,
-        owner_kinds: Collection[tuple[str, str]] = (),
+        job_kinds: Collection[tuple[str, str]] = (),
+        parents: Mapping[str, PodWorkload] | None = None,
     ) -> None:
         self.label_keys_to_copy = label_keys_to_copy
         self.management = management
-        self.owner_kinds = owner_kinds
+        self.job_kinds = job_kinds
+        self.parents = dict(parents or {})  # framework name → which Workload a pod is of
         self.core = aio_client.CoreV1Api(api_client)
         self.custom = aio_client.CustomObjectsApi(api_client)
         self.view = view
         self.pods_ready = PodsReadyWriter(self.custom, view)
         self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
         self.members: dict[Unit, set[str]] = {}  # unit → pod keys
+        self.unit_by_pod: dict[str, Unit] = {}
         self.owner_labels: TTLCache[tuple[str, str, str], dict[str, Any] | None] = TTLCache(
             maxsize=4096, ttl=owner_cache_seconds
         )
@@ -121,18 +142,24 @@ class PodIntegration:
     def on_pod_event(self, event_type: str | None, pod: dict[str, Any]) -> None:
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
-        unit = unit_of(pod)
-        namespace = str(meta.get("namespace") or "")
-        labels = self.view.namespace_labels(namespace)
-        if event_type == "DELETED" or not managed(pod, self.management, labels, self.owner_kinds):
+        unit = unit_of(pod, self.parents)
+        previous = self.unit_by_pod.pop(key, None)
+        if previous is not None and previous != unit:
+            self._leave(previous, key)  # its parent has now said which Workload it is of
+        labels = self.view.namespace_labels(str(meta.get("namespace") or ""))
+        if event_type == "DELETED" or not managed(pod, self.management, labels, self.job_kinds):
             self.pods.pop(key, None)
-            self.members.get(unit, set()).discard(key)
-            if not self.members.get(unit):
-                self.members.pop(unit, None)
-            self.kick(unit)
+            self._leave(unit, key)
             return
         self.pods[key] = pod
+        self.unit_by_pod[key] = unit
         self.members.setdefault(unit, set()).add(key)
+        self.kick(unit)
+
+    def _leave(self, unit: Unit, key: str) -> None:
+        self.members.get(unit, set()).discard(key)
+        if not self.members.get(unit):
+            self.members.pop(unit, None)
         self.kick(unit)
 
     def on_workload_event(self, workload: dict[str, Any]) -> None:
@@ -141,6 +168,10 @@ class PodIntegration:
         if kind in ("pod", "group", "podgroup"):
             name = str(meta.get("name", ""))[len(kind) + 1 :]
             self.kick(Unit(kind, str(meta.get("namespace", "")), name))
+            return
+        parent = Unit(PARENT, str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if parent in self.members:  # made by a parent's integration (StatefulSet, …)
+            self.kick(parent)
 
     def resync(self) -> None:
         for unit in list(self.members):
@@ -161,9 +192,12 @@ class PodIntegration:
         if not self.view.leading:
             return
         pods = [self.pods[k] for k in sorted(self.members.get(unit, ())) if k in self.pods]
+        if unit.kind == PARENT and not unit.name:
+            return  # their parent has not said yet which Workload they are of
         workload = self.view.workload(unit.key)
         if workload is None:
-            if pods and not any(terminated(p) for p in pods):
+            # A parent's Workload is its integration's to make: its pods wait for it.
+            if unit.kind != PARENT and pods and not any(terminated(p) for p in pods):
                 await self._maybe_create(unit, pods)
             return
         if not pods:
@@ -173,7 +207,8 @@ class PodIntegration:
             self.pods_ready.forget(unit.key)
             return
         reserved = has_quota_reservation(workload)
-        if reserved and all(terminated(p) for p in pods):
+        never_finished = unit.kind == PARENT or serving(pods)
+        if reserved and not never_finished and all(terminated(p) for p in pods):
             failed = any((p.get("status") or {}).get("phase") == "Failed" for p in pods)
             reason = "Failed" if failed else "Succeeded"
             await apply_workload_status(
@@ -207,16 +242,24 @@ class PodIntegration:
                 await self._report(unit, pods, str(pending["reason"]), str(pending.get("message")))
             return
         if workload_status.is_admitted(workload):
-            allowed = admitted_count(workload)
-            live = [p for p in pods if running(p)]
-            for extra in newest_first(live)[: max(0, len(live) - allowed)]:
-                await self._delete(extra)  # DisruptionMode Pod: the admission shrank
-            placement = placement_of(self.view, workload.get("status") or {})
-            waiting = [p for p in pods if gated(p) and not terminated(p)]
-            for pod in waiting[: max(0, allowed - len(live))]:
-                patch = ungate_patch(pod, placement.node_labels, placement.tolerations)
-                if patch:
-                    await self._patch_pod(pod, patch)
+            status = workload.get("status") or {}
+            for pod_set, allowed in admitted_counts(workload).items():
+                members = [p for p in pods if self._pod_set_of(unit, p) == pod_set]
+                live = [p for p in members if running(p)]
+                for extra in newest_first(live)[: max(0, len(live) - allowed)]:
+                    await self._delete(extra)  # DisruptionMode Pod: the admission shrank
+                placement = placement_of(self.view, status, pod_set)
+                waiting = [p for p in members if gated(p) and not terminated(p)]
+                for pod in waiting[: max(0, allowed - len(live))]:
+                    patch = ungate_patch(pod, placement.node_labels, placement.tolerations)
+                    if patch:
+                        await self._patch_pod(pod, patch)
+
+    @staticmethod
+    def _pod_set_of(unit: Unit, pod: Mapping[str, Any]) -> str:
+        """A parent's pods name their pod set (a LeaderWorkerSet's leader and workers);
+        every other unit's Workload has the one pod set `main`."""
+        return role_of(pod) if unit.kind == PARENT else DEFAULT_POD_SET_NAME
 
     async def _maybe_create(self, unit: Unit, pods: list[dict[str, Any]]) -> None:
         settings: dict[str, Any] = {}
@@ -296,20 +339,13 @@ class PodIntegration:
         seen = self._counts.get(unit)
         if seen is None or seen[0] != count:
             self._counts[unit] = (count, now)
-            self._later(unit, self.settle_seconds)
+            self._serial.kick_later(unit, self.settle_seconds)
             return False
         if now - seen[1] < self.settle_seconds:
-            self._later(unit, self.settle_seconds - (now - seen[1]))
+            self._serial.kick_later(unit, self.settle_seconds - (now - seen[1]))
             return False
         self._counts.pop(unit, None)
         return True
-
-    def _later(self, unit: Unit, delay: float) -> None:
-        async def kick() -> None:
-            await asyncio.sleep(delay)
-            self.kick(unit)
-
-        self._serial.spawn(kick())
 
     async def _report(self, unit: Unit, pods: list[dict[str, Any]], reason: str, text: str) -> None:
         if self.reported.get(unit) == text:
@@ -416,9 +452,12 @@ class PodIntegration:
                 _content_type=JSON_PATCH,
             )
         except ApiException as exc:
-            # 422 from the `test` op ("test failed"): the gate list changed since this copy
-            # (most often: the pod is already ungated and its event is on its way); the next
-            # event decides again. Any other refusal (an admission policy, say) is retried.
-            if exc.status != 422 or "test failed" not in str(exc.body):
+            # 422 from the `test` op: the gate list changed since this copy (most often: the
+            # pod is already ungated and its event is on its way); the next event decides
+            # again. The API server says only "Invalid" with no causes when a JSON patch does
+            # not apply (Kubernetes 1.36 leaves out json-patch's "test failed"); a refusal of
+            # the patched pod names its causes, and it, like any other refusal (an admission
+            # policy, say), is retried.
+            if exc.status != 422 or not _patch_did_not_apply(exc):
                 raise
             log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)

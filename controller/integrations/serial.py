@@ -89,6 +89,10 @@ class SerialReconciler(Generic[K]):
             if not self.keep(key):
                 self._locks.pop(key, None)
 
+    def kick_later(self, key: K, delay: float) -> None:
+        """`kick(key)` in `delay` seconds (a wait the key's reconcile asked for)."""
+        asyncio.get_running_loop().call_later(delay, self.kick, key)
+
     def _retry_later(self, key: K) -> None:
         failures = self._failures[key] = self._failures.get(key, 0) + 1
         delay = min(self.max_delay, self.base_delay * 2 ** (failures - 1))

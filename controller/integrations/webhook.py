@@ -1,16 +1,20 @@
 """The mutating admission webhook's decisions, for the enabled integrations: a
 queue-labelled pod gets the scheduling gate, a queue-labelled object of a job kind is
-created suspended (its adapter's `suspend`), and either is refused when a Kueue label or
-annotation on it is invalid, naming it and why (`kueue.x-k8s.io/max-exec-time-seconds`,
-`kueue.x-k8s.io/admission-gated-by`, an elastic job or a prebuilt Workload on a kind Kueue
-refuses them for, the kind's own checks such as the Job's `kueue.x-k8s.io/job-min-parallelism`). Anything without the queue
-label, or of a kind whose integration is off, is answered "allowed, no change" — unless the
-configuration's job-management rules (`job_management.py`) say otherwise: in a namespace
-`managedJobsNamespaceSelector` does not match nothing is touched; an unlabelled object in a
-namespace with a LocalQueue named `default` is labelled with it (Kueue's
-`ApplyDefaultLocalQueue`); with `manageJobsWithoutQueueName` an unlabelled one is created
-suspended (gated) too. The MutatingWebhookConfiguration's rules and selectors (also here)
-keep what cannot be managed from being sent at all. The TLS server and its certificates are the runtime's
+created suspended (its adapter's `suspend`), one of a kind that runs through its pods
+(Deployment, StatefulSet, LeaderWorkerSet) gets its pod templates marked for the pod
+integration (its `ObjectAdmission`, on creation and update), and any is refused when a
+Kueue label or annotation on it is invalid, naming it and why
+(`kueue.x-k8s.io/max-exec-time-seconds`, `kueue.x-k8s.io/admission-gated-by`, an elastic job or a prebuilt Workload on a kind
+Kueue refuses them for, the kind's own checks such as the Job's
+`kueue.x-k8s.io/job-min-parallelism` or a StatefulSet's replicas changed while queued).
+Anything without the queue label, or of a kind whose integration is off, is answered
+"allowed, no change" — unless the configuration's job-management rules
+(`job_management.py`) say otherwise: in a namespace `managedJobsNamespaceSelector` does
+not match nothing is touched; an unlabelled object created in a namespace with a
+LocalQueue named `default` is labelled with it (Kueue's `ApplyDefaultLocalQueue`); with
+`manageJobsWithoutQueueName` an unlabelled one is created suspended (gated, its templates
+marked) too. The MutatingWebhookConfiguration's rules and selectors (also here) keep what
+cannot be managed from being sent at all. The TLS server and its certificates are the runtime's
 (controller/runtime/webhook_server.py): every replica answers; only the leader acts on the
 objects.
 """
@@ -27,7 +31,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from api.constants import ADMISSION_GATE as GATE
-from api.constants import ELASTIC_JOB_ANNOTATION
+from api.constants import ELASTIC_JOB_ANNOTATION, POD_SUSPENDING_PARENT_ANNOTATION
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
 from api.validation import aggregate
 from api.validation.admission_gates import validate_gates
@@ -36,7 +40,7 @@ from controller.integrations.framework.patches import json_patch
 from controller.integrations.framework.registry import Framework, by_kind, frameworks
 from controller.integrations.framework.workloads import prebuilt_workload_name
 from controller.integrations.job_labels import max_exec_time_problem
-from controller.integrations.job_management import Decision, JobManagement
+from controller.integrations.job_management import DEFAULT_LOCAL_QUEUE, Decision, JobManagement
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +64,20 @@ def decision_for(
     namespace: str,
     management: JobManagement | None,
     lookup: Lookup | None,
+    *,
+    creating: bool = True,
 ) -> Decision:
-    """The job-management decision for an object being created (without a configuration:
-    queue-labelled objects only, in any namespace, as before the rules existed)."""
+    """The job-management decision for an object being created, or updated (`creating`
+    False: the default LocalQueue is not given); without a configuration: queue-labelled
+    objects only, in any namespace, as before the rules existed."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
     rules = management or JobManagement()
     namespace_labels = lookup.namespace_labels(namespace) if lookup is not None else None
-    default = lookup is not None and lookup.local_queue_exists(namespace, "default")
+    default = (
+        creating
+        and lookup is not None
+        and lookup.local_queue_exists(namespace, DEFAULT_LOCAL_QUEUE)
+    )
     return rules.decide(labels, namespace, namespace_labels, default)
 
 
@@ -94,15 +105,20 @@ def pod_patch(
     """JSON patch gating a managed pod (`decision`; default: managed when queue-labelled),
     and labelling it with the default LocalQueue when the decision says so; none for other
     pods, for pods an enabled job integration runs — the job itself is queued — or if
-    already gated."""
+    already gated. A pod whose template a parent kind marked
+    (`kueue.x-k8s.io/pod-suspending-parent`: a StatefulSet's, a LeaderWorkerSet's, a
+    Deployment's) is gated whatever owns it, as Kueue's pod webhook does."""
     if decision is None:
         decision = decision_for(pod, "", None, None)
+    meta = pod.get("metadata") or {}
     if not decision.managed:
         return []
     managed_kinds = by_default(enabled)
-    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
+    suspended_by_parent = POD_SUSPENDING_PARENT_ANNOTATION in (meta.get("annotations") or {})
+    for owner in meta.get("ownerReferences") or []:
         group = str(owner.get("apiVersion", "")).rpartition("/")[0]
-        if (group, owner.get("kind")) in managed_kinds and owner.get("kind") != "Pod":
+        framework = managed_kinds.get((group, str(owner.get("kind"))))
+        if framework is not None and framework.job is not None and not suspended_by_parent:
             return []
     patch = _label_patch(pod, decision.queue_name) if decision.default_queue else []
     spec = pod.get("spec") or {}
@@ -144,6 +160,25 @@ def job_patch(
     return json_patch(obj, job.obj)
 
 
+def admission_patch(
+    obj: dict[str, Any], framework: Framework, decision: Decision | None = None
+) -> list[dict[str, Any]]:
+    """JSON patch of a managed object of a kind that runs through its pods (`decision`;
+    default: managed when queue-labelled): labelled with the default LocalQueue when the
+    decision says so, then its `ObjectAdmission.default`."""
+    if decision is None:
+        decision = decision_for(obj, "", None, None)
+    if not decision.managed or framework.admission is None:
+        return []
+    defaulted = copy.deepcopy(obj)
+    if decision.default_queue:
+        defaulted.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_LABEL] = (
+            decision.queue_name
+        )
+    framework.admission.default(defaulted)
+    return json_patch(obj, defaulted)
+
+
 def _framework_of(request: Mapping[str, Any], enabled: Enabled) -> Framework | None:
     """The enabled integration of the request's kind (by kind alone when the request
     names no group, as a hand-written review may)."""
@@ -171,17 +206,24 @@ def review_response(
     framework = _framework_of(request, enabled)
     patch: list[dict[str, Any]] = []
     decision: Decision | None = None
+    operation = request.get("operation")
     try:
-        if request.get("operation") == "CREATE" and framework is not None:
+        if framework is not None and operation in framework.operations:
             namespace = str(
                 request.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
             )
-            decision = decision_for(obj, namespace, management, lookup)
-            patch = (
-                pod_patch(obj, enabled, decision)
-                if framework.job is None
-                else job_patch(obj, framework, enabled, decision)
+            # The default LocalQueue is given to objects being created only.
+            decision = decision_for(
+                obj, namespace, management, lookup, creating=operation == "CREATE"
             )
+            if framework.admission is not None:
+                patch = admission_patch(obj, framework, decision)
+            elif operation == "CREATE":
+                patch = (
+                    pod_patch(obj, enabled, decision)
+                    if framework.job is None
+                    else job_patch(obj, framework, enabled, decision)
+                )
     except (
         AttributeError,
         TypeError,
@@ -208,35 +250,54 @@ def review_response(
 def _refusal(
     request: Mapping[str, Any], framework: Framework | None, obj: Mapping[str, Any]
 ) -> str | None:
-    """Why a queue-labelled object is refused on creation, as Kueue's webhooks refuse it
-    (None: allowed); several problems are joined with "; "."""
-    if request.get("operation") != "CREATE" or framework is None:
+    """Why a queue-labelled object is refused on creation, or an update of one that has
+    (or had) the queue label, as Kueue's webhooks refuse them (None: allowed); several
+    problems are joined with "; "."""
+    operation = request.get("operation")
+    if framework is None or operation not in framework.operations:
         return None
     try:
-        meta = obj.get("metadata") or {}
-        if QUEUE_LABEL not in (meta.get("labels") or {}):
+        if operation == "UPDATE":
+            old = request.get("oldObject") or {}
+            if framework.admission is None or not (_queued(old) or _queued(obj)):
+                return None
+            return "; ".join(framework.admission.validate_update(old, obj)) or None
+        if operation != "CREATE" or not _queued(obj):
             return None
+        meta = obj.get("metadata") or {}
         gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
         problems = [aggregate(gates)] if gates else []
         problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
-        if framework.job is not None:
-            job = framework.job(copy.deepcopy(dict(obj)))
-            kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"
-            annotations = meta.get("annotations") or {}
-            if annotations.get(ELASTIC_JOB_ANNOTATION) == "true" and not job.supports_elastic_job():
-                problems.append(
-                    f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
-                    f'not supported for "{kind}"'
-                )
-            if prebuilt_workload_name(obj) and not job.supports_prebuilt_workload():
-                problems.append(
-                    f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
-                    f'supported for "{kind}"'
-                )
+        job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
+        if job is None and framework.admission is None:
+            return "; ".join(problems) or None
+        kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"
+        annotations = meta.get("annotations") or {}
+        if annotations.get(ELASTIC_JOB_ANNOTATION) == "true" and not (
+            job is not None and job.supports_elastic_job()
+        ):
+            problems.append(
+                f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
+                f'not supported for "{kind}"'
+            )
+        if prebuilt_workload_name(obj) and not (
+            job is not None and job.supports_prebuilt_workload()
+        ):
+            problems.append(
+                f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
+                f'supported for "{kind}"'
+            )
+        if job is not None:
             problems.extend(job.validate_on_create())
+        elif framework.admission is not None:
+            problems.extend(framework.admission.validate_create(obj))
         return "; ".join(problems) or None
     except (AttributeError, TypeError, KeyError, ValueError):
         return None  # never reject what we cannot read
+
+
+def _queued(obj: Mapping[str, Any]) -> bool:
+    return QUEUE_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
 
 
 def handler(
@@ -269,7 +330,8 @@ def webhook_selectors(
     """The objectSelector and namespaceSelector of one kind's webhook: never system
     namespaces or our own, only namespaces `managedJobsNamespaceSelector` matches, and, for
     pods unless `manageJobsWithoutQueueName`, only queue-labelled ones (so that an outage
-    never blocks other pods). Objects of job kinds are all sent: an unlabelled one may get
+    never blocks other pods). Objects of job kinds and of the kinds that run through their
+    pods (Deployment, StatefulSet, LeaderWorkerSet) are all sent: an unlabelled one may get
     the default LocalQueue."""
     excluded = sorted({*SYSTEM_NAMESPACES, own_namespace})
     selector: dict[str, Any] = {
@@ -281,7 +343,8 @@ def webhook_selectors(
     if (namespace_selector or {}).get("matchLabels"):
         selector["matchLabels"] = dict(namespace_selector["matchLabels"])  # type: ignore[index]
     out: dict[str, Any] = {"namespaceSelector": selector}
-    if framework.job is None and not manage_jobs_without_queue_name:
+    pods = framework.job is None and framework.admission is None
+    if pods and not manage_jobs_without_queue_name:
         out["objectSelector"] = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]}
     return out
 
@@ -315,7 +378,7 @@ def webhook_configuration(
             },
             "rules": [
                 {
-                    "operations": ["CREATE"],
+                    "operations": list(framework.operations),
                     "apiGroups": [resource.group],
                     "apiVersions": [resource.version],
                     "resources": [resource.plural],

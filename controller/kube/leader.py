@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from controller.kube.client import CONNECTION_ERRORS, describe
 from controller.kube.fatal import FatalError
+from controller.kube.retries import campaign
 
 
 class LeaderElection(BaseModel):
@@ -244,14 +245,7 @@ async def run_while_leading(
     elector = LeaseElector(api_client, settings, identity)
     try:
         while True:
-            try:
-                acquired = await elector.try_acquire_or_renew()
-            except CONNECTION_ERRORS as exc:
-                log.info("lease attempt failed: %s", exc)
-                acquired = False
-            if not acquired:
-                await asyncio.sleep(settings.retry_period_seconds)
-                continue
+            await campaign(elector.try_acquire_or_renew, settings.retry_period_seconds)
             log.info(
                 "acquired lease %s/%s as %s",
                 settings.lease_namespace,

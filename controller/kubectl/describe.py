@@ -17,9 +17,10 @@ from api.constants import EXPECTED_RUNTIME_ANNOTATION
 from api.quantities import Format, Quantity
 from api.workload_status import rfc3339
 from controller.core.forecast import forecast
+from controller.core.model.workloads import WorkloadKey, workload_key
 from controller.core.pending import why_pending
+from controller.core.plan import plan
 from controller.core.state import ClusterState
-from controller.core.workloads import WorkloadKey, workload_key
 from controller.kubectl.printing import age, format_table, human_duration, one_line
 from controller.kubectl.snapshot import Snapshot
 from controller.kubectl.workload_view import (
@@ -32,7 +33,6 @@ from controller.kubectl.workload_view import (
     pods_ready_of,
     status_of,
 )
-from controller.plan_command import plan
 
 __all__ = ["DEFAULT_ESTIMATE_CYCLES", "describe_workload", "format_quantity", "render_description"]
 
@@ -61,7 +61,7 @@ def describe_workload(
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     key = workload_key(str(meta.get("namespace")), str(meta.get("name")))
     state = snapshot.state()
-    lq = state.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName')}")
+    lq = state.objects.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName')}")
     admission = admission_of(obj)
     return {
         "name": meta.get("name"),
@@ -99,17 +99,17 @@ def describe_workload(
 
 def _position(state: ClusterState, key: WorkloadKey) -> dict[str, Any] | None:
     """1-based place among the pending Workloads of the ClusterQueue and of the LocalQueue."""
-    cluster_queue = state.queued_in(key)
+    cluster_queue = state.queues.queued_in(key)
     queue = state.queues.get(cluster_queue) if cluster_queue else None
-    if queue is None or key not in state.workloads:
+    if queue is None or key not in state.cache.workloads:
         return None
     ordered = [item[4] for item in queue.ordered()]
-    workload = state.workloads[key]
+    workload = state.cache.workloads[key]
     same_lq = [
         k
         for k in ordered
-        if state.workloads[k].namespace == workload.namespace
-        and state.workloads[k].queue_name == workload.queue_name
+        if state.cache.workloads[k].namespace == workload.namespace
+        and state.cache.workloads[k].queue_name == workload.queue_name
     ]
     return {
         "clusterQueue": cluster_queue,
@@ -144,8 +144,8 @@ def _preemptibility(
             written.get("message"),
         )
         origin = "from status.resolvedPreemptibility"
-    elif key in state.records:
-        resolution = state.resolution(key)
+    elif key in state.cache.records:
+        resolution = state.cache.resolution(key)
         value, source = str(resolution.value), str(resolution.source)
         message = "; ".join(resolution.problems) or None
         origin = "computed here: the controller has not written it yet"
@@ -201,7 +201,7 @@ def _pending_reason(
             "message": one_line(written["message"]),
             "source": "controller",
         }
-    if key not in state.workloads:
+    if key not in state.cache.workloads:
         return {"reason": None, "message": "the engine cannot read this Workload", "source": "-"}
     return {
         "reason": None,
@@ -335,7 +335,7 @@ def _estimate(
 ) -> dict[str, Any] | None:
     """The admission wait-time estimate of a pending Workload (controller/core/forecast.py),
     with the assumptions it rests on (None: not pending, or `cycles` is 0)."""
-    if cycles <= 0 or not is_pending(obj) or key not in state.workloads:
+    if cycles <= 0 or not is_pending(obj) or key not in state.cache.workloads:
         return None
     answer = forecast(snapshot.state(), key, now, max_cycles=cycles)
     return {
@@ -392,10 +392,10 @@ def _estimate_lines(d: Mapping[str, Any]) -> list[str]:
 def _minimum_runtime(state: ClusterState, key: WorkloadKey, now: float) -> dict[str, Any] | None:
     """When an admitted Workload becomes a preemption candidate under its ClusterQueue's
     minimum runtime (None: it holds no quota, or its queue sets none)."""
-    record = state.records.get(key)
+    record = state.cache.records.get(key)
     if record is None or not record.holds_quota:
         return None
-    seconds = state.cluster_queues[record.cluster_queue].minimum_runtime_seconds
+    seconds = state.objects.cluster_queues[record.cluster_queue].minimum_runtime_seconds
     if not seconds:
         return None
     reserved = record.workload.quota_reserved_at

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controller.core.priorities import PriorityClasses
+from controller.core.model.priorities import PriorityClasses
 from controller.kubectl.printing import age, format_table, one_line
 from controller.kubectl.workload_view import (
     cluster_queue_of,

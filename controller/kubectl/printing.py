@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from controller.core.api_fields import parse_time
+from controller.core.model.api_fields import parse_time
 
 __all__ = ["age", "dump", "format_table", "human_duration", "one_line"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config import ControllerConfig, FairSharingConfig, configure_state
-from controller.core.from_api import CoreObject, InvalidObject, apply, convert, stand_in
-from controller.core.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
+from controller.core.model.from_api import CoreObject, InvalidObject, convert, stand_in
+from controller.core.model.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.state import ClusterState
 
 __all__ = ["Snapshot"]
@@ -79,7 +79,7 @@ class Snapshot:
         """A fresh engine state holding every object (Workloads keep their admission)."""
         state = self.new_state()
         for obj in self.objects:
-            apply(state, obj)
+            state.apply(obj)
         return state
 
     def priority_classes(self) -> PriorityClasses:

@@ -17,11 +17,11 @@ from typing import Any
 
 from api.constants import API_VERSION, SCHEDULING_GROUP, Kind
 from api.quantities import InvalidQuantity, Quantity
-from controller.core.from_api import CoreObject
-from controller.core.priorities import KUEUE_GROUP, PriorityClass, WorkloadPriorityClass
+from controller.core.model.from_api import CoreObject
+from controller.core.model.priorities import KUEUE_GROUP, PriorityClass, WorkloadPriorityClass
+from controller.core.plan import plan
 from controller.core.state import ClusterState
 from controller.kubectl.printing import format_table
-from controller.plan_command import plan
 
 __all__ = [
     "ADMIT",

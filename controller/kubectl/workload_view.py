@@ -13,9 +13,9 @@ from api.workload_status import (
     is_evicted,
     is_finished,
 )
-from controller.core.from_api import InvalidObject, convert
-from controller.core.priorities import PriorityClasses, ResolvedPriority
-from controller.core.workloads import Workload
+from controller.core.model.from_api import InvalidObject, convert
+from controller.core.model.priorities import PriorityClasses, ResolvedPriority
+from controller.core.model.workloads import Workload
 
 __all__ = [
     "PENDING",

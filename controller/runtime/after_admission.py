@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from api import workload_status
-from api.constants import EvictionReason
+from api.constants import EvictionReason, StopPolicy
 from api.workload_status import has_quota_reservation, rfc3339
 from controller.config import WaitForPodsReady
 from controller.core.after_admission import (
@@ -30,8 +30,7 @@ from controller.core.after_admission import (
     Requeue,
     due,
 )
-from controller.core.clusterqueues import StopPolicy
-from controller.core.workloads import Workload, WorkloadKey
+from controller.core.model.workloads import Workload, WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.runtime.context import Context, priority_class_of
 from controller.runtime.sync import WorkloadSync
@@ -79,12 +78,12 @@ class AfterAdmissionWriter:
             return 0
         self._checked_at = now
         state = self.ctx.state
-        # Only the unfinished that may have something due (`state.timed`: admitted, in a
+        # Only the unfinished that may have something due (`state.index.timed`: admitted, in a
         # backoff, or Requeued=False): nothing is due for a finished Workload (Kueue's
         # workload controller returns early on one), most of a long run's are finished, and
         # most of the rest are pending with no timer.
-        records = state.records
-        workloads = (records[key].workload for key in state.timed)
+        records = state.cache.records
+        workloads = (records[key].workload for key in state.index.timed)
         result = due(workloads, self.policy, now, self.jitter(), self._running)
         self._next_deadline = result.next_deadline
         started = 0
@@ -201,10 +200,10 @@ class AfterAdmissionWriter:
     def _running(self, workload: Workload) -> tuple[bool, bool]:
         """Whether the Workload's LocalQueue, and its ClusterQueue, exist and run."""
         state = self.ctx.state
-        lq = state.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
+        lq = state.objects.local_queues.get(f"{workload.namespace}/{workload.queue_name}")
         if lq is None:
             return False, False
-        cq = state.cluster_queues.get(lq.cluster_queue)
+        cq = state.objects.cluster_queues.get(lq.cluster_queue)
         return (
             lq.stop_policy is StopPolicy.NONE,
             cq is not None and cq.stop_policy is StopPolicy.NONE,

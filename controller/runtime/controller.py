@@ -7,8 +7,9 @@ One `Controller` owns one `ClusterState` and three parts that share a `Context`:
   as concurrent, bounded writes;
 - `PendingReasons` (pending_reasons.py) writes pending reasons and resolvedPreemptibility
   off the decision path.
-The scheduling loop (`schedule_forever`, leader only) runs a cycle whenever something
-changed. The cycle never waits on the network.
+The scheduling loop (`schedule_forever`, leader only) runs a cycle of the engine
+(controller/core/engine.py, the driver `plan`, the forecast and the simulator use too)
+whenever something changed. The cycle never waits on the network.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.config import ControllerConfig
-from controller.core.cycle import run_cycle
+from controller.core.engine import Engine
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
-from controller.kube.client import Api, retrying
+from controller.kube.client import Api
+from controller.kube.retries import retried
 from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.context import (
     Clock,
@@ -67,6 +69,7 @@ class Controller:
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
+        self.engine = Engine(self.ctx.state)
         self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
 
     # -- what the operator reads; the integrations' view (integrations/host.py) ----------------
@@ -102,7 +105,7 @@ class Controller:
     def flavor_placement(self, name: str) -> Placement | None:
         """Where the ResourceFlavor places pods: its node labels, and tolerations of its
         taints as a pod spec writes them (None: no such flavor)."""
-        found = self.ctx.state.flavors.get(name)
+        found = self.ctx.state.objects.flavors.get(name)
         if found is None:
             return None
         tolerations = []
@@ -118,17 +121,17 @@ class Controller:
         return Placement(dict(found.node_labels), tolerations)
 
     def priority_of_class(self, name: str) -> int | None:
-        cls = self.ctx.state.priority_classes.workload_class(name)
+        cls = self.ctx.state.objects.priority_classes.workload_class(name)
         return cls.value if cls is not None else None
 
     def namespace_labels(self, name: str) -> Mapping[str, str] | None:
-        return self.ctx.state.namespaces.get(name)
+        return self.ctx.state.objects.namespaces.get(name)
 
     def local_queue_exists(self, namespace: str, name: str) -> bool:
-        return f"{namespace}/{name}" in self.ctx.state.local_queues
+        return f"{namespace}/{name}" in self.ctx.state.objects.local_queues
 
     def priority_of_pod_class(self, name: str) -> int | None:
-        cls = self.ctx.state.priority_classes.pod_class(name)
+        cls = self.ctx.state.objects.priority_classes.pod_class(name)
         return cls.value if cls is not None else None
 
     @property
@@ -166,6 +169,7 @@ class Controller:
         (a new leader must not keep admissions it assumed while an earlier term's writes
         were cut off)."""
         self.ctx.state = new_state(self.ctx.config)
+        self.engine = Engine(self.ctx.state)
         self.sync.reset()
 
     async def load(self, resources: Any) -> None:
@@ -176,7 +180,7 @@ class Controller:
         api = self.ctx.api
         managed = set(self.ctx.config.namespaces)
         for resource in resources:
-            items = await retrying(functools.partial(api.list, resource), attempts=10)
+            items = await retried(functools.partial(api.list, resource), attempts=10)
             for item in items:
                 namespace = (item.get("metadata") or {}).get("namespace")
                 if managed and resource.namespaced and namespace not in managed:
@@ -231,13 +235,14 @@ class Controller:
         """One admission cycle and the dispatch of its decisions (no waiting)."""
         ctx = self.ctx
         now = ctx.clock()
-        ctx.state.release_backoff(now)
+        if self.engine.state is not ctx.state:  # a new state (a new term): a new engine
+            self.engine = Engine(ctx.state)
         started = time.perf_counter()
         # Decisions waiting for a write slot: at most eight rounds of slots (core step 9).
         # A cycle offers every queue's head, so at 1,000 ClusterQueues it costs the same
         # for 4 admissions as for 128: fewer, fuller cycles leave the CPU to the API server.
         limit = max(0, 8 * ctx.writes.parallelism - ctx.writes.waiting)
-        result = run_cycle(ctx.state, now, admission_limit=limit)
+        result = self.engine.cycle(now, admission_limit=limit)
         elapsed = time.perf_counter() - started
         metrics = ctx.metrics
         metrics.cycle_latency.observe(elapsed)

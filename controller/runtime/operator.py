@@ -24,6 +24,7 @@ from kubernetes.aio.client.exceptions import ApiException
 from api.constants import QUEUE_NAME_LABEL
 from controller.config import ControllerConfig
 from controller.config_report import job_management, not_implemented
+from controller.integrations.framework.reconciler import GenericReconciler
 from controller.integrations.framework.registry import (
     IntegrationSettings,
     enabled_with_implied,
@@ -282,9 +283,9 @@ async def _run(
             for resource, keys in (
                 (
                     CLUSTER_QUEUES,
-                    lambda: {f"/{name}" for name in controller.ctx.state.cluster_queues},
+                    lambda: {f"/{name}" for name in controller.ctx.state.objects.cluster_queues},
                 ),
-                (LOCAL_QUEUES, lambda: set(controller.ctx.state.local_queues)),
+                (LOCAL_QUEUES, lambda: set(controller.ctx.state.objects.local_queues)),
             )
         ),
         *(
@@ -303,6 +304,22 @@ async def _run(
                 ).run(),
             )
             for framework, integration in integrations
+        ),
+        *(  # the kinds an adapter reads to describe its objects (a TrainJob's runtime)
+            background(
+                f"the {resource.kind} watch",
+                Informer(
+                    api_client,
+                    resource,
+                    sink,
+                    namespaces if resource.namespaced else None,
+                    on_listed=sink.mark_listed,
+                    await_api=True,
+                ).run(),
+            )
+            for _, integration in integrations
+            if isinstance(integration, GenericReconciler)
+            for resource, sink in integration.related.sinks()
         ),
     ]
     if webhook is not None:

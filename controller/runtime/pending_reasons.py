@@ -25,8 +25,8 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.workload_status import has_quota_reservation
 from controller.core.decisions import Inadmissible
+from controller.core.model.workloads import WorkloadKey
 from controller.core.pending import ADMISSION_GATED, unqueued_decisions
-from controller.core.workloads import WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
@@ -121,7 +121,7 @@ class PendingReasons:
         current = (body.get("status") or {}).get("resolvedPreemptibility")
         if wanted is None or same_resolution(current, wanted):
             return
-        record = self.ctx.state.records.get(key)
+        record = self.ctx.state.cache.records.get(key)
         if record is not None and (record.holds_quota or record.resolution.problems):
             self.queue.add(key)
 
@@ -136,7 +136,7 @@ class PendingReasons:
         ctx = self.ctx
         if (
             pending is not None
-            and key not in ctx.state.admitted
+            and key not in ctx.state.cache.admitted
             and not has_quota_reservation(wl)
             and workload_status.pending_changed(wl, pending.condition_reason, pending.reason)
         ):

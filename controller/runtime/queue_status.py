@@ -10,7 +10,7 @@ each queue is written in turn with its latest status (at 1,000 ClusterQueues und
 every queue within a few minutes rather than some never).
 
 With admission fair sharing the same writer runs its sampling tick every
-`usageSamplingInterval` (controller/core/usage_sampling.py) and writes each sampled
+`usageSamplingInterval` (controller/core/afs/sampling.py) and writes each sampled
 LocalQueue's `status.fairSharing.admissionFairSharingStatus` — when its consumed resources
 changed — and the gauge `kueue_local_queue_admission_fair_sharing_usage`.
 """
@@ -29,18 +29,13 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.quantities import Quantity, decimal_text
-from controller.core.clusterqueues import FlavorResource
-from controller.core.pending import (
-    INVALID,
-    Inactive,
-    cluster_queue_inactive,
-    local_queue_inactive,
-)
-from controller.core.records import Phase
-from controller.core.shares import Shares, shares_of
+from controller.core.afs.sampling import LocalQueueUsage, fair_local_queues, sample
+from controller.core.cache.objects import INVALID, Inactive
+from controller.core.cache.records import Phase
+from controller.core.fairsharing.shares import Shares, shares_of
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.unsupported import UNSUPPORTED_CONDITION
 from controller.core.state import ClusterState
-from controller.core.unsupported import UNSUPPORTED_CONDITION
-from controller.core.usage_sampling import LocalQueueUsage, fair_local_queues, sample
 from controller.kube.client import CLUSTER_QUEUES, COHORTS, LOCAL_QUEUES, Resource, describe
 from controller.kube.workqueue import KeyQueue
 from controller.runtime.context import Context
@@ -82,13 +77,13 @@ class QueueFigures:
 
 
 def cluster_queue_figures(state: ClusterState, name: str, finished: int = 0) -> QueueFigures:
-    cq = state.cluster_queues[name]
+    cq = state.objects.cluster_queues[name]
     queue = state.queues.get(name)
-    keys = state.admitted_in(name)
+    keys = state.cache.admitted_in(name)
     admitted = 0
     used: dict[FlavorResource, int] = {fr: 0 for fr, _ in cq.quotas()}
     for key in keys:
-        held = state.admitted[key]
+        held = state.cache.admitted[key]
         if held.evicting:
             continue
         admitted += 1
@@ -99,7 +94,7 @@ def cluster_queue_figures(state: ClusterState, name: str, finished: int = 0) -> 
         inadmissible=queue.inadmissible_count() if queue is not None else 0,
         reserving=len(keys),
         admitted=admitted,
-        reserved=tuple((fr, state.quota.usage(name, fr)) for fr, _ in cq.quotas()),
+        reserved=tuple((fr, state.cache.quota.usage(name, fr)) for fr, _ in cq.quotas()),
         used=tuple(used.items()),
         finished=finished,
     )
@@ -123,7 +118,7 @@ def cluster_queue_status(
     state: ClusterState, name: str, figures: QueueFigures | None = None
 ) -> dict[str, Any]:
     """The `status` Kueue keeps on a ClusterQueue (without conditions' timestamps)."""
-    cq = state.cluster_queues[name]
+    cq = state.objects.cluster_queues[name]
     if figures is None:
         figures = cluster_queue_figures(state, name)
     reserved: dict[str, dict[str, int]] = defaultdict(dict)
@@ -148,16 +143,16 @@ def local_queue_counts(
     state: ClusterState, finished_by_cq: dict[str, int] | None = None
 ) -> dict[str, dict[str, int]]:
     """pending/reserving/admitted counts per LocalQueue key (namespace/name): its Workloads
-    not finished (`state.live_in`), of which those holding quota are reserving; the
-    finished ones per ClusterQueue go into `finished_by_cq` (`state.finished_in`)."""
+    not finished (`state.index.live_in`), of which those holding quota are reserving; the
+    finished ones per ClusterQueue go into `finished_by_cq` (`state.index.finished_in`)."""
     if finished_by_cq is not None:
-        finished_by_cq.update(state.finished_in)
+        finished_by_cq.update(state.index.finished_in)
     counts = {
         lq: {"pendingWorkloads": live, "reservingWorkloads": 0, "admittedWorkloads": 0}
-        for lq, live in state.live_in.items()
+        for lq, live in state.index.live_in.items()
     }
-    records, live = state.records, state.live
-    for key in state.holding():
+    records, live = state.cache.records, state.index.live
+    for key in state.cache.holding():
         entry = counts[live[key]]
         entry["pendingWorkloads"] -= 1
         entry["reservingWorkloads"] += 1
@@ -360,11 +355,11 @@ class QueueStatusWriter:
         self.next_sample = now + settings.usage_sampling_interval_seconds
         metrics = self.ctx.metrics
         gauge = metrics.local_queue_admission_fair_sharing_usage
-        fair = set(fair_local_queues(state))
+        fair = set(fair_local_queues(state.queues, state.objects))
         for key in set(self.local_queue_fair_sharing) - fair:
             del self.local_queue_fair_sharing[key]
         series: set[tuple[str, str, str, str]] = set()
-        for usage in sample(state, now):
+        for usage in sample(state.queues, state.objects, now):
             key = usage.local_queue
             self.local_queue_fair_sharing[key] = admission_fair_sharing_status(
                 usage, self.local_queue_fair_sharing.get(key)
@@ -375,7 +370,7 @@ class QueueStatusWriter:
             series.add(labels)
         for old in self.usage_series - series:
             name, namespace, cluster_queue, _ = old
-            lq = state.local_queues.get(f"{namespace}/{name}")
+            lq = state.objects.local_queues.get(f"{namespace}/{name}")
             if lq is not None and lq.cluster_queue == cluster_queue and lq.key in fair:
                 series.add(old)  # not sampled (its ClusterQueue is inactive): kept
             else:
@@ -391,15 +386,17 @@ class QueueStatusWriter:
         self.sample_if_due(now)
         finished: dict[str, int] = {}
         counts = local_queue_counts(state, finished)
-        shares = shares_of(state) if state.fair_sharing is not None else None
+        shares = (
+            shares_of(state.objects, state.cache.quota) if state.fair_sharing is not None else None
+        )
         gauges = (self.ctx.metrics.role, self.ctx.metrics.queue_gauges_cleared)
         if self.figures_of is not state or self.figures_gauges != gauges:
             # A new term's state, or gauges cleared or relabelled by a role change: all anew.
             self.figures, self.gauges = {}, {}
             self.figures_of, self.figures_gauges = state, gauges
-        for name, cq in state.cluster_queues.items():
+        for name, cq in state.objects.cluster_queues.items():
             figures = cluster_queue_figures(state, name, finished.get(name, 0))
-            inactive = cluster_queue_inactive(state, name)
+            inactive = state.objects.cluster_queue_inactive(name)
             unsupported = self._unsupported(_written_key(CLUSTER_QUEUES, name))
             fair_sharing = self._fair_sharing(shares, name, queue=True)
             facts = (cq, figures, inactive, unsupported, fair_sharing)
@@ -414,13 +411,13 @@ class QueueStatusWriter:
                 status["conditions"] = [("Active", active, reason, message), *unsupported]
                 self.figures[name] = (facts, status)
             self._want(CLUSTER_QUEUES, name, status)
-        for name in self.metric_queues - set(state.cluster_queues):
+        for name in self.metric_queues - set(state.objects.cluster_queues):
             self.ctx.metrics.forget_cluster_queue(name)  # deleted: its series go too
             self.figures.pop(name, None)
             self.gauges.pop(name, None)
-        self.metric_queues = set(state.cluster_queues)
+        self.metric_queues = set(state.objects.cluster_queues)
         self._cohort_metrics(shares)
-        for name, cohort in list(state.cohorts.items()):
+        for name, cohort in list(state.objects.cohorts.items()):
             conditions = self._unsupported(_written_key(COHORTS, name))
             if cohort.invalid is not None:  # quotagate's, while invalid (Kueue writes none)
                 message = (
@@ -433,12 +430,12 @@ class QueueStatusWriter:
                 "fairSharing": self._fair_sharing(shares, name, queue=False),
             }
             self._want(COHORTS, name, cohort_status)
-        for key in list(state.local_queues):
+        for key in list(state.objects.local_queues):
             status = dict(counts.get(key) or NO_WORKLOADS)
             fair_sharing = self.local_queue_fair_sharing.get(key)
             if fair_sharing is not None:
                 status["fairSharing"] = fair_sharing
-            active, reason, message = active_condition(local_queue_inactive(state, key))
+            active, reason, message = active_condition(state.objects.local_queue_inactive(key))
             status["conditions"] = [("Active", active, reason, message)]
             status["conditions"] += self._unsupported(_written_key(LOCAL_QUEUES, key))
             self._want(LOCAL_QUEUES, key, status)
@@ -463,7 +460,7 @@ class QueueStatusWriter:
             return {"weightedShare": shares.cohort(name).weighted_share()}
         share = shares.queue(name)
         metrics = self.ctx.metrics
-        cohort = self.ctx.state.cluster_queues[name].cohort or ""
+        cohort = self.ctx.state.objects.cluster_queues[name].cohort or ""
         metrics.cluster_queue_weighted_share.labels(name, cohort, metrics.role).set(share.metric())
         return {"weightedShare": share.weighted_share()}
 
@@ -474,10 +471,10 @@ class QueueStatusWriter:
         state = self.ctx.state
         cohorts: set[str] = set()
         if shares is not None:
-            for cq in state.cluster_queues.values():
+            for cq in state.objects.cluster_queues.values():
                 if cq.cohort:
-                    cohorts.update(state.quota.path(cq.name))
-            cohorts.update(state.cohorts)
+                    cohorts.update(state.cache.quota.path(cq.name))
+            cohorts.update(state.objects.cohorts)
             for name in cohorts:
                 metrics.cohort_weighted_share.labels(name, metrics.role).set(
                     shares.cohort(name).metric_cohort()
@@ -488,7 +485,7 @@ class QueueStatusWriter:
 
     def _unsupported(self, key: str) -> list[tuple[str, bool, str, str]]:
         """The `UnsupportedFields` condition of a queue with Kueue fields quotagate does not
-        implement yet (controller/core/unsupported.py), else none."""
+        implement yet (controller/core/model/unsupported.py), else none."""
         message = self.unsupported.get(key)
         return [(UNSUPPORTED_CONDITION, True, "NotImplemented", message)] if message else []
 

@@ -25,10 +25,14 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.workload_status import apply_body
-from controller.core import from_api
+from controller.core.model import from_api
+from controller.core.model.unsupported import (
+    UNSUPPORTED_CONDITION,
+    findings_message,
+    unsupported_fields,
+)
+from controller.core.model.workloads import Workload, WorkloadKey, workload_key
 from controller.core.state import ClusterState
-from controller.core.unsupported import UNSUPPORTED_CONDITION, findings_message, unsupported_fields
-from controller.core.workloads import Workload, WorkloadKey, workload_key
 from controller.kube.client import API_ERRORS, FIELD_MANAGER, retrying
 from controller.runtime.context import Context, priority_class_of
 
@@ -60,7 +64,7 @@ def key_of(obj: dict[str, Any]) -> WorkloadKey:
 
 def resolved_preemptibility(state: ClusterState, key: WorkloadKey) -> dict[str, Any] | None:
     """`status.resolvedPreemptibility` as the state resolved it (None: not resolved)."""
-    record = state.records.get(key)
+    record = state.cache.records.get(key)
     if record is None:
         return None
     resolution = record.resolution
@@ -116,7 +120,7 @@ class WorkloadSync:
         self.problems: dict[str, str] = {}  # object key → last conversion problem reported
         # object key → what Kueue's rules find wrong with it, as last reported
         self.invalid: dict[str, str] = {}
-        # kind/key → the unsupported Kueue fields last reported (controller/core/unsupported.py)
+        # kind/key → the unsupported Kueue fields last reported (controller/core/model/unsupported.py)
         self.unsupported: dict[str, str] = {}
         # Called with every Workload applied (the pending reasons, then the integrations)
         # and with the key of every Workload deleted.
@@ -185,9 +189,9 @@ class WorkloadSync:
             return
         self.problems.pop(key, None)
         self._report_invalid(key, body, getattr(workload, "invalid", None))
-        held = state.admitted.get(key)
+        held = state.cache.admitted.get(key)
         cluster_queue = held.cluster_queue if held is not None else None
-        from_api.apply(state, workload)
+        state.apply(workload)
         if (
             seen is not None
             and workload_status.is_admitted(body)
@@ -221,7 +225,7 @@ class WorkloadSync:
             return None
         if not after.get("uid") or after.get("uid") != before.get("uid"):
             return None
-        previous: Workload | None = self.ctx.state.workloads.get(key)
+        previous: Workload | None = self.ctx.state.cache.workloads.get(key)
         return previous
 
     def _apply_other(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -257,11 +261,11 @@ class WorkloadSync:
             self._report_problem(key, body, message)
             placeholder = from_api.stand_in(body, message)
             if placeholder is not None:
-                from_api.apply(state, placeholder)
+                state.apply(placeholder)
             return
         self.problems.pop(key, None)
         self._report_invalid(key, body, getattr(obj, "invalid", None))
-        from_api.apply(state, obj)
+        state.apply(obj)
 
     def _check_unsupported(self, event_type: str | None, body: dict[str, Any]) -> None:
         """Report the Kueue fields of an object that quotagate does not implement yet: a

@@ -26,9 +26,10 @@ from controller.config_report import job_management
 from controller.integrations import webhook as webhooks
 from controller.integrations.framework.registry import by_kind, enabled_with_implied
 from controller.integrations.job_management import JobManagement
-from controller.kube.client import API_ERRORS, retrying
+from controller.kube.client import API_ERRORS
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
+from controller.kube.retries import retried
 from controller.runtime import validating_webhook
 from controller.runtime.certs import WebhookCertificates, issue, write_files
 
@@ -170,7 +171,7 @@ class WebhookServer:
                 Path(settings.cert_dir),
             )
             try:
-                await retrying(self.certificates.ensure, attempts=8)
+                await retried(self.certificates.ensure, attempts=8)
             except API_ERRORS as exc:
                 raise FatalError(
                     f"cannot set up the webhook's certificates in Secret "

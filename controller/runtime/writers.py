@@ -16,7 +16,7 @@ from api import workload_status
 from api.constants import JOB_UID_LABEL
 from api.workload_status import admission_to_api, has_quota_reservation
 from controller.core.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
-from controller.core.workloads import WorkloadKey
+from controller.core.model.workloads import WorkloadKey
 from controller.kube.client import API_ERRORS
 from controller.runtime.context import Context, priority_class_of
 from controller.runtime.pending_reasons import PendingReasons
@@ -198,7 +198,7 @@ class DecisionWriter:
     def _path(self, cluster_queue: str) -> str:
         """Kueue's path of a ClusterQueue: `/root/…/cohort/name` through its tree of
         cohorts, or `/name` outside a cohort."""
-        ancestors = reversed(self.ctx.state.quota.path(cluster_queue))
+        ancestors = reversed(self.ctx.state.cache.quota.path(cluster_queue))
         return "/" + "/".join([*ancestors, cluster_queue])
 
     async def _write_partial_preemption(self, key: WorkloadKey, pods: int, message: str) -> None:

@@ -17,20 +17,20 @@ import argparse
 import time
 from dataclasses import dataclass
 
-from controller.core.admission_fair_sharing import AdmissionFairSharing
-from controller.core.clusterqueues import (
-    AdmissionMode,
+from api.constants import AdmissionMode
+from controller.core.afs.usage import AdmissionFairSharing
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.cycle import run_cycle
-from controller.core.flavors import ResourceFlavor
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, Workload
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
 
 
 @dataclass(frozen=True)

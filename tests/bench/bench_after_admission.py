@@ -21,8 +21,8 @@ import time
 from typing import Any
 
 from controller.core.after_admission import AfterAdmission, PodsReadyPolicy, due
+from controller.core.model.workloads import WorkloadKey
 from controller.core.state import ClusterState
-from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
 from tests.bench.bench_gc import controller_with_queues
 from tests.unit.runtime.workloads import admitted_status, workload_body
@@ -49,14 +49,14 @@ def build(queues: int, pending: int, admitted: int, finished: int) -> Controller
 def one_pass(
     state: ClusterState, keys: Any, policy: PodsReadyPolicy | None, now: float
 ) -> AfterAdmission:
-    records = state.records
+    records = state.cache.records
     return due((records[key].workload for key in keys), policy, now)
 
 
 def measure(controller: Controller, passes: int, policy: PodsReadyPolicy | None) -> dict[str, Any]:
     state = controller.state
-    figures: dict[str, Any] = {"timed": len(state.timed), "live": len(state.live)}
-    for name, keys in (("timed", state.timed), ("live", state.live)):
+    figures: dict[str, Any] = {"timed": len(state.index.timed), "live": len(state.index.live)}
+    for name, keys in (("timed", state.index.timed), ("live", state.index.live)):
         started = time.perf_counter()
         for n in range(passes):
             one_pass(state, keys, policy, 2000.0 + n)
@@ -67,15 +67,15 @@ def measure(controller: Controller, passes: int, policy: PodsReadyPolicy | None)
 def test_the_timed_workloads_give_every_action_and_deadline_of_a_pass_over_all() -> None:
     controller = build(queues=6, pending=300, admitted=40, finished=100)
     state = controller.state
-    assert len(state.timed) == 40 and len(state.live) == 340
+    assert len(state.index.timed) == 40 and len(state.index.live) == 340
     for policy, now in ((None, 2000.0), (POLICY, 1100.0), (POLICY, 1400.0)):
-        over_timed = one_pass(state, state.timed, policy, now)
-        over_live = one_pass(state, state.live, policy, now)
+        over_timed = one_pass(state, state.index.timed, policy, now)
+        over_live = one_pass(state, state.index.live, policy, now)
         assert over_timed == over_live
     # Past the timeout every admitted Workload is due, and nothing pending is.
-    actions = one_pass(state, state.timed, POLICY, 1400.0).actions
+    actions = one_pass(state, state.index.timed, POLICY, 1400.0).actions
     keys: set[WorkloadKey] = {action.workload_key for action in actions}
-    assert keys == {key for key in state.live if key in state.admitted}
+    assert keys == {key for key in state.index.live if key in state.cache.admitted}
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ from dataclasses import replace
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
-from controller.core.clusterqueues import (
+from controller.core.decisions import Admit
+from controller.core.forecast import Forecast, forecast
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
@@ -31,12 +33,10 @@ from controller.core.clusterqueues import (
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.decisions import Admit
-from controller.core.flavors import ResourceFlavor
-from controller.core.forecast import Forecast, forecast
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, Workload
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
 
 QUEUES = 10
 NOW = 1_000_000.0
@@ -90,7 +90,7 @@ def build(workloads: int, priorities: int = 50, seed: int = 7) -> tuple[ClusterS
                     True,
                 )
             )
-            record = state.records[workload.key]
+            record = state.cache.records[workload.key]
             reserved = NOW - rng.randint(0, 600)
             state.upsert_workload(replace(record.workload, quota_reserved_at=reserved))
     target = Workload(

@@ -23,7 +23,7 @@ from typing import Any
 
 from controller.collector import GC_THRESHOLDS
 from controller.config import ControllerConfig
-from controller.core.cycle import run_cycle
+from controller.core.scheduler.cycle import run_cycle
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import workload_body
 

@@ -17,7 +17,8 @@ import time
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
-from controller.core.clusterqueues import (
+from controller.core.decisions import Admit
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
@@ -25,12 +26,11 @@ from controller.core.clusterqueues import (
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.cycle import run_cycle
-from controller.core.decisions import Admit
-from controller.core.flavors import ResourceFlavor
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, Workload
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
 
 QUEUES = 10
 POLICY = PreemptionPolicy(
@@ -109,7 +109,7 @@ def measure(candidates: int, repeats: int = 5) -> tuple[float, float, int]:
             # Undo the nomination so the next round searches again from the same state.
             state.drop_nomination("ns/preemptor")
             for victim in result.preempting[0].victims:
-                state.admitted[victim.workload_key].evicting = False
+                state.cache.admitted[victim.workload_key].evicting = False
     return statistics.median(cold), statistics.median(warm), victims
 
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/bench/bench_preemption_loops.py [VARIANTS [SEED]]
 
-Draws VARIANTS (default 20) random trees shaped like tests/bench/scenarios/fair-tree.yaml
+Draws VARIANTS (default 20) random trees shaped like tools/bench/scenarios/fair-tree.yaml
 (an org with 0-8 cpu of its own, three departments of random weight, each with two teams
 of a prod and a dev ClusterQueue of random quota and weight, all `reclaimWithinCohort:
 Any`, `withinClusterQueue: LowerPriority`) from SEED (default 7), twice: with one to three
@@ -22,8 +22,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from controller.bench.scenario import parse
-from controller.bench.simulate import PreemptionLoop, simulate
+from tools.bench.scenario import parse
+from tools.bench.simulate import PreemptionLoop, simulate
 
 CLASSES: dict[str, dict[str, Any]] = {
     "small": {"count": 60, "creationIntervalMs": 300, "request": 1, "runtimeMs": 2000, "p": 50},

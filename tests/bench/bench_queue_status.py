@@ -20,7 +20,7 @@ import argparse
 import time
 from typing import Any
 
-from controller.core.cycle import run_cycle
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.runtime.controller import Controller
 from controller.runtime.queue_status import QueueStatusWriter, local_queue_counts
@@ -46,7 +46,7 @@ def recount(state: ClusterState) -> tuple[dict[str, dict[str, int]], dict[str, i
     every Workload the state holds (the refresh's way before `ClusterState.live`)."""
     counts: dict[str, dict[str, int]] = {}
     finished: dict[str, int] = {}
-    for key, workload in state.workloads.items():
+    for key, workload in state.cache.workloads.items():
         if workload.finished:
             if workload.admission is not None:
                 cq = workload.admission.cluster_queue
@@ -56,7 +56,7 @@ def recount(state: ClusterState) -> tuple[dict[str, dict[str, int]], dict[str, i
             f"{workload.namespace}/{workload.queue_name}",
             {"pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0},
         )
-        held = state.admitted.get(key)
+        held = state.cache.admitted.get(key)
         if held is None:
             entry["pendingWorkloads"] += 1
         else:

@@ -20,7 +20,8 @@ import time
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from api.workload_status import PodSetAssignment
-from controller.core.clusterqueues import (
+from controller.core.decisions import Admit
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
     LocalQueue,
@@ -28,12 +29,11 @@ from controller.core.clusterqueues import (
     ResourceGroup,
     ResourceQuota,
 )
-from controller.core.cycle import run_cycle
-from controller.core.decisions import Admit
-from controller.core.flavors import ResourceFlavor
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, Workload
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, Workload
 
 POLICY = PreemptionPolicy(
     within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,

@@ -3,7 +3,7 @@
     .venv/bin/python tests/bench/bench_scenarios.py [SCENARIO.yaml ...]
 
 Prints `quotagate bench --simulate`'s report for each scenario (default: the smoke,
-baseline and fair-tree scenarios under tests/bench/scenarios/), with Kueue's published
+baseline and fair-tree scenarios under tools/bench/scenarios/), with Kueue's published
 figures beside ours where the scenario is one of Kueue's. These are figures, not timed
 assertions; the pytest function checks what must hold whatever the speed: every Workload
 admitted and finished, no quota over-use, the makespan no shorter than the capacity lower
@@ -16,11 +16,10 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from controller.bench.report import Report, render
-from controller.bench.scenario import Scenario, load
-from controller.bench.simulate import simulate
+from tools.bench.report import Report, render
+from tools.bench.scenario import SCENARIOS, Scenario, load
+from tools.bench.simulate import simulate
 
-SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 DEFAULT = (SCENARIOS / "smoke.yaml", SCENARIOS / "baseline.yaml", SCENARIOS / "fair-tree.yaml")
 
 

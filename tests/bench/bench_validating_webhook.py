@@ -110,7 +110,7 @@ def controller_event_costs(times: int = 5000) -> dict[str, float]:
     """Seconds per Workload event in the controller (`from_api.convert`, spec unchanged),
     and the part of it and of a new spec that is Kueue's rules."""
     from api.validation.workload import validate_workload, validate_workload_spec
-    from controller.core import from_api
+    from controller.core.model import from_api
 
     body = copy.deepcopy(WORKLOAD)
     body["metadata"].update(uid="u", generation=1, creationTimestamp="2026-01-01T00:00:00Z")

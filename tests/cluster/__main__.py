@@ -231,9 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     packages.add_argument("--for", dest="purpose", choices=("image", "node"), default="node")
     sub.add_parser("down", help="stop it and remove its files")
     sub.add_parser("status", help="say whether it runs")
-    sub.add_parser(
-        "render-chart", help="print the chart rendered with its defaults (config/default)"
-    )
     serve_parser = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve_parser.add_argument("workdir", type=Path)
     serve_parser.add_argument("--kubelet", action="store_true")
@@ -249,11 +246,6 @@ def main(argv: list[str] | None = None) -> int:
         from tests.cluster.modules import main as modules_main
 
         return modules_main(args.names)
-    if args.command == "render-chart":
-        from tests.cluster.chart import default_manifests
-
-        sys.stdout.write(default_manifests())
-        return 0
     if args.command == "serve":
         args.workdir.mkdir(parents=True, exist_ok=True)
         return serve(args.workdir, args.kubelet)

@@ -41,6 +41,8 @@ KCM_CONTROLLERS = ",".join(
         # Real pods behind Services (the webhook on the real node): their EndpointSlices.
         "endpointslice-controller",
         "deployment-controller",
+        # StatefulSets (the statefulset integration; LeaderWorkerSets run on them).
+        "statefulset-controller",
         "pod-garbage-collector-controller",
         "ttl-after-finished-controller",
         "root-ca-certificate-publisher-controller",

@@ -36,7 +36,8 @@ class GoModule:
     module: str
     version: str
     crds: tuple[str, ...] = ()
-    """Directories of the module holding CRD manifests (every *.yaml in them)."""
+    """Directories of the module holding CRD manifests (every *.yaml in them), or single
+    CRD files (a path ending in .yaml) where a directory holds other manifests too."""
     files: tuple[str, ...] = ()
     """Other files of the module the tests read (webhook configurations, …)."""
     operator: str | None = None
@@ -55,11 +56,12 @@ class GoModule:
 
 MODULES = (
     # JobSet: the proxy refuses the module's version list, but serves this version (and its
-    # go.sum entries); v0.8.2 is the JobSet Kubeflow Trainer v2.0.0 depends on.
+    # go.sum entries); v0.12.0 is the JobSet Kueue (ff69552) and Kubeflow Trainer v2.3.0
+    # build against.
     GoModule(
         "jobset",
         "sigs.k8s.io/jobset",
-        "v0.8.2",
+        "v0.12.0",
         crds=("config/components/crd/bases",),
         files=(
             "config/components/webhook/manifests.yaml",
@@ -76,6 +78,40 @@ MODULES = (
         "v1.6.2",
         crds=("config/crd/bases",),
         operator="github.com/ray-project/kuberay/ray-operator",
+    ),
+    # Kubeflow Trainer: v2.3.0 is the version Kueue (ff69552) builds against (TrainJob
+    # `runtimePatches`, which v2.0.0 lacks); the proxy lists only v2.0.0 but serves it.
+    GoModule(
+        "trainer",
+        "github.com/kubeflow/trainer/v2",
+        "v2.3.0",
+        crds=(
+            "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
+            "manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml",
+            "manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+        ),
+        files=("manifests/base/webhook/manifests.yaml",),
+        operator="github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
+    ),
+    # The MPI operator (MPIJob v2beta1): the proxy refuses the version list, serves v0.8.2
+    # (the version Kueue ff69552 builds against).
+    GoModule(
+        "mpi-operator",
+        "github.com/kubeflow/mpi-operator",
+        "v0.8.2",
+        crds=("manifests/base/kubeflow.org_mpijobs.yaml",),
+        operator="github.com/kubeflow/mpi-operator/cmd/mpi-operator",
+    ),
+    # LeaderWorkerSet: the proxy refuses the version list and v0.10.0's zip (the version
+    # Kueue requires), but serves v0.9.0 (built against Kubernetes 1.36).
+    GoModule(
+        "lws",
+        "sigs.k8s.io/lws",
+        "v0.9.0",
+        crds=("config/crd/bases",),
+        files=("charts/lws/templates/webhook/webhook.yaml",),
+        operator="sigs.k8s.io/lws/cmd",
+        binary="lws-manager",
     ),
 )
 
@@ -144,7 +180,10 @@ def ensure_module(name: str, verbose: bool = True) -> ModuleDir:
     source = Path(info["Dir"])
     out.crds.mkdir()
     for directory in module.crds:
-        found = sorted((source / directory).glob("*.yaml"))
+        if directory.endswith(".yaml"):
+            found = [source / directory]
+        else:
+            found = sorted((source / directory).glob("*.yaml"))
         if not found:
             raise BuildError(f"{module.key}: no CRD manifests in {directory}")
         for path in found:

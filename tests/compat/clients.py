@@ -1,4 +1,4 @@
-"""Send Kueue clients' writes (controller/bench/kueue_clients.py) with the test's client,
+"""Send Kueue clients' writes (tools/bench/kueue_clients.py) with the test's client,
 and check that quota is neither lost nor double counted."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 from kubernetes import client
 
 from api.workload_status import has_quota_reservation, is_finished
-from controller.bench.kueue_clients import Write
 from tests.cluster.fixtures import wait_for
 from tests.integration.kueue import GROUP, VERSION, Kueue, cluster_queue, flavor, local_queue
+from tools.bench.kueue_clients import Write
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"

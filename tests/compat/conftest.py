@@ -1,5 +1,5 @@
 """The compatibility suite: quotagate on the real API server, driven only through Kueue's
-client behaviours (controller/bench/kueue_clients.py, each reproduced from Kueue's code).
+client behaviours (tools/bench/kueue_clients.py, each reproduced from Kueue's code).
 It shares the integration fixtures: a real etcd + kube-apiserver, the CRDs, and one
 `quotagate run` per test module."""
 

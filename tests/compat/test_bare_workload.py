@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 
-from controller.bench.kueue_clients import runner_finish
 from tests.compat.clients import send, setup_queue, wait_quota_consistent
 from tests.integration.kueue import (
     ControllerProcess,
@@ -17,6 +16,7 @@ from tests.integration.kueue import (
     wait_admitted,
     workload,
 )
+from tools.bench.kueue_clients import runner_finish
 
 
 def test_created_admitted_finished_and_deleted(

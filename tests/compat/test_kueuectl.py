@@ -10,12 +10,6 @@ import time
 
 import pytest
 
-from controller.bench.kueue_clients import (
-    kueuectl_resume_queue,
-    kueuectl_stop_queue,
-    kueuectl_workload_active,
-    runner_release,
-)
 from tests.cluster.fixtures import wait_for
 from tests.compat.clients import send, setup_queue, wait_quota_consistent
 from tests.integration.kueue import (
@@ -25,6 +19,12 @@ from tests.integration.kueue import (
     local_queue,
     wait_admitted,
     workload,
+)
+from tools.bench.kueue_clients import (
+    kueuectl_resume_queue,
+    kueuectl_stop_queue,
+    kueuectl_workload_active,
+    runner_release,
 )
 
 

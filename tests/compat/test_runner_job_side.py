@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from controller.bench.kueue_clients import runner_finish, runner_release, runner_release_merge
 from tests.cluster.fixtures import wait_for
 from tests.compat.clients import send, setup_queue, wait_quota_consistent
 from tests.integration.kueue import (
@@ -22,6 +21,7 @@ from tests.integration.kueue import (
     wait_admitted,
     workload,
 )
+from tools.bench.kueue_clients import runner_finish, runner_release, runner_release_merge
 
 STYLES = {"server-side-apply": runner_release, "merge-patch": runner_release_merge}
 

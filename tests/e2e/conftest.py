@@ -1,5 +1,6 @@
 """e2e fixtures: the controller with its webhook registered on the full control plane,
-and the real JobSet controller (built from its Go module, tests/cluster/modules.py)."""
+and the real JobSet and LeaderWorkerSet controllers (built from their Go modules,
+tests/cluster/modules.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
-from tests.cluster.operators import JobSetController
+from tests.cluster.operators import JobSetController, LeaderWorkerSetController
+from tests.e2e.custom_jobs import operator_running
 from tests.integration.kueue import ControllerProcess, delete_webhook_configurations
 
 
@@ -93,12 +95,21 @@ def jobset_controller(
 ) -> Iterator[JobSetController]:
     """The real JobSet controller (sigs.k8s.io/jobset, its CRD and webhooks)."""
     controller = JobSetController(kubeconfig_path, tmp_path_factory.mktemp("jobset"))
-    try:
-        yield controller.start(api_client)
-    finally:
-        controller.stop()
-        controller.unregister(api_client)
-        print("\n--- JobSet controller log tail ---\n" + controller.log()[-3000:])
+    with operator_running(controller, api_client):
+        yield controller
+
+
+@pytest.fixture(scope="session")
+def lws_controller(
+    full_cluster: ControlPlane,
+    kubeconfig_path: str,
+    api_client: client.ApiClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LeaderWorkerSetController]:
+    """The real LeaderWorkerSet controller (sigs.k8s.io/lws, its CRDs and webhooks)."""
+    controller = LeaderWorkerSetController(kubeconfig_path, tmp_path_factory.mktemp("lws"))
+    with operator_running(controller, api_client):
+        yield controller
 
 
 def _registered(admission: client.AdmissionregistrationV1Api) -> bool:

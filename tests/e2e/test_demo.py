@@ -18,7 +18,7 @@ def test_demo_runs_and_tells_the_story(tmp_path: Path) -> None:
     }
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "tests.cluster.demo"],
+            [sys.executable, "-m", "tools.demo"],
             cwd=REPO,
             env=env,
             capture_output=True,

@@ -22,19 +22,26 @@ from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS
 from tests.cluster.operators import JobSetController
 from tests.e2e.conftest import webhook_controller_running
+from tests.e2e.custom_jobs import (
+    TOLERATION,
+    ZONE,
+    CustomJobs,
+    check_never_over_committed,
+    second_waits_while_the_first_holds_the_quota,
+    set_quota,
+    set_stop_policy,
+    two_flavor_queue,
+    wait_finished_and_returned,
+    wait_released,
+)
 from tests.e2e.quota_watch import quota_watch
 from tests.integration.kueue import (
     ControllerProcess,
     Kueue,
-    cluster_queue,
     condition,
-    flavor,
-    local_queue,
 )
 
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
-ZONE = "topology.kubernetes.io/zone"
-TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
 
 
 @pytest.fixture(scope="module")
@@ -107,79 +114,13 @@ def jobset(name: str, seconds: int | None = 1, queue: str = "lq") -> dict[str, A
     }
 
 
-class JobSets:
-    def __init__(self, api_client: client.ApiClient, namespace: str) -> None:
-        self.custom = client.CustomObjectsApi(api_client)
-        self.core = client.CoreV1Api(api_client)
-        self.namespace = namespace
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
-            *JOBSET[:2], self.namespace, JOBSET[2], body
-        )
-        return created
-
-    def get(self, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = self.custom.get_namespaced_custom_object(
-            *JOBSET[:2], self.namespace, JOBSET[2], name
-        )
-        return found
-
-    def pods(self, name: str) -> list[Any]:
-        return [
-            pod
-            for pod in self.core.list_namespaced_pod(
-                self.namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
-            ).items
-            if pod.metadata.deletion_timestamp is None
-        ]
-
-    def running(self, name: str, count: int) -> list[Any]:
-        """Wait until `count` of the JobSet's pods are Running, and return them."""
-        found: list[Any] = wait_for(
-            lambda: (
-                len(pods := [p for p in self.pods(name) if p.status.phase == "Running"]) == count
-                and pods
-            ),
-            timeout=60,
-            what=f"{count} pods of JobSet {name} running",
-        )
-        return found
-
-    def complete(self, lifecycle: Any, name: str, count: int) -> None:
-        """Succeed the JobSet's `count` pods once they run (the fake nodes' kubelet)."""
-        for pod in self.running(name, count):
-            lifecycle.complete(self.namespace, pod.metadata.name)
+class JobSets(CustomJobs):
+    group, version, plural, kind = *JOBSET, "JobSet"
+    name_label = "jobset.sigs.k8s.io/jobset-name"
 
 
 def templates(js: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {rj["name"]: rj["template"]["spec"]["template"] for rj in js["spec"]["replicatedJobs"]}
-
-
-def workload_condition(kueue: Kueue, namespace: str, name: str, type_: str) -> Any:
-    """The Workload's condition, None while it or the Workload does not exist."""
-    try:
-        return condition(kueue.get_workload(namespace, name), type_)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
-def set_quota(kueue: Kueue, cq: str, flavors: dict[str, dict[str, Any]]) -> None:
-    kueue.custom.patch_cluster_custom_object(
-        "kueue.x-k8s.io",
-        "v1beta2",
-        "clusterqueues",
-        cq,
-        {"spec": {"resourceGroups": cluster_queue(cq, flavors)["spec"]["resourceGroups"]}},
-    )
-
-
-def set_stop_policy(kueue: Kueue, cq: str, policy: str) -> None:
-    kueue.custom.patch_cluster_custom_object(
-        "kueue.x-k8s.io", "v1beta2", "clusterqueues", cq, {"spec": {"stopPolicy": policy}}
-    )
 
 
 def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
@@ -190,13 +131,7 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
 ) -> None:
     kueue = Kueue(api_client)
     jobsets = JobSets(api_client, namespace)
-    cq, rf_a, rf_b = f"{namespace}-cq", f"{namespace}-a", f"{namespace}-b"
-    kueue.apply(
-        flavor(rf_a, {ZONE: "node-a"}),
-        flavor(rf_b, {ZONE: "node-b"}, [TOLERATION]),
-        cluster_queue(cq, {rf_a: {"cpu": 1}, rf_b: {"cpu": 3}}),
-        local_queue(namespace, "lq", cq),
-    )
+    cq, rf_a, rf_b = two_flavor_queue(kueue, namespace, cpu_a=1, cpu_b=3)
     with quota_watch(api_client, namespace) as watch:
         created = jobsets.create(jobset("train", seconds=None))  # runs until completed
         assert created["spec"]["suspend"] is True  # quotagate's webhook
@@ -247,14 +182,7 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
 
         # Drain the ClusterQueue: evicted, suspended, templates restored, pods gone, released.
         set_stop_policy(kueue, cq, "HoldAndDrain")
-        wait_for(
-            lambda: (
-                (c := condition(kueue.get_workload(namespace, "jobset-train"), "QuotaReserved"))
-                and c["status"] == "False"
-            ),
-            timeout=60,
-            what="the eviction acknowledged",
-        )
+        wait_released(kueue, namespace, "jobset-train")
         stopped = jobsets.get("train")
         assert stopped["spec"]["suspend"] is True
         made_from = {
@@ -274,20 +202,10 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         # Resume: admitted again, runs to completion, the Workload finishes, quota returns.
         set_stop_policy(kueue, cq, "None")
         jobsets.complete(full_cluster.lifecycle, "train", 5)  # type: ignore[attr-defined]
-        wait_for(
-            lambda: condition(kueue.get_workload(namespace, "jobset-train"), "Finished"),
-            timeout=120,
-            what="the Workload Finished",
-        )
+        wait_finished_and_returned(kueue, namespace, "jobset-train", cq)
         finished = jobsets.get("train")
         assert condition(finished, "Completed")["status"] == "True"
-        wait_for(
-            lambda: kueue.get_cluster_queue(cq).get("status", {}).get("reservingWorkloads") == 0,
-            what="the quota returned",
-        )
-    assert watch.samples > 10
-    assert watch.reserved.get(rf_a, 0) <= 1000 and watch.reserved.get(rf_b, 0) <= 4000
-    assert watch.running.get("node-a", 0) <= 1000 and watch.running.get("node-b", 0) <= 4000
+    check_never_over_committed(watch, rf_a, rf_b, cpu_b=4)
 
 
 def test_a_second_jobset_waits_suspended_while_the_first_holds_the_quota(
@@ -296,32 +214,14 @@ def test_a_second_jobset_waits_suspended_while_the_first_holds_the_quota(
     api_client: client.ApiClient,
     namespace: str,
 ) -> None:
-    kueue = Kueue(api_client)
-    jobsets = JobSets(api_client, namespace)
-    cq, rf = f"{namespace}-cq", f"{namespace}-rf"
-    kueue.apply(flavor(rf), cluster_queue(cq, {rf: {"cpu": 5}}), local_queue(namespace, "lq", cq))
-    with quota_watch(api_client, namespace) as watch:
-        jobsets.create(jobset("first", seconds=None))  # runs until completed
-        jobsets.running("first", 5)
-        jobsets.create(jobset("second", seconds=1))
-        wait_for(
-            lambda: workload_condition(kueue, namespace, "jobset-second", "QuotaReserved"),
-            what="the second's pending reason",
-        )
-        assert jobsets.get("second")["spec"]["suspend"] is True
-        assert not jobsets.pods("second")
-        jobsets.complete(full_cluster.lifecycle, "first", 5)  # type: ignore[attr-defined]
-        wait_for(
-            lambda: condition(kueue.get_workload(namespace, "jobset-second"), "Finished"),
-            timeout=120,
-            what="the second finished after the first",
-        )
-    first_done = condition(kueue.get_workload(namespace, "jobset-first"), "Finished")
-    second_admitted = condition(kueue.get_workload(namespace, "jobset-second"), "Admitted")
-    assert first_done is not None and second_admitted is not None
-    assert first_done["lastTransitionTime"] <= second_admitted["lastTransitionTime"]
-    assert watch.reserved.get(rf, 0) <= 5000
-    assert watch.running_total <= 5000
+    second_waits_while_the_first_holds_the_quota(
+        api_client,
+        JobSets(api_client, namespace),
+        full_cluster.lifecycle,  # type: ignore[attr-defined]
+        jobset("first", seconds=None),  # runs until completed
+        jobset("second", seconds=1),
+        pods=5,
+    )
 
 
 def test_the_webhook_refuses_an_elastic_jobset_as_kueue_does(

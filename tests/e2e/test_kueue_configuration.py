@@ -40,7 +40,7 @@ KUEUE_CONFIGURATION: dict[str, Any] = {
     "managedJobsNamespaceSelector": {"matchLabels": {"quotagate.test/namespace": "true"}},
     "internalCertManagement": {"enable": False},
     "clientConnection": {"qps": 300, "burst": 500},
-    "integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]},
+    "integrations": {"frameworks": ["batch/job", "ray.io/rayservice"]},
     "featureGates": {"DisableWaitForPodsReady": True},
     "resources": {
         "transformations": [{"input": "cpu", "strategy": "Retain", "outputs": {CREDITS: "2"}}]
@@ -188,7 +188,7 @@ def test_the_fields_not_implemented_are_in_the_log_and_the_metrics(
 ) -> None:
     log = kueue_configured.log()
     assert "configuration field not implemented: clientConnection.qps" in log
-    assert "integrations.frameworks[1]: kubeflow.org/mpijob" in log
+    assert "integrations.frameworks[1]: ray.io/rayservice" in log
     with urllib.request.urlopen(
         f"http://127.0.0.1:{kueue_configured.metrics_port}/metrics", timeout=10
     ) as response:
@@ -205,7 +205,7 @@ def test_kubectl_quotagate_describe_says_why_a_job_is_or_is_not_managed(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from controller.kubectl_plugin import main
+    from controller.kubectl.plugin import main
 
     kueue = Kueue(api_client)
     batch = client.BatchV1Api(api_client)

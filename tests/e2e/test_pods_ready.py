@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from controller.kubectl_plugin import main
+from controller.kubectl.plugin import main
 from tests.cluster.controlplane import ControlPlane, free_port
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import NOT_READY, READY_AFTER_SECONDS, PodLifecycle, queued_job

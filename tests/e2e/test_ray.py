@@ -34,8 +34,8 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import wait_for
 from tests.cluster.kuberay import KubeRayOperator, RayDashboard
 from tests.e2e.conftest import webhook_controller_running
+from tests.e2e.custom_jobs import set_quota, set_stop_policy, workload_condition
 from tests.e2e.quota_watch import quota_watch
-from tests.e2e.test_jobsets import set_quota, set_stop_policy, workload_condition
 from tests.integration.kueue import (
     ControllerProcess,
     Kueue,

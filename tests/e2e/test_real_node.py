@@ -28,7 +28,6 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from image.build import Built
-from tests.cluster.chart import CHART, helm
 from tests.cluster.fixtures import wait_for
 from tests.cluster.kubelet import TOLERATION, RealNode
 from tests.integration.kueue import (
@@ -39,6 +38,7 @@ from tests.integration.kueue import (
     local_queue,
     rbac_refusals,
 )
+from tools.chart import CHART, helm
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "config" / "samples"

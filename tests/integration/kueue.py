@@ -196,7 +196,7 @@ class Kueue:
     def acknowledge_eviction(self, namespace: str, name: str) -> dict[str, Any]:
         """What a bare Workload's owner does after Evicted=True, as Kueue's job side writes
         it: the reservation cleared by a server-side apply as `kueue-admission`."""
-        from controller.bench.kueue_clients import runner_release
+        from tools.bench.kueue_clients import runner_release
 
         wl = self.get_workload(namespace, name)
         write = runner_release(wl, time.time())

@@ -1,4 +1,4 @@
-"""`make bench-compare`'s plumbing (tests/bench/compare.py) without Kueue: quotagate in both
+"""`make bench-compare`'s plumbing (tools/bench/compare.py) without Kueue: quotagate in both
 slots, each on its own fresh control plane, driven by the same live run of the smoke
 scenario; and a controller that dies during its run."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.bench.comparison import WRITES, render_comparison
-from controller.bench.scenario import load
-from tests.bench.compare import QUOTAGATE_CRDS, CompareError, Contender, compare, quotagate, write
+from tools.bench.compare import QUOTAGATE_CRDS, CompareError, Contender, compare, quotagate, write
+from tools.bench.comparison import WRITES, render_comparison
+from tools.bench.scenario import SCENARIOS, load
 
-SMOKE = Path(__file__).resolve().parents[1] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 
 def test_two_controllers_run_one_after_the_other_on_fresh_control_planes(tmp_path: Path) -> None:

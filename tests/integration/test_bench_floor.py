@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client, watch
 
-from controller.bench.live import RUN_LABEL
-from controller.cli import main
 from tests.cluster.controlplane import ControlPlane
+from tools.bench.command import main
+from tools.bench.live import RUN_LABEL
+from tools.bench.scenario import SCENARIOS
 
-SMOKE = Path(__file__).resolve().parents[1] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 
 def _namespaces_left(api_client: client.ApiClient, run: str) -> list[str]:
@@ -34,7 +35,6 @@ def test_floor_sends_three_writes_per_workload_and_cleans_up(
     apiserver = cluster.components["kube-apiserver"].process.pid
     code = main(
         [
-            "bench",
             str(SMOKE),
             "--api-floor",
             "--kubeconfig",
@@ -108,7 +108,7 @@ def test_floor_fails_when_someone_else_writes_its_workloads(
     intruder = threading.Thread(target=intrude, daemon=True)
     intruder.start()
     assert watching.wait(10)
-    code = main(["bench", str(SMOKE), "--api-floor", "--kubeconfig", kubeconfig_path])
+    code = main([str(SMOKE), "--api-floor", "--kubeconfig", kubeconfig_path])
     stream.stop()
     intruder.join(10)
     err = capsys.readouterr().err
@@ -120,7 +120,7 @@ def test_floor_fails_when_someone_else_writes_its_workloads(
 def test_floor_refuses_an_apiserver_pid_that_is_not_a_process(
     kubeconfig_path: str, crds_installed: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["bench", str(SMOKE), "--api-floor", "--kubeconfig", kubeconfig_path]
+    args = [str(SMOKE), "--api-floor", "--kubeconfig", kubeconfig_path]
     assert main([*args, "--apiserver-pid", "999999999"]) == 1
     err = capsys.readouterr().err
     assert "--apiserver-pid 999999999: no such process on this host" in err
@@ -141,5 +141,5 @@ def test_floor_refuses_an_apiserver_pid_that_is_not_a_process(
 def test_options_of_another_mode_are_refused(
     extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["bench", str(SMOKE), *extra]) == 2
+    assert main([str(SMOKE), *extra]) == 2
     assert message in capsys.readouterr().err

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from controller.bench.command import LIVE_FAIR_SHARING
-from controller.bench.live import RUN_LABEL
-from controller.cli import main
 from tests.cluster.controlplane import ControlPlane
 from tests.integration.kueue import ControllerProcess
+from tools.bench.command import LIVE_FAIR_SHARING, main
+from tools.bench.live import RUN_LABEL
+from tools.bench.scenario import SCENARIOS
 
-SMOKE = Path(__file__).resolve().parents[1] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 
 def test_live_without_a_controller_fails_with_one_line(
@@ -22,9 +22,7 @@ def test_live_without_a_controller_fails_with_one_line(
 ) -> None:
     """No controller marks the ClusterQueues Active: the run stops, says why, cleans up.
     (First in the module: the module's controller is not started yet.)"""
-    code = main(
-        ["bench", str(SMOKE), "--live", "--kubeconfig", kubeconfig_path, "--setup-timeout", "2"]
-    )
+    code = main([str(SMOKE), "--live", "--kubeconfig", kubeconfig_path, "--setup-timeout", "2"])
     err = capsys.readouterr().err
     assert code == 1
     assert "not Active after 2s" in err and "controller running?" in err
@@ -44,7 +42,6 @@ def test_smoke_scenario_runs_live_and_cleans_up(
     report_path = tmp_path / "live.json"
     code = main(
         [
-            "bench",
             str(SMOKE),
             "--live",
             "--kubeconfig",
@@ -136,7 +133,6 @@ def test_a_tree_scenario_runs_live_on_its_cohorts_and_cleans_them_up(
     report_path = tmp_path / "tree.json"
     code = main(
         [
-            "bench",
             str(scenario),
             "--live",
             "--kubeconfig",

@@ -11,7 +11,6 @@ from kubernetes import client
 
 from controller.config import load_config
 from tests.cluster.build import bin_dir
-from tests.cluster.chart import CHART, default_manifests, helm, render_chart
 from tests.integration.kueue import (
     ControllerProcess,
     Kueue,
@@ -21,6 +20,7 @@ from tests.integration.kueue import (
     wait_admitted,
     workload,
 )
+from tools.chart import CHART, default_manifests, helm, render_chart
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,7 +105,9 @@ def test_rbac_and_webhook_follow_the_enabled_integrations() -> None:
     assert [w["clientConfig"]["service"]["path"] for w in webhook["webhooks"]] == [
         "/mutate-jobs",
         "/mutate-jobsets",
+        "/mutate-mpijobs",
         "/mutate-pods",
+        "/mutate-trainjobs",
     ]
     only_jobs = render("controller.config.integrations.frameworks={batch/job}")
     rules = _rules(only_jobs)

@@ -59,15 +59,20 @@ def test_kueues_manager_configuration_is_taken_verbatim(tmp_path: Path) -> None:
     config = load_config(tmp_path / "config.yaml", flat)
     assert config.webhook.internal_cert_management.service_name == "qg-quotagate-webhook"
     assert config.metrics_port == 8443
-    assert "integrations.frameworks[1]" in [field for field, _ in not_implemented(config)]
+    assert "integrations.frameworks[4]" in [field for field, _ in not_implemented(config)]
     # RBAC and webhooks for the integrations quotagate has, from the file's list.
     webhook = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")
     assert sorted(entry["name"].split(".")[0] for entry in webhook["webhooks"]) == [
+        "deployments",
         "jobs",
         "jobsets",
+        "leaderworkersets",
+        "mpijobs",
         "pods",
         "rayclusters",
         "rayjobs",
+        "statefulsets",
+        "trainjobs",
     ]
 
 

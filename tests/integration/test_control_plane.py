@@ -161,7 +161,7 @@ def test_helm_is_built_as_helms_release_build_is() -> None:
     """helm's release build stamps its version and the Kubernetes version `helm template`
     assumes without a cluster; without them it believes it renders for v1.20.0 and refuses
     the chart's kubeVersion constraint (issue 17)."""
-    from tests.cluster.chart import CHART, helm
+    from tools.chart import CHART, helm
 
     version = helm("version", "--template", "{{.Version}}")
     assert version.returncode == 0 and version.stdout.startswith("v3."), version

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.kubectl_plugin import main as plugin_main
+from controller.kubectl.plugin import main as plugin_main
 from tests.cluster.fixtures import wait_for
 from tests.integration.conftest import StartConfigured
 from tests.integration.kueue import (

@@ -301,8 +301,9 @@ def test_a_kueue_framework_quotagate_does_not_implement_is_listed_not_fatal(
     assert result.returncode == 0
     assert (
         "integrations.frameworks[1]: ray.io/rayservice: quotagate has no such integration (it "
-        "has batch/job, jobset.x-k8s.io/jobset, pod, ray.io/raycluster, ray.io/rayjob); its "
-        "objects are left alone"
+        "has batch/job, deployment, jobset.x-k8s.io/jobset, kubeflow.org/mpijob, "
+        "leaderworkerset.x-k8s.io/leaderworkerset, pod, ray.io/raycluster, ray.io/rayjob, "
+        "statefulset, trainer.kubeflow.org/trainjob); its objects are left alone"
     ) in result.stdout
     result = check("[batch/jobs]")
     assert result.returncode == 2

@@ -23,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from api import workload_status as ws
 from api.constants import EXPECTED_RUNTIME_ANNOTATION
-from controller.kubectl_plugin import main
+from controller.kubectl.plugin import main
 from tests.cluster.build import bin_dir
 from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for

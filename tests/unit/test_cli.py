@@ -7,11 +7,12 @@ import sys
 
 import pytest
 
-from controller import kubectl_plugin
 from controller.cli import main
+from controller.kubectl import plugin as kubectl_plugin
+from tools.bench.command import main as bench_main
 
 
-@pytest.mark.parametrize("command", ["run", "plan", "cost-controller", "bench"])
+@pytest.mark.parametrize("command", ["run", "plan", "cost-controller"])
 def test_each_quotagate_subcommand_has_its_own_usage(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -28,13 +29,21 @@ def test_an_unknown_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[st
     assert "invalid choice: 'admit-everything'" in capsys.readouterr().err
 
 
+def test_the_bench_is_not_a_quotagate_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """The bench is a development tool (`python -m tools.bench`), not in the product."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "tools/bench/scenarios/smoke.yaml"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'bench'" in capsys.readouterr().err
+
+
 def test_bench_without_a_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["bench", "tests/bench/scenarios/smoke.yaml"])
+        bench_main(["tools/bench/scenarios/smoke.yaml"])
     assert exit_info.value.code == 2
-    assert (
-        "one of the arguments --simulate --live --api-floor is required" in capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m tools.bench ")
+    assert "one of the arguments --simulate --live --api-floor is required" in err
 
 
 def test_kubectl_plugin_entry_point_runs() -> None:
@@ -42,7 +51,7 @@ def test_kubectl_plugin_entry_point_runs() -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from controller.kubectl_plugin import main; sys.exit(main(['--help']))",
+            "import sys; from controller.kubectl.plugin import main; sys.exit(main(['--help']))",
         ],
         capture_output=True,
         text=True,

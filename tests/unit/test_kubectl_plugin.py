@@ -1,4 +1,4 @@
-"""The pure parts of `kubectl quotagate` (controller/kubectl/, controller/kubectl_plugin.py):
+"""The pure parts of `kubectl quotagate` (controller/kubectl/, controller/kubectl/plugin.py):
 argument parsing, status derivation, tables, kubectl-style errors, describe and whatif on
 in-memory objects. The live-cluster behaviour is in tests/integration/test_kubectl_plugin.py."""
 
@@ -14,8 +14,8 @@ from kubernetes.client.exceptions import ApiException
 
 from api.constants import MINIMUM_RUNTIME_ANNOTATION
 from controller.config import load_config
-from controller.core.from_api import convert
-from controller.core.priorities import ResolvedPriority
+from controller.core.model.from_api import convert
+from controller.core.model.priorities import ResolvedPriority
 from controller.kubectl.connection import (
     ConnectionOptions,
     KubectlError,
@@ -25,6 +25,7 @@ from controller.kubectl.connection import (
 )
 from controller.kubectl.describe import describe_workload, format_quantity, render_description
 from controller.kubectl.listing import cluster_queue_table, local_queue_table, workload_table
+from controller.kubectl.plugin import main, resource_type
 from controller.kubectl.printing import age, format_table, human_duration
 from controller.kubectl.snapshot import Snapshot
 from controller.kubectl.whatif import (
@@ -36,7 +37,6 @@ from controller.kubectl.whatif import (
     render_answer,
 )
 from controller.kubectl.workload_view import describe_priority, status_of
-from controller.kubectl_plugin import main, resource_type
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 CREATED = "2027-01-15T07:59:00Z"  # one minute before NOW
@@ -201,8 +201,9 @@ def test_resource_types_and_aliases() -> None:
         (["list", "pods"], 'unknown resource type "pods"'),
         (
             ["describe", "clusterqueue", "x"],
-            "describe supports workloads and the kinds of the integrations (job, jobset, pod, "
-            'raycluster, rayjob), not "clusterqueue"',
+            "describe supports workloads and the kinds of the integrations (job, deployment, "
+            "jobset, mpijob, leaderworkerset, pod, raycluster, rayjob, statefulset, trainjob), "
+            'not "clusterqueue"',
         ),
         (["whatif", "--queue", "lq", "--requests", "cpu=1", "--count", "0"], "must be at least 1"),
         (

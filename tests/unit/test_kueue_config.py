@@ -12,7 +12,7 @@ import yaml
 
 from controller.config import ConfigError, ControllerConfig, load_config
 from controller.config_report import job_management, not_implemented
-from controller.core.resource_rules import QuotaCheckStrategy, Strategy
+from controller.core.model.resource_rules import QuotaCheckStrategy, Strategy
 
 DATA = Path(__file__).parent / "data" / "kueue_configuration"
 HEAD = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
@@ -74,13 +74,8 @@ def test_kueues_manager_configuration_with_kueues_defaults() -> None:
         "controller.groupKindConcurrency",
         "clientConnection.qps",
         "clientConnection.burst",
-        "integrations.frameworks[1]",
         "integrations.frameworks[4]",
         "integrations.frameworks[6]",
-        "integrations.frameworks[7]",
-        "integrations.frameworks[9]",
-        "integrations.frameworks[10]",
-        "integrations.frameworks[11]",
     ]
 
 
@@ -227,7 +222,7 @@ def test_quotagates_own_format_still_reads_and_reports_integrations(tmp_path: Pa
     path.write_text(
         yaml.safe_dump(
             {
-                "integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]},
+                "integrations": {"frameworks": ["batch/job", "ray.io/rayservice"]},
                 "resources": {"transformations": [{"input": "cpu", "outputs": {"credits": 1}}]},
                 "manageJobsWithoutQueueName": True,
             }
@@ -248,9 +243,9 @@ def test_config_check_prints_how_the_file_is_read(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "Format:  Kueue's Configuration (config.kueue.x-k8s.io/v1beta2)" in out
     assert "Valid:   yes" in out
-    assert "Not implemented (10;" in out
+    assert "Not implemented (5;" in out
     assert "  controller.groupKindConcurrency: per-kind reconcile concurrency" in out
-    assert "  integrations.frameworks[9]: deployment: quotagate has no such integration" in out
+    assert "  integrations.frameworks[4]: ray.io/rayservice: quotagate has no such integration" in out
     assert "waitForPodsReady: on with a 30m timeout, Kueue's default" in out
     settings = yaml.safe_load(out.split("Settings (quotagate's format, defaults filled in):\n")[1])
     assert settings["metricsPort"] == 8443

@@ -29,7 +29,7 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.clusterqueues import PreemptionPolicy
+from controller.core.model.clusterqueues import PreemptionPolicy
 from controller.core.preemption.ordering import Candidate
 from controller.core.preemption.preemptibility import Preemptibility
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from api.constants import BorrowWithinCohortPolicy
-from controller.core.clusterqueues import ClusterQueue, FlavorResource
-from controller.core.cohorts import QuotaTree
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.ordering import CandidateSortKey, by_local_queue_usage
 from controller.core.preemption.policy import (

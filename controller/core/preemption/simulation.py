@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from api.constants import PreemptionReason
-from controller.core.clusterqueues import ClusterQueue, FlavorResource
-from controller.core.cohorts import QuotaTree
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.preemption.policy import Eligibility
 from controller.core.preemption.types import Contender, Victim
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from api.constants import DisruptionMode, Preemptibility, PreemptionReason
 from api.quantities import Quantity
-from controller.core.clusterqueues import FlavorResource
+from controller.core.model.clusterqueues import FlavorResource
+from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.ordering import Candidate, CandidateSortKey, candidate_sort_key
 from controller.core.preemption.preemptibility import protected_pods
-from controller.core.workloads import WorkloadKey
 
 __all__ = ["Contender", "Release", "Victim"]
 
@@ -21,7 +21,7 @@ __all__ = ["Contender", "Release", "Victim"]
 @dataclass(frozen=True, slots=True)
 class Release:
     """What taking a leaving victim out of the quota also gives back: the part of a
-    nominated preemptor's hold its usage covers (`ClusterState._cover`), on the
+    nominated preemptor's hold its usage covers (`PreemptionHolds._cover`), on the
     preemptor's queue (`pool` False) or as a credit on the lowest cohort above both
     queues (`pool` True, `name` that cohort)."""
 

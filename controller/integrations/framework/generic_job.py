@@ -9,7 +9,9 @@ generic reconciler (`reconciler.py`) and the webhook (`webhook.py`) do everythin
 from these answers: the Workload, the Kueue labels and annotations, admission, eviction,
 finishing, `waitForPodsReady`, `maximumExecutionTimeSeconds`.
 
-An adapter is pure: no API calls, no clock. The optional hooks have Kueue's defaults.
+An adapter is pure: no API calls, no clock; objects of other kinds it needs (its
+framework's `related` kinds, such as a TrainJob's TrainingRuntime) come from a cache
+(`related`). The optional hooks have Kueue's defaults.
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from controller.integrations.framework.podset_info import PodSetInfo, PodSetInfoError
+from controller.integrations.framework.related import (
+    RelatedLookup,
+    RelatedObjectMissing,
+    no_related,
+)
 
 __all__ = [
     "Finished",
     "GenericJob",
     "PodSetInfoError",
+    "RelatedObjectMissing",
     "TopologyHints",
     "finished_by_conditions",
 ]
@@ -69,8 +77,11 @@ class GenericJob(ABC):
     #: pods are gone: `template_mutable`).
     restores_while_suspending: ClassVar[bool] = True
 
-    def __init__(self, obj: dict[str, Any]) -> None:
+    def __init__(self, obj: dict[str, Any], related: RelatedLookup = no_related) -> None:
         self.obj = obj
+        self.related = related
+        """Where the objects of the framework's `related` kinds are looked up (read only);
+        a method that needs one that is missing raises `RelatedObjectMissing`."""
 
     # -- identity ---------------------------------------------------------------------------
 

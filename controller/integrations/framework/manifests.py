@@ -34,6 +34,7 @@ def _entry(framework: Framework) -> dict[str, Any]:
             "version": resource.version,
             "resource": resource.plural,
             "path": framework.webhook_path,
+            "operations": list(framework.operations),
         },
         "implies": list(framework.implies),
     }

@@ -25,7 +25,10 @@ queue-labelled object of its kind and its Workload in step (Kueue's
   selector, tolerations, the pod set label) and counts go into its template and it is
   unsuspended; an admission that does not fit the object finishes the Workload as
   `FailedToStart`;
-- the object running without an admitted Workload → suspended again.
+- the object running without an admitted Workload → suspended again;
+- an object of another kind the adapter needs (`Framework.related`: a TrainJob's
+  TrainingRuntime) missing → a Warning Event `ErrWorkloadCompose`, and the object waits
+  until that kind's next event.
 
 Objects are changed by a JSON merge patch computed from the adapter's change, with the
 object's resourceVersion as a precondition (a stale copy gets 409 and is retried on the
@@ -66,6 +69,7 @@ from controller.integrations.framework.podset_info import (
     from_pod_set,
 )
 from controller.integrations.framework.registry import Framework, IntegrationSettings, by_kind
+from controller.integrations.framework.related import RelatedCache, RelatedObjectMissing
 from controller.integrations.framework.workloads import (
     followed_spec,
     new_workload,
@@ -115,6 +119,8 @@ class GenericReconciler:
         self.prebuilt: dict[str, set[str]] = {}  # Workload key → keys of objects naming it
         self.pods_ready = PodsReadyWriter(self.custom, view)
         self.reported: dict[str, str] = {}
+        self.related = RelatedCache(framework.related, self._related_changed)
+        self._waiting: set[str] = set()  # keys whose adapter misses a related object
         kind = framework.resource.kind
         self._serial: SerialReconciler[str] = SerialReconciler(
             self.reconcile, lambda: view.leading, lambda key: f"{kind} {key}", log
@@ -125,7 +131,9 @@ class GenericReconciler:
     def on_object_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
-        gone = event_type == "DELETED" or not self._managed(obj)
+        gone = event_type == "DELETED" or not self.settings.management.manages(
+            obj, self.view.namespace_labels
+        )
         previous = self.objects.pop(key, None) if gone else self.objects.get(key)
         if previous is not None:
             self._forget_prebuilt(key, previous)
@@ -138,16 +146,6 @@ class GenericReconciler:
         if name:
             self.prebuilt.setdefault(f"{meta.get('namespace')}/{name}", set()).add(key)
         self.kick(key)
-
-    def _managed(self, obj: dict[str, Any]) -> bool:
-        """Whether the object is managed: Kueue's namespace selector and queue-name rules
-        (`job_management.py`)."""
-        meta = obj.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
-        decision = self.settings.management.decide(
-            meta.get("labels") or {}, namespace, self.view.namespace_labels(namespace)
-        )
-        return decision.managed
 
     def on_workload_event(self, workload: dict[str, Any]) -> None:
         meta = workload.get("metadata") or {}
@@ -170,6 +168,11 @@ class GenericReconciler:
     def kick(self, key: str) -> None:
         self._serial.kick(key)
 
+    def _related_changed(self) -> None:
+        waiting, self._waiting = self._waiting, set()
+        for key in waiting:
+            self.kick(key)
+
     def _forget_prebuilt(self, key: str, obj: Mapping[str, Any]) -> None:
         name = prebuilt_workload_name(obj)
         if name:
@@ -189,9 +192,18 @@ class GenericReconciler:
 
     def _job(self, obj: dict[str, Any]) -> GenericJob:
         """The adapter on a copy of the cached object (it changes the copy)."""
-        return self.adapter(copy.deepcopy(obj))
+        return self.adapter(copy.deepcopy(obj), self.related.lookup)
 
     async def reconcile(self, key: str) -> None:
+        try:
+            await self._reconcile(key)
+        except RelatedObjectMissing as exc:
+            self._waiting.add(key)
+            obj = self.objects.get(key)
+            if obj is not None and self.related.listed():  # else it may not have arrived yet
+                await self._report(key, obj, "ErrWorkloadCompose", str(exc))
+
+    async def _reconcile(self, key: str) -> None:
         obj = self.objects.get(key)
         if obj is None or not self.view.leading:
             return

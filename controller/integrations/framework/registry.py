@@ -18,9 +18,11 @@ from typing import Any, Protocol
 
 from kubernetes.aio import client as aio_client
 
+from controller.integrations.framework.admission import ObjectAdmission
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.host import ControllerView
 from controller.integrations.job_management import JobManagement
+from controller.integrations.pod_units import PodWorkload
 from controller.kube.client import Resource
 
 __all__ = [
@@ -98,17 +100,31 @@ class Framework:
     """RBAC beyond the managed kind's own rule (`rbac`)."""
     implies: tuple[str, ...] = ()
     """Kueue's `ImplicitlyEnabledFrameworkNames`: enabled along with this one."""
+    related: tuple[Resource, ...] = ()
+    """Other kinds the adapter reads to describe an object (a TrainJob's TrainingRuntime):
+    watched whole into a cache the adapter looks them up in (RBAC: get, list, watch)."""
     verbs: tuple[str, ...] = ("get", "list", "watch", "update", "patch")
     """What the controller does with objects of its kind (RBAC)."""
+    admission: ObjectAdmission | None = None
+    """The webhook's defaulting and validation for a kind without an adapter that runs
+    through its pods (Deployment, StatefulSet, LeaderWorkerSet)."""
+    pod_workload: PodWorkload | None = None
+    """For a kind whose integration makes the Workloads of its pods: which one a pod
+    marked with this framework's name (`kueue.x-k8s.io/pod-suspending-parent`) is of."""
 
     @property
     def webhook_path(self) -> str:
         return f"/mutate-{self.resource.plural}"
 
     @property
+    def operations(self) -> tuple[str, ...]:
+        """The operations the webhook is called for on this kind."""
+        return self.admission.operations if self.admission is not None else ("CREATE",)
+
+    @property
     def rbac(self) -> tuple[Rule, ...]:
         """The controller's rules for this integration: its kind (read, watch, suspend,
-        patch its templates) and the extra `rules`."""
+        patch its templates), the `related` kinds (read) and the extra `rules`."""
         resource = self.resource
         own = Rule(
             (resource.group,),
@@ -116,7 +132,16 @@ class Framework:
             self.verbs,
             f"{resource.kind}s labelled with a queue: suspended, admitted, restored",
         )
-        return (own, *self.rules)
+        related = tuple(
+            Rule(
+                (other.group,),
+                (other.plural,),
+                ("get", "list", "watch"),
+                f"{other.kind}s: read to describe {resource.kind}s",
+            )
+            for other in self.related
+        )
+        return (own, *related, *self.rules)
 
     def make(
         self,

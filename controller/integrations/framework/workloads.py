@@ -46,11 +46,13 @@ from controller.integrations.job_labels import (
 __all__ = [
     "followed_spec",
     "new_workload",
+    "object_workload",
     "owner_reference",
     "pod_sets_match",
     "prebuilt_workload_name",
     "topology_request",
     "workload_name",
+    "workload_pod_set",
 ]
 
 PREEMPTIBILITY_VALUES = ("preemptible", "non-preemptible", "semi-preemptible")
@@ -118,24 +120,31 @@ def topology_request(annotations: Mapping[str, str], hints: TopologyHints) -> di
     return request
 
 
+def workload_pod_set(pod_set: Mapping[str, Any], hints: TopologyHints) -> dict[str, Any]:
+    """A Workload pod set from a kind's description of it (`name`, `count`, `template`,
+    optional `minCount`): the template copied, and its `topologyRequest` when the
+    template's annotations ask for a topology."""
+    template = copy.deepcopy(pod_set.get("template") or {})
+    (template.get("metadata") or {}).pop("creationTimestamp", None)
+    entry: dict[str, Any] = {
+        "name": pod_set["name"],
+        "count": pod_set["count"],
+        "template": template,
+    }
+    if pod_set.get("minCount") is not None:
+        entry["minCount"] = pod_set["minCount"]
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    request = topology_request(annotations, hints)
+    if request is not None:
+        entry["topologyRequest"] = request
+    return entry
+
+
 def _pod_sets(job: GenericJob) -> list[dict[str, Any]]:
-    out = []
-    for index, pod_set in enumerate(job.pod_sets()):
-        template = copy.deepcopy(pod_set.get("template") or {})
-        (template.get("metadata") or {}).pop("creationTimestamp", None)
-        entry: dict[str, Any] = {
-            "name": pod_set["name"],
-            "count": pod_set["count"],
-            "template": template,
-        }
-        if pod_set.get("minCount") is not None:
-            entry["minCount"] = pod_set["minCount"]
-        annotations = (template.get("metadata") or {}).get("annotations") or {}
-        request = topology_request(annotations, job.topology_hints(index))
-        if request is not None:
-            entry["topologyRequest"] = request
-        out.append(entry)
-    return out
+    return [
+        workload_pod_set(pod_set, job.topology_hints(index))
+        for index, pod_set in enumerate(job.pod_sets())
+    ]
 
 
 def _no_pod_classes(name: str) -> int | None:
@@ -156,6 +165,31 @@ def new_workload(
     Workload (WorkloadPriorityClassNotFound, PriorityClassNotFound; retried later)."""
     obj = job.obj
     meta = obj["metadata"]
+    return object_workload(
+        obj,
+        workload_name(str(obj["kind"]), str(meta["name"])),
+        _pod_sets(job),
+        priority=priority,
+        pod_priority_class=job.priority_class(),
+        priority_of_pod_class=priority_of_pod_class,
+        label_keys_to_copy=label_keys_to_copy,
+    )
+
+
+def object_workload(
+    obj: Mapping[str, Any],
+    name: str,
+    pod_sets: list[dict[str, Any]],
+    *,
+    priority: int | None,
+    pod_priority_class: str | None,
+    priority_of_pod_class: Callable[[str], int | None] = _no_pod_classes,
+    label_keys_to_copy: Iterable[str] = (),
+) -> dict[str, Any]:
+    """A Workload named `name` with `pod_sets`, owned by `obj` and taking from its labels
+    what `new_workload` takes (several Workloads of one object, such as a
+    LeaderWorkerSet's one per replica, are each made here)."""
+    meta = obj["metadata"]
     labels: Mapping[str, str] = meta.get("labels") or {}
     uid = str(meta.get("uid", ""))
     workload_labels = {key: labels[key] for key in label_keys_to_copy if key in labels}
@@ -165,12 +199,12 @@ def new_workload(
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(str(obj["kind"]), str(meta["name"])),
+            "name": name,
             "namespace": meta["namespace"],
             "labels": workload_labels,
             "ownerReferences": [owner_reference(obj)],
         },
-        "spec": {"podSets": _pod_sets(job)},
+        "spec": {"podSets": pod_sets},
     }
     spec = body["spec"]
     if labels.get(QUEUE_NAME_LABEL):  # none: managed without a queue name, not admitted
@@ -185,7 +219,7 @@ def new_workload(
         }
         spec["priority"] = priority
     else:
-        pod_class = job.priority_class()
+        pod_class = pod_priority_class
         if pod_class:
             pod_priority = priority_of_pod_class(pod_class)
             if pod_priority is None:

@@ -1,7 +1,8 @@
 """`pod`: plain pods, pod groups (`kueue.x-k8s.io/pod-group-name`) and core
-scheduling.k8s.io PodGroups, each unit one Workload. Not an adapter of the generic
-reconciler: a unit is many objects (Kueue's `ComposableJob`), reconciled by
-`controller.integrations.pods.PodIntegration`."""
+scheduling.k8s.io PodGroups, each unit one Workload, and the pods of the kinds that run
+through them (a StatefulSet's, a LeaderWorkerSet replica's: the Workload their
+integration makes). Not an adapter of the generic reconciler: a unit is many objects
+(Kueue's `ComposableJob`), reconciled by `controller.integrations.pods.PodIntegration`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from controller.integrations.framework.registry import (
     IntegrationSettings,
     Rule,
     by_kind,
+    frameworks,
     register,
 )
 from controller.integrations.host import ControllerView
@@ -28,12 +30,19 @@ def _integration(
     framework: Framework,
     settings: IntegrationSettings,
 ) -> Integration:
+    parents = {
+        name: known.pod_workload
+        for name, known in frameworks().items()
+        if known.pod_workload is not None
+    }
+    job_kinds = {kind for kind, known in by_kind(settings.enabled).items() if known.job is not None}
     return PodIntegration(
         api_client,
         view,
         label_keys_to_copy=settings.label_keys_to_copy,
         management=settings.management,
-        owner_kinds=set(by_kind(settings.enabled)),
+        job_kinds=job_kinds,
+        parents=parents,
     )
 
 

@@ -1,17 +1,16 @@
-"""kube-apiserver's write counters (controller/bench/apiserver_requests.py) and the
+"""kube-apiserver's write counters (tools/bench/apiserver_requests.py) and the
 per-Workload table `make bench-compare` prints from them."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
-from controller.bench.apiserver_requests import request_counts, requests_between, write_rows
-from controller.bench.comparison import WRITES, render_comparison
-from controller.bench.scenario import load
-from controller.bench.simulate import simulate
+from tools.bench.apiserver_requests import request_counts, requests_between, write_rows
+from tools.bench.comparison import WRITES, render_comparison
+from tools.bench.scenario import SCENARIOS, load
+from tools.bench.simulate import simulate
 
-SMOKE = Path(__file__).resolve().parents[2] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 METRICS = """\
 # HELP apiserver_request_total [STABLE] Counter of apiserver requests.

@@ -1,5 +1,5 @@
-"""Two runs side by side (controller/bench/comparison.py) and the checks `make
-bench-compare` makes of its arguments (tests/bench/compare.py), without a cluster."""
+"""Two runs side by side (tools/bench/comparison.py) and the checks `make
+bench-compare` makes of its arguments (tools/bench/compare.py), without a cluster."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.bench.comparison import comparison_json, render_comparison, rows
-from controller.bench.report import Report
-from controller.bench.scenario import load
-from controller.bench.simulate import simulate
-from tests.bench.compare import (
+from tools.bench.compare import (
     KUEUE_CRD_FILES,
     CompareError,
     check_kueue_crds,
@@ -20,8 +16,12 @@ from tests.bench.compare import (
     main,
     write,
 )
+from tools.bench.comparison import comparison_json, render_comparison, rows
+from tools.bench.report import Report
+from tools.bench.scenario import SCENARIOS, load
+from tools.bench.simulate import simulate
 
-SMOKE = Path(__file__).resolve().parents[2] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from api.workload_status import ADMISSION_FIELD_MANAGER
-from controller.bench.kueue_clients import (
+from tools.bench.kueue_clients import (
     RUNNER_FINISH_MANAGER,
     kueue_view,
     runner_finish,

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from controller.bench.command import LIVE_FAIR_SHARING
-from controller.bench.live.cluster import cluster_queue_body, cohort_bodies
-from controller.bench.scenario import load, parse
-from controller.cli import main
+from tools.bench.command import LIVE_FAIR_SHARING, main
+from tools.bench.live.cluster import cluster_queue_body, cohort_bodies
+from tools.bench.scenario import SCENARIOS, load, parse
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+SCENARIOS = SCENARIOS
 
 LABELS = {"quotagate.bench/run": "r1"}
 
@@ -137,11 +136,11 @@ def test_a_live_run_says_fair_sharing_is_the_controllers(
     scenario = tmp_path / "tree.yaml"
     scenario.write_text(json.dumps(TREE))
     missing = str(tmp_path / "no-kubeconfig")
-    assert main(["bench", str(scenario), "--live", "--kubeconfig", missing, "-q"]) == 1
+    assert main([str(scenario), "--live", "--kubeconfig", missing, "-q"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0] == LIVE_FAIR_SHARING
     assert err.count(LIVE_FAIR_SHARING) == 1
     without = {key: value for key, value in TREE.items() if key != "fairSharing"}
     scenario.write_text(json.dumps(without))
-    assert main(["bench", str(scenario), "--live", "--kubeconfig", missing, "-q"]) == 1
+    assert main([str(scenario), "--live", "--kubeconfig", missing, "-q"]) == 1
     assert LIVE_FAIR_SHARING not in capsys.readouterr().err

@@ -8,18 +8,17 @@ from __future__ import annotations
 import asyncio
 import io
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes.aio import client as aio_client
 
-from controller.bench.live import run as live_run
-from controller.bench.live.run import LiveError, LiveRun
-from controller.bench.recorder import cluster_queue_event
-from controller.bench.scenario import load
+from tools.bench.live import run as live_run
+from tools.bench.live.run import LiveError, LiveRun
+from tools.bench.recorder import cluster_queue_event
+from tools.bench.scenario import SCENARIOS, load
 
-SMOKE = Path(__file__).resolve().parents[2] / "bench" / "scenarios" / "smoke.yaml"
+SMOKE = SCENARIOS / "smoke.yaml"
 
 
 def _queue(name: str, pending: int) -> dict[str, Any]:

@@ -1,10 +1,10 @@
-"""Evictions judged against another run (controller/bench/preemptions.py): the preemptor is
+"""Evictions judged against another run (tools/bench/preemptions.py): the preemptor is
 read from Kueue's message; an eviction is needed when the other run admitted the preemptor
 later or never, churn when it admitted it as early without evicting."""
 
 from __future__ import annotations
 
-from controller.bench.preemptions import PreemptionLog, judge, preemptor_uid
+from tools.bench.preemptions import PreemptionLog, judge, preemptor_uid
 
 KUEUE = (
     "Preempted to accommodate a workload (UID: 4f1c-aa, JobUID: UNKNOWN) due to "

@@ -1,4 +1,4 @@
-"""Kueue's recorder, rewritten (controller/bench/recorder.py), against event sequences
+"""Kueue's recorder, rewritten (tools/bench/recorder.py), against event sequences
 worked out by hand."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.bench.recorder import (
+from tools.bench.recorder import (
     CLASS_LABEL,
     ClusterQueueEvent,
     Recorder,

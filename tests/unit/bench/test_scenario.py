@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.bench.scenario import ScenarioError, load, parse
+from tools.bench.scenario import SCENARIOS, ScenarioError, load, parse
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+SCENARIOS = SCENARIOS
 
 
 def _queue_set(**overrides: Any) -> dict[str, Any]:

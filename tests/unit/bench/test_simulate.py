@@ -10,16 +10,15 @@ from typing import Any
 
 import pytest
 
-from controller.bench.report import render
-from controller.bench.scenario import load, parse
-from controller.bench.simulate import FLAVOR, RESOURCE, PreemptionLoop, build, lower_bound, simulate
-from controller.cli import main
-from controller.core.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
-from controller.core.cohort_nodes import Cohort
-from controller.core.fair_sharing import FairSharing
-from controller.core.preemption.nominations import VictimSearches
+from controller.core.fairsharing.settings import FairSharing
+from controller.core.model.clusterqueues import FlavorQuotas, ResourceGroup, ResourceQuota
+from controller.core.model.cohorts import Cohort
+from controller.core.scheduler.preemption import VictimSearches
+from tools.bench.command import main
+from tools.bench.report import render
+from tools.bench.scenario import SCENARIOS, load, parse
+from tools.bench.simulate import FLAVOR, RESOURCE, PreemptionLoop, build, lower_bound, simulate
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
 SMOKE = SCENARIOS / "smoke.yaml"
 
 
@@ -170,7 +169,7 @@ def test_render_compares_with_kueue_for_kueues_scenarios() -> None:
 
 def test_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    assert main(["bench", str(SMOKE), "--simulate", "--json", str(out), "--plot", str(png)]) == 0
+    assert main([str(SMOKE), "--simulate", "--json", str(out), "--plot", str(png)]) == 0
     captured = capsys.readouterr()
     assert "scenario smoke (simulate)" in captured.out
     assert "finished" in captured.err  # progress
@@ -179,10 +178,38 @@ def test_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_cli_json_to_stdout_is_pure_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", str(SMOKE), "--simulate", "--json", "-", "-q"]) == 0
+    assert main([str(SMOKE), "--simulate", "--json", "-", "-q"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["scenario"] == "smoke"
     assert captured.err == ""
+
+
+def test_cli_writes_every_cycles_decisions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--decisions FILE`: one JSON line per cycle that decided something; every Workload
+    admitted, every preemption with its victims; the same file on every run."""
+    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    for out in (first, second):
+        assert main([str(SMOKE), "--simulate", "-q", "--decisions", str(out)]) == 0
+    capsys.readouterr()
+    assert first.read_bytes() == second.read_bytes()
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    assert all(line.keys() == DECISION_KEYS for line in lines)
+    admitted = {a[0] for line in lines for a in line["admitted"]}
+    assert len(admitted) == 58
+    victims = [v for line in lines for p in line["preempting"] for v in p[2] if not v[4]]
+    assert len(victims) == simulate(load(SMOKE)).preemptions == 4
+    times = [line["t"] for line in lines]
+    assert times == sorted(times)
+
+
+def test_cli_decisions_only_with_simulate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(SMOKE), "--live", "--decisions", "x.jsonl"]) == 2
+    assert "--decisions is for --simulate" in capsys.readouterr().err
+
+
+DECISION_KEYS = {"t", "admitted", "preempting", "evicted", "requeued", "inadmissible"}
 
 
 def test_cli_bad_scenario_exits_2_naming_the_key(
@@ -190,7 +217,7 @@ def test_cli_bad_scenario_exits_2_naming_the_key(
 ) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("cohorts:\n  - count: 1\n    queuesSets: []\n")
-    assert main(["bench", str(bad), "--simulate"]) == 2
+    assert main([str(bad), "--simulate"]) == 2
     err = capsys.readouterr().err
     assert "bad.yaml: cohorts[0].queuesSets: expected a non-empty list" in err
     assert "Traceback" not in err
@@ -246,14 +273,14 @@ def _queue_doc(qs: Any, **extra: Any) -> dict[str, Any]:
 def test_build_puts_the_tree_and_the_weights_into_the_state() -> None:
     state, jobs, capacity = build(_tree_scenario({}))
     assert state.fair_sharing == FairSharing()
-    assert state.cohorts["org"] == Cohort("org", None, _cpu_groups(2000))
-    assert state.cohorts["eng"] == Cohort(
+    assert state.objects.cohorts["org"] == Cohort("org", None, _cpu_groups(2000))
+    assert state.objects.cohorts["eng"] == Cohort(
         "eng", "org", _cpu_groups(0, borrowing_limit=1000), Fraction(2)
     )
-    assert state.cohorts["team-1"] == Cohort("team-1", "eng")
-    assert "solo-0" not in state.cohorts  # neither parent nor weight: an implicit cohort
-    assert state.cluster_queues["cq-0-0-team-0"].fair_weight == 3
-    assert state.cluster_queues["cq-0-0-solo-0"].fair_weight == 1
+    assert state.objects.cohorts["team-1"] == Cohort("team-1", "eng")
+    assert "solo-0" not in state.objects.cohorts  # neither parent nor weight: an implicit cohort
+    assert state.objects.cluster_queues["cq-0-0-team-0"].fair_weight == 3
+    assert state.objects.cluster_queues["cq-0-0-solo-0"].fair_weight == 1
     # Quota moves within a root's whole tree: its queues' and its Cohorts' own.
     assert capacity == {"org": 2000 + 2 * 2000, "solo-0": 2000}
     assert {job.root_cohort for job in jobs} == {"org", "solo-0"}
@@ -272,8 +299,8 @@ def test_a_weight_of_zero_is_kept() -> None:
         ]
     }
     state, _, _ = build(parse(doc))
-    assert state.cohorts["c-0"].fair_weight == 0
-    assert state.cluster_queues["cq-0-0-c-0"].fair_weight == 0
+    assert state.objects.cohorts["c-0"].fair_weight == 0
+    assert state.objects.cluster_queues["cq-0-0-c-0"].fair_weight == 0
 
 
 def test_lower_bound_is_per_root_tree() -> None:

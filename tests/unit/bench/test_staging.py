@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from controller import collector
-from controller.bench.live.staging import LiveError, staged
+from tools.bench.live.staging import LiveError, staged
 
 
 class _Client:

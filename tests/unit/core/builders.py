@@ -10,25 +10,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from api.constants import AdmissionMode, QueueingStrategy, StopPolicy
 from api.quantities import Quantity
-from controller.core.clusterqueues import (
-    AdmissionMode,
+from controller.core.decisions import CycleResult
+from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorFungibility,
     FlavorQuotas,
     LocalQueue,
     PreemptionPolicy,
-    QueueingStrategy,
     ResourceGroup,
     ResourceQuota,
-    StopPolicy,
 )
-from controller.core.cycle import run_cycle
-from controller.core.decisions import CycleResult
-from controller.core.flavors import ResourceFlavor
-from controller.core.selectors import LabelSelector
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.selectors import LabelSelector
+from controller.core.model.workloads import PodSet, PriorityClassRef, Workload
+from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
-from controller.core.workloads import PodSet, PriorityClassRef, Workload
 
 ALL_NAMESPACES = LabelSelector()
 
@@ -165,8 +163,8 @@ def settle(state: ClusterState, now: float = 0.0, limit: int = 10_000) -> list[C
 
 
 def admitted_keys(state: ClusterState) -> set[str]:
-    return set(state.admitted)
+    return set(state.cache.admitted)
 
 
 def usage(state: ClusterState, cq_name: str, flavor: str = "default", resource: str = "cpu") -> int:
-    return state.quota.usage(cq_name, (flavor, resource))
+    return state.cache.quota.usage(cq_name, (flavor, resource))

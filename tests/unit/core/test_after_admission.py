@@ -26,9 +26,9 @@ from controller.core.after_admission import (
     execution_deadline,
     not_ready_deadline,
 )
-from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.cycle import WAITING_FOR_PODS_READY, run_cycle
-from controller.core.workloads import ConditionState, Workload
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.model.workloads import ConditionState, Workload
+from controller.core.scheduler.cycle import WAITING_FOR_PODS_READY, run_cycle
 from tests.unit.core.builders import add, cluster, cq, settle, wl
 
 ADMISSION = Admission("cq", (PodSetAssignment("main", 1, {"cpu": "default"}, {"cpu": 1000}),))
@@ -291,7 +291,7 @@ def test_block_admission_admits_one_at_a_time_until_pods_ready() -> None:
     assert blocked.inadmissible[0].reason == WAITING_FOR_PODS_READY
     again = run_cycle(state, 2.0)
     assert not again.admitted and not again.changed  # same reason: nothing to rewrite
-    record = state.records["ns/a"]
+    record = state.cache.records["ns/a"]
     state.upsert_workload(replace(record.workload, pods_ready=ready(True, "PodsReady", 2.0)))
     assert [a.workload_key for a in run_cycle(state, 3.0).admitted] == ["ns/b"]
 
@@ -309,7 +309,7 @@ def test_without_block_admission_not_ready_workloads_block_nothing() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("a", cpu="1"))
     add(state, wl("b", cpu="1", created=1.0))
     settle(state)
-    assert set(state.admitted) == {"ns/a", "ns/b"}
+    assert set(state.cache.admitted) == {"ns/a", "ns/b"}
 
 
 def _requeued(name: str, created: float, evicted_at: float) -> Workload:
@@ -324,7 +324,7 @@ def test_requeuing_timestamp_eviction_puts_a_timed_out_workload_behind() -> None
     # "old" was created first but timed out at 50; "young" was created at 10.
     state = add(cluster(cq("cq", {"default": {"cpu": "6"}})), _requeued("old", 0.0, 50.0))
     add(state, wl("young", cpu="6", created=10.0))
-    assert state.queue_order_time(state.records["ns/old"].workload) == 50.0
+    assert state.queue_order_time(state.cache.records["ns/old"].workload) == 50.0
     assert [a.workload_key for a in run_cycle(state, 60.0).admitted] == ["ns/young"]
 
 
@@ -339,7 +339,7 @@ def test_a_deactivation_target_becomes_the_evictions_underlying_cause() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), wl("w", cpu="1"))
     settle(state)
     target = ConditionState(True, "RequeuingLimitExceeded", "exceeding the maximum")
-    workload = replace(state.records["ns/w"].workload, deactivation_target=target)
+    workload = replace(state.cache.records["ns/w"].workload, deactivation_target=target)
     state.upsert_workload(workload)
     assert state.take_evictions() == []  # marked, still active
     state.upsert_workload(replace(workload, active=False))
@@ -358,7 +358,7 @@ def test_a_timed_out_workload_competes_only_once_its_backoff_is_marked_finished(
     state = add(cluster(cq("cq", {"default": {"cpu": "10"}})), waiting)
     assert not run_cycle(state, 100.0).admitted
     assert not run_cycle(state, 200.0).admitted  # requeueAt passed, Requeued still False
-    assert due(state.workloads.values(), None, 200.0).actions == (BackoffFinished("ns/w"),)
+    assert due(state.cache.workloads.values(), None, 200.0).actions == (BackoffFinished("ns/w"),)
     done = replace(
         waiting, requeue_at=None, requeued=ConditionState(True, "BackoffFinished", "", 200.0)
     )

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from api.constants import EXPECTED_RUNTIME_ANNOTATION, ReclaimWithinCohortPolicy
 from api.workload_status import rfc3339
-from controller.core.clusterqueues import PreemptionPolicy
 from controller.core.forecast import MAXIMUM_EXECUTION_TIME, expected_runtime, forecast
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.model.workloads import Workload
 from controller.core.state import ClusterState
-from controller.core.workloads import Workload
 from tests.unit.core.builders import add, cluster, cq, settle, wl
 
 
@@ -17,8 +17,8 @@ def running(state: ClusterState, workload: Workload, reserved_at: float) -> None
     """Admit `workload` and record its reservation time, as the watch brings it back."""
     add(state, workload)
     settle(state, reserved_at)
-    assert workload.key in state.admitted
-    record = state.records[workload.key]
+    assert workload.key in state.cache.admitted
+    record = state.cache.records[workload.key]
     state.upsert_workload(replace(record.workload, quota_reserved_at=reserved_at))
 
 

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core.clusterqueues import LocalQueue, StopPolicy
-from controller.core.cohort_nodes import Cohort
+from api.constants import StopPolicy
+from controller.core.cache.objects import Inactive
 from controller.core.decisions import Inadmissible
-from controller.core.flavors import ResourceFlavor
-from controller.core.pending import (
-    Inactive,
-    cluster_queue_inactive,
-    local_queue_inactive,
-    unqueued_decisions,
-)
-from controller.core.workloads import WorkloadKey
+from controller.core.model.clusterqueues import LocalQueue
+from controller.core.model.cohorts import Cohort
+from controller.core.model.flavors import ResourceFlavor
+from controller.core.model.workloads import WorkloadKey
+from controller.core.pending import unqueued_decisions
 from tests.unit.core.builders import add, cluster, cq, settle, wl
 
 
@@ -32,7 +29,7 @@ def test_each_unqueued_workload_gets_kueues_reason() -> None:
     state.set_local_queue(LocalQueue("ns", "dangling", "gone"))
     add(state, wl("on-hold", "held", cpu="1"), wl("orphan", "dangling", cpu="1"))
     settle(state)
-    assert set(state.admitted) == {"ns/running"}
+    assert set(state.cache.admitted) == {"ns/running"}
 
     decisions = {d.workload_key: d for d in unqueued_decisions(state, skip=())}
 
@@ -63,7 +60,7 @@ def test_workloads_being_written_are_skipped() -> None:
 
 def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
     """While every LocalQueue with Workloads is active, the pass looks only at the
-    Workloads held back (`state.held_back`); one deactivated again, then reactivated,
+    Workloads held back (`state.index.held_back`); one deactivated again, then reactivated,
     or finished, drops out."""
     state = add(
         cluster(cq("cq", {"default": {"cpu": "1"}})),
@@ -73,7 +70,7 @@ def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
         replace(wl("off-finished", cpu="1", active=False), finished=True),
     )
     settle(state)
-    assert list(state.held_back) == ["ns/off"]
+    assert list(state.index.held_back) == ["ns/off"]
 
     decisions = unqueued_decisions(state, skip=())
     assert decisions == [
@@ -81,7 +78,7 @@ def test_with_every_queue_active_only_the_deactivated_get_a_reason() -> None:
     ]
 
     add(state, wl("off", cpu="1"))  # reactivated: it waits in its queue, the cycle explains it
-    assert not state.held_back
+    assert not state.index.held_back
     assert unqueued_decisions(state, skip=()) == []
 
 
@@ -99,8 +96,8 @@ def test_an_invalid_or_gated_workload_waits_outside_the_queue_with_kueues_reason
         replace(wl("lost", "nowhere", cpu="1"), admission_gated_by="example.com/a"),
     )
     settle(state)
-    assert not state.admitted
-    assert list(state.held_back) == ["ns/bad", "ns/gated", "ns/lost"]
+    assert not state.cache.admitted
+    assert list(state.index.held_back) == ["ns/bad", "ns/gated", "ns/lost"]
     decisions = {
         d.workload_key: (d.condition_reason, d.reason) for d in unqueued_decisions(state, ())
     }
@@ -111,7 +108,7 @@ def test_an_invalid_or_gated_workload_waits_outside_the_queue_with_kueues_reason
     }
     add(state, wl("bad", cpu="1"), wl("gated", cpu="1"))  # fixed, and the gates removed
     settle(state)
-    assert set(state.admitted) == {"ns/bad", "ns/gated"}
+    assert set(state.cache.admitted) == {"ns/bad", "ns/gated"}
 
 
 def test_invalid_queues_flavors_and_cohorts_make_their_queues_inactive() -> None:
@@ -125,7 +122,9 @@ def test_invalid_queues_flavors_and_cohorts_make_their_queues_inactive() -> None
         cq("fine", {"default": {"cpu": "4"}}),
         flavors=("default", "spot"),
     )
-    state.set_cluster_queue(replace(state.cluster_queues["bad-cq"], invalid="lendingLimit: bad"))
+    state.set_cluster_queue(
+        replace(state.objects.cluster_queues["bad-cq"], invalid="lendingLimit: bad")
+    )
     state.set_flavor(ResourceFlavor("spot", invalid="spec.tolerations: bad"))
     state.set_cohort(Cohort("team", invalid="spec.resourceGroups: bad"))
     state.set_local_queue(LocalQueue("ns", "broken", "fine", invalid="spec: bad"))
@@ -135,30 +134,30 @@ def test_invalid_queues_flavors_and_cohorts_make_their_queues_inactive() -> None
         wl("in-broken", "broken", cpu="1"),
     )
     settle(state)
-    assert set(state.admitted) == {"ns/in-fine"}
-    assert cluster_queue_inactive(state, "bad-cq") == Inactive(
+    assert set(state.cache.admitted) == {"ns/in-fine"}
+    assert state.objects.cluster_queue_inactive("bad-cq") == Inactive(
         "Invalid", "ClusterQueue bad-cq is inactive: lendingLimit: bad"
     )
-    assert cluster_queue_inactive(state, "flavored") == Inactive(
+    assert state.objects.cluster_queue_inactive("flavored") == Inactive(
         "Invalid",
         "ClusterQueue flavored is inactive: ResourceFlavor spot is invalid: spec.tolerations: bad",
     )
-    assert cluster_queue_inactive(state, "tree") == Inactive(
+    assert state.objects.cluster_queue_inactive("tree") == Inactive(
         "Invalid", "ClusterQueue tree is inactive: Cohort team is invalid: spec.resourceGroups: bad"
     )
-    assert local_queue_inactive(state, "ns/broken") == Inactive(
+    assert state.objects.local_queue_inactive("ns/broken") == Inactive(
         "Invalid", "LocalQueue broken is inactive: spec: bad"
     )
     reasons = {d.workload_key: d.condition_reason for d in unqueued_decisions(state, ())}
     assert reasons == dict.fromkeys(
         ("ns/in-bad-cq", "ns/in-flavored", "ns/in-tree", "ns/in-broken"), "Suspended"
     )
-    state.set_cluster_queue(replace(state.cluster_queues["bad-cq"], invalid=None))
+    state.set_cluster_queue(replace(state.objects.cluster_queues["bad-cq"], invalid=None))
     state.set_flavor(ResourceFlavor("spot"))
     state.set_cohort(Cohort("team"))
     state.set_local_queue(LocalQueue("ns", "broken", "fine"))
     settle(state)
-    assert len(state.admitted) == 5
+    assert len(state.cache.admitted) == 5
 
 
 def test_a_workload_on_hold_is_neither_queued_nor_given_a_reason_until_its_hold_ends() -> None:
@@ -169,8 +168,8 @@ def test_a_workload_on_hold_is_neither_queued_nor_given_a_reason_until_its_hold_
         cluster(cq("cq", {"default": {"cpu": "1"}})), replace(wl("held", cpu="1"), on_hold=True)
     )
     settle(state)
-    assert not state.admitted
+    assert not state.cache.admitted
     assert unqueued_decisions(state, skip=()) == []
     add(state, wl("held", cpu="1"))
     settle(state)
-    assert set(state.admitted) == {"ns/held"}
+    assert set(state.cache.admitted) == {"ns/held"}

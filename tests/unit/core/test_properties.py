@@ -17,18 +17,18 @@ from dataclasses import dataclass, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api.constants import QueueingStrategy
 from controller.core.after_admission import may_come_due
-from controller.core.clusterqueues import (
+from controller.core.cache.records import Phase
+from controller.core.model.clusterqueues import (
     PreemptionPolicy,
-    QueueingStrategy,
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.cycle import run_cycle
-from controller.core.preemption.nominations import settle_action
-from controller.core.records import Phase
+from controller.core.model.workloads import ConditionState, PodSet
+from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.preemption import settle_action
 from controller.core.state import ClusterState
-from controller.core.workloads import ConditionState, PodSet
 from tests.unit.core.builders import cluster, cq, quota, wl
 
 FLAVORS = ("f1", "f2")
@@ -135,7 +135,7 @@ def usage_by_queue(state: ClusterState, *, after_evictions: bool = False) -> Usa
     nominated preemptor's victims are gone and it is admitted in their place."""
     leaving = {
         victim.workload_key
-        for nomination in state.nominated.values()
+        for nomination in state.holds.nominated.values()
         for victim in nomination.victims
     }
     out: Usage = {}
@@ -145,11 +145,11 @@ def usage_by_queue(state: ClusterState, *, after_evictions: bool = False) -> Usa
         for (flavor, _), value in usage.items():
             bucket[flavor] = bucket.get(flavor, 0) + value
 
-    for key, held in state.admitted.items():
+    for key, held in state.cache.admitted.items():
         if not (after_evictions and key in leaving):
             charge(held.cluster_queue, held.usage or {})
     if after_evictions:
-        for nomination in state.nominated.values():
+        for nomination in state.holds.nominated.values():
             charge(nomination.admit.cluster_queue, nomination.usage)
     return out
 
@@ -158,12 +158,12 @@ def check_invariants(state: ClusterState, queues: list[Spec]) -> None:
     usage = usage_by_queue(state)
     for s in queues:
         for flavor in FLAVORS:
-            assert state.quota.usage(s.name, (flavor, "cpu")) == usage.get(s.name, {}).get(
+            assert state.cache.quota.usage(s.name, (flavor, "cpu")) == usage.get(s.name, {}).get(
                 flavor, 0
             )
     assert_within_limits(queues, usage)
     for (cohort, flavor), taken in cohort_taken(queues, usage).items():
-        assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == taken
+        assert state.cache.quota.cohort_usage(cohort, (flavor, "cpu")) == taken
 
 
 def play(
@@ -185,20 +185,20 @@ def play(
             )
         elif op == "cycle":
             run_cycle(state, float(serial))
-        elif state.admitted:
+        elif state.cache.admitted:
             state.release(released(a), requeue=bool(a % 2))
         check()
 
 
 def release_all_to_zero(state: ClusterState, queues: list[Spec]) -> None:
     """Release everything admitted; every queue's and cohort's counter is exactly zero."""
-    for key in sorted(state.admitted):
+    for key in sorted(state.cache.admitted):
         state.release(key, requeue=False)
     for s in queues:
-        assert state.quota.usage_of(s.name) == {}
+        assert state.cache.quota.usage_of(s.name) == {}
     for cohort in ("c1", "c2"):
         for flavor in FLAVORS:
-            assert state.quota.cohort_usage(cohort, (flavor, "cpu")) == 0
+            assert state.cache.quota.cohort_usage(cohort, (flavor, "cpu")) == 0
 
 
 @settings(max_examples=400, deadline=None)
@@ -211,7 +211,7 @@ def test_quota_invariants_hold_over_random_streams(
         state,
         queues,
         steps,
-        lambda a: sorted(state.admitted)[a % len(state.admitted)],
+        lambda a: sorted(state.cache.admitted)[a % len(state.cache.admitted)],
         lambda: check_invariants(state, queues),
     )
 
@@ -238,11 +238,11 @@ def test_admit_then_release_returns_usage_to_exactly_zero(
         state.upsert_workload(wl(f"w{i}", f"cq{target % 2}", pod_sets=sets, created=i))
     while run_cycle(state, 0).changed:
         pass
-    for key in list(state.admitted):
+    for key in list(state.cache.admitted):
         state.release(key, requeue=False)
     for name in ("cq0", "cq1"):
-        assert state.quota.usage_of(name) == {}
-    assert all(state.quota.cohort_usage("c", (f, "cpu")) == 0 for f in FLAVORS)
+        assert state.cache.quota.usage_of(name) == {}
+    assert all(state.cache.quota.cohort_usage("c", (f, "cpu")) == 0 for f in FLAVORS)
 
 
 def check_held(state: ClusterState, queues: list[Spec]) -> None:
@@ -250,8 +250,8 @@ def check_held(state: ClusterState, queues: list[Spec]) -> None:
     preemptor has replaced its victims, the quota tree counts at least the larger of the
     two per queue and per cohort, and settling looks at every nomination that could
     change."""
-    marked = state.nominations_to_settle()
-    for key in state.nominated:  # settling looks only where something changed
+    marked = state.holds.nominations_to_settle()
+    for key in state.holds.nominated:  # settling looks only where something changed
         assert key in marked or settle_action(state, key) is None, key
     now = usage_by_queue(state)
     later = usage_by_queue(state, after_evictions=True)
@@ -259,14 +259,14 @@ def check_held(state: ClusterState, queues: list[Spec]) -> None:
     assert_within_limits(queues, later)
     for s in queues:
         for flavor in FLAVORS:
-            counted = state.quota.usage(s.name, (flavor, "cpu"))
+            counted = state.cache.quota.usage(s.name, (flavor, "cpu"))
             assert counted >= now.get(s.name, {}).get(flavor, 0)
             assert counted >= later.get(s.name, {}).get(flavor, 0)
     taken_now, taken_later = cohort_taken(queues, now), cohort_taken(queues, later)
     for cohort in ("c1", "c2"):
         for flavor in FLAVORS:
             key = (cohort, flavor)
-            counted = state.quota.cohort_usage(cohort, (flavor, "cpu"))
+            counted = state.cache.quota.cohort_usage(cohort, (flavor, "cpu"))
             assert counted >= max(taken_now.get(key, 0), taken_later.get(key, 0)), key
 
 
@@ -302,18 +302,18 @@ def test_preemption_never_overcommits_while_victims_leave(
 
     def leaving(a: int) -> str:
         # The job side: a victim acknowledges its eviction, or something finishes.
-        evicting = sorted(k for k, held in state.admitted.items() if held.evicting)
-        keys = evicting or sorted(state.admitted)
+        evicting = sorted(k for k, held in state.cache.admitted.items() if held.evicting)
+        keys = evicting or sorted(state.cache.admitted)
         return keys[(a + next(leave, 0)) % len(keys)]
 
     play(state, queues, steps, leaving, check)
 
     for _ in range(100):
-        for key in sorted(k for k, held in state.admitted.items() if held.evicting):
+        for key in sorted(k for k, held in state.cache.admitted.items() if held.evicting):
             state.release(key, requeue=False)
         changed = run_cycle(state, 1e9).changed
         check()
-        if not changed and not state.nominated:
+        if not changed and not state.holds.nominated:
             break
     release_all_to_zero(state, queues)
 
@@ -352,18 +352,18 @@ def test_preemptors_waiting_for_the_same_leaving_victims_never_overcommit(
         elif op == "cycle":
             run_cycle(state, float(serial))
         else:
-            evicting = sorted(k for k, held in state.admitted.items() if held.evicting)
+            evicting = sorted(k for k, held in state.cache.admitted.items() if held.evicting)
             if evicting:
                 state.release(evicting[a % len(evicting)], requeue=True)
         check_held(state, queues)
     for _ in range(100):
-        for key in sorted(k for k, held in state.admitted.items() if held.evicting):
+        for key in sorted(k for k, held in state.cache.admitted.items() if held.evicting):
             state.release(key, requeue=False)
         changed = run_cycle(state, 1e9).changed
         check_held(state, queues)
-        if not changed and not state.nominated:
+        if not changed and not state.holds.nominated:
             break
-    assert not state.nominated
+    assert not state.holds.nominated
     assert_within_limits(queues, usage_by_queue(state))
 
 
@@ -388,7 +388,7 @@ finish_ops = st.lists(
 def test_live_and_finished_counts_match_a_recount(
     queues: list[Spec], steps: list[tuple[str, int, int]]
 ) -> None:
-    """`state.live`, `live_in`, `deactivated` and `finished_in` (kept as Workloads come,
+    """`state.index.live`, `live_in`, `deactivated` and `finished_in` (kept as Workloads come,
     go, finish, are released, deactivated, reactivated and backed off) always equal a pass
     over every record: the unfinished Workloads with their LocalQueue, their number per
     LocalQueue, the unfinished deactivated ones, and the finished ones per ClusterQueue of
@@ -397,7 +397,7 @@ def test_live_and_finished_counts_match_a_recount(
     state = build(queues)
     serial = 0
     for op, a, b in steps:
-        keys = sorted(state.records)
+        keys = sorted(state.cache.records)
         pick = keys[a % len(keys)] if keys else None
         if op == "add":
             serial += 1
@@ -405,47 +405,47 @@ def test_live_and_finished_counts_match_a_recount(
             state.upsert_workload(wl(f"w{serial}", target, cpu=b, created=serial))
         elif op == "cycle":
             run_cycle(state, float(serial))
-        elif op == "release" and pick is not None and pick in state.admitted:
+        elif op == "release" and pick is not None and pick in state.cache.admitted:
             state.release(pick, requeue=bool(b))
         elif op == "finish" and pick is not None:
             # The API's Finished Workload, with its admission kept (b=1) or without.
-            record = state.records[pick]
+            record = state.cache.records[pick]
             admission = record.admission if b else None
             state.upsert_workload(replace(record.workload, finished=True, admission=admission))
         elif op == "unfinish" and pick is not None:
-            state.upsert_workload(replace(state.records[pick].workload, finished=False))
+            state.upsert_workload(replace(state.cache.records[pick].workload, finished=False))
         elif op == "remove" and pick is not None:
             state.remove_workload(pick)
         elif op == "active" and pick is not None:
-            state.upsert_workload(replace(state.records[pick].workload, active=bool(b)))
+            state.upsert_workload(replace(state.cache.records[pick].workload, active=bool(b)))
         elif op == "backoff" and pick is not None:
             # A PodsReadyTimeout backoff begun (b=0), its end marked (b=1), or a requeueAt
             # alone (b=2), as the API's Workload says.
             requeued = ConditionState(b == 1, "PodsReadyTimeout" if b == 0 else "BackoffFinished")
             state.upsert_workload(
                 replace(
-                    state.records[pick].workload,
+                    state.cache.records[pick].workload,
                     requeued=None if b == 2 else requeued,
                     requeue_at=None if b == 1 else float(serial + 60),
                 )
             )
         finished: dict[str, int] = {}
-        for record in state.records.values():
+        for record in state.cache.records.values():
             workload = record.workload
             if workload.finished and workload.admission is not None:
                 name = workload.admission.cluster_queue
                 finished[name] = finished.get(name, 0) + 1
-        live = {k: r.workload for k, r in state.records.items() if not r.workload.finished}
-        assert state.live == {k: f"{w.namespace}/{w.queue_name}" for k, w in live.items()}
-        assert set(state.held_back) == {k for k, w in live.items() if w.held_back}
+        live = {k: r.workload for k, r in state.cache.records.items() if not r.workload.finished}
+        assert state.index.live == {k: f"{w.namespace}/{w.queue_name}" for k, w in live.items()}
+        assert set(state.index.held_back) == {k for k, w in live.items() if w.held_back}
         per_local_queue: dict[str, int] = {}
-        for local_queue in state.live.values():
+        for local_queue in state.index.live.values():
             per_local_queue[local_queue] = per_local_queue.get(local_queue, 0) + 1
-        assert state.live_in == per_local_queue
-        assert state.finished_in == finished
-        assert set(state.holding()) <= set(state.live)
-        assert {k for k, w in live.items() if may_come_due(w)} <= set(state.timed)
-        assert set(state.timed) <= set(state.live)
+        assert state.index.live_in == per_local_queue
+        assert state.index.finished_in == finished
+        assert set(state.cache.holding()) <= set(state.index.live)
+        assert {k for k, w in live.items() if may_come_due(w)} <= set(state.index.timed)
+        assert set(state.index.timed) <= set(state.index.live)
         assert set(state.pending()) == {
-            k for k, r in state.records.items() if r.phase in (Phase.QUEUED, Phase.NOMINATED)
+            k for k, r in state.cache.records.items() if r.phase in (Phase.QUEUED, Phase.NOMINATED)
         }

@@ -5,10 +5,12 @@ for job kinds and plain pods."""
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
 
+import jsonpatch  # type: ignore[import-untyped]
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from controller.config_sections import default_namespace_selector, parse_namespace_selector
 from controller.integrations.framework.registry import frameworks
 from controller.integrations.job_management import JobManagement, describe_selector
+from controller.integrations.pod_units import managed
 from controller.integrations.webhook import review_response, webhook_selectors
 
 QUEUE = "kueue.x-k8s.io/queue-name"
@@ -159,3 +162,131 @@ def test_webhook_selectors_send_unlabelled_jobs_and_pods_only_when_they_can_be_m
     assert "objectSelector" not in webhook_selectors(known["pod"], "qs", True, None)
     labelled = webhook_selectors(known["pod"], "qs", True, {"matchLabels": {"team": "a"}})
     assert labelled["namespaceSelector"]["matchLabels"] == {"team": "a"}
+
+
+# -- the kinds that run through their pods (Deployment, StatefulSet, LeaderWorkerSet) ------
+
+PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
+
+
+def serving_patch(
+    kind: str,
+    obj: dict[str, Any],
+    rules: JobManagement,
+    cluster: Cluster,
+    old: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    request: dict[str, Any] = {
+        "uid": "u",
+        "kind": {"group": "apps", "kind": kind},
+        "namespace": "team",
+        "operation": "CREATE" if old is None else "UPDATE",
+        "object": obj,
+    }
+    if old is not None:
+        request["oldObject"] = old
+    response = review_response({"request": request}, None, rules, cluster)["response"]
+    assert response["allowed"], response
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def statefulset(labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "web", "namespace": "team"}
+    if labels is not None:
+        meta["labels"] = labels
+    template = {"metadata": {}, "spec": {"containers": [{"name": "c"}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": meta,
+        "spec": {"replicas": 2, "template": template},
+    }
+
+
+def template_after(patch: list[dict[str, Any]], obj: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = jsonpatch.apply_patch(obj, patch)
+    return result
+
+
+def test_an_unlabelled_statefulset_gets_the_default_local_queue_on_its_pods_too() -> None:
+    obj = statefulset()
+    after = template_after(
+        serving_patch("StatefulSet", obj, management(), Cluster({("team", "default")})), obj
+    )
+    assert after["metadata"]["labels"] == {QUEUE: "default"}
+    meta = after["spec"]["template"]["metadata"]
+    assert meta["labels"][QUEUE] == "default"
+    assert meta["annotations"][PARENT_ANNOTATION] == "statefulset"
+
+
+def test_an_unlabelled_statefulset_is_marked_only_with_manage_jobs_without_queue_name() -> None:
+    obj = statefulset()
+    assert serving_patch("StatefulSet", obj, management(), Cluster(set())) == []
+    after = template_after(
+        serving_patch("StatefulSet", obj, management(without_queue_name=True), Cluster(set())),
+        obj,
+    )
+    meta = after["spec"]["template"]["metadata"]
+    assert meta["annotations"][PARENT_ANNOTATION] == "statefulset"
+    assert QUEUE not in meta["labels"]  # no queue: its Workload waits until it gets one
+    assert meta["labels"]["kueue.x-k8s.io/managed"] == "true"
+
+
+def test_the_default_local_queue_is_given_on_creation_only() -> None:
+    """An update of a running unlabelled object is not relabelled (the queue of a running
+    object may not change)."""
+    old = statefulset()
+    old["status"] = {"readyReplicas": 2}
+    new = copy.deepcopy(old)
+    new["spec"]["replicas"] = 3
+    assert (
+        serving_patch("StatefulSet", new, management(), Cluster({("team", "default")}), old) == []
+    )
+
+
+def test_webhook_selectors_send_the_serving_kinds_unlabelled() -> None:
+    known = frameworks()
+    for name in ("deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"):
+        assert "objectSelector" not in webhook_selectors(known[name], "qs", False, None)
+
+
+def test_pods_a_parent_marked_follow_the_rules_whatever_owns_them() -> None:
+    """A StatefulSet's pods (owned by a StatefulSet) are the pod integration's when their
+    template is marked, labelled or (with manageJobsWithoutQueueName) not; a pod of a Job
+    never is."""
+    owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": True}
+    job_kinds = {("batch", "Job"), ("apps", "StatefulSet")}
+    pod: dict[str, Any] = {
+        "metadata": {
+            "namespace": "team",
+            "annotations": {PARENT_ANNOTATION: "statefulset"},
+            "ownerReferences": [owner],
+        }
+    }
+    assert not managed(pod, management(), None, job_kinds)
+    assert managed(pod, management(without_queue_name=True), None, job_kinds)
+    pod["metadata"]["labels"] = {QUEUE: "lq"}
+    assert managed(pod, management(), None, job_kinds)
+    unmarked = copy.deepcopy(pod)
+    del unmarked["metadata"]["annotations"]
+    assert not managed(unmarked, management(), None, job_kinds)
+    assert not managed(
+        {
+            "metadata": {
+                "namespace": "team",
+                "labels": {QUEUE: "lq"},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j"}],
+            }
+        },
+        management(),
+    )
+
+
+def test_the_reconcilers_manage_what_the_rules_manage() -> None:
+    def labels(namespace: str) -> Mapping[str, str] | None:
+        return {"kubernetes.io/metadata.name": namespace}
+
+    assert management().manages({"metadata": {"namespace": "team", "labels": {QUEUE: "q"}}}, labels)
+    assert not management().manages({"metadata": {"namespace": "team"}}, labels)
+    assert management(True).manages({"metadata": {"namespace": "team"}}, labels)
+    assert not management(True).manages({"metadata": {"namespace": "kube-system"}}, labels)

@@ -13,22 +13,29 @@ from api.constants import (
     ADMISSION_GATE,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_GROUP_NAME_LABEL,
+    POD_GROUP_SERVING_ANNOTATION,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
+    POD_SUSPENDING_PARENT_ANNOTATION,
     QUEUE_NAME_LABEL,
+    ROLE_HASH_ANNOTATION,
     DisruptionMode,
     PreemptibilitySource,
 )
-from controller.core import from_api
+from controller.core.model import from_api
 from controller.core.state import ClusterState
 from controller.integrations.pod_units import (
+    PARENT,
     Unit,
     admitted_count,
+    admitted_counts,
     group_total,
     managed,
     newest_first,
     owner_references,
     pod_group_settings,
+    role_of,
     running,
+    serving,
     ungate_patch,
     unit_of,
     workload_for,
@@ -222,9 +229,67 @@ def test_owner_and_pod_labels_reach_the_preemptibility_resolver() -> None:
     workload = from_api.convert(body)
     state = ClusterState()
     state.upsert_workload(workload)
-    resolution = state.resolution(workload.key)
+    resolution = state.cache.resolution(workload.key)
     assert str(resolution.value) == "non-preemptible"  # the top owner wins over the pod
     assert resolution.source is PreemptibilitySource.OWNER_LABEL
     del body["metadata"]["annotations"][OWNER_PREEMPTIBILITY_ANNOTATION]
     state.upsert_workload(from_api.convert(body))
-    assert state.resolution(workload.key).source is PreemptibilitySource.POD_LABEL
+    assert state.cache.resolution(workload.key).source is PreemptibilitySource.POD_LABEL
+
+
+def test_a_pod_a_parent_kind_marked_belongs_to_the_workload_its_parent_names() -> None:
+    parents = {"statefulset": lambda p: f"statefulset-{p['metadata']['name'][:3]}"}
+    marked = pod("web-0", group="ignored")
+    marked["metadata"]["annotations"] = {POD_SUSPENDING_PARENT_ANNOTATION: "statefulset"}
+    unit = unit_of(marked, parents)
+    assert unit == Unit(PARENT, "ns", "statefulset-web")
+    assert unit.workload_name == "statefulset-web" and unit.key == "ns/statefulset-web"
+    # Its parent has not said yet: the pod waits, it is not a unit of its own.
+    assert unit_of(marked, {"statefulset": lambda p: None}) == Unit(PARENT, "ns", "")
+    # A parent that names no Workload (a Deployment's pods are single pods) is no parent.
+    marked["metadata"]["annotations"][POD_SUSPENDING_PARENT_ANNOTATION] = "deployment"
+    assert unit_of(marked, parents) == Unit("group", "ns", "ignored")
+
+
+def test_pod_sets_by_role_and_serving_units() -> None:
+    leader, worker = pod("l"), pod("w")
+    worker["metadata"]["annotations"] = {ROLE_HASH_ANNOTATION: "worker"}
+    assert (role_of(leader), role_of(worker)) == ("main", "worker")
+    assert not serving([leader, worker])
+    worker["metadata"]["annotations"][POD_GROUP_SERVING_ANNOTATION] = "true"
+    assert serving([leader, worker])
+    admission = {
+        "podSetAssignments": [{"name": "leader", "count": 1}, {"name": "worker", "count": 2}]
+    }
+    assert admitted_counts({"status": {"admission": admission}}) == {"leader": 1, "worker": 2}
+    assert admitted_count({"status": {"admission": admission}}) == 3
+
+
+def test_a_single_pods_workload_is_controlled_by_the_pod() -> None:
+    """Kueue's: a pod its ReplicaSet replaced or scaled away takes its Workload (and quota)
+    with it; a group's Workload stays with the group's common controller."""
+    body = workload_for(Unit("pod", "ns", "a"), [pod("a", owner=RS)], 1)
+    assert body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": "uid-a", "controller": True}
+    ]
+    group = workload_for(Unit("group", "ns", "g"), [pod("a", group="g", owner=RS)], 1)
+    assert group["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+
+
+def test_a_json_patch_that_did_not_apply_is_told_from_a_refused_pod() -> None:
+    """Kubernetes 1.36 answers a failed `test` op (the pod ungated meanwhile) with a bare
+    422 Invalid; a pod update it refuses names its causes (and is retried)."""
+    from kubernetes.client.exceptions import ApiException
+
+    from controller.integrations.pods import _patch_did_not_apply
+
+    def refusal(details: dict[str, Any]) -> ApiException:
+        exc = ApiException(status=422, reason="Unprocessable Entity")
+        exc.body = json.dumps(
+            {"kind": "Status", "status": "Failure", "reason": "Invalid", "details": details}
+        )
+        return exc
+
+    assert _patch_did_not_apply(refusal({}))
+    causes = {"causes": [{"field": "spec", "message": "Forbidden: pod updates may not change"}]}
+    assert not _patch_did_not_apply(refusal(causes))

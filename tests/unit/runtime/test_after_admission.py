@@ -72,13 +72,13 @@ def test_timeout_eviction_carries_the_requeue_state_and_counts_the_metric() -> N
     registry = controller.metrics.registry
     assert registry.get_sample_value("kueue_evicted_workloads_total", labels) == 1
     assert registry.get_sample_value("kueue_evicted_workloads_once_total", labels) == 1
-    assert controller.state.admitted["ns/w"].evicting
+    assert controller.state.cache.admitted["ns/w"].evicting
     assert not controller.after_admission.in_flight
 
 
 def test_a_finished_workload_is_not_looked_at() -> None:
     """Past its PodsReady timeout, and Requeued=False (Deactivated) while active, a finished
-    Workload gets no write: the check walks only the unfinished (`state.live`), as Kueue's
+    Workload gets no write: the check walks only the unfinished (`state.index.live`), as Kueue's
     workload controller returns early on a finished one."""
     api = RecordingApi()
     controller = _controller(api)
@@ -125,4 +125,4 @@ def test_a_namespace_scoped_controller_loads_only_its_namespaces() -> None:
 
     controller = Controller(Listing(), ControllerConfig(namespaces=["ns"]))  # type: ignore[arg-type]
     asyncio.run(controller.load([WORKLOADS]))
-    assert set(controller.state.workloads) == {"ns/mine"}
+    assert set(controller.state.cache.workloads) == {"ns/mine"}

@@ -9,7 +9,7 @@ import asyncio
 from api import workload_status
 from controller.config import ControllerConfig
 from controller.core.decisions import Inadmissible
-from controller.core.workloads import WorkloadKey
+from controller.core.model.workloads import WorkloadKey
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
 

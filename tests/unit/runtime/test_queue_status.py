@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from api.constants import ReclaimWithinCohortPolicy, WithinClusterQueuePolicy
 from controller.config import ControllerConfig
-from controller.core.clusterqueues import PreemptionPolicy
-from controller.core.cycle import run_cycle
-from controller.core.pending import Inactive
-from controller.core.usage_sampling import LocalQueueUsage
+from controller.core.afs.sampling import LocalQueueUsage
+from controller.core.cache.objects import Inactive
+from controller.core.model.clusterqueues import PreemptionPolicy
+from controller.core.scheduler.cycle import run_cycle
 from controller.runtime.controller import Controller
 from controller.runtime.metrics import LEADER
 from controller.runtime.queue_status import (
@@ -51,8 +51,8 @@ def test_cluster_queue_status_counts_reservation_usage_and_borrowing() -> None:
         wl("waits", cpu="4"),
     )
     settle(state)
-    assert {"ns/a", "ns/b", "ns/c"} <= set(state.admitted)
-    state.admitted["ns/c"].evicting = True
+    assert {"ns/a", "ns/b", "ns/c"} <= set(state.cache.admitted)
+    state.cache.admitted["ns/c"].evicting = True
 
     status = cluster_queue_status(state, "cq")
 
@@ -70,7 +70,7 @@ def test_local_queue_counts_and_finished_per_cluster_queue() -> None:
     state = add(cluster(cq("cq", {"default": {"cpu": "2"}})), wl("a", cpu="1"), wl("b", cpu="1"))
     admissions = {a.workload_key: a.admission for r in settle(state) for a in r.admitted}
     add(state, wl("c", cpu="1"))
-    b = state.workloads["ns/b"]
+    b = state.cache.workloads["ns/b"]
     state.upsert_workload(replace(b, finished=True, admission=admissions["ns/b"]))
     finished: dict[str, int] = {}
 
@@ -353,13 +353,13 @@ def test_the_figures_kept_between_refreshes_are_those_of_a_fresh_count(steps: li
         elif step[0] == "cycle":
             run_cycle(state, now)
         else:
-            holding = sorted(state.admitted)
+            holding = sorted(state.cache.admitted)
             if holding:
                 state.release(holding[step[1] % len(holding)], requeue=step[2])
         writer.refresh()
         counts = local_queue_counts(state)
         for name in ("a", "b"):
-            fresh = cluster_queue_figures(state, name, state.finished_in.get(name, 0))
+            fresh = cluster_queue_figures(state, name, state.index.finished_in.get(name, 0))
             facts, status = writer.figures[name]
             assert facts[1] == fresh
             assert status == {**status, **cluster_queue_status(state, name, fresh)}

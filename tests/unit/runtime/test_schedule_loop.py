@@ -107,7 +107,7 @@ def test_a_cycle_leaves_at_most_eight_rounds_of_admissions_waiting_for_slots() -
         held = await _occupy(controller, 17, release)  # two writing, fifteen waiting
         assert controller.ctx.writes.waiting == 15
         controller.schedule_once()
-        assert len(controller.state.admitted) == 1  # room for 8 × 2 - 15 admissions: one
+        assert len(controller.state.cache.admitted) == 1  # room for 8 × 2 - 15 admissions: one
         release.set()
         await asyncio.gather(*held)
         for task in controller.ctx.tasks:

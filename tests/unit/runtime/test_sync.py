@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from controller.config import ControllerConfig
-from controller.core.cycle import run_cycle
-from controller.core.workloads import WorkloadKey
+from controller.core.model.workloads import WorkloadKey
+from controller.core.scheduler.cycle import run_cycle
 from controller.runtime.controller import Controller
 from tests.unit.runtime.workloads import admitted_status, fair_queue_objects, workload_body
 
@@ -38,9 +38,9 @@ def _controller() -> Controller:
 def test_a_status_change_keeps_the_pod_sets_of_the_same_spec() -> None:
     controller = _controller()
     controller.apply_event("ADDED", _body("1", 1))
-    before = controller.state.workloads["ns/w"].pod_sets
+    before = controller.state.cache.workloads["ns/w"].pod_sets
     controller.apply_event("MODIFIED", _status_change(_body("1", 1), "2"))
-    after = controller.state.workloads["ns/w"]
+    after = controller.state.cache.workloads["ns/w"]
     assert after.pod_sets is before  # not converted again
     assert after.pod_sets[0].requests["cpu"] == 1000 and after.pod_sets[0].count == 2
 
@@ -48,20 +48,20 @@ def test_a_status_change_keeps_the_pod_sets_of_the_same_spec() -> None:
 def test_a_new_generation_uid_or_missing_generation_converts_again() -> None:
     controller = _controller()
     controller.apply_event("ADDED", _body("1", 1))
-    first = controller.state.workloads["ns/w"].pod_sets
+    first = controller.state.cache.workloads["ns/w"].pod_sets
 
     controller.apply_event("MODIFIED", _body("2", 2, cpu="3"))  # the spec changed
-    second = controller.state.workloads["ns/w"].pod_sets
+    second = controller.state.cache.workloads["ns/w"].pod_sets
     assert second is not first and second[0].requests["cpu"] == 3000
 
     controller.apply_event("MODIFIED", _body("3", 2, cpu="3", uid="u2"))  # recreated
-    assert controller.state.workloads["ns/w"].pod_sets is not second
+    assert controller.state.cache.workloads["ns/w"].pod_sets is not second
 
     no_generation = _controller()
     no_generation.apply_event("ADDED", _body("1", None))
-    kept = no_generation.state.workloads["ns/w"].pod_sets
+    kept = no_generation.state.cache.workloads["ns/w"].pod_sets
     no_generation.apply_event("MODIFIED", _status_change(_body("1", None), "2"))
-    assert no_generation.state.workloads["ns/w"].pod_sets is not kept
+    assert no_generation.state.cache.workloads["ns/w"].pod_sets is not kept
 
 
 def test_an_invalid_copy_is_never_the_source_of_reused_pod_sets() -> None:
@@ -74,7 +74,7 @@ def test_an_invalid_copy_is_never_the_source_of_reused_pod_sets() -> None:
     assert "ns/w" in controller.sync.problems
     controller.apply_event("MODIFIED", _status_change(invalid, "3"))
     assert "cpu" in controller.sync.problems["ns/w"] and "lots" in controller.sync.problems["ns/w"]
-    assert controller.state.workloads["ns/w"].pod_sets[0].requests["cpu"] == 1000
+    assert controller.state.cache.workloads["ns/w"].pod_sets[0].requests["cpu"] == 1000
 
 
 def test_kueues_spec_rules_are_checked_once_per_generation() -> None:
@@ -88,10 +88,10 @@ def test_kueues_spec_rules_are_checked_once_per_generation() -> None:
         "name": "high",
     }
     controller.apply_event("ADDED", broken)
-    first = controller.state.workloads["ns/w"]
+    first = controller.state.cache.workloads["ns/w"]
     assert first.invalid is not None and "priority should not be nil" in first.invalid
     controller.apply_event("MODIFIED", _status_change(broken, "2"))
-    after = controller.state.workloads["ns/w"]
+    after = controller.state.cache.workloads["ns/w"]
     assert after.spec_errors is first.spec_errors  # not checked again
     assert after.invalid == first.invalid
 
@@ -99,8 +99,8 @@ def test_kueues_spec_rules_are_checked_once_per_generation() -> None:
     fixed["spec"]["priorityClassRef"] = broken["spec"]["priorityClassRef"]
     fixed["spec"]["priority"] = 100
     controller.apply_event("MODIFIED", fixed)
-    assert controller.state.workloads["ns/w"].invalid is None
-    assert controller.state.workloads["ns/w"].spec_errors == ()
+    assert controller.state.cache.workloads["ns/w"].invalid is None
+    assert controller.state.cache.workloads["ns/w"].spec_errors == ()
 
 
 def test_events_wait_while_a_write_is_in_flight_and_stale_ones_drop_out() -> None:
@@ -113,9 +113,9 @@ def test_events_wait_while_a_write_is_in_flight_and_stale_ones_drop_out() -> Non
     ours = workload_body("w", admitted_status(), rv="5", uid="u1", count=2)
     controller.sync.end_write(W, ours)
     assert controller.sync.copies[W].rv == 5  # rv 2 is older than our write's answer
-    assert controller.state.admitted[W].cluster_queue == "cq"
+    assert controller.state.cache.admitted[W].cluster_queue == "cq"
     controller.apply_event("MODIFIED", workload_body("w", rv="4", uid="u1", count=2))
-    assert controller.state.admitted[W].cluster_queue == "cq"  # an old copy undoes nothing
+    assert controller.state.cache.admitted[W].cluster_queue == "cq"  # an old copy undoes nothing
 
 
 def test_a_deleted_workload_is_forgotten_everywhere() -> None:
@@ -123,7 +123,7 @@ def test_a_deleted_workload_is_forgotten_everywhere() -> None:
     controller.apply_event("ADDED", _body("1", 1))
     controller.pending.written[W] = "insufficient quota"
     controller.apply_event("DELETED", _body("1", 1))
-    assert W not in controller.sync.copies and W not in controller.state.records
+    assert W not in controller.sync.copies and W not in controller.state.cache.records
     assert W not in controller.pending.written
 
 
@@ -146,7 +146,7 @@ def test_a_workload_seen_admitted_settles_its_entry_penalty() -> None:
         controller.apply_event("ADDED", obj)
     controller.apply_event("ADDED", workload_body("w", rv="1", uid="u1"))
     [admit] = run_cycle(controller.state, 400.0).admitted
-    ledger = controller.state.usage_ledger
+    ledger = controller.state.queues.usage_ledger
     assert ledger.penalized_local_queue(admit.workload_key) == "ns/lq"
     controller.sync.begin_write(W)
     controller.sync.end_write(W, workload_body("w", admitted_status(), rv="2", uid="u1"))
@@ -156,4 +156,4 @@ def test_a_workload_seen_admitted_settles_its_entry_penalty() -> None:
 
     restarted = Controller(None, config, clock=lambda: 600.0)  # type: ignore[arg-type]
     restarted.apply_event("ADDED", workload_body("w", admitted_status(), rv="2", uid="u1"))
-    assert restarted.state.usage_ledger.entry("ns/lq") is None
+    assert restarted.state.queues.usage_ledger.entry("ns/lq") is None

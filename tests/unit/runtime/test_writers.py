@@ -12,10 +12,10 @@ import pytest
 from api import workload_status
 from api.constants import PreemptionReason
 from controller.config import ControllerConfig
-from controller.core.cohort_nodes import Cohort
 from controller.core.decisions import Admit, Evict, Preempt
+from controller.core.model.cohorts import Cohort
+from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.types import Victim
-from controller.core.workloads import WorkloadKey
 from controller.runtime.controller import Controller
 from controller.runtime.writers import admitted_message
 from tests.unit.runtime.workloads import (
@@ -49,7 +49,7 @@ def test_eviction_skips_a_workload_that_finished_before_the_write(finished: bool
         assert (namespace, name) == ("ns", "w")
         assert workload_status.is_evicted({"status": status})
         assert timed("wait") == 1 and timed("request") == 1
-        assert controller.state.admitted["ns/w"].evicting  # the returned copy was applied
+        assert controller.state.cache.admitted["ns/w"].evicting  # the returned copy was applied
 
 
 def test_an_eviction_refused_as_stale_of_a_workload_that_finished_is_not_counted() -> None:
@@ -105,7 +105,7 @@ def test_an_eviction_that_waited_for_a_slot_is_built_on_what_the_watch_brought_m
 
     asyncio.run(scenario())
     assert api.patches == [] and api.conflicts == 1  # no request at all
-    assert "ns/w" not in controller.state.admitted  # finished: its quota is free
+    assert "ns/w" not in controller.state.cache.admitted  # finished: its quota is free
 
 
 def test_an_admission_is_written_and_its_copy_applied() -> None:
@@ -124,7 +124,7 @@ def test_an_admission_is_written_and_its_copy_applied() -> None:
     assert status["admission"]["clusterQueue"] == "cq"
     assert "ns/w" not in controller.sync.in_flight
     assert controller.sync.copies["ns/w"].rv == api.rv  # the write's answer is the copy
-    assert controller.state.admitted["ns/w"].cluster_queue == "cq"
+    assert controller.state.cache.admitted["ns/w"].cluster_queue == "cq"
 
 
 def test_an_admission_is_one_event_with_both_steps_and_the_wait() -> None:
@@ -183,8 +183,8 @@ def test_a_superseded_admission_is_rolled_back_to_the_servers_object() -> None:
     asyncio.run(cycle())
     assert api.patches == []  # the 409 re-read found it finished: nothing applied
     assert controller.sync.copies["ns/w"].rv == 50
-    assert controller.state.workloads["ns/w"].finished
-    assert "ns/w" not in controller.state.admitted
+    assert controller.state.cache.workloads["ns/w"].finished
+    assert "ns/w" not in controller.state.cache.admitted
 
 
 @pytest.mark.parametrize(("parent", "path"), [(None, "/co/cq"), ("org", "/org/co/cq")])

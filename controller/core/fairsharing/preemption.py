@@ -1,0 +1,373 @@
+"""Victim selection under fair sharing (Kueue's `fairPreemptions`, KEP-1714 rules S2-a/b),
+with quotagate's own rules inside it.
+
+1. Candidates, as Kueue finds them: the preemptor's own ClusterQueue's admitted Workloads
+   that `withinClusterQueue` allows, and those of every other ClusterQueue of its tree
+   that borrows one of the (flavor, resource) pairs the preemptor is short of and that
+   `reclaimWithinCohort` allows; only Workloads using such a pair. On top of Kueue (as in
+   the classical search): never a non-preemptible Workload, nothing at all for a
+   preemptor whose priority class says `preemptionPolicy: Never`, and candidates within
+   their queue's minimum runtime are passed over (except plain reclamation).
+2. They are ordered once, first-to-go first (`ordering.py`: already evicted, other queue
+   first, lower priority, lower preemption cost — KEP-7990 —, single-pod before gangs,
+   newest), and grouped by ClusterQueue keeping that order.
+3. With the preemptor's request added to its queue, target queues are visited in Kueue's
+   order (`_Targets`): from the root down, at each cohort into the child with the largest
+   share (cohorts and queues that no longer borrow are pruned, except on the preemptor's
+   own path). From the preemptor's own queue a candidate is simply taken
+   (`InClusterQueue`). If the preemptor stays within its nominal quota of what it is
+   short of, candidates of other queues are simply taken too (`InCohortReclamation`,
+   Kueue's `FairSharingPreemptWithinNominal`, on by default). Otherwise a candidate of
+   another queue is taken only if the first configured strategy holds for it
+   (`InCohortFairSharing`): S2-a `LessThanOrEqualToFinalShare` — the preemptor's share
+   (at the child of the lowest common cohort on its side) is at most the target's share
+   without the candidate — or S2-b `LessThanInitialShare` — below the target's share
+   now. After each victim the target is chosen again. Candidates that failed are kept.
+4. If the preemptor does not fit yet and a second strategy is configured (S2-b), the
+   kept candidates are tried again by it, at most one per queue.
+5. The preemptor's request is taken back out and the victim set made minimal: a victim
+   that may lose pods one by one (`disruptionMode: Pod`, semi-preemptible) loses only as
+   many as needed, and from the last taken to the first every victim the preemptor fits
+   without is spared (Kueue's `fillBackWorkloads`, KEP-5710's walk-back).
+
+A non-preemptible preemptor never borrows: it must fit within its queue's nominal quota
+once its victims are gone. The quota tree is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from api.constants import (
+    Preemptibility,
+    PreemptionReason,
+    PriorityClassPreemptionPolicy,
+    ReclaimWithinCohortPolicy,
+    WithinClusterQueuePolicy,
+)
+from controller.core.cache.quota_tree import QuotaTree
+from controller.core.fairsharing.settings import PreemptionStrategy
+from controller.core.fairsharing.shares import NEGATIVE, Share, Shares, compare
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.ordering import by_local_queue_usage
+from controller.core.preemption.policy import CandidateVariant, Eligibility, Preemptor, satisfies
+from controller.core.preemption.simulation import (
+    Choice,
+    Simulation,
+    fits,
+    simulating,
+    spare,
+    victims,
+)
+from controller.core.preemption.types import Contender, Victim
+
+__all__ = ["find_fair_victims"]
+
+_VARIANT_REASON = {
+    CandidateVariant.WITHIN_CLUSTER_QUEUE: PreemptionReason.IN_CLUSTER_QUEUE,
+    CandidateVariant.HIERARCHICAL_RECLAIM: PreemptionReason.IN_COHORT_RECLAMATION,
+    CandidateVariant.FAIR_SHARING: PreemptionReason.IN_COHORT_FAIR_SHARING,
+}
+
+
+def find_fair_victims(
+    shares: Shares,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    short: frozenset[FlavorResource],
+    preemptor: Preemptor,
+    may_borrow: bool,
+    contenders: Mapping[str, Sequence[Contender]],
+    strategies: Sequence[PreemptionStrategy],
+    protection: RuntimeProtection | None = None,
+    local_queue_usage: Callable[[Contender], float | None] | None = None,
+) -> tuple[Victim, ...] | None:
+    """The victims that let a Workload needing `usage` in `cq` fit under fair sharing, or
+    None. `contenders` are the admitted Workloads in reach, per ClusterQueue (its own queue
+    and the borrowing queues of its tree); `short` the pairs it lacks. With admission fair
+    sharing, `local_queue_usage` orders a queue's candidates of different LocalQueues by
+    usage, as in the classical search (Kueue's CandidatesOrdering is the same for both).
+    Unless `may_borrow`, the preemptor must end up within its nominal quota."""
+    if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
+        return None
+    tree = shares.tree
+    allow_borrowing = may_borrow
+    with tree.simulate({cq.name: usage}, sign=1):
+        within_nominal = not any(tree.borrowing(cq.name, fr) for fr in short)
+    groups = _candidates(
+        tree, cq, short, preemptor, contenders, within_nominal, protection, local_queue_usage
+    )
+    if not groups:
+        return None
+    with simulating(tree) as simulation:
+        search = _Search(shares, cq, usage, allow_borrowing, simulation)
+        simulation.charge(cq.name, usage)  # shares are judged with the preemptor admitted
+        found, retry = search.first(groups, strategies[0], within_nominal)
+        if not found and len(strategies) > 1 and retry:
+            found = search.second(retry)
+        simulation.charge(cq.name, usage, sign=-1)
+        if not found:
+            return None
+
+        def preemptor_fits() -> bool:
+            return fits(tree, cq, usage, allow_borrowing)
+
+        spare(simulation, search.taken, preemptor_fits)
+        return victims(search.taken)
+
+
+def _candidates(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    short: frozenset[FlavorResource],
+    preemptor: Preemptor,
+    contenders: Mapping[str, Sequence[Contender]],
+    within_nominal: bool,
+    protection: RuntimeProtection | None,
+    local_queue_usage: Callable[[Contender], float | None] | None,
+) -> dict[str, deque[Choice]]:
+    """Kueue's `findCandidates`, ordered and grouped by ClusterQueue."""
+    policy = cq.preemption
+    in_cohort = tree.cohort_of(cq.name) is not None
+    other_variant = (
+        CandidateVariant.HIERARCHICAL_RECLAIM if within_nominal else CandidateVariant.FAIR_SHARING
+    )
+    entries: list[tuple[object, int, Choice]] = []
+    index = 0
+    for queue, members in contenders.items():
+        same = queue == cq.name
+        rule: WithinClusterQueuePolicy | ReclaimWithinCohortPolicy
+        if same:
+            if policy.within_cluster_queue is WithinClusterQueuePolicy.NEVER:
+                continue
+            rule, variant = policy.within_cluster_queue, CandidateVariant.WITHIN_CLUSTER_QUEUE
+        else:
+            if not in_cohort or policy.reclaim_within_cohort is ReclaimWithinCohortPolicy.NEVER:
+                continue
+            if not any(tree.borrowing(queue, fr) for fr in short):
+                continue  # nothing is reclaimed from a queue within its nominal quota
+            rule, variant = policy.reclaim_within_cohort, other_variant
+        eligibility = Eligibility(variant, f"fair sharing: {variant}")
+        for contender in members:
+            index += 1
+            if short.isdisjoint(contender.usage):
+                continue
+            if contender.preemptibility is Preemptibility.NON_PREEMPTIBLE:
+                continue
+            if not satisfies(rule, preemptor, contender.candidate):
+                continue
+            if protection is not None and protection.skips(contender, variant):
+                continue
+            choice = Choice(contender, eligibility, reason=_VARIANT_REASON[variant])
+            entries.append((contender.sort_key(same), index, choice))
+    entries.sort(key=lambda entry: (entry[0], entry[1]))
+    ordered = [choice for _, _, choice in entries]
+    if local_queue_usage is not None:
+        usage_of = local_queue_usage
+        ordered = by_local_queue_usage(
+            ordered,
+            lambda c: (c.contender.evicted, c.contender.cluster_queue),
+            lambda c: usage_of(c.contender),
+        )
+    groups: dict[str, deque[Choice]] = {}
+    for choice in ordered:
+        groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
+    return groups
+
+
+class _Search:
+    """The strategies' loops over one simulation in which the preemptor's request is
+    charged to its queue."""
+
+    def __init__(
+        self,
+        shares: Shares,
+        cq: ClusterQueue,
+        usage: Mapping[FlavorResource, int],
+        allow_borrowing: bool,
+        simulation: Simulation,
+    ) -> None:
+        self.shares = shares
+        self.tree = shares.tree
+        self.cq = cq
+        self.usage = usage
+        self.allow_borrowing = allow_borrowing
+        self.simulation = simulation
+        self.taken: list[Choice] = []
+
+    def fits(self) -> bool:
+        """Whether the preemptor fits now (its own charge taken off for the check)."""
+        tree, name = self.tree, self.cq.name
+        tree.add_usage(name, self.usage, sign=-1)
+        try:
+            return fits(tree, self.cq, self.usage, self.allow_borrowing)
+        finally:
+            tree.add_usage(name, self.usage)
+
+    def _take(self, choice: Choice) -> bool:
+        self.simulation.remove(choice, self.fits)
+        self.taken.append(choice)
+        return self.fits()
+
+    def first(
+        self,
+        groups: dict[str, deque[Choice]],
+        strategy: PreemptionStrategy,
+        within_nominal: bool,
+    ) -> tuple[bool, list[Choice]]:
+        """Kueue's `runFirstFsStrategy`: whether the preemptor fits, and the candidates
+        the strategy refused (for rule S2-b)."""
+        retry: list[Choice] = []
+        targets = _Targets(self.shares, self.cq.name, groups)
+        for target in targets:
+            queue = groups[target]
+            if target == self.cq.name or within_nominal:
+                if self._take(queue.popleft()):
+                    return True, retry
+                continue
+            preemptor_share, target_share = targets.shares_at_lca(target)
+            if preemptor_share.infinite and not target_share.infinite:
+                retry.extend(queue)  # no candidate of this queue can pass either strategy
+                queue.clear()
+                continue
+            while queue:
+                choice = queue.popleft()
+                after = targets.share_without(target, choice.contender)
+                if _passes(strategy, preemptor_share, target_share, after):
+                    if self._take(choice):
+                        return True, retry
+                    break  # shares changed: choose the target again
+                retry.append(choice)
+        return False, retry
+
+    def second(self, retry: list[Choice]) -> bool:
+        """Kueue's `runSecondFsStrategy` (rule S2-b on the refused candidates): at most one
+        candidate per queue, the first, while the preemptor's share is below the
+        target's."""
+        groups: dict[str, deque[Choice]] = {}
+        for choice in retry:
+            groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
+        targets = _Targets(self.shares, self.cq.name, groups)
+        for target in targets:
+            preemptor_share, target_share = targets.shares_at_lca(target)
+            choice = groups[target].popleft()
+            if compare(preemptor_share, target_share) < 0 and self._take(choice):
+                return True
+            targets.drop(target)
+        return False
+
+
+def _passes(strategy: PreemptionStrategy, preemptor: Share, before: Share, after: Share) -> bool:
+    if strategy is PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+        return compare(preemptor, after) <= 0
+    return compare(preemptor, before) < 0
+
+
+class _Targets:
+    """Kueue's `TargetClusterQueueOrdering`: the next ClusterQueue to take a candidate
+    from, found from the root down by the largest share; a queue (other than the
+    preemptor's) or a cohort (off the preemptor's path) that no longer borrows is pruned,
+    and so is a queue without candidates left or a cohort whose children are all pruned.
+    The same queue may come again while it stays the largest."""
+
+    def __init__(self, shares: Shares, preemptor_cq: str, groups: dict[str, deque[Choice]]):
+        self.shares = shares
+        self.tree = shares.tree
+        self.preemptor_cq = preemptor_cq
+        self.groups = groups
+        self.path = self.tree.path(preemptor_cq)
+        self.ancestors = set(self.path)
+        self.pruned_queues: set[str] = set()
+        self.pruned_cohorts: set[str] = set()
+
+    def __iter__(self) -> Iterator[str]:
+        if not self.path:  # no cohort: only the preemptor's own queue
+            while self.preemptor_cq not in self.pruned_queues and self.groups.get(
+                self.preemptor_cq
+            ):
+                yield self.preemptor_cq
+            return
+        root = self.path[-1]
+        while root not in self.pruned_cohorts:
+            target = self._next(root)
+            if target is not None:
+                yield target
+
+    def drop(self, queue: str) -> None:
+        self.pruned_queues.add(queue)
+
+    def _next(self, cohort: str) -> str | None:
+        tree, shares = self.tree, self.shares
+        best_queue: str | None = None
+        best_queue_share = NEGATIVE
+        for queue in tree.child_queues(cohort):
+            if queue in self.pruned_queues:
+                continue
+            share = shares.queue(queue)
+            if (not share.borrowing and queue != self.preemptor_cq) or not self.groups.get(queue):
+                self.pruned_queues.add(queue)
+                continue
+            order = compare(share, best_queue_share)
+            if order == 0 and best_queue is not None:
+                # Equal shares: the queue whose first candidate goes first (Kueue's
+                # CandidatesOrdering, here with quotagate's cost key).
+                if self._first_key(queue) < self._first_key(best_queue):
+                    best_queue = queue
+            elif order > 0:
+                best_queue, best_queue_share = queue, share
+        best_cohort: str | None = None
+        best_cohort_share = NEGATIVE
+        for child in tree.child_cohorts(cohort):
+            if child in self.pruned_cohorts:
+                continue
+            share = shares.cohort(child)
+            if not share.borrowing and child not in self.ancestors:
+                self.pruned_cohorts.add(child)
+            elif compare(share, best_cohort_share) >= 0:
+                best_cohort, best_cohort_share = child, share
+        if best_cohort is None and best_queue is None:
+            self.pruned_cohorts.add(cohort)
+            return None
+        # On a tie the cohort: the most unfair node within it can then be chosen.
+        if best_cohort is not None and compare(best_cohort_share, best_queue_share) >= 0:
+            return self._next(best_cohort)
+        return best_queue
+
+    def _first_key(self, queue: str) -> tuple[object, ...]:
+        contender = self.groups[queue][0].contender
+        return contender.sort_key(queue == self.preemptor_cq)
+
+    def _almost_lca(self, queue: str, lca: str) -> Share:
+        """The share of the node just below `lca` on `queue`'s side (Kueue's almostLCA)."""
+        path = self.tree.path(queue)
+        if path[0] == lca:
+            return self.shares.queue(queue)
+        child = path[0]
+        for node in path[1:]:
+            if node == lca:
+                break
+            child = node
+        return self.shares.cohort(child)
+
+    def _lca(self, queue: str) -> str:
+        for node in self.tree.path(queue):
+            if node in self.ancestors:
+                return node
+        raise AssertionError(f"{queue} is not in the tree of {self.preemptor_cq}")
+
+    def shares_at_lca(self, target: str) -> tuple[Share, Share]:
+        """(the preemptor's share, the target's share), each at the child of their lowest
+        common cohort on its side (Kueue's `ComputeShares`)."""
+        lca = self._lca(target)
+        return self._almost_lca(self.preemptor_cq, lca), self._almost_lca(target, lca)
+
+    def share_without(self, target: str, contender: Contender) -> Share:
+        """The target's share at the lowest common cohort once `contender` is gone."""
+        tree = self.tree
+        tree.add_usage(target, contender.usage, sign=-1)
+        try:
+            return self.shares_at_lca(target)[1]
+        finally:
+            tree.add_usage(target, contender.usage)
