@@ -12,7 +12,7 @@ import yaml
 
 from controller.config import load_config
 from controller.config_report import not_implemented
-from tests.cluster.chart import CHART, helm
+from tools.chart import CHART, helm
 
 DATA = Path(__file__).parents[1] / "unit" / "data" / "kueue_configuration"
 
