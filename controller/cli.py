@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     from controller.plan_command import add_plan_command
 
     add_plan_command(commands)
+    from controller.config_check import add_config_command
+
+    add_config_command(commands)
     return parser
 
 

@@ -12,12 +12,32 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from controller.config_sections import (
+    Resources,
+    default_namespace_selector,
+    parse_namespace_selector,
+)
 from controller.core.afs.usage import AdmissionFairSharing
 from controller.core.fairsharing.settings import ALLOWED_STRATEGIES, FairSharing, PreemptionStrategy
+from controller.core.model.selectors import LabelSelector
 from controller.core.state import ClusterState
 from controller.kube.leader import LeaderElection
+from controller.kueue_config import (
+    EXTENSIONS_KEY,
+    KueueConfigInvalid,
+    is_kueue_configuration,
+    translate,
+)
 
 
 class ConfigError(ValueError):
@@ -336,8 +356,8 @@ class Integrations(_Section):
     external_frameworks: list[str] = Field(
         default_factory=list,
         alias="externalFrameworks",
-        description="kinds managed for Kueue by external controllers: not implemented, must "
-        "be empty",
+        description="kinds managed for Kueue by external controllers: not implemented, listed "
+        "at start as such (their Workloads are queued, no object is run for them)",
     )
     label_keys_to_copy: list[str] = Field(
         default_factory=list,
@@ -360,16 +380,6 @@ class Integrations(_Section):
             if name in seen:
                 raise ValueError(f"[{index}]: {name!r} is listed twice")
             seen.add(name)
-        return value
-
-    @field_validator("external_frameworks")
-    @classmethod
-    def _no_external(cls, value: list[str]) -> list[str]:
-        if value:
-            raise ValueError(
-                f"external frameworks are not implemented by quotagate: {value} (their "
-                "Workloads would never be created)"
-            )
         return value
 
 
@@ -436,6 +446,19 @@ class ControllerConfig(_Section):
         alias="admissionFairSharing",
         description="Kueue's admissionFairSharing; unset = off (docs/admission-fair-sharing.md)",
     )
+    manage_jobs_without_queue_name: bool = Field(
+        False,
+        alias="manageJobsWithoutQueueName",
+        description="Kueue's: also manage jobs without the queue-name label in the namespaces "
+        "managedJobsNamespaceSelector selects (docs/enforcement.md)",
+    )
+    managed_jobs_namespace_selector: dict[str, Any] | None = Field(
+        None,
+        alias="managedJobsNamespaceSelector",
+        description="Kueue's: the namespaces whose jobs are managed at all; unset = every "
+        "namespace but kube-system and leaderElection.leaseNamespace",
+    )
+    resources: Resources = Field(default_factory=lambda: Resources())
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )
@@ -517,6 +540,50 @@ class ControllerConfig(_Section):
     def serves_visibility(self) -> bool:
         return self.visibility.enabled and self.gate("VisibilityOnDemand")
 
+    _not_implemented: tuple[tuple[str, str], ...] = PrivateAttr(default=())
+    _notes: tuple[str, ...] = PrivateAttr(default=())
+    _kueue_format: bool = PrivateAttr(default=False)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """How a Kueue file's implemented fields were read where quotagate differs."""
+        return self._notes
+
+    @property
+    def kueue_format(self) -> bool:
+        """Whether the file was Kueue's Configuration."""
+        return self._kueue_format
+
+    @property
+    def own_namespace(self) -> str:
+        """Where the controller runs (Kueue's `namespace`): the Lease's namespace."""
+        return self.leader_election.lease_namespace
+
+    @property
+    def namespace_selector_spec(self) -> dict[str, Any]:
+        """`managedJobsNamespaceSelector` as given, or Kueue's default."""
+        if self.managed_jobs_namespace_selector is not None:
+            return self.managed_jobs_namespace_selector
+        return default_namespace_selector(self.own_namespace)
+
+    def namespace_selector(self) -> LabelSelector:
+        """`managedJobsNamespaceSelector` as the integrations match it."""
+        return parse_namespace_selector(self.namespace_selector_spec, self.own_namespace)
+
+    @property
+    def not_implemented(self) -> tuple[tuple[str, str], ...]:
+        """(field, why) for each field quotagate read but does not implement: of a Kueue
+        Configuration file (`kueue_config.py`), and the integrations it does not have."""
+        return self._not_implemented
+
+    @model_validator(mode="after")
+    def _namespace_selector_is_valid(self) -> ControllerConfig:
+        try:
+            self.namespace_selector()
+        except ValueError as exc:
+            raise ValueError(f"managedJobsNamespaceSelector: {exc}") from None
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _requeue_backoff_moved(cls, data: Any) -> Any:
@@ -530,7 +597,8 @@ class ControllerConfig(_Section):
 
 
 def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> ControllerConfig:
-    """Read and validate a YAML config file; `overrides` (from flags) win over the file."""
+    """Read and validate a YAML config file, in quotagate's own format or as Kueue's
+    Configuration (`kueue_config.py`); `overrides` (from flags) win over the file."""
     data: dict[str, Any] = {}
     if path is not None:
         try:
@@ -542,17 +610,89 @@ def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> C
                 f"{path}: the configuration must be a mapping, not {type(loaded).__name__}"
             )
         data = loaded or {}
+    source = str(path) if path is not None else "configuration"
+    not_implemented: list[tuple[str, str]] = []
+    notes: list[str] = []
+    kueue_format = is_kueue_configuration(data)
+    explicit: set[str] = set()
+    if kueue_format:
+        data, not_implemented, notes, explicit = _from_kueue(data, source)
     for dotted, value in (overrides or {}).items():
+        clash = _clash(explicit, dotted)
+        if clash is not None:
+            notes.append(
+                f"{clash} (as quotagate names it) set by the file is replaced by {value!r} from "
+                "the command line or --overrides"
+            )
         _set_dotted(data, dotted, value)
     try:
-        return ControllerConfig.model_validate(data)
+        config = ControllerConfig.model_validate(data)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
-            key = ".".join(str(part) for part in error["loc"]) or "<root>"
-            problems.append(f"{key}: {error['msg']}")
-        source = str(path) if path is not None else "configuration"
+            key = ".".join(str(part) for part in error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{key}: {message}" if key else message)
         raise ConfigError(f"{source}: invalid configuration: " + "; ".join(problems)) from exc
+    config._not_implemented = tuple(not_implemented)
+    config._notes = tuple(notes)
+    config._kueue_format = kueue_format
+    return config
+
+
+def _clash(explicit: set[str], dotted: str) -> str | None:
+    """A key set explicitly by the Kueue file that `dotted` would replace or contain."""
+    return next(
+        (
+            k
+            for k in sorted(explicit)
+            if k == dotted or k.startswith(f"{dotted}.") or dotted.startswith(f"{k}.")
+        ),
+        None,
+    )
+
+
+def _from_kueue(
+    data: dict[str, Any], source: str
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[str], set[str]]:
+    """A Kueue Configuration as quotagate's settings, with its `quotagate:` section merged
+    in; a `quotagate:` key that a Kueue field of the file also sets is refused."""
+    try:
+        translation = translate(data)
+    except KueueConfigInvalid as exc:
+        raise ConfigError(f"{source}: invalid Kueue configuration: {exc}") from None
+    extensions = data.get(EXTENSIONS_KEY) or {}
+    if not isinstance(extensions, dict):
+        raise ConfigError(f"{source}: invalid configuration: {EXTENSIONS_KEY}: expected a mapping")
+    settings = translation.settings
+    for dotted in sorted(dotted_keys(extensions)):
+        clash = _clash(translation.explicit, dotted)
+        if clash is not None:
+            raise ConfigError(
+                f"{source}: invalid configuration: {EXTENSIONS_KEY}.{dotted}: the file sets it "
+                f"with Kueue's field too ({clash} in quotagate's terms); set it in one place"
+            )
+        _set_dotted(settings, dotted, dotted_value(extensions, dotted))
+    return settings, translation.not_implemented, translation.notes, translation.explicit
+
+
+def dotted_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted paths of every leaf of a nested mapping (`webhook.port`)."""
+    keys = []
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            keys.extend(dotted_keys(value, f"{dotted}."))
+        else:
+            keys.append(dotted)
+    return keys
+
+
+def dotted_value(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        node = node[part]
+    return node
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -577,4 +717,5 @@ def configure_state(config: ControllerConfig, state: ClusterState) -> ClusterSta
     state.fair_sharing = config.fair_sharing.core() if config.fair_sharing else None
     afs = config.admission_fair_sharing
     state.admission_fair_sharing = afs.core() if afs is not None else None
+    state.resource_rules = config.resources.core()
     return state

@@ -40,6 +40,7 @@ from controller.core.model.priorities import (
     WorkloadPriorityClass,
     parse_priority_boost,
 )
+from controller.core.model.resource_rules import NO_RULES, ResourceRules
 from controller.core.model.workloads import Usage, Workload, WorkloadKey, order_key
 from controller.core.preemption.holds import PreemptionHolds
 from controller.core.preemption.preemptibility import resolve_preemptibility
@@ -68,6 +69,9 @@ class ClusterState:
         # Kueue's PriorityBoost gate: the `kueue.x-k8s.io/priority-boost` annotation adds to
         # the priority the engine orders and preempts by (docs/priority-boost.md).
         self.priority_boost = False
+        # Kueue's `resources`: exclusions and transformations of pod requests, applied to
+        # every Workload as it is added, and the quotaCheckStrategy of flavor assignment.
+        self.resource_rules: ResourceRules = NO_RULES
         # Kueue's fairSharing configuration (None = off).
         self.fair_sharing: FairSharing | None = None
 
@@ -212,7 +216,9 @@ class ClusterState:
 
     def upsert_workload(self, workload: Workload) -> None:
         """Add or update a Workload. Its priority is resolved once, when first seen (a class
-        whose value changes later does not reorder existing Workloads, as in Kueue)."""
+        whose value changes later does not reorder existing Workloads, as in Kueue). Its pod
+        sets' requests are taken as `resource_rules` make them (Kueue's `resources`)."""
+        workload = self.resource_rules.apply(workload)
         cache, queues, ledger = self.cache, self.queues, self.queues.usage_ledger
         key = workload.key
         record = cache.records.get(key)

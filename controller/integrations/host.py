@@ -48,6 +48,14 @@ class ControllerView(Protocol):
         """The WorkloadPriorityClass's value (None: no such class)."""
         ...
 
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        """The Namespace's labels (None: not seen)."""
+        ...
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool:
+        """Whether the LocalQueue `namespace/name` exists."""
+        ...
+
     def priority_of_pod_class(self, name: str) -> int | None:
         """The scheduling.k8s.io PriorityClass's value (None: no such class)."""
         ...

@@ -1,6 +1,8 @@
 """The reconciler of a kind that runs through its pods (`pod_parents.py`): it keeps each
-queue-labelled object's Workloads in step with it, on the leader only, level-triggered
-and idempotent (Kueue's StatefulSet and LeaderWorkerSet reconcilers); the pods themselves
+managed object's Workloads (queue-labelled, or unlabelled under
+`manageJobsWithoutQueueName`: `job_management.py`) in step with it, on the leader only,
+level-triggered and idempotent (Kueue's StatefulSet and LeaderWorkerSet reconcilers); the
+pods themselves
 are the pod integration's (gated, ungated with each pod set's flavor, deleted on
 eviction, `PodsReady`).
 
@@ -35,7 +37,7 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
-from api.constants import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, VERSION
+from api.constants import GROUP, PRIORITY_CLASS_LABEL, VERSION
 from controller.integrations.framework.object_writes import patch_object, patch_workload
 from controller.integrations.framework.registry import (
     Framework,
@@ -73,7 +75,7 @@ def pod_sets_differ(wanted: list[dict[str, Any]], workload: Mapping[str, Any]) -
 
 
 class ParentReconciler:
-    """Reconciles the queue-labelled objects of one parent kind against the Workloads
+    """Reconciles the managed objects of one parent kind against the Workloads
     they should have (see the module docstring)."""
 
     def __init__(
@@ -105,7 +107,8 @@ class ParentReconciler:
     def on_object_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
-        if event_type == "DELETED" or QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
+        managed = self.settings.management.manages(obj, self.view.namespace_labels)
+        if event_type == "DELETED" or not managed:
             self.objects.pop(key, None)
             self.reported.pop(key, None)
             self.owned.pop(key, None)

@@ -1,8 +1,8 @@
 """Kinds that run through their pods (Kueue's Deployment, StatefulSet and LeaderWorkerSet
 integrations): what they share, pure.
 
-Such a kind is never suspended. Its webhook marks each pod template of a queue-labelled
-object (`mark_template`): the queue-name label (the pod webhook selects on it), the
+Such a kind is never suspended. Its webhook marks each pod template of a managed object
+(`mark_template`): the queue-name label when it has one (the pod webhook selects on it), the
 WorkloadPriorityClass label, `kueue.x-k8s.io/managed`, and the annotation
 `kueue.x-k8s.io/pod-suspending-parent: <framework>`, so that every pod its controller
 creates is gated and queued by the pod integration. A Deployment's pods are single pods,
@@ -66,14 +66,15 @@ def mark_template(
     role: str | None = None,
     copy_max_exec_time: bool = False,
 ) -> None:
-    """Mark a pod template of the queue-labelled `obj` for the pod integration (in place;
+    """Mark a pod template of the managed `obj` for the pod integration (in place;
     Kueue's webhooks' `Default`): the object's queue and WorkloadPriorityClass labels,
     `kueue.x-k8s.io/managed`, the parent annotation, and for a serving unit the serving
     annotation and the pod set its pods belong to (`role`)."""
     source = _labels(obj)
     meta = template.setdefault("metadata", {})
     labels = meta.setdefault("labels", {})
-    labels[QUEUE_NAME_LABEL] = source[QUEUE_NAME_LABEL]
+    if source.get(QUEUE_NAME_LABEL):  # none: managed without a queue name
+        labels[QUEUE_NAME_LABEL] = source[QUEUE_NAME_LABEL]
     labels[MANAGED_LABEL] = "true"
     if source.get(PRIORITY_CLASS_LABEL):
         labels[PRIORITY_CLASS_LABEL] = source[PRIORITY_CLASS_LABEL]
@@ -224,14 +225,15 @@ class ParentAdmission(ObjectAdmission, ABC):
         """The object's pod templates (to change in place) and the pod set (role) each
         one's pods belong to, when it names one."""
 
+    def markers(self, obj: Mapping[str, Any]) -> set[str]:
+        """The frameworks that marked the object's templates."""
+        found = (marked_by(t) for t, _ in self.templates(copy.deepcopy(dict(obj))))
+        return {marker for marker in found if marker is not None}
+
     def managed_by_another(self, obj: Mapping[str, Any]) -> bool:
         """An object whose templates another framework marked (a LeaderWorkerSet's
         StatefulSets): left to that framework."""
-        for template, _ in self.templates(copy.deepcopy(dict(obj))):
-            marker = marked_by(template)
-            if marker is not None and marker != self.framework:
-                return True
-        return False
+        return bool(self.markers(obj) - {self.framework})
 
     def default(self, obj: dict[str, Any]) -> None:
         if self.managed_by_another(obj):

@@ -5,7 +5,7 @@ settings), the ungate patch, and what an admitted Workload allows. No I/O."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from api.constants import (
     VERSION,
 )
 from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
+from controller.integrations.job_management import JobManagement
 
 CORE_GROUP = "scheduling.k8s.io"
 PARENT = "parent"
@@ -53,12 +54,33 @@ class Unit:
         return f"{self.namespace}/{self.workload_name}"
 
 
-def managed(pod: Mapping[str, Any]) -> bool:
-    """A queue-labelled pod not run by a Job (the Job integration queues those)."""
+def managed(
+    pod: Mapping[str, Any],
+    management: JobManagement | None = None,
+    namespace_labels: Mapping[str, str] | None = None,
+    job_kinds: Collection[tuple[str, str]] = (),
+) -> bool:
+    """A pod the pod integration queues: managed by `management`'s rules (default: the
+    queue-labelled ones, in any namespace), not run by a Job (the Job integration queues
+    those) nor by an object of an enabled job kind (`job_kinds`: (group, kind)) — unless
+    a parent kind marked its template (`kueue.x-k8s.io/pod-suspending-parent`: a
+    StatefulSet's, a LeaderWorkerSet's, a Deployment's pods are the pod integration's,
+    whatever owns them, as the webhook decides)."""
     meta = pod.get("metadata") or {}
-    if QUEUE_NAME_LABEL not in (meta.get("labels") or {}):
-        return False
+    labels = meta.get("labels") or {}
+    if management is None:
+        if QUEUE_NAME_LABEL not in labels:
+            return False
+    else:
+        namespace = str(meta.get("namespace") or "")
+        if not management.decide(labels, namespace, namespace_labels).managed:
+            return False
     owners = meta.get("ownerReferences") or []
+    if POD_SUSPENDING_PARENT_ANNOTATION not in (meta.get("annotations") or {}):
+        for owner in owners:
+            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+            if (group, owner.get("kind")) in job_kinds:
+                return False
     return not any(
         o.get("kind") == "Job" and str(o.get("apiVersion", "")).startswith("batch/") for o in owners
     )
@@ -251,8 +273,10 @@ def workload_for(
             "labels": {**(labels_to_copy or {}), "quotagate.x-k8s.io/unit": unit.kind},
             "ownerReferences": owner_references(pods, unit.kind),
         },
-        "spec": {"queueName": labels[QUEUE_NAME_LABEL], "podSets": [podset]},
+        "spec": {"podSets": [podset]},
     }
+    if labels.get(QUEUE_NAME_LABEL):  # none: managed without a queue name, not admitted
+        body["spec"]["queueName"] = labels[QUEUE_NAME_LABEL]
     limit = max_exec_time_seconds(first)
     if limit is not None:
         body["spec"]["maximumExecutionTimeSeconds"] = limit

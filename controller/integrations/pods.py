@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from cachetools import TTLCache
@@ -53,6 +53,7 @@ from api.constants import (
 from api.workload_status import Condition, has_quota_reservation
 from controller.integrations.host import ControllerView, placement_of
 from controller.integrations.job_labels import WorkloadPriorityClassNotFound
+from controller.integrations.job_management import JobManagement
 from controller.integrations.pod_units import (
     CORE_GROUP,
     PARENT,
@@ -108,9 +109,13 @@ class PodIntegration:
         owner_cache_seconds: float = 60.0,
         settle_seconds: float = 1.0,
         label_keys_to_copy: tuple[str, ...] = (),
+        management: JobManagement | None = None,
+        job_kinds: Collection[tuple[str, str]] = (),
         parents: Mapping[str, PodWorkload] | None = None,
     ) -> None:
         self.label_keys_to_copy = label_keys_to_copy
+        self.management = management
+        self.job_kinds = job_kinds
         self.parents = dict(parents or {})  # framework name → which Workload a pod is of
         self.core = aio_client.CoreV1Api(api_client)
         self.custom = aio_client.CustomObjectsApi(api_client)
@@ -142,7 +147,8 @@ class PodIntegration:
         previous = self.unit_by_pod.pop(key, None)
         if previous is not None and previous != unit:
             self._leave(previous, key)  # its parent has now said which Workload it is of
-        if event_type == "DELETED" or not managed(pod):
+        labels = self.view.namespace_labels(str(meta.get("namespace") or ""))
+        if event_type == "DELETED" or not managed(pod, self.management, labels, self.job_kinds):
             self.pods.pop(key, None)
             self._leave(unit, key)
             return

@@ -8,8 +8,13 @@ Kueue label or annotation on it is invalid, naming it and why
 Kueue refuses them for, the kind's own checks such as the Job's
 `kueue.x-k8s.io/job-min-parallelism` or a StatefulSet's replicas changed while queued).
 Anything without the queue label, or of a kind whose integration is off, is answered
-"allowed, no change" — and the MutatingWebhookConfiguration's rules and selectors (also
-here) keep it from being sent at all. The TLS server and its certificates are the runtime's
+"allowed, no change" — unless the configuration's job-management rules
+(`job_management.py`) say otherwise: in a namespace `managedJobsNamespaceSelector` does
+not match nothing is touched; an unlabelled object created in a namespace with a
+LocalQueue named `default` is labelled with it (Kueue's `ApplyDefaultLocalQueue`); with
+`manageJobsWithoutQueueName` an unlabelled one is created suspended (gated, its templates
+marked) too. The MutatingWebhookConfiguration's rules and selectors (also here) keep what
+cannot be managed from being sent at all. The TLS server and its certificates are the runtime's
 (controller/runtime/webhook_server.py): every replica answers; only the leader acts on the
 objects.
 """
@@ -21,7 +26,7 @@ import copy
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -35,6 +40,7 @@ from controller.integrations.framework.patches import json_patch
 from controller.integrations.framework.registry import Framework, by_kind, frameworks
 from controller.integrations.framework.workloads import prebuilt_workload_name
 from controller.integrations.job_labels import max_exec_time_problem
+from controller.integrations.job_management import DEFAULT_LOCAL_QUEUE, Decision, JobManagement
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +49,45 @@ SYSTEM_NAMESPACES = ("kube-system", "kube-node-lease")
 
 Enabled = Mapping[tuple[str, str], Framework]
 """The enabled integrations by (API group, kind) of the objects they manage."""
+
+
+class Lookup(Protocol):
+    """What the webhook asks of the controller's view of the cluster."""
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None: ...
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool: ...
+
+
+def decision_for(
+    obj: Mapping[str, Any],
+    namespace: str,
+    management: JobManagement | None,
+    lookup: Lookup | None,
+    *,
+    creating: bool = True,
+) -> Decision:
+    """The job-management decision for an object being created, or updated (`creating`
+    False: the default LocalQueue is not given); without a configuration: queue-labelled
+    objects only, in any namespace, as before the rules existed."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    rules = management or JobManagement()
+    namespace_labels = lookup.namespace_labels(namespace) if lookup is not None else None
+    default = (
+        creating
+        and lookup is not None
+        and lookup.local_queue_exists(namespace, DEFAULT_LOCAL_QUEUE)
+    )
+    return rules.decide(labels, namespace, namespace_labels, default)
+
+
+def _label_patch(obj: Mapping[str, Any], queue: str) -> list[dict[str, Any]]:
+    """JSON patch adding the queue-name label (the default LocalQueue)."""
+    labels = (obj.get("metadata") or {}).get("labels")
+    if labels is None:
+        return [{"op": "add", "path": "/metadata/labels", "value": {QUEUE_LABEL: queue}}]
+    key = QUEUE_LABEL.replace("~", "~0").replace("/", "~1")
+    return [{"op": "add", "path": f"/metadata/labels/{key}", "value": queue}]
 
 
 def _all() -> Enabled:
@@ -54,14 +99,19 @@ def by_default(enabled: Enabled | None) -> Enabled:
     return _all() if enabled is None else enabled
 
 
-def pod_patch(pod: dict[str, Any], enabled: Enabled | None = None) -> list[dict[str, Any]]:
-    """JSON patch gating a queue-labelled pod (none for other pods, for pods an enabled job
-    integration runs — the job itself is queued — or if already gated). A pod whose
-    template a parent kind marked (`kueue.x-k8s.io/pod-suspending-parent`: a
-    StatefulSet's, a LeaderWorkerSet's, a Deployment's) is gated whatever owns it, as
-    Kueue's pod webhook does."""
+def pod_patch(
+    pod: dict[str, Any], enabled: Enabled | None = None, decision: Decision | None = None
+) -> list[dict[str, Any]]:
+    """JSON patch gating a managed pod (`decision`; default: managed when queue-labelled),
+    and labelling it with the default LocalQueue when the decision says so; none for other
+    pods, for pods an enabled job integration runs — the job itself is queued — or if
+    already gated. A pod whose template a parent kind marked
+    (`kueue.x-k8s.io/pod-suspending-parent`: a StatefulSet's, a LeaderWorkerSet's, a
+    Deployment's) is gated whatever owns it, as Kueue's pod webhook does."""
+    if decision is None:
+        decision = decision_for(pod, "", None, None)
     meta = pod.get("metadata") or {}
-    if QUEUE_LABEL not in (meta.get("labels") or {}):
+    if not decision.managed:
         return []
     managed_kinds = by_default(enabled)
     suspended_by_parent = POD_SUSPENDING_PARENT_ANNOTATION in (meta.get("annotations") or {})
@@ -70,39 +120,61 @@ def pod_patch(pod: dict[str, Any], enabled: Enabled | None = None) -> list[dict[
         framework = managed_kinds.get((group, str(owner.get("kind"))))
         if framework is not None and framework.job is not None and not suspended_by_parent:
             return []
+    patch = _label_patch(pod, decision.queue_name) if decision.default_queue else []
     spec = pod.get("spec") or {}
     gates = spec.get("schedulingGates")
     if gates is None:
-        return [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]}]
+        return [*patch, {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]}]
     if any(g.get("name") == GATE for g in gates):
-        return []
-    return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}}]
+        return patch
+    return [*patch, {"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}}]
 
 
 def job_patch(
-    obj: dict[str, Any], framework: Framework, enabled: Enabled | None = None
+    obj: dict[str, Any],
+    framework: Framework,
+    enabled: Enabled | None = None,
+    decision: Decision | None = None,
 ) -> list[dict[str, Any]]:
-    """JSON patch creating a queue-labelled object of a job kind suspended (Kueue's
-    `ApplyDefaultForSuspend`); none for an object that is not queued (`skip`) or whose
-    controller owner is of an enabled job kind (a RayJob's RayCluster: it runs as part of
-    its owner's Workload, framework/ancestors.py)."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    if QUEUE_LABEL not in labels or framework.job is None:
+    """JSON patch creating a managed object of a job kind (`decision`; default: managed
+    when queue-labelled) suspended (Kueue's `ApplyDefaultForSuspend`), labelled with the
+    default LocalQueue when the decision says so (Kueue's `ApplyDefaultLocalQueue`); none
+    for an object that is not queued (`skip`) or whose controller owner is of an enabled
+    job kind (a RayJob's RayCluster: it runs as part of its owner's Workload,
+    framework/ancestors.py)."""
+    if decision is None:
+        decision = decision_for(obj, "", None, None)
+    if not decision.managed or framework.job is None:
+        return []
+    if owner_framework(obj, by_default(enabled)):
         return []
     job = framework.job(copy.deepcopy(obj))
-    if job.is_suspended() or job.skip() or owner_framework(obj, by_default(enabled)):
+    if decision.default_queue:
+        job.obj.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_LABEL] = (
+            decision.queue_name
+        )
+    if job.skip():
         return []
-    job.suspend()
+    if not job.is_suspended():
+        job.suspend()
     return json_patch(obj, job.obj)
 
 
-def admission_patch(obj: dict[str, Any], framework: Framework) -> list[dict[str, Any]]:
-    """JSON patch of a queue-labelled object of a kind that runs through its pods: its
-    `ObjectAdmission.default`."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    if QUEUE_LABEL not in labels or framework.admission is None:
+def admission_patch(
+    obj: dict[str, Any], framework: Framework, decision: Decision | None = None
+) -> list[dict[str, Any]]:
+    """JSON patch of a managed object of a kind that runs through its pods (`decision`;
+    default: managed when queue-labelled): labelled with the default LocalQueue when the
+    decision says so, then its `ObjectAdmission.default`."""
+    if decision is None:
+        decision = decision_for(obj, "", None, None)
+    if not decision.managed or framework.admission is None:
         return []
     defaulted = copy.deepcopy(obj)
+    if decision.default_queue:
+        defaulted.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_LABEL] = (
+            decision.queue_name
+        )
     framework.admission.default(defaulted)
     return json_patch(obj, defaulted)
 
@@ -117,25 +189,40 @@ def _framework_of(request: Mapping[str, Any], enabled: Enabled) -> Framework | N
     return next((f for (_, k), f in enabled.items() if k == name), None)
 
 
-def review_response(review: dict[str, Any], enabled: Enabled | None = None) -> dict[str, Any]:
+def review_response(
+    review: dict[str, Any],
+    enabled: Enabled | None = None,
+    management: JobManagement | None = None,
+    lookup: Lookup | None = None,
+) -> dict[str, Any]:
     """An AdmissionReview answer: a JSONPatch for objects we manage; refused only for an
     invalid Kueue label or annotation on a queue-labelled object. `enabled`: the enabled
-    integrations (default: every one quotagate has)."""
+    integrations (default: every one quotagate has); `management` and `lookup`: the
+    job-management rules and the cluster they are applied to (default: queue-labelled
+    objects only)."""
     enabled = by_default(enabled)
     request = review.get("request") or {}
     obj = request.get("object") or {}
     framework = _framework_of(request, enabled)
     patch: list[dict[str, Any]] = []
+    decision: Decision | None = None
     operation = request.get("operation")
     try:
         if framework is not None and operation in framework.operations:
+            namespace = str(
+                request.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
+            )
+            # The default LocalQueue is given to objects being created only.
+            decision = decision_for(
+                obj, namespace, management, lookup, creating=operation == "CREATE"
+            )
             if framework.admission is not None:
-                patch = admission_patch(obj, framework)
+                patch = admission_patch(obj, framework, decision)
             elif operation == "CREATE":
                 patch = (
-                    pod_patch(obj, enabled)
+                    pod_patch(obj, enabled, decision)
                     if framework.job is None
-                    else job_patch(obj, framework, enabled)
+                    else job_patch(obj, framework, enabled, decision)
                 )
     except (
         AttributeError,
@@ -146,6 +233,9 @@ def review_response(review: dict[str, Any], enabled: Enabled | None = None) -> d
         log.warning("webhook could not read a %s: %s", (request.get("kind") or {}).get("kind"), exc)
         patch = []
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
+    if decision is not None and decision.default_queue:
+        obj = copy.deepcopy(obj)
+        obj.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_LABEL] = decision.queue_name
     problem = _refusal(request, framework, obj)
     if problem is not None:
         response["allowed"] = False
@@ -210,7 +300,11 @@ def _queued(obj: Mapping[str, Any]) -> bool:
     return QUEUE_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
 
 
-def handler(enabled: Enabled | None = None) -> Callable[[web.Request], Awaitable[web.Response]]:
+def handler(
+    enabled: Enabled | None = None,
+    management: JobManagement | None = None,
+    lookup: Lookup | None = None,
+) -> Callable[[web.Request], Awaitable[web.Response]]:
     """The aiohttp handler for the enabled integrations: an AdmissionReview in, our answer
     out."""
 
@@ -219,7 +313,7 @@ def handler(enabled: Enabled | None = None) -> Callable[[web.Request], Awaitable
             review = await request.json()
         except (ValueError, UnicodeDecodeError):
             return web.json_response({"error": "not an AdmissionReview"}, status=400)
-        return web.json_response(review_response(review, enabled))
+        return web.json_response(review_response(review, enabled, management, lookup))
 
     return handle
 
@@ -227,16 +321,45 @@ def handler(enabled: Enabled | None = None) -> Callable[[web.Request], Awaitable
 handle = handler()
 
 
+def webhook_selectors(
+    framework: Framework,
+    own_namespace: str,
+    manage_jobs_without_queue_name: bool = False,
+    namespace_selector: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The objectSelector and namespaceSelector of one kind's webhook: never system
+    namespaces or our own, only namespaces `managedJobsNamespaceSelector` matches, and, for
+    pods unless `manageJobsWithoutQueueName`, only queue-labelled ones (so that an outage
+    never blocks other pods). Objects of job kinds and of the kinds that run through their
+    pods (Deployment, StatefulSet, LeaderWorkerSet) are all sent: an unlabelled one may get
+    the default LocalQueue."""
+    excluded = sorted({*SYSTEM_NAMESPACES, own_namespace})
+    selector: dict[str, Any] = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded},
+            *((namespace_selector or {}).get("matchExpressions") or ()),
+        ]
+    }
+    if (namespace_selector or {}).get("matchLabels"):
+        selector["matchLabels"] = dict(namespace_selector["matchLabels"])  # type: ignore[index]
+    out: dict[str, Any] = {"namespaceSelector": selector}
+    pods = framework.job is None and framework.admission is None
+    if pods and not manage_jobs_without_queue_name:
+        out["objectSelector"] = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]}
+    return out
+
+
 def webhook_configuration(
     url_base: str,
     ca_bundle: bytes,
     own_namespace: str,
     enabled: Enabled | None = None,
+    manage_jobs_without_queue_name: bool = False,
+    namespace_selector: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Our MutatingWebhookConfiguration: only queue-labelled objects of the enabled
-    integrations' kinds, outside system namespaces and our own, are ever sent here, so
-    `failurePolicy: Fail` cannot wedge them."""
-    excluded = sorted({*SYSTEM_NAMESPACES, own_namespace})
+    """Our MutatingWebhookConfiguration for the enabled integrations' kinds, with the
+    selectors of `webhook_selectors`, so `failurePolicy: Fail` cannot wedge what is not
+    managed."""
     chosen = sorted(by_default(enabled).values(), key=lambda f: f.name)
 
     def entry(framework: Framework) -> dict[str, Any]:
@@ -261,12 +384,9 @@ def webhook_configuration(
                     "resources": [resource.plural],
                 }
             ],
-            "objectSelector": {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]},
-            "namespaceSelector": {
-                "matchExpressions": [
-                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded}
-                ]
-            },
+            **webhook_selectors(
+                framework, own_namespace, manage_jobs_without_queue_name, namespace_selector
+            ),
         }
 
     return {

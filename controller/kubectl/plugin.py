@@ -2,6 +2,8 @@
 
     kubectl quotagate list workloads|clusterqueues|localqueues [-n NS | -A] [-o wide|json|yaml]
     kubectl quotagate describe workload NAME [-n NS] [-o json|yaml] [--estimate-cycles N]
+    kubectl quotagate describe job|jobset|rayjob|raycluster|trainjob|mpijob|pod|deployment|
+                               statefulset|leaderworkerset NAME [-n NS] [--config FILE]
     kubectl quotagate whatif --queue LQ [-n NS] [--priority N | --priority-class NAME]
                              --requests cpu=4,memory=8Gi [--count N] [--min-count M]
                              [-o json|yaml]
@@ -80,10 +82,24 @@ def resource_type(text: str) -> str:
         ) from None
 
 
-def _workload_type(text: str) -> str:
-    if resource_type(text) != "workloads":
-        raise argparse.ArgumentTypeError(f'describe supports workloads only, not "{text}"')
-    return "workloads"
+def _describe_type(text: str) -> str:
+    """`workloads`, or the name of the integration whose kind `text` names (job, jobs,
+    jobs.batch, jobset, rayjob, pod, ...)."""
+    from controller.integrations.framework.registry import frameworks
+
+    lowered = text.lower()
+    if _ALIASES.get(lowered) == "workloads":
+        return "workloads"
+    for name, framework in frameworks().items():
+        resource = framework.resource
+        names = {resource.kind.lower(), resource.plural, name}
+        names |= {f"{n}.{resource.group}" for n in (resource.kind.lower(), resource.plural)}
+        if lowered in names:
+            return name
+    raise argparse.ArgumentTypeError(
+        f"describe supports workloads and the kinds of the integrations "
+        f'({", ".join(f.resource.kind.lower() for f in frameworks().values())}), not "{text}"'
+    )
 
 
 def _requests(text: str) -> dict[str, str]:
@@ -168,9 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     describe = commands.add_parser(
         "describe",
         parents=[flags],
-        help="a Workload's queue position, priority, preemptibility, admission, history",
+        help="a Workload's queue position, priority, preemptibility, admission, history; "
+        "or whether a job object is managed, and why",
     )
-    describe.add_argument("resource", type=_workload_type, metavar="workload")
+    describe.add_argument("resource", type=_describe_type, metavar="workload|job|jobset|...")
     describe.add_argument("name")
     describe.add_argument("-o", "--output", choices=("json", "yaml"))
     _config_flag(describe)
@@ -333,6 +350,8 @@ def _snapshot(cluster: Cluster, config_path: str | None) -> Snapshot:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    if args.resource != "workloads":
+        return _describe_job(args)
     cluster, namespace = _open(args)
     obj = cluster.get(WORKLOADS, args.name, namespace)
     now = time.time()
@@ -341,6 +360,37 @@ def _describe(args: argparse.Namespace) -> int:
         print(dump(description, args.output))
     else:
         print(render_description(description, now))
+    return 0
+
+
+def _describe_job(args: argparse.Namespace) -> int:
+    """Whether quotagate manages a job object, and why (controller/kubectl/managed.py)."""
+    from controller.config import ControllerConfig
+    from controller.integrations.framework.registry import frameworks
+    from controller.kube.client import NAMESPACES
+    from controller.kubectl.managed import describe_management, render_management
+
+    framework = frameworks()[args.resource]
+    cluster, namespace = _open(args)
+    obj = cluster.get(framework.resource, args.name, namespace)
+    if args.config is not None:
+        try:
+            config = load_config(Path(args.config))
+        except ConfigError as exc:
+            raise KubectlError(f"error: --config: {exc}", exit_code=2) from None
+        source = f"from --config {args.config}"
+    else:
+        config, source = ControllerConfig(), "the controller's defaults: no --config"
+    try:
+        namespace_labels = (cluster.get(NAMESPACES, namespace).get("metadata") or {}).get("labels")
+    except KubectlError:
+        namespace_labels = None
+    workloads = cluster.list_objects_tolerant(WORKLOADS, namespace)[0]
+    description = describe_management(obj, framework, config, source, namespace_labels, workloads)
+    if args.output:
+        print(dump(description, args.output))
+    else:
+        print(render_management(description))
     return 0
 
 

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from controller import collector
-from controller.config import ConfigError, ControllerConfig, load_config
+from controller.config import ConfigError, ControllerConfig, dotted_keys, dotted_value, load_config
+from controller.config_report import not_implemented
 from controller.kube.process import run_until_done, setup_logging
+
+log = logging.getLogger("controller.config")
 
 
 def add_run_command(commands: Any) -> None:
@@ -22,6 +28,13 @@ def add_run_command(commands: Any) -> None:
     sub.add_argument("--kubeconfig", help="path to a kubeconfig file")
     sub.add_argument(
         "--config", type=Path, help="YAML configuration file (see docs/configuration.md)"
+    )
+    sub.add_argument(
+        "--overrides",
+        type=Path,
+        metavar="FILE",
+        help="settings in quotagate's format applied over --config, as flags are (the chart "
+        "passes its deployment's settings so when --config is a Kueue Configuration)",
     )
     sub.add_argument(
         "--namespace",
@@ -64,6 +77,16 @@ def add_run_command(commands: Any) -> None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """--overrides FILE, then the flags (which win), as dotted keys."""
+    found: dict[str, Any] = {}
+    if args.overrides is not None:
+        try:
+            loaded = yaml.safe_load(args.overrides.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{args.overrides}: cannot read overrides: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{args.overrides}: the overrides must be a mapping")
+        found = {key: dotted_value(loaded, key) for key in dotted_keys(loaded)}
     flags = {
         "namespaces": args.namespaces,
         "metricsPort": args.metrics_port,
@@ -81,34 +104,28 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         flags.update(
             {"webhook.enabled": True, "webhook.address": host or "0.0.0.0", "webhook.port": port}
         )
-    return {key: value for key, value in flags.items() if value is not None}
+    found.update((key, value) for key, value in flags.items() if value is not None)
+    return found
 
 
-def check_integrations(config: ControllerConfig) -> None:
-    """Every configured framework is one quotagate implements (the configuration accepts
-    any of Kueue's names: a Kueue configuration file may list more)."""
-    from controller.integrations.framework.registry import frameworks, unimplemented
-
-    missing = unimplemented(config.integrations.frameworks)
-    if missing:
-        problems = "; ".join(
-            f"integrations.frameworks[{index}]: {name} is a Kueue framework quotagate does not "
-            "implement yet"
-            for index, name in missing
-        )
-        raise ConfigError(
-            f"invalid configuration: {problems} (implemented: {', '.join(frameworks())})"
-        )
+def report_not_implemented(config: ControllerConfig) -> None:
+    """Log, once at start, each field of the configuration quotagate read but does not
+    implement (never fatal: `quotagate config check` lists them too), and how some Kueue
+    fields are read."""
+    for path, why in not_implemented(config):
+        log.warning("configuration field not implemented: %s: %s", path, why)
+    for note in config.notes:
+        log.info("configuration: %s", note)
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, _overrides(args))
-        check_integrations(config)
     except ConfigError as exc:
         print(f"quotagate run: {exc}", file=sys.stderr)
         return 2
     setup_logging(args.log_level)
+    report_not_implemented(config)
     collector.tune()
     from controller.runtime.operator import run_operator
 

@@ -127,6 +127,12 @@ class Controller:
         cls = self.ctx.state.objects.priority_classes.workload_class(name)
         return cls.value if cls is not None else None
 
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        return self.ctx.state.objects.namespaces.get(name)
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool:
+        return f"{namespace}/{name}" in self.ctx.state.objects.local_queues
+
     def priority_of_pod_class(self, name: str) -> int | None:
         cls = self.ctx.state.objects.priority_classes.pod_class(name)
         return cls.value if cls is not None else None

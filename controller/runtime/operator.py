@@ -26,6 +26,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import QUEUE_NAME_LABEL
 from controller.config import ControllerConfig
+from controller.config_report import job_management, not_implemented
 from controller.integrations.framework.reconciler import GenericReconciler
 from controller.integrations.framework.registry import (
     IntegrationSettings,
@@ -47,6 +48,7 @@ from controller.kube.health import Readiness, serve_health
 from controller.kube.informer import MAX_BACKOFF, Informer, WorkloadInformer
 from controller.kube.leader import run_while_leading
 from controller.kube.process import begin_stopping, stop_on_signals
+from controller.runtime.config_metrics import export_not_implemented
 from controller.runtime.controller import Controller
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import FOLLOWER, LEADER, STANDALONE, Metrics
@@ -192,6 +194,7 @@ async def _run(
 ) -> None:
     api = Api(api_client)
     metrics = Metrics()
+    export_not_implemented(metrics.registry, not_implemented(config))
     metrics.set_role(FOLLOWER if config.leader_election.enabled else STANDALONE)
     metrics.serve(config.metrics_port)
     readiness = Readiness("the Workload informer has listed")
@@ -204,16 +207,21 @@ async def _run(
     statuses = QueueStatusWriter(controller.ctx, controller.sync.unsupported)
     controller.sync.object_deletion_listeners.append(statuses.forget)
 
-    enabled = enabled_with_implied(config.integrations.frameworks)
-    settings = IntegrationSettings(tuple(config.integrations.label_keys_to_copy), tuple(enabled))
     known = frameworks()
+    enabled = [n for n in enabled_with_implied(config.integrations.frameworks) if n in known]
+    management = job_management(config)
+    settings = IntegrationSettings(
+        tuple(config.integrations.label_keys_to_copy), tuple(enabled), management
+    )
     integrations = [
         (known[name], known[name].make(api_client, controller, settings)) for name in enabled
     ]
     for _, integration in integrations:
         controller.workload_listeners.append(integration.on_workload_event)
     log.info("integrations enabled: %s", ", ".join(enabled))
-    webhook = WebhookServer(config, api_client, readiness) if config.webhook.enabled else None
+    webhook = (
+        WebhookServer(config, api_client, readiness, controller) if config.webhook.enabled else None
+    )
     if webhook is not None:
         await webhook.start()
     visibility = (
@@ -339,7 +347,10 @@ async def _run(
                     framework.resource,
                     _EventSink(integration.on_object_event, integration.known_keys),
                     namespaces,
-                    label_selector=QUEUED_SELECTOR,
+                    # Unlabelled objects are managed too: the integrations see them all.
+                    label_selector=None
+                    if config.manage_jobs_without_queue_name
+                    else QUEUED_SELECTOR,
                     await_api=True,
                     observer=metrics.watches,
                 ).run(),

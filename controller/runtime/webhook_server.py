@@ -22,8 +22,10 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from controller.config import ControllerConfig
+from controller.config_report import job_management
 from controller.integrations import webhook as webhooks
 from controller.integrations.framework.registry import by_kind, enabled_with_implied
+from controller.integrations.job_management import JobManagement
 from controller.kube.client import API_ERRORS
 from controller.kube.fatal import FatalError
 from controller.kube.health import Readiness
@@ -98,14 +100,17 @@ async def serve(
     reloader: CertReloader,
     enabled: webhooks.Enabled | None = None,
     priority_boost: bool = False,
+    management: JobManagement | None = None,
+    lookup: webhooks.Lookup | None = None,
 ) -> web.AppRunner:
     """Start the HTTPS webhook server for the `enabled` integrations (default: all), one
-    path per kind; returns the runner (call `cleanup()` to stop). `priority_boost`: Kueue's
+    path per kind, applying the job-management rules (`management`, over the cluster
+    `lookup` sees); returns the runner (call `cleanup()` to stop). `priority_boost`: Kueue's
     PriorityBoost gate, under which the Workload's annotation is checked."""
     app = web.Application()
     app[validating_webhook.PRIORITY_BOOST_GATE] = priority_boost
     chosen = webhooks.by_default(enabled)
-    handle = webhooks.handler(chosen)
+    handle = webhooks.handler(chosen, management, lookup)
     for framework in chosen.values():
         app.router.add_post(framework.webhook_path, handle)
     for plural in validating_webhook.KINDS:
@@ -139,8 +144,16 @@ class WebhookServer:
     Secret, or managed by the controller: controller/runtime/certs.py) reloaded whenever
     it changes, and, for local runs, our own MutatingWebhookConfiguration."""
 
-    def __init__(self, config: ControllerConfig, api_client: Any, readiness: Readiness) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        api_client: Any,
+        readiness: Readiness,
+        lookup: webhooks.Lookup | None = None,
+    ) -> None:
         self.config = config
+        self.lookup = lookup
+        self.management = job_management(config)
         self.settings = config.webhook
         self.api_client = api_client
         self.readiness = readiness
@@ -206,6 +219,8 @@ class WebhookServer:
                 self.reloader,
                 self.enabled,
                 self.config.gate("PriorityBoost"),
+                self.management,
+                self.lookup,
             )
         except OSError as exc:
             raise FatalError(
@@ -233,7 +248,12 @@ class WebhookServer:
         url_base = f"https://{self._host()}:{settings.port}"
         admission = aio_client.AdmissionregistrationV1Api(self.api_client)
         mutating = webhooks.webhook_configuration(
-            url_base, ca_bundle, self.config.leader_election.lease_namespace, self.enabled
+            url_base,
+            ca_bundle,
+            self.config.leader_election.lease_namespace,
+            self.enabled,
+            self.config.manage_jobs_without_queue_name,
+            self.config.namespace_selector_spec,
         )
         await _create_or_replace(
             mutating,

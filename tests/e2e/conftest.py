@@ -28,9 +28,11 @@ def webhook_controller_running(
     directory: Path,
     name: str,
     config: dict[str, Any],
+    extra: tuple[str, ...] = (),
 ) -> Iterator[ControllerProcess]:
-    """`quotagate run --config` (with `config`) serving its webhook and registering the
-    MutatingWebhookConfiguration `quotagate`, removed afterwards."""
+    """`quotagate run --config` (with `config`, in quotagate's format or Kueue's) serving its
+    webhook and registering the MutatingWebhookConfiguration `quotagate`, removed
+    afterwards; `extra`: more arguments."""
     try:
         client.CoreV1Api(api_client).create_namespace({"metadata": {"name": "quotagate-system"}})
     except ApiException as exc:
@@ -50,6 +52,7 @@ def webhook_controller_running(
             "--webhook-address",
             f"127.0.0.1:{port}",
             "--webhook-manage-config",
+            *extra,
         ],
     ).start()
     admission = client.AdmissionregistrationV1Api(api_client)

@@ -283,28 +283,28 @@ def test_the_frameworks_list_switches_integrations_on_and_off(
     assert "integrations enabled: batch/job, jobset.x-k8s.io/jobset" in on.log()
 
 
-def test_a_kueue_framework_quotagate_does_not_implement_is_refused(tmp_path: Path) -> None:
-    def run(frameworks: str) -> subprocess.CompletedProcess[str]:
+def test_a_kueue_framework_quotagate_does_not_implement_is_listed_not_fatal(
+    tmp_path: Path,
+) -> None:
+    def check(frameworks: str) -> subprocess.CompletedProcess[str]:
         config = tmp_path / "config.yaml"
         config.write_text(f"integrations:\n  frameworks: {frameworks}\n")
         return subprocess.run(
-            [sys.executable, "-m", "controller", "--config", str(config)],
+            [sys.executable, "-m", "controller.cli", "config", "check", str(config)],
             cwd=REPO,
             capture_output=True,
             text=True,
             timeout=60,
         )
 
-    result = run("[batch/job, ray.io/rayservice]")
-    assert result.returncode == 2
+    result = check("[batch/job, ray.io/rayservice]")
+    assert result.returncode == 0
     assert (
-        "integrations.frameworks[1]: ray.io/rayservice is a Kueue framework quotagate does not "
-        "implement yet (implemented: batch/job, deployment, jobset.x-k8s.io/jobset, "
-        "kubeflow.org/mpijob, leaderworkerset.x-k8s.io/leaderworkerset, pod, ray.io/raycluster, "
-        "ray.io/rayjob, statefulset, trainer.kubeflow.org/trainjob)"
-    ) in result.stderr
-    result = run("[batch/jobs]")
+        "integrations.frameworks[1]: ray.io/rayservice: quotagate has no such integration (it "
+        "has batch/job, deployment, jobset.x-k8s.io/jobset, kubeflow.org/mpijob, "
+        "leaderworkerset.x-k8s.io/leaderworkerset, pod, ray.io/raycluster, ray.io/rayjob, "
+        "statefulset, trainer.kubeflow.org/trainjob); its objects are left alone"
+    ) in result.stdout
+    result = check("[batch/jobs]")
     assert result.returncode == 2
-    assert "integrations.frameworks: Value error, [0]: 'batch/jobs' is not a Kueue framework" in (
-        result.stderr
-    )
+    assert "integrations.frameworks: [0]: 'batch/jobs' is not a Kueue framework" in result.stderr

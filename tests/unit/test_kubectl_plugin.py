@@ -199,7 +199,12 @@ def test_resource_types_and_aliases() -> None:
     ("argv", "complaint"),
     [
         (["list", "pods"], 'unknown resource type "pods"'),
-        (["describe", "clusterqueue", "x"], 'describe supports workloads only, not "clusterqueue"'),
+        (
+            ["describe", "clusterqueue", "x"],
+            "describe supports workloads and the kinds of the integrations (job, deployment, "
+            "jobset, mpijob, leaderworkerset, pod, raycluster, rayjob, statefulset, trainjob), "
+            'not "clusterqueue"',
+        ),
         (["whatif", "--queue", "lq", "--requests", "cpu=1", "--count", "0"], "must be at least 1"),
         (
             [

@@ -39,21 +39,49 @@ readinessProbe:
   periodSeconds: 5
 {{- end -}}
 
-{{/* The enabled integrations as JSON, by name: controller.config.integrations.frameworks
+{{/* Kueue's Configuration file (controller.kueueConfiguration, verbatim) as a dict; empty
+when quotagate's own format (controller.config) is used. */}}
+{{- define "quotagate.kueueConfig" -}}
+{{- if .Values.controller.kueueConfiguration -}}{{- toJson (.Values.controller.kueueConfiguration | fromYaml) -}}{{- else -}}{}{{- end -}}
+{{- end -}}
+
+{{/* The configuration the controller reads: the Kueue file, else controller.config. */}}
+{{- define "quotagate.config" -}}
+{{- if .Values.controller.kueueConfiguration -}}{{- include "quotagate.kueueConfig" . -}}{{- else -}}{{- toJson .Values.controller.config -}}{{- end -}}
+{{- end -}}
+
+{{/* A port from a Kueue bind address (":8443"; "0" = off). */}}
+{{- define "quotagate.bindPort" -}}
+{{- $address := toString . -}}{{- if or (eq $address "0") (eq $address "") -}}0{{- else -}}{{- splitList ":" $address | last -}}{{- end -}}
+{{- end -}}
+
+{{/* The metrics and health ports: from the Kueue file (Kueue's defaults :8443, :8081),
+else the chart's values. */}}
+{{- define "quotagate.metricsPort" -}}
+{{- if .Values.controller.kueueConfiguration -}}{{- $k := include "quotagate.kueueConfig" . | fromJson -}}{{- include "quotagate.bindPort" (dig "metrics" "bindAddress" ":8443" $k) -}}{{- else -}}{{ .Values.controller.config.metricsPort }}{{- end -}}
+{{- end -}}
+{{- define "quotagate.healthPort" -}}
+{{- if .Values.controller.kueueConfiguration -}}{{- $k := include "quotagate.kueueConfig" . | fromJson -}}{{- include "quotagate.bindPort" (dig "health" "healthProbeBindAddress" ":8081" $k) -}}{{- else -}}{{ .Values.controller.healthPort }}{{- end -}}
+{{- end -}}
+{{- define "quotagate.webhookPort" -}}
+{{- if .Values.controller.kueueConfiguration -}}{{- $k := include "quotagate.kueueConfig" . | fromJson -}}{{- dig "webhook" "port" 9443 $k -}}{{- else -}}{{ .Values.webhook.port }}{{- end -}}
+{{- end -}}
+
+{{/* The enabled integrations as JSON, by name: the configuration's integrations.frameworks
 (Kueue's default, batch/job, when empty) and the names they imply, each with its RBAC rules
 and webhook rule from files/integrations.yaml (generated from quotagate's registry). A name
-quotagate does not implement fails the render, as it fails `quotagate run`. */}}
+quotagate does not implement is left out: `quotagate run` lists it as not implemented. */}}
 {{- define "quotagate.integrations" -}}
 {{- $known := .Files.Get "files/integrations.yaml" | fromYaml -}}
-{{- $integrations := .Values.controller.config.integrations | default dict -}}
+{{- $config := include "quotagate.config" . | fromJson -}}
+{{- $integrations := $config.integrations | default dict -}}
 {{- $pending := $integrations.frameworks | default (list "batch/job") -}}
 {{- $names := list -}}
 {{- range $name := $pending -}}
-{{- if not (hasKey $known $name) -}}
-{{- fail (printf "controller.config.integrations.frameworks: %s is not an integration quotagate implements (implemented: %s)" $name (keys $known | sortAlpha | join ", ")) -}}
-{{- end -}}
+{{- if hasKey $known $name -}}
 {{- $names = append $names $name -}}
 {{- range $implied := (get $known $name).implies -}}{{- $names = append $names $implied -}}{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $out := dict -}}
 {{- range $name := ($names | uniq) -}}{{- $_ := set $out $name (get $known $name) -}}{{- end -}}

@@ -201,6 +201,7 @@ def run_cycle(
             workload,
             oracle,
             preempt_while_borrowing=state.fair_sharing is not None,
+            ignore_undeclared=state.resource_rules.ignore_undeclared,
         )
         reduced = None
         if not assignment.fits and can_be_partially_admitted(workload):
@@ -345,6 +346,7 @@ def _partial(
             candidate,
             oracle,
             preempt_while_borrowing=state.fair_sharing is not None,
+            ignore_undeclared=state.resource_rules.ignore_undeclared,
         )
         if assignment.fits or (
             assignment.mode is Mode.PREEMPT

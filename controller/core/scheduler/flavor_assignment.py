@@ -355,8 +355,15 @@ _CONDITION_REASONS = ("WaitingForQuota", "ExceedsMaxQuota", "NoMatchingFlavor")
 _SEVERITY = {Mode.NO_FIT: 0, Mode.PREEMPT: 1, Mode.BORROW: 2, Mode.FIT: 3}
 
 
-def _totals(cq: ClusterQueue, pod_set: PodSet) -> dict[str, int]:
-    totals = {r: v * pod_set.count for r, v in pod_set.requests.items() if v}
+def _totals(cq: ClusterQueue, pod_set: PodSet, ignore_undeclared: bool) -> dict[str, int]:
+    """What the pod set charges; with `quotaCheckStrategy: IgnoreUndeclared`, only the
+    resources the ClusterQueue covers (Kueue skips the others, and charges nothing for
+    them)."""
+    totals = {
+        r: v * pod_set.count
+        for r, v in pod_set.requests.items()
+        if v and (not ignore_undeclared or cq.covers(r))
+    }
     if cq.covers("pods"):
         totals["pods"] = totals.get("pods", 0) + 1000 * pod_set.count
     return totals
@@ -370,11 +377,14 @@ def assign_flavors(
     oracle: PreemptionOracle | None = None,
     *,
     preempt_while_borrowing: bool = False,
+    ignore_undeclared: bool = False,
 ) -> FlavorAssignment:
     """Choose flavors for every podset of `workload` in `cq` against the current usage.
     `preempt_while_borrowing`: fair sharing is on, so a queue that may reclaim within its
     cohort may also preempt for a request beyond its nominal quota (Kueue's
-    `canPreemptWhileBorrowing`)."""
+    `canPreemptWhileBorrowing`). `ignore_undeclared`: Kueue's `quotaCheckStrategy:
+    IgnoreUndeclared`, resources the ClusterQueue does not cover are neither checked nor
+    charged."""
     policy = cq.preemption
     may_preempt_borrowing = policy.borrow_within_cohort is not BorrowWithinCohortPolicy.NEVER or (
         preempt_while_borrowing
@@ -384,7 +394,7 @@ def assign_flavors(
     results: list[PodSetFlavors] = []
     many = len(workload.pod_sets) > 1
     for pod_set in workload.pod_sets:
-        totals = _totals(cq, pod_set)
+        totals = _totals(cq, pod_set, ignore_undeclared)
         chosen: dict[str, str] = {}
         checks: list[ResourceCheck] = []
         mode, level, reasons, severity = Mode.FIT, 0, [], 0

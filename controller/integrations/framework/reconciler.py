@@ -54,7 +54,6 @@ from api.constants import (
     GROUP,
     JOB_UID_LABEL,
     PRIORITY_CLASS_LABEL,
-    QUEUE_NAME_LABEL,
     VERSION,
     QuotaReservedReason,
 )
@@ -132,7 +131,9 @@ class GenericReconciler:
     def on_object_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
-        gone = event_type == "DELETED" or QUEUE_NAME_LABEL not in (meta.get("labels") or {})
+        gone = event_type == "DELETED" or not self.settings.management.manages(
+            obj, self.view.namespace_labels
+        )
         previous = self.objects.pop(key, None) if gone else self.objects.get(key)
         if previous is not None:
             self._forget_prebuilt(key, previous)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubernetes.aio import client as aio_client
@@ -21,6 +21,7 @@ from kubernetes.aio import client as aio_client
 from controller.integrations.framework.admission import ObjectAdmission
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.host import ControllerView
+from controller.integrations.job_management import JobManagement
 from controller.integrations.pod_units import PodWorkload
 from controller.kube.client import Resource
 
@@ -57,12 +58,15 @@ class Rule:
 @dataclass(frozen=True, slots=True)
 class IntegrationSettings:
     """What the configuration tells every integration: Kueue's
-    `integrations.labelKeysToCopy`, and the enabled integrations (with those they imply),
+    `integrations.labelKeysToCopy`, which objects are managed, and the enabled integrations
+    (with those they imply),
     by Kueue's name: a job whose owner is a queued object of one of them is that object's
     (`framework/ancestors.py`)."""
 
     label_keys_to_copy: tuple[str, ...] = ()
     enabled: tuple[str, ...] = ()
+    management: JobManagement = field(default_factory=JobManagement)
+    """Which objects are managed (`manageJobsWithoutQueueName`, `managedJobsNamespaceSelector`)."""
 
 
 class Integration(Protocol):

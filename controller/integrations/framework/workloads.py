@@ -204,9 +204,11 @@ def object_workload(
             "labels": workload_labels,
             "ownerReferences": [owner_reference(obj)],
         },
-        "spec": {"queueName": labels.get(QUEUE_NAME_LABEL), "podSets": pod_sets},
+        "spec": {"podSets": pod_sets},
     }
     spec = body["spec"]
+    if labels.get(QUEUE_NAME_LABEL):  # none: managed without a queue name, not admitted
+        spec["queueName"] = labels[QUEUE_NAME_LABEL]
     if labels.get(PRIORITY_CLASS_LABEL):
         if priority is None:
             raise WorkloadPriorityClassNotFound(labels[PRIORITY_CLASS_LABEL])

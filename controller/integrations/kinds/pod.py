@@ -13,6 +13,7 @@ from controller.integrations.framework.registry import (
     Integration,
     IntegrationSettings,
     Rule,
+    by_kind,
     frameworks,
     register,
 )
@@ -34,8 +35,14 @@ def _integration(
         for name, known in frameworks().items()
         if known.pod_workload is not None
     }
+    job_kinds = {kind for kind, known in by_kind(settings.enabled).items() if known.job is not None}
     return PodIntegration(
-        api_client, view, label_keys_to_copy=settings.label_keys_to_copy, parents=parents
+        api_client,
+        view,
+        label_keys_to_copy=settings.label_keys_to_copy,
+        management=settings.management,
+        job_kinds=job_kinds,
+        parents=parents,
     )
 
 
