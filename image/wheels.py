@@ -14,8 +14,10 @@ what is installed, as `pip check` would, before the layer is written.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from importlib.metadata import distributions
 from pathlib import Path
 
@@ -92,18 +94,27 @@ def download_dependencies(
     return wheels
 
 
+_NOT_SOURCE = shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__")
+"""What a checkout may hold that is not its source: setuptools builds through `build/`, and a
+stale `build/lib` (a module since moved or removed) would go into the wheel."""
+
+
 def build_project_wheel(dest: Path) -> Path:
-    """quotagate's own wheel, built from this checkout with the pinned build backend."""
+    """quotagate's own wheel, built with the pinned build backend from a copy of this
+    checkout's source (never from its leftovers of earlier builds)."""
     dest.mkdir(parents=True, exist_ok=True)
-    _pip(
-        "wheel",
-        "--quiet",
-        "--no-deps",
-        f"--build-constraint={BUILD_CONSTRAINTS}",
-        "-w",
-        str(dest),
-        str(REPO),
-    )
+    with tempfile.TemporaryDirectory(prefix="quotagate-wheel-") as scratch:
+        source = Path(scratch) / "src"
+        shutil.copytree(REPO, source, ignore=_NOT_SOURCE, symlinks=True)
+        _pip(
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            f"--build-constraint={BUILD_CONSTRAINTS}",
+            "-w",
+            str(dest),
+            str(source),
+        )
     [wheel] = dest.glob("quotagate-*.whl")
     return wheel
 
