@@ -93,7 +93,7 @@ def wait_finished_and_returned(kueue: Kueue, namespace: str, workload: str, cq: 
 def check_never_over_committed(watch: QuotaWatch, flavor_a: str, flavor_b: str, cpu_b: int) -> None:
     """The samples of a `two_flavor_queue` test of 1 cpu in flavor a and `cpu_b` in b: never
     more reserved nor running per flavor and node."""
-    assert watch.samples > 10
+    assert watch.observed(), "the quota sampler never saw quota held"
     assert (
         watch.reserved.get(flavor_a, 0) <= 1000 and watch.reserved.get(flavor_b, 0) <= cpu_b * 1000
     )

@@ -69,6 +69,12 @@ class QuotaWatch:
         self.running_total = max(self.running_total, sum(running.values()))
         self.samples += 1
 
+    def observed(self) -> bool:
+        """Whether the sampler ran through the test and saw quota held at least once: the
+        maxima it keeps mean something only then. (Not a count of samples: one sample lists
+        every Workload and pod, and takes longer while the machine is busy.)"""
+        return self.samples >= 2 and any(self.reserved.values())
+
     def _run(self) -> None:
         while not self._stop.wait(0.1):
             self.sample()

@@ -404,7 +404,7 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
             lambda: ray.get("rayclusters", done["status"]["rayClusterName"]) is None,
             what="KubeRay deleting the finished RayJob's cluster",
         )
-    assert watch.samples > 10
+    assert watch.observed(), "the quota sampler never saw quota held"
     assert watch.reserved.get(rf_a, 0) <= 1500 and watch.reserved.get(rf_b, 0) <= 2000
     assert watch.running.get("node-a", 0) <= 1500 and watch.running.get("node-b", 0) <= 2000
 
