@@ -40,7 +40,10 @@ def test_kueues_manager_configuration_is_taken_verbatim(tmp_path: Path) -> None:
     assert config_map["data"]["config.yaml"].strip() == source.read_text().strip()
     (tmp_path / "config.yaml").write_text(config_map["data"]["config.yaml"])
     overrides = yaml.safe_load(config_map["data"]["overrides.yaml"])
-    assert set(overrides) == {"webhook"}  # only what the chart's own objects decide
+    # Only what the chart's own objects decide: its webhook, and the visibility API its
+    # APIService points at (whose port is the file's, Kueue's default 8082).
+    assert set(overrides) == {"webhook", "visibility"}
+    assert overrides["visibility"] == {"enabled": True, "serviceName": "qg-quotagate-visibility"}
     deployment = next(
         d
         for d in docs
@@ -49,7 +52,7 @@ def test_kueues_manager_configuration_is_taken_verbatim(tmp_path: Path) -> None:
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert "--overrides=/etc/quotagate/overrides.yaml" in container["args"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8443, "health": 8081, "webhook": 9443}  # from the file
+    assert ports == {"metrics": 8443, "health": 8081, "webhook": 9443, "visibility": 8082}
     flat = {
         f"webhook.{k}": v for k, v in overrides["webhook"].items() if not isinstance(v, dict)
     } | {

@@ -144,6 +144,28 @@ def test_feature_gates(tmp_path: Path) -> None:
     assert fields(off) == ["featureGates.MultiKueue"]
 
 
+def test_the_priority_boost_and_visibility_gates_and_the_visibility_server(
+    tmp_path: Path,
+) -> None:
+    """Kueue's PriorityBoost (off by default) and VisibilityOnDemand (on) take effect from
+    a Kueue file, and `visibilityServer` says where the visibility API listens."""
+    default = load(tmp_path, {})
+    assert not default.gate("PriorityBoost") and default.gate("VisibilityOnDemand")
+    assert default.visibility.port == 8082
+    config = load(
+        tmp_path,
+        {
+            "featureGates": {"PriorityBoost": True, "VisibilityOnDemand": False},
+            "visibilityServer": {"bindAddress": "127.0.0.1", "bindPort": 9082},
+        },
+        {"visibility.enabled": True},
+    )
+    assert config.gate("PriorityBoost") and not config.gate("VisibilityOnDemand")
+    assert not config.serves_visibility()
+    assert (config.visibility.address, config.visibility.port) == ("127.0.0.1", 9082)
+    assert fields(config) == []
+
+
 def test_quotagates_own_settings_go_under_their_own_key(tmp_path: Path) -> None:
     config = load(
         tmp_path,
@@ -245,7 +267,9 @@ def test_config_check_prints_how_the_file_is_read(capsys: pytest.CaptureFixture[
     assert "Valid:   yes" in out
     assert "Not implemented (5;" in out
     assert "  controller.groupKindConcurrency: per-kind reconcile concurrency" in out
-    assert "  integrations.frameworks[4]: ray.io/rayservice: quotagate has no such integration" in out
+    assert (
+        "  integrations.frameworks[4]: ray.io/rayservice: quotagate has no such integration" in out
+    )
     assert "waitForPodsReady: on with a 30m timeout, Kueue's default" in out
     settings = yaml.safe_load(out.split("Settings (quotagate's format, defaults filled in):\n")[1])
     assert settings["metricsPort"] == 8443

@@ -67,6 +67,12 @@ else the chart's values. */}}
 {{- if .Values.controller.kueueConfiguration -}}{{- $k := include "quotagate.kueueConfig" . | fromJson -}}{{- dig "webhook" "port" 9443 $k -}}{{- else -}}{{ .Values.webhook.port }}{{- end -}}
 {{- end -}}
 
+{{/* The visibility API's port: a Kueue Configuration's visibilityServer.bindPort (Kueue's
+default 8082), else visibility.port. */}}
+{{- define "quotagate.visibilityPort" -}}
+{{- if .Values.controller.kueueConfiguration -}}{{- $k := include "quotagate.kueueConfig" . | fromJson -}}{{- dig "visibilityServer" "bindPort" 8082 $k -}}{{- else -}}{{ .Values.visibility.port }}{{- end -}}
+{{- end -}}
+
 {{/* The enabled integrations as JSON, by name: the configuration's integrations.frameworks
 (Kueue's default, batch/job, when empty) and the names they imply, each with its RBAC rules
 and webhook rule from files/integrations.yaml (generated from quotagate's registry). A name
