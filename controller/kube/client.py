@@ -64,6 +64,7 @@ WORKLOAD_PRIORITY_CLASSES = Resource(
     "WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False
 )
 WORKLOADS = Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True)
+TOPOLOGIES = Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False)
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)
 NAMESPACES = Resource("Namespace", "", "v1", "namespaces", False)
 EVENTS = Resource("Event", "", "v1", "events", True)  # written, never watched
