@@ -87,6 +87,7 @@ from controller.core.scheduler.preemption import (
     preemption_victims,
     settle_nominations,
 )
+from controller.core.scheduler.topology import place_topology
 from controller.core.state import ClusterState
 
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
@@ -291,12 +292,20 @@ def run_cycle(
                 Inadmissible(entry.key, cq.name, WAITING_FOR_PODS_READY, "WaitingForPodsReady")
             )
             continue
+        topology = place_topology(
+            state, cq, workload, ((ps.name, ps.count, ps.flavors) for ps in assignment.pod_sets)
+        )
+        if isinstance(topology, str):  # the quota fits, the nodes do not
+            changed |= _refuse_alike(state, entry, park_alike, topology, "Pending", inadmissible)
+            continue
         admit = Admit.from_assignment(
             entry.key,
             cq.name,
             assignment,
             any(state.cache.quota.borrowing(cq.name, fr, v) for fr, v in assignment.usage.items()),
         )
+        if topology is not None:
+            admit = admit.with_topology(topology)
         state.apply_admit(admit)
         admitted.append(admit)
         if not admit.borrowing:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from controller.core.model.flavors import Taint
 from controller.core.model.selectors import Requirement
+from controller.core.model.topology import TopologyRequest
 from controller.core.model.workloads import Toleration
 from controller.core.tas.snapshot import ONE_POD, Domain, DomainID, TopologySnapshot, count_in
 
@@ -37,18 +38,6 @@ __all__ = [
 ]
 
 _EVALUATED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyRequest:
-    """A pod set's `topologyRequest` (only one of required, preferred, unconstrained)."""
-
-    required: str | None = None
-    preferred: str | None = None
-    unconstrained: bool = False
-    slice_level: str | None = None
-    slice_size: int | None = None
-    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 from api.constants import HOSTNAME_LABEL
 from controller.core.model.flavors import Taint
+from controller.core.model.topology import Node
 
-__all__ = ["ONE_POD", "Domain", "DomainID", "Node", "TopologySnapshot", "count_in"]
+__all__ = ["ONE_POD", "Domain", "DomainID", "TopologySnapshot", "count_in"]
 
 DomainID = tuple[str, ...]
 """A domain's values, from the highest level down to its own. A leaf is also known by its
@@ -27,18 +28,6 @@ level is the node (node names are unique), else the whole path."""
 
 ONE_POD = 1000
 """What one pod takes of a node's `pods` allocatable, in milli-units."""
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A node as the TAS view reads it (milli-units)."""
-
-    name: str
-    labels: Mapping[str, str]
-    allocatable: Mapping[str, int]
-    ready: bool = True
-    unschedulable: bool = False
-    taints: tuple[Taint, ...] = ()
 
 
 @dataclass(slots=True, eq=False)

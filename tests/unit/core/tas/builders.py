@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from api.constants import HOSTNAME_LABEL
 from api.quantities import parse_quantity
 from controller.core.model.flavors import Taint
+from controller.core.model.topology import Node, TopologyRequest
 from controller.core.model.workloads import Toleration
-from controller.core.tas.assignment import PodSetRequest, TopologyRequest
-from controller.core.tas.snapshot import Node, TopologySnapshot
+from controller.core.tas.assignment import PodSetRequest
+from controller.core.tas.snapshot import TopologySnapshot
 
 BLOCK = "cloud.com/topology-block"
 RACK = "cloud.com/topology-rack"

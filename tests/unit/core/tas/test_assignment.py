@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from controller.core.model.flavors import Taint
+from controller.core.model.topology import Node
 from controller.core.model.workloads import Toleration
 from controller.core.tas.assignment import PodSetRequest, find_assignments
-from controller.core.tas.snapshot import Node
 from tests.unit.core.tas.builders import (
     BINARY_TREE_NODES,
     BLOCK,
