@@ -83,7 +83,7 @@ log = logging.getLogger(__name__)
 JSON_PATCH = "application/json-patch+json"
 
 
-def _patch_did_not_apply(exc: ApiException) -> bool:
+def patch_did_not_apply(exc: ApiException) -> bool:
     """A 422 for a JSON patch that could not be applied (a failed `test`, a missing path):
     json-patch's "test failed" in the message, or Kubernetes' bare "Invalid" without the
     field causes a validation error has."""
@@ -452,6 +452,6 @@ class PodIntegration:
             # not apply (Kubernetes 1.36 leaves out json-patch's "test failed"); a refusal of
             # the patched pod names its causes, and it, like any other refusal (an admission
             # policy, say), is retried.
-            if exc.status != 422 or not _patch_did_not_apply(exc):
+            if exc.status != 422 or not patch_did_not_apply(exc):
                 raise
             log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)

@@ -52,7 +52,7 @@ class Sink(Protocol):
 
 class Informer:
     """List + watch one resource (all namespaces, or the listed ones; only the objects
-    matching `label_selector`, filtered by the server) into `sink`."""
+    matching `label_selector` and `field_selector`, filtered by the server) into `sink`."""
 
     def __init__(
         self,
@@ -64,8 +64,10 @@ class Informer:
         watch_timeout: int = 300,
         on_listed: Callable[[], None] | None = None,
         await_api: bool = False,
+        field_selector: str | None = None,
     ) -> None:
         self.api = Api(api_client)
+        self.field_selector = field_selector
         self.resource = resource
         self.sink = sink
         self.namespaces = namespaces or []
@@ -136,7 +138,14 @@ class Informer:
     async def _relist(self, namespace: str | None) -> str:
         resource = self.resource
         collection = Api.path(resource, None, namespace)
-        params = {"labelSelector": self.label_selector} if self.label_selector else None
+        params = {
+            key: value
+            for key, value in (
+                ("labelSelector", self.label_selector),
+                ("fieldSelector", self.field_selector),
+            )
+            if value
+        } or None
         listing: Any = await retrying(lambda: self.api.request("GET", collection, params=params))
         present: set[str] = set()
         for item in listing.get("items") or ():
@@ -166,6 +175,7 @@ class Informer:
             resource_version=version,
             label_selector=self.label_selector,
             timeout_seconds=self.watch_timeout,
+            field_selector=self.field_selector,
         ):
             version = str((body.get("metadata") or {}).get("resourceVersion") or version)
             if kind == "BOOKMARK":

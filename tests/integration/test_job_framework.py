@@ -158,11 +158,13 @@ def test_label_keys_to_copy_and_a_topology_request_reach_the_workload(
         "required": "cloud.com/rack",
         "podIndexLabel": "batch.kubernetes.io/job-completion-index",
     }
-    reported = wait_for(
-        lambda: condition(kueue.get_workload(namespace, "job-labelled"), "UnsupportedFields"),
-        what="the topologyRequest reported",
+    # its flavor has no topology: a pod set asking for one stays pending (Kueue's rule)
+    pending = wait_for(
+        lambda: condition(kueue.get_workload(namespace, "job-labelled"), "QuotaReserved"),
+        what="the Workload's QuotaReserved=False",
     )
-    assert reported["message"].startswith("spec.podSets[0].topologyRequest: ")
+    assert pending["status"] == "False"
+    assert f'Flavor "{namespace}-rf" does not support TopologyAwareScheduling' in pending["message"]
 
 
 def test_a_job_runs_under_its_prebuilt_workload(

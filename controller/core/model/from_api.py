@@ -155,12 +155,24 @@ def _topology_request(r: FieldReader, obj: Any, path: str) -> TopologyRequest | 
     if obj is None:
         return None
     tr = r.obj(obj, path)
+    slice_level = _text_or_none(tr.get("podSetSliceRequiredTopology"))
+    slice_size = r.integer(tr.get("podSetSliceSize"), f"{path}.podSetSliceSize")
+    layers = r.seq(
+        tr.get("podsetSliceRequiredTopologyConstraints"),
+        f"{path}.podsetSliceRequiredTopologyConstraints",
+    )
+    if slice_level is None and layers:  # the outermost layer (more are reported)
+        first = r.obj(layers[0], f"{path}.podsetSliceRequiredTopologyConstraints[0]")
+        slice_level = _text_or_none(first.get("topology"))
+        slice_size = r.integer(
+            first.get("size"), f"{path}.podsetSliceRequiredTopologyConstraints[0].size"
+        )
     request = TopologyRequest(
         _text_or_none(tr.get("required")),
         _text_or_none(tr.get("preferred")),
         tr.get("unconstrained") is True,
-        _text_or_none(tr.get("podSetSliceRequiredTopology")),
-        r.integer(tr.get("podSetSliceSize"), f"{path}.podSetSliceSize"),
+        slice_level,
+        slice_size,
         _text_or_none(tr.get("podSetGroupName")),
     )
     return request if request.explicit or request.group is not None else None

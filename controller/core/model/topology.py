@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # flavors import workloads, which import this module
     from controller.core.model.flavors import Taint
 
-__all__ = ["Node", "Topology", "TopologyRequest"]
+__all__ = ["Node", "Topology", "TopologyRequest", "is_tas_pod"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +55,19 @@ class Node:
     ready: bool = True
     unschedulable: bool = False
     taints: tuple[Taint, ...] = field(default=())
+
+
+_TAS_POD_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+)
+
+
+def is_tas_pod(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod is placed by topology-aware scheduling (Kueue's `IsTAS`: its
+    template asked for a topology), so that its usage is the admission's, not the node's."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return any(key in annotations for key in _TAS_POD_ANNOTATIONS)
