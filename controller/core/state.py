@@ -135,12 +135,24 @@ class ClusterState:
     def set_node(self, node: Node) -> None:
         if self.tas.nodes.get(node.name) == node:
             return
+        was_ready = (old := self.tas.nodes.get(node.name)) is not None and old.ready
         self.tas.set_node(node)
+        if was_ready and not node.ready:
+            self._node_failed(node.name, "is not ready")
         self._retry_tas()
 
     def remove_node(self, name: str) -> None:
         self.tas.remove_node(name)
+        self._node_failed(name, "was deleted")
         self._retry_tas()
+
+    def _node_failed(self, name: str, what: str) -> None:
+        """Evict the TAS Workloads with pods assigned to a failed node, to be placed again
+        (Kueue's eviction for `NodeFailures`, without its replacement in the same domain)."""
+        for key in self.tas.workloads_on(name):
+            self._request_eviction(
+                key, "NodeFailures", f"Workload was evicted as node {name} {what}"
+            )
 
     def set_pod(self, key: str, node: str, requests: Mapping[str, int]) -> None:
         """A running pod that is not a TAS pod, on `node` (its usage counts in the view)."""

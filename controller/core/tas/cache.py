@@ -152,5 +152,14 @@ class TASCache:
         self._views[flavor_name] = view
         return view
 
+    def workloads_on(self, node: str) -> list[WorkloadKey]:
+        """The TAS Workloads holding quota with pods assigned to `node` (assignments at
+        the hostname level name nodes)."""
+        return sorted(
+            key
+            for key, taken in self._workloads.items()
+            if any((node,) in usage for usage in taken.values())
+        )
+
     def flavors_of(self, topology: str) -> list[str]:
         return [name for name, f in self._flavors.items() if f.topology_name == topology]
