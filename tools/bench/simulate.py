@@ -171,7 +171,8 @@ def lower_bound(jobs: list[Job], capacity: dict[str, int]) -> float:
 
 def decision_line(now: float, result: CycleResult) -> str:
     """One cycle's decisions as a JSON line, in the cycle's order: the admissions (with
-    their ClusterQueue, flavors and counts, and whether they borrow), the preemptions and
+    their ClusterQueue, flavors and counts, a TAS pod set's topologyAssignment, and
+    whether they borrow), the preemptions and
     their victims, the evictions, the heads requeued and the refusals with their reasons.
     Two engines that decide alike write the same lines."""
     return json.dumps(
@@ -182,7 +183,15 @@ def decision_line(now: float, result: CycleResult) -> str:
                     a.workload_key,
                     a.cluster_queue,
                     a.borrowing,
-                    [[ps.name, ps.count, sorted(ps.flavors.items())] for ps in a.pod_sets],
+                    [
+                        [
+                            ps.name,
+                            ps.count,
+                            sorted(ps.flavors.items()),
+                            *([ps.topology_assignment] if ps.topology_assignment else []),
+                        ]
+                        for ps in a.pod_sets
+                    ],
                 ]
                 for a in result.admitted
             ],
