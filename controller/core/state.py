@@ -97,6 +97,8 @@ class ClusterState:
             self.set_namespace(obj.name, obj.labels)
         elif isinstance(obj, Topology):
             self.set_topology(obj)
+        elif isinstance(obj, Node):
+            self.set_node(obj)
         else:
             self.upsert_workload(obj)
 

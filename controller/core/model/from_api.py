@@ -56,7 +56,7 @@ from controller.core.model.priorities import (
     WorkloadPriorityClass,
 )
 from controller.core.model.requests import Container, pod_requests
-from controller.core.model.topology import Topology, TopologyRequest
+from controller.core.model.topology import Node, Topology, TopologyRequest
 from controller.core.model.unsupported import admission_check_names
 from controller.core.model.workloads import ConditionState, PodSet, PriorityClassRef, Workload
 
@@ -95,6 +95,7 @@ CoreObject = (
     | Namespace
     | Workload
     | Topology
+    | Node
 )
 
 

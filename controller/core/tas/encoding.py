@@ -12,7 +12,7 @@ from typing import Any
 
 from controller.core.tas.assignment import Assignment
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "describe", "encode"]
 
 
 def _common_prefix(values: Sequence[str]) -> str:
@@ -86,3 +86,11 @@ def decode(data: Mapping[str, Any]) -> Assignment:
         for i in range(n):
             domains.append((tuple(column[i] for column in columns), counts[i]))
     return Assignment(levels, tuple(domains))
+
+
+def describe(data: Mapping[str, Any]) -> str:
+    """A topologyAssignment in one line, for people: each domain's values (joined by `/`)
+    and its pod count, e.g. `kubernetes.io/hostname: h1×3, h2×1`."""
+    assignment = decode(data)
+    domains = ", ".join(f"{'/'.join(values)}×{count}" for values, count in assignment.domains)
+    return f"{'/'.join(assignment.levels)}: {domains}"
