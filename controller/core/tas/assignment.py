@@ -3,7 +3,7 @@
 `TASProfileMixed` on, `TASBalancedPlacement` and `TASRespectNodeAffinityPreferred` off).
 
 1. Count, for every domain, how many pods (and slices) of the request fit: a leaf by its
-   free capacity, a parent as the sum of its children.
+   free capacity, a parent as the sum of its children (`counts.py`).
 2. Find the level and the domains: at the requested level, the domain with the most room,
    then the tightest one that still holds every slice ("fewest domains, then best fit").
    `required` fails there; `preferred` walks up a level at a time and, at the top, spreads
@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from controller.core.model.flavors import Taint
 from controller.core.model.selectors import Requirement
 from controller.core.model.topology import TopologyRequest
 from controller.core.model.workloads import Toleration
-from controller.core.tas.snapshot import ONE_POD, Domain, DomainID, TopologySnapshot, count_in
+from controller.core.tas.counts import SearchState, fill_counts, with_pod
+from controller.core.tas.snapshot import Domain, DomainID, TopologySnapshot
 
 __all__ = [
     "Assignment",
@@ -36,8 +36,6 @@ __all__ = [
     "find_assignments",
     "usage_of",
 ]
-
-_EVALUATED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,163 +67,11 @@ class Assignment:
         return sum(count for _, count in self.domains)
 
 
-@dataclass(slots=True)
-class _Exclusions:
-    """Why nodes were left out (Kueue's `tasExclusionStats`), for the not-fit message."""
-
-    total_nodes: int = 0
-    node_selector: int = 0
-    affinity: int = 0
-    taints: dict[str, int] = field(default_factory=dict)
-    resources: dict[str, int] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        reasons = []
-        if self.node_selector:
-            reasons.append(f"nodeSelector: {self.node_selector}")
-        if self.affinity:
-            reasons.append(f"affinity: {self.affinity}")
-        reasons += [f'taint "{taint}": {n}' for taint, n in self.taints.items()]
-        reasons += [f'resource "{name}": {n}' for name, n in self.resources.items()]
-        return ", ".join(sorted(reasons))
-
-
-@dataclass(slots=True)
-class _State:
-    count: int
-    slice_size: int = 1
-    leader_count: int = 0
-    required: bool = False
-    unconstrained: bool = False
-    level: int = 0
-    slice_level: int = 0
-    excluded: _Exclusions = field(default_factory=_Exclusions)
-
-
-def _with_pod(requests: Mapping[str, int]) -> dict[str, int]:
-    out = dict(requests)
-    out["pods"] = out.get("pods", 0) + ONE_POD
-    return out
-
-
-def _untolerated(domain: Domain, tolerations: Sequence[Toleration]) -> Taint | None:
-    for taint in domain.taints:
-        if taint.effect in _EVALUATED_EFFECTS and not any(
-            t.tolerates(taint.key, taint.value, taint.effect) for t in tolerations
-        ):
-            return taint
-    return None
-
-
-def _shown(taint: Taint) -> str:
-    """`corev1.Taint.ToString`."""
-    if taint.value:
-        return f"{taint.key}={taint.value}:{taint.effect}"
-    return f"{taint.key}:{taint.effect}"
-
-
-def count_with_limit(requests: Mapping[str, int], free: Mapping[str, int]) -> tuple[int, str]:
-    """How many pods fit and the resource that limits it (ties: the first by name)."""
-    best: tuple[int, str] | None = None
-    for name, amount in requests.items():
-        fits = (1 << 31) - 1 if amount == 0 else max(free.get(name, 0) // amount, 0)
-        if best is None or (fits, name) < best:
-            best = (fits, name)
-    return best if best is not None else (0, "")
-
-
-def _excluded(leaf: Domain, request: PodSetRequest, excluded: _Exclusions) -> bool:
-    """Whether a node leaf is left out for this pod set (its taints first, then its
-    labels), counted in `excluded`."""
-    taint = _untolerated(leaf, request.tolerations)
-    if taint is not None:
-        key = _shown(taint)
-        excluded.taints[key] = excluded.taints.get(key, 0) + 1
-        return True
-    if any(leaf.labels.get(k) != v for k, v in request.node_selector.items()):
-        excluded.node_selector += 1
-        return True
-    if request.affinity_terms and not any(
-        all(requirement.matches(leaf.labels) for requirement in term)
-        for term in request.affinity_terms
-    ):
-        excluded.affinity += 1
-        return True
-    return False
-
-
 class _Placement:
     """One call of the search over a snapshot (the snapshot's counts are its scratch)."""
 
     def __init__(self, snapshot: TopologySnapshot) -> None:
         self.s = snapshot
-
-    # --- phase 1: counts ---------------------------------------------------------------
-
-    def fill_counts(
-        self,
-        workers: PodSetRequest,
-        leader: PodSetRequest | None,
-        state: _State,
-        assumed: Mapping[DomainID, Mapping[str, int]],
-    ) -> None:
-        requests = _with_pod(workers.requests)
-        leader_requests = _with_pod(leader.requests) if leader is not None else None
-        for level in self.s.domains_per_level:
-            for domain in level.values():
-                domain.reset()
-        excluded = state.excluded
-        excluded.total_nodes += len(self.s.leaves)
-        for leaf in self.s.leaves.values():
-            if self.s.lowest_is_node and _excluded(leaf, workers, excluded):
-                continue
-            free = dict(leaf.free)
-            for name, amount in (assumed.get(leaf.key) or {}).items():
-                free[name] = free.get(name, 0) - amount
-            leaf.pod_count, limit = count_with_limit(requests, free)
-            if leaf.pod_count == 0 and limit:
-                excluded.resources[limit] = excluded.resources.get(limit, 0) + 1
-            if leader_requests is not None and count_in(leader_requests, free) > 0:
-                leaf.leader_count = 1
-                for name, amount in leader_requests.items():
-                    free[name] = free.get(name, 0) - amount
-            leaf.pod_count_with_leader = count_in(requests, free)
-        for root in self.s.roots:
-            self._fill(root, state, 0)
-
-    def _fill(self, domain: Domain, state: _State, level: int) -> None:
-        if not domain.children:
-            if level == state.slice_level:
-                domain.slice_count = domain.pod_count // state.slice_size
-                domain.slice_count_with_leader = domain.pod_count_with_leader // state.slice_size
-            return
-        pods = slices = leader_count = 0
-        contributes = False
-        min_pod_gap = min_slice_gap = 1 << 62
-        for child in domain.children:
-            self._fill(child, state, level + 1)
-            pods += child.pod_count
-            slices += child.slice_count
-            if state.leader_count == 0 or child.leader_count > 0:
-                contributes = True
-                min_pod_gap = min(min_pod_gap, child.pod_count - child.pod_count_with_leader)
-                min_slice_gap = min(
-                    min_slice_gap, child.slice_count - child.slice_count_with_leader
-                )
-            leader_count = max(leader_count, child.leader_count)
-        domain.pod_count = pods
-        slices_with_leader = 0
-        if contributes:
-            domain.pod_count_with_leader = pods - min_pod_gap
-            slices_with_leader = slices - min_slice_gap
-        else:
-            domain.pod_count_with_leader = 0
-        domain.leader_count = leader_count
-        if level == state.slice_level:
-            slices = domain.pod_count // state.slice_size
-            slices_with_leader = domain.pod_count_with_leader // state.slice_size
-        domain.slice_count = slices
-        domain.slice_count_with_leader = slices_with_leader
 
     # --- ordering --------------------------------------------------------------------------
 
@@ -264,7 +110,7 @@ class _Placement:
 
     # --- phase 2a: the level -------------------------------------------------------------
 
-    def find_level(self, level: int, state: _State) -> tuple[int, list[Domain]] | str:
+    def find_level(self, level: int, state: SearchState) -> tuple[int, list[Domain]] | str:
         by_id = self.s.domains_per_level[level]
         if not by_id:
             return f"no topology domains at level: {self.s.levels[level]}"
@@ -298,7 +144,7 @@ class _Placement:
         return self.spread(level, ordered, slice_count, state)
 
     def spread(
-        self, level: int, ordered: list[Domain], slice_count: int, state: _State
+        self, level: int, ordered: list[Domain], slice_count: int, state: SearchState
     ) -> tuple[int, list[Domain]] | str:
         """At the top (or, unconstrained, at the lowest level): as few domains as hold it."""
         best_fit = not state.unconstrained
@@ -331,7 +177,7 @@ class _Placement:
             return self.not_fit(slice_count - remaining, slice_count, state)
         return level, results
 
-    def not_fit(self, fit: int, wanted: int, state: _State) -> str:
+    def not_fit(self, fit: int, wanted: int, state: SearchState) -> str:
         unit = "pod" if state.slice_size == 1 else "slice"
         name = f'"{self.s.topology}"'
         if fit <= 0:
@@ -437,7 +283,7 @@ class _Placement:
         else:
             domain.pod_count = value
 
-    def walk_down(self, fit: list[Domain], fit_level: int, state: _State) -> list[Domain]:
+    def walk_down(self, fit: list[Domain], fit_level: int, state: SearchState) -> list[Domain]:
         current = self.minimum(
             fit, state.count, state.leader_count, state.slice_size, state.unconstrained, True
         )
@@ -496,7 +342,7 @@ def find_assignment(
     why they fit nowhere (Kueue's messages). `assumed` is usage already promised in this
     cycle, per leaf."""
     topology = workers.topology
-    state = _State(count=workers.count, leader_count=1 if leader is not None else 0)
+    state = SearchState(count=workers.count, leader_count=1 if leader is not None else 0)
     if topology.slice_level is not None:
         if not topology.slice_size or topology.slice_size <= 0:
             return "slice topology requested, but slice size not provided"
@@ -523,7 +369,7 @@ def find_assignment(
         return f"podset slice topology {slice_key} is above the podset topology {key}"
     state.slice_level = slice_level
     placement = _Placement(snapshot)
-    placement.fill_counts(workers, leader, state, assumed or {})
+    fill_counts(snapshot, workers, leader, state, assumed or {})
     found = placement.find_level(level, state)
     if isinstance(found, str):
         return found
@@ -544,7 +390,7 @@ def find_assignment(
 
 def usage_of(assignment: Assignment, requests: Mapping[str, int]) -> dict[DomainID, dict[str, int]]:
     """What an assignment takes from each leaf: its pods' requests and the pods."""
-    pod = _with_pod(requests)
+    pod = with_pod(requests)
     return {
         values: {name: amount * count for name, amount in pod.items()}
         for values, count in assignment.domains
