@@ -17,13 +17,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubernetes.aio import client as aio_client
-from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import POD_SET_LABEL, TOPOLOGY_SCHEDULING_GATE, WORKLOAD_ANNOTATION
 from controller.core.tas.encoding import decode
 from controller.integrations.host import ControllerView
 from controller.integrations.pod_units import ungate_patch
-from controller.integrations.pods import JSON_PATCH, patch_did_not_apply
+from controller.integrations.pods import ungate_pod
 from controller.integrations.serial import SerialReconciler
 
 __all__ = ["TopologyUngater", "ungate_plan"]
@@ -142,19 +141,4 @@ class TopologyUngater:
         for pod, selector in ungate_plan(workload, pods):
             patch = ungate_patch(pod, selector, (), TOPOLOGY_SCHEDULING_GATE)
             if patch:
-                await self._patch(pod, patch)
-
-    async def _patch(self, pod: Mapping[str, Any], patch: list[dict[str, Any]]) -> None:
-        meta = pod.get("metadata") or {}
-        try:
-            await self.core.patch_namespaced_pod(
-                meta["name"],
-                meta["namespace"],
-                patch,
-                field_manager="quotagate",
-                _content_type=JSON_PATCH,
-            )
-        except ApiException as exc:
-            if exc.status != 422 or not patch_did_not_apply(exc):
-                raise
-            log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)
+                await ungate_pod(self.core, pod, patch)

@@ -24,6 +24,7 @@ from tests.integration.kueue import (
     condition,
     flavor,
     local_queue,
+    maybe_workload,
 )
 
 BLOCK, RACK, HOST = "cloud.com/topology-block", "cloud.com/topology-rack", "kubernetes.io/hostname"
@@ -70,15 +71,6 @@ def rack_job(name: str, pods: int) -> dict[str, Any]:
     return job
 
 
-def workload(kueue: Kueue, namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        return kueue.get_workload(namespace, name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
 def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     webhook_controller: ControllerProcess,
     tas_nodes: list[str],
@@ -101,7 +93,7 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     batch.create_namespaced_job(namespace, rack_job("fits", 4))
     admitted = wait_for(
         lambda: (
-            (w := workload(kueue, namespace, "job-fits"))
+            (w := maybe_workload(kueue, namespace, "job-fits"))
             and w.get("status", {}).get("admission")
             and w
         ),
@@ -128,7 +120,7 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     batch.create_namespaced_job(namespace, rack_job("too-big", 5))
     pending = wait_for(
         lambda: (
-            (w := workload(kueue, namespace, "job-too-big"))
+            (w := maybe_workload(kueue, namespace, "job-too-big"))
             and (c := condition(w, "QuotaReserved"))
             and c["status"] == "False"
             and "topology" in c["message"]
