@@ -179,3 +179,10 @@ def test_a_node_going_not_ready_evicts_and_ready_nodes_do_not() -> None:
     state.set_node(replace(state.tas.nodes[host], ready=False))
     [evict] = run_cycle(state, 0).evicted
     assert evict.message == f"Workload was evicted as node {host} is not ready"
+
+
+def test_a_preferred_workload_is_not_parked_with_a_required_one_that_fits_no_rack() -> None:
+    first = replace(tas_wl("required", 9, required=RACK), creation_timestamp=-1.0)
+    state = add(tas_cluster(), first, tas_wl("preferred", 9, preferred=RACK))
+    settle(state)
+    assert set(state.cache.admitted) == {"ns/preferred"}  # two racks of one block
