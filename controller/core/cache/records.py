@@ -95,7 +95,6 @@ class WorkloadRecord:
                         tuple(sorted(ps.node_selector.items())),
                         ps.affinity_terms,
                         ps.tolerations,
-                        ps.topology,
                     )
                     for ps in workload.pod_sets
                 ),

@@ -20,7 +20,7 @@ from controller.core.tas.assignment import PodSetRequest, find_assignments
 from controller.core.tas.encoding import encode
 from controller.core.tas.snapshot import TopologySnapshot
 
-__all__ = ["place_topology"]
+__all__ = ["Chosen", "place_topology", "tas_requests"]
 
 _IMPLIED = TopologyRequest()
 
@@ -62,17 +62,15 @@ Chosen = Iterable[tuple[str, int, Mapping[str, str]]]
 """Each pod set's name, pod count and flavors (resource → flavor), as assigned."""
 
 
-def place_topology(
+def tas_requests(
     state: ClusterState, cq: ClusterQueue, workload: Workload, chosen: Chosen
-) -> dict[str, Mapping[str, Any]] | str | None:
-    """The `topologyAssignment` of each pod set in a TAS flavor, why they do not fit, or
-    None when no pod set uses a TAS flavor (nothing to do)."""
-    tas = state.tas
+) -> dict[str, list[PodSetRequest]]:
+    """The pod sets assigned a TAS flavor, as placement requests, by flavor."""
     by_flavor: dict[str, list[PodSetRequest]] = {}
     implied = None
     pod_sets = {ps.name: ps for ps in workload.pod_sets}
     for name, count, flavors in chosen:
-        flavor_name = tas.tas_flavor_of(flavors.values())
+        flavor_name = state.tas.tas_flavor_of(flavors.values())
         if flavor_name is None:
             continue
         pod_set = replace(pod_sets[name], count=count)
@@ -82,11 +80,20 @@ def place_topology(
         flavor = state.objects.flavors[flavor_name]
         request = _request(pod_set, flavor.tolerations, not explicit and implied)
         by_flavor.setdefault(flavor_name, []).append(request)
+    return by_flavor
+
+
+def place_topology(
+    state: ClusterState, cq: ClusterQueue, workload: Workload, chosen: Chosen
+) -> dict[str, Mapping[str, Any]] | str | None:
+    """The `topologyAssignment` of each pod set in a TAS flavor, why they do not fit, or
+    None when no pod set uses a TAS flavor (nothing to do)."""
+    by_flavor = tas_requests(state, cq, workload, chosen)
     if not by_flavor:
         return None
     out: dict[str, Mapping[str, Any]] = {}
     for flavor_name, requests in by_flavor.items():
-        view = tas.view(flavor_name)
+        view = state.tas.view(flavor_name)
         if isinstance(view, str):
             return view
         found, reason = find_assignments(view, requests)

@@ -152,6 +152,14 @@ class TASCache:
         self._views[flavor_name] = view
         return view
 
+    def usage_of(self, key: WorkloadKey, flavor: str) -> Mapping[DomainID, Mapping[str, int]]:
+        """What an admitted Workload takes from each leaf of a flavor's view."""
+        return self._workloads.get(key, {}).get(flavor, {})
+
+    def workloads_in(self, flavor: str) -> list[WorkloadKey]:
+        """The admitted TAS Workloads with pods in a flavor's nodes."""
+        return sorted(key for key, taken in self._workloads.items() if flavor in taken)
+
     def workloads_on(self, node: str) -> list[WorkloadKey]:
         """The TAS Workloads holding quota with pods assigned to `node` (assignments at
         the hostname level name nodes)."""

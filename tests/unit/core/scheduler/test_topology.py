@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from api.constants import WithinClusterQueuePolicy
 from api.workload_status import Admission, PodSetShape, admission_from_api, admission_to_api
+from controller.core.model.clusterqueues import PreemptionPolicy
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.topology import Topology, TopologyRequest
 from controller.core.model.workloads import PodSet, Workload
@@ -20,11 +22,14 @@ from tests.unit.core.tas.builders import BLOCK, HOST, RACK, THREE_LEVELS, node
 TAS = ResourceFlavor("tas", {"pool": "tas"}, topology_name="default")
 
 
-def tas_cluster(quota: str = "100", tas_only: bool = True) -> ClusterState:
+def tas_cluster(
+    quota: str = "100", tas_only: bool = True, within: str = "LowerPriority"
+) -> ClusterState:
     flavors: dict[str, dict[str, str]] = {"tas": {"cpu": quota}}
     if not tas_only:
         flavors = {"plain": {"cpu": quota}, **flavors}
-    state = cluster(cq("cq", flavors), flavors=[TAS, "plain"])
+    policy = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy(within))
+    state = cluster(cq("cq", flavors, preemption=policy), flavors=[TAS, "plain"])
     state.set_topology(Topology("default", THREE_LEVELS))
     for b in ("b1", "b2"):
         for r in ("r1", "r2"):
@@ -186,3 +191,65 @@ def test_a_preferred_workload_is_not_parked_with_a_required_one_that_fits_no_rac
     state = add(tas_cluster(), first, tas_wl("preferred", 9, preferred=RACK))
     settle(state)
     assert set(state.cache.admitted) == {"ns/preferred"}  # two racks of one block
+
+
+def _host_wl(name: str, priority: int, cost: int = 0) -> Workload:
+    return replace(tas_wl(name, 4, cpu="1", required=HOST), priority=priority, preemption_cost=cost)
+
+
+def test_tas_preemption_frees_the_cheapest_rack_not_quota_somewhere() -> None:
+    """Every host is full (one 4-pod Workload each). A rack-wide Workload of higher priority
+    preempts the two Workloads of the rack whose victims are cheapest: lowest priority
+    first, then lowest preemption cost."""
+    state = tas_cluster()
+    priorities = {"b1-r1": 5, "b1-r2": 2, "b2-r1": 5, "b2-r2": 2}
+    costs = {"b1-r2": 10, "b2-r2": 0}
+    for rack, priority in priorities.items():
+        for host in ("h1", "h2"):
+            add(state, _host_wl(f"{rack}-{host}", priority, costs.get(rack, 0)))
+            settle(state)
+    hosts = {key: next(iter(domains(state, key))) for key in state.cache.admitted}
+    add(state, replace(tas_wl("big", 8, required=RACK), priority=10))
+    result = run_cycle(state, 0)
+    [preempt] = result.preempting
+    victims = {v.workload_key for v in preempt.victims}
+    assert len(victims) == 2
+    racks = {hosts[k].rsplit("-", 1)[0] for k in victims}
+    assert racks == {"b2-r2"}  # priority 2 and cost 0 beats priority 2 and cost 10
+    for key in victims:  # the victims leave; the preemptor lands in that rack
+        state.release(key, requeue=False)
+    settle(state)
+    assert {h.rsplit("-", 1)[0] for h in domains(state, "ns/big")} == {"b2-r2"}
+
+
+def test_tas_preemption_takes_only_the_victims_the_fit_needs() -> None:
+    state = tas_cluster()
+    for rack in ("b1-r1", "b1-r2", "b2-r1", "b2-r2"):
+        for host in ("h1", "h2"):
+            add(state, _host_wl(f"{rack}-{host}", 1))
+            settle(state)
+    add(state, replace(tas_wl("half", 4, required=RACK), priority=10))
+    [preempt] = run_cycle(state, 0).preempting
+    assert len(preempt.victims) == 1  # one host of a rack frees 4 cpus
+
+
+def test_no_tas_preemption_of_equal_or_higher_priority() -> None:
+    state = tas_cluster()
+    for rack in ("b1-r1", "b1-r2", "b2-r1", "b2-r2"):
+        for host in ("h1", "h2"):
+            add(state, _host_wl(f"{rack}-{host}", 10))
+            settle(state)
+    add(state, replace(tas_wl("big", 8, required=RACK), priority=10))
+    result = run_cycle(state, 0)
+    assert result.preempting == () and result.admitted == ()
+    assert "doesn't allow to fit any of 8 pod(s)" in result.inadmissible[0].reason
+
+
+def test_no_tas_preemption_when_the_queue_never_preempts() -> None:
+    state = tas_cluster(within="Never")
+    for rack in ("b1-r1", "b1-r2", "b2-r1", "b2-r2"):
+        for host in ("h1", "h2"):
+            add(state, _host_wl(f"{rack}-{host}", 1))
+            settle(state)
+    add(state, replace(tas_wl("big", 8, required=RACK), priority=10))
+    assert run_cycle(state, 0).preempting == ()
