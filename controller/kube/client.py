@@ -66,6 +66,9 @@ WORKLOAD_PRIORITY_CLASSES = Resource(
 WORKLOADS = Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True)
 TOPOLOGIES = Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False)
 NODES = Resource("Node", "", "v1", "nodes", False)
+SCHEDULED_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+"""The field selector of the pods bound to a node and not finished: what takes node
+capacity in the topology-aware scheduling view."""
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)
 NAMESPACES = Resource("Namespace", "", "v1", "namespaces", False)
 EVENTS = Resource("Event", "", "v1", "events", True)  # written, never watched

@@ -17,14 +17,11 @@ from controller.core.model import from_api
 from controller.core.model.nodes import node_from_api, pod_usage
 from controller.core.model.topology import Node
 from controller.core.state import ClusterState
-from controller.kube.client import NODES, PODS, Resource
+from controller.kube.client import NODES, PODS, SCHEDULED_PODS, Resource
 
-__all__ = ["SCHEDULED_PODS", "TopologyFeed"]
+__all__ = ["TopologyFeed"]
 
 log = logging.getLogger(__name__)
-
-SCHEDULED_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-"""The field selector of the pods whose usage counts on their node."""
 
 
 class _Sink:

@@ -130,3 +130,25 @@ def test_describe_shows_the_topology_domains_of_an_admission() -> None:
     )
     lines = _admission_lines(admission)
     assert lines[-2:] == ["Topology domains:", "  main: kubernetes.io/hostname: h1×2, h2×1"]
+
+
+def test_the_plugins_snapshot_takes_nodes_and_the_pods_bound_to_them() -> None:
+    import yaml
+
+    from controller.kubectl.snapshot import Snapshot
+
+    items = [doc for doc in yaml.safe_load_all(STATE) if doc]
+    items.append(
+        {
+            "kind": "Pod",
+            "metadata": {"name": "ds", "namespace": "kube-system"},
+            "spec": {"nodeName": "r2-a", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Running"},
+        }
+    )
+    snapshot = Snapshot.convert(items)
+    assert snapshot.warnings == []
+    assert snapshot.pods == [("kube-system/ds", "r2-a", {"cpu": 1000})]
+    state = snapshot.state()
+    assert set(state.tas.nodes) == {"r1-a", "r1-b", "r2-a"}
+    assert state.tas.node_usage == {"r2-a": {"cpu": 1000, "pods": 1000}}
