@@ -29,6 +29,7 @@ class Kind(StrEnum):
     WORKLOAD = "Workload"
     WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
     COHORT = "Cohort"
+    TOPOLOGY = "Topology"
 
 
 # --- labels, annotations, gates, finalizers -----------------------------------------
@@ -367,6 +368,13 @@ PREBUILT_WORKLOAD_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 one made for it."""
 POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
 """On an admitted job's pod template: the name of its pod set."""
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+"""The node label of a topology's lowest level when that level is the node itself."""
+TOPOLOGY_SCHEDULING_GATE: Final = "kueue.x-k8s.io/topology"
+"""The scheduling gate holding a TAS pod until its domain's node selector is set."""
+WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/workload"
+"""On an admitted TAS pod set's pods: the name of their Workload (the topology ungater
+finds them by it)."""
 POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
 POD_SET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
 POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"

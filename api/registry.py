@@ -13,6 +13,7 @@ from api.constants import API_VERSION, Kind
 from api.localqueue import LocalQueue
 from api.objects import InvalidObjectError, KueueObject
 from api.resourceflavor import ResourceFlavor
+from api.topology import Topology
 from api.workload import Workload
 from api.workloadpriorityclass import WorkloadPriorityClass
 
@@ -25,6 +26,7 @@ MODELS: Final[Mapping[Kind, type[KueueObject]]] = {
     Kind.LOCAL_QUEUE: LocalQueue,
     Kind.WORKLOAD: Workload,
     Kind.WORKLOAD_PRIORITY_CLASS: WorkloadPriorityClass,
+    Kind.TOPOLOGY: Topology,
 }
 
 

@@ -1,16 +1,83 @@
-"""Kueue's topology-aware scheduling types on a Workload: a pod set's topology request and
-an assignment's topology (not implemented by quotagate: the request is reported, the
-assignment kept as Kueue wrote it), with the CRD rules of Kueue's schema."""
+"""Kueue's topology-aware scheduling types (`apis/kueue/v1beta2/topology_types.go`): the
+Topology kind (the node labels of each level, from the widest to the narrowest), a pod
+set's topology request and an assignment's topology (v1beta2's compressed format), with the
+CRD rules of Kueue's schema."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar, Final
 
 from pydantic import ConfigDict, Field, StringConstraints
 
 from api.common import KueueModel, NonNegativeInt32, PositiveInt32, atomic_list, cel
+from api.constants import HOSTNAME_LABEL, Kind
+from api.objects import CRDNames, KueueObject, Scope
 
-__all__ = ["PodSetTopologyRequest", "TopologyAssignment"]
+__all__ = [
+    "LEVELS_HOSTNAME_LOWEST",
+    "LEVELS_IMMUTABLE",
+    "LEVELS_UNIQUE",
+    "PodSetTopologyRequest",
+    "Topology",
+    "TopologyAssignment",
+    "TopologyLevel",
+    "TopologySpec",
+]
+
+_QUALIFIED_NAME: Final = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+LEVELS_IMMUTABLE: Final = (
+    "levels are mutable only when kubernetes.io/hostname is the lowest level both before "
+    "and after the change"
+)
+LEVELS_UNIQUE: Final = "must be unique"
+LEVELS_HOSTNAME_LOWEST: Final = (
+    "the kubernetes.io/hostname label can only be used at the lowest level of topology"
+)
+
+
+class TopologyLevel(KueueModel):
+    """One level of a topology: the node label whose value names a node's domain there."""
+
+    node_label: str = Field(min_length=1, max_length=316, pattern=_QUALIFIED_NAME)
+
+
+class TopologySpec(KueueModel):
+    """The levels, widest first (e.g. block, rack, hostname)."""
+
+    levels: list[TopologyLevel] = Field(
+        min_length=1,
+        max_length=16,
+        json_schema_extra=cel(
+            (
+                f"self == oldSelf || (self[size(self) - 1].nodeLabel == '{HOSTNAME_LABEL}' "
+                f"&& oldSelf[size(oldSelf) - 1].nodeLabel == '{HOSTNAME_LABEL}')",
+                LEVELS_IMMUTABLE,
+            ),
+            ("size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0", LEVELS_UNIQUE),
+            (
+                f"size(self.filter(i, i.nodeLabel == '{HOSTNAME_LABEL}')) == 0 || "
+                f"self[size(self) - 1].nodeLabel == '{HOSTNAME_LABEL}'",
+                LEVELS_HOSTNAME_LOWEST,
+            ),
+            **atomic_list(),
+        ),
+    )
+
+
+class Topology(KueueObject):
+    """Topology is the Schema for the topology API: the levels a ResourceFlavor's
+    `topologyName` places pod sets in."""
+
+    CRD: ClassVar[CRDNames] = CRDNames(
+        plural="topologies", singular="topology", scope=Scope.CLUSTER, short_names=("topo",)
+    )
+
+    kind: str = Kind.TOPOLOGY.value
+    spec: TopologySpec | None = None
+    """Optional in Kueue's schema; a Topology without levels places nothing."""
 
 
 class PodSetSliceConstraint(KueueModel):
@@ -19,7 +86,10 @@ class PodSetSliceConstraint(KueueModel):
 
 
 class PodSetTopologyRequest(KueueModel):
-    """Kueue's topology-aware scheduling request (not implemented by quotagate: reported)."""
+    """A pod set's topology request: the level its pods must (`required`) or should
+    (`preferred`) share a domain at, or none (`unconstrained`); slices of
+    `podSetSliceSize` pods each in one domain of `podSetSliceRequiredTopology`; pod sets
+    of one `podSetGroupName` placed in the same domain."""
 
     required: str | None = Field(default=None, max_length=63)
     preferred: str | None = Field(default=None, max_length=63)
@@ -101,7 +171,9 @@ class TopologyAssignmentSlice(KueueModel):
 
 
 class TopologyAssignment(KueueModel):
-    """Kueue's topology assignment (written by Kueue's TAS, not by quotagate)."""
+    """Where a pod set's pods go: for each domain at the lowest level, its values at
+    `levels` and its pod count, in v1beta2's compressed form (slices of domains sharing a
+    universal value or a prefix and suffix)."""
 
     model_config = ConfigDict(
         json_schema_extra=cel(

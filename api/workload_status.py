@@ -27,7 +27,7 @@ the layers, beside the API models.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -182,6 +182,9 @@ class PodSetAssignment:
     count: int
     flavors: Mapping[str, str]
     resource_usage: Mapping[str, int]  # milli-units
+    # Where the pods go (topology-aware scheduling): `topologyAssignment` as v1beta2
+    # writes it; None without one.
+    topology_assignment: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def usage(self) -> dict[FlavorResource, int]:
         return {
@@ -218,6 +221,11 @@ def admission_to_api(admission: Admission) -> dict[str, Any]:
                 "resourceUsage": {
                     resource: str(Quantity(value)) for resource, value in psa.resource_usage.items()
                 },
+                **(
+                    {"topologyAssignment": psa.topology_assignment}
+                    if psa.topology_assignment is not None
+                    else {}
+                ),
             }
             for psa in admission.pod_set_assignments
         ],
@@ -284,7 +292,11 @@ def admission_from_api(
             usage = {res: v * count for res, v in shape.requests.items() if res in flavors}
             if "pods" in flavors:
                 usage["pods"] = 1000 * count
-        assignments.append(PodSetAssignment(name, count, dict(flavors), usage))
+        topology = entry.get("topologyAssignment")
+        if topology is not None and not isinstance(topology, Mapping):
+            problems.append((f"{apath}.topologyAssignment", "expected an object"))
+            topology = None
+        assignments.append(PodSetAssignment(name, count, dict(flavors), usage, topology))
     if problems:
         return None, problems
     return Admission(str(cluster_queue), tuple(assignments)), []

@@ -31,6 +31,7 @@ from controller.config import ConfigError, ControllerConfig, configure_state, lo
 from controller.core.model.api_fields import parse_time
 from controller.core.model.clusterqueues import LocalQueue
 from controller.core.model.from_api import CoreObject, InvalidObject, Validated, convert
+from controller.core.model.nodes import node_from_api
 from controller.core.model.unsupported import unsupported_fields
 from controller.core.model.workloads import Workload
 from controller.core.plan import plan
@@ -155,7 +156,7 @@ def _convert(docs: list[tuple[str, int, Any]], api_rules: bool = True) -> list[C
             problems.append(f"{where}: expected a Kubernetes object, got {type(doc).__name__}")
             continue
         try:
-            obj = convert(doc)
+            obj = node_from_api(doc) if doc.get("kind") == "Node" else convert(doc)
         except InvalidObject as exc:
             problems.extend(
                 f"{where}: {exc.kind} {exc.name}: {field or 'kind'}: {message}"
@@ -195,7 +196,9 @@ def render(result: dict[str, Any], output: str) -> str:
     rows = [("WORKLOAD", "CLUSTERQUEUE", "DECISION", "DETAIL")]
     for a in result["admitted"]:
         flavors = ", ".join(
-            f"{ps['name']}{_count(ps)}: " + " ".join(f"{r}={f}" for r, f in ps["flavors"].items())
+            f"{ps['name']}{_count(ps)}: "
+            + " ".join(f"{r}={f}" for r, f in ps["flavors"].items())
+            + (f" [{ps['topology']}]" if "topology" in ps else "")
             for ps in a["podSets"]
         )
         rows.append(

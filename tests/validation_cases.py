@@ -98,6 +98,18 @@ def group(covered: list[str], *flavors: tuple[str, list[dict[str, Any]]]) -> dic
 CPU = group(["cpu"], ("default", [quota("cpu", "4")]))
 
 
+def topology(*labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "Topology",
+        "metadata": _meta("x", False, None),
+        "spec": {"levels": [{"nodeLabel": label} for label in labels]},
+    }
+
+
+HOST = "kubernetes.io/hostname"
+
+
 def cq(**spec: Any) -> dict[str, Any]:
     body = {"namespaceSelector": {}, "resourceGroups": [CPU], **spec}
     return {
@@ -982,5 +994,59 @@ CASES: list[Case] = [
         wl([pod_set(count=1)]),
         old=wl([pod_set(count=3)]),
         reserved=True,
+    ),
+    # --- Topology: topology_types.go (CEL only; Kueue has no Topology webhook) ---------
+    Case(
+        "TP-1",
+        "a level twice",
+        topology("block", "rack", "block"),
+        ("spec.levels: Invalid value: must be unique",),
+        "cel",
+    ),
+    Case(
+        "TP-2",
+        "the hostname level not the lowest",
+        topology(HOST, "rack"),
+        (
+            "spec.levels: Invalid value: the kubernetes.io/hostname label can only be used at "
+            "the lowest level of topology",
+        ),
+        "cel",
+    ),
+    Case(
+        "TP-3",
+        "levels changed without the hostname level",
+        topology("block", "rack"),
+        (
+            "spec.levels: Invalid value: levels are mutable only when kubernetes.io/hostname "
+            "is the lowest level both before and after the change",
+        ),
+        "cel",
+        old=topology("block"),
+    ),
+    Case(
+        "TP-3b",
+        "the hostname level dropped",
+        topology("block", "rack"),
+        (
+            "spec.levels: Invalid value: levels are mutable only when kubernetes.io/hostname "
+            "is the lowest level both before and after the change",
+        ),
+        "cel",
+        old=topology("block", "rack", HOST),
+    ),
+    Case(
+        "TP-4",
+        "a node label that is not a label name",
+        topology("Not A Label"),
+        ('spec.levels[0].nodeLabel: Invalid value: "Not A Label": spec.levels[0].nodeLabel in body should match',),
+        "schema",
+    ),
+    Case("TP-OK1", "block, rack, hostname", topology("block", "rack", HOST)),
+    Case(
+        "TP-OK2",
+        "a level added above the hostname level",
+        topology("block", "rack", HOST),
+        old=topology("rack", HOST),
     ),
 ]

@@ -23,6 +23,7 @@ from api.validation.resourceflavor import (
     validate_resource_flavor,
     validate_resource_flavor_update,
 )
+from api.validation.topology import validate_topology, validate_topology_update
 from api.validation.workload import validate_workload, validate_workload_update
 
 __all__ = ["VALIDATED_KINDS", "FieldError", "aggregate", "validate", "validate_update"]
@@ -35,6 +36,7 @@ _CREATE: Final[dict[str, Callable[[Object], list[FieldError]]]] = {
     Kind.COHORT: validate_cohort,
     Kind.LOCAL_QUEUE: lambda obj: [],
     Kind.WORKLOAD: validate_workload,
+    Kind.TOPOLOGY: validate_topology,
 }
 _UPDATE: Final[dict[str, Callable[[Object, Object], list[FieldError]]]] = {
     Kind.RESOURCE_FLAVOR: validate_resource_flavor_update,
@@ -42,6 +44,7 @@ _UPDATE: Final[dict[str, Callable[[Object, Object], list[FieldError]]]] = {
     Kind.COHORT: lambda old, new: validate_cohort(new),
     Kind.LOCAL_QUEUE: validate_local_queue_update,
     Kind.WORKLOAD: validate_workload_update,
+    Kind.TOPOLOGY: validate_topology_update,
 }
 
 VALIDATED_KINDS: Final = frozenset(_CREATE)

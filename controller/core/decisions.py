@@ -3,8 +3,9 @@ nomination a preemptor waits with (the records keep it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from api.workload_status import Admission, PodSetAssignment
 from controller.core.model.clusterqueues import FlavorResource
@@ -43,6 +44,15 @@ class Admit:
                 for ps in assignment.pod_sets
             ),
             borrowing,
+        )
+
+    def with_topology(self, assignments: Mapping[str, Mapping[str, Any]]) -> Admit:
+        """The same admission with each pod set's `topologyAssignment` (by name)."""
+        return replace(
+            self,
+            pod_sets=tuple(
+                replace(ps, topology_assignment=assignments.get(ps.name)) for ps in self.pod_sets
+            ),
         )
 
     @property

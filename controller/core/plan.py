@@ -22,6 +22,7 @@ from controller.core.model.from_api import CoreObject
 from controller.core.pending import why_pending
 from controller.core.preemption.types import Victim
 from controller.core.state import ClusterState
+from controller.core.tas.encoding import describe
 
 __all__ = ["plan"]
 
@@ -29,6 +30,8 @@ _APPLY_ORDER = (
     "Namespace",
     "PriorityClass",
     "WorkloadPriorityClass",
+    "Topology",
+    "Node",
     "ResourceFlavor",
     "Cohort",
     "ClusterQueue",
@@ -144,6 +147,8 @@ def _pod_sets(admit: Admit, state: ClusterState) -> list[dict[str, Any]]:
         }
         if requested.get(ps.name, ps.count) > ps.count:
             entry["requestedCount"] = requested[ps.name]
+        if ps.topology_assignment is not None:
+            entry["topology"] = describe(ps.topology_assignment)
         out.append(entry)
     return out
 

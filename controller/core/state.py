@@ -1,4 +1,4 @@
-"""The cluster as the admission engine knows it, kept incrementally, in five parts:
+"""The cluster as the admission engine knows it, kept incrementally, in six parts:
 
 - `objects` (controller/core/cache/objects.py): the flavors, queues, Cohorts, namespaces
   and priority classes, and whether each queue is active;
@@ -9,7 +9,9 @@
   backoff, the retries of parked ones, admission fair sharing's usage;
 - `holds` (controller/core/preemption/holds.py): what nominated preemptors hold while
   their victims leave;
-- `index` (controller/core/cache/status_index.py): the counts the status writers read.
+- `index` (controller/core/cache/status_index.py): the counts the status writers read;
+- `tas` (controller/core/tas/cache.py): topology-aware scheduling's Topologies, nodes,
+  the usage of the pods it does not place and of the TAS Workloads holding quota.
 
 `ClusterState` is what the watches and the cycle change: each `set_*`, `remove_*`,
 `upsert_workload`, admission or release says, in one place, what it means for each part —
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
+from typing import Any
 
 from api.constants import PREEMPTIBILITY_LABEL, StopPolicy
 from api.workload_status import Admission
@@ -41,10 +44,12 @@ from controller.core.model.priorities import (
     parse_priority_boost,
 )
 from controller.core.model.resource_rules import NO_RULES, ResourceRules
+from controller.core.model.topology import Node, Topology
 from controller.core.model.workloads import Usage, Workload, WorkloadKey, order_key
 from controller.core.preemption.holds import PreemptionHolds
 from controller.core.preemption.preemptibility import resolve_preemptibility
 from controller.core.queue.manager import QueueManager
+from controller.core.tas.cache import TASCache
 
 __all__ = ["ClusterState", "UnknownWorkload"]
 
@@ -58,6 +63,7 @@ class ClusterState:
         self.queues = QueueManager(self.cache.records, self.objects, self.cache.quota)
         self.holds = PreemptionHolds(self.cache)
         self.index = StatusIndex()
+        self.tas = TASCache(self.objects.flavors)
         self._evictions: set[WorkloadKey] = set()  # records with an eviction to issue
         # Kueue's requeuingStrategy.timestamp: a Workload evicted for PodsReadyTimeout is
         # ordered by that eviction's time ("Eviction", Kueue's default) or by its creation
@@ -100,6 +106,10 @@ class ClusterState:
             self.set_priority_class(obj)
         elif isinstance(obj, Namespace):
             self.set_namespace(obj.name, obj.labels)
+        elif isinstance(obj, Topology):
+            self.set_topology(obj)
+        elif isinstance(obj, Node):
+            self.set_node(obj)
         else:
             self.upsert_workload(obj)
 
@@ -113,11 +123,63 @@ class ClusterState:
         if self.objects.flavors.get(flavor.name) == flavor:
             return
         self.objects.set_flavor(flavor)
+        self.tas.flavor_changed()
         self.queues.retry_using_flavor(flavor.name)
 
     def remove_flavor(self, name: str) -> None:
         self.objects.remove_flavor(name)
+        self.tas.flavor_changed()
         self.queues.retry_using_flavor(name)
+
+    # -- topology-aware scheduling: Topologies, nodes, the pods it does not place ----------
+
+    # Each change may let a parked TAS Workload fit: the queues using a TAS flavor retry.
+
+    def set_topology(self, topology: Topology) -> None:
+        if self.tas.topologies.get(topology.name) == topology:
+            return
+        self.tas.set_topology(topology)
+        self._retry_tas()
+
+    def remove_topology(self, name: str) -> None:
+        self.tas.remove_topology(name)
+        self._retry_tas()
+
+    def set_node(self, node: Node) -> None:
+        if self.tas.nodes.get(node.name) == node:
+            return
+        was_ready = (old := self.tas.nodes.get(node.name)) is not None and old.ready
+        self.tas.set_node(node)
+        if was_ready and not node.ready:
+            self._node_failed(node.name, "is not ready")
+        self._retry_tas()
+
+    def remove_node(self, name: str) -> None:
+        self.tas.remove_node(name)
+        self._node_failed(name, "was deleted")
+        self._retry_tas()
+
+    def _node_failed(self, name: str, what: str) -> None:
+        """Evict the TAS Workloads with pods assigned to a failed node, to be placed again
+        (Kueue's eviction for `NodeFailures`, without its replacement in the same domain)."""
+        for key in self.tas.workloads_on(name):
+            self._request_eviction(
+                key, "NodeFailures", f"Workload was evicted as node {name} {what}"
+            )
+
+    def set_pod(self, key: str, node: str, requests: Mapping[str, int]) -> None:
+        """A running pod that is not a TAS pod, on `node` (its usage counts in the view)."""
+        self.tas.set_pod(key, node, requests)
+        self._retry_tas()
+
+    def remove_pod(self, key: str) -> None:
+        self.tas.remove_pod(key)
+        self._retry_tas()
+
+    def _retry_tas(self) -> None:
+        for name, flavor in self.objects.flavors.items():
+            if flavor.topology_name is not None:
+                self.queues.retry_using_flavor(name)
 
     def set_cluster_queue(self, cq: ClusterQueue) -> None:
         old = self.objects.cluster_queues.get(cq.name)
@@ -366,6 +428,7 @@ class ClusterState:
 
     def _reserve(self, record: WorkloadRecord, admission: Admission, evicting: bool) -> None:
         usage = self.cache.reserve(record, admission, evicting)
+        self.tas.reserve(record.key, admission, record.workload.pod_sets)
         self.queues.usage_ledger.reserve(record.key, record.local_queue, usage.items())
         self.holds.recover_for(record.key)
         if evicting:
@@ -381,6 +444,7 @@ class ClusterState:
         """Return the record's quota; it is QUEUED afterwards (the caller places it)."""
         cluster_queue = record.cluster_queue
         usage = self.cache.unreserve(record)
+        self.tas.unreserve(record.key)
         self.queues.usage_ledger.release(record.key)
         self._evictions.discard(record.key)
         self.holds.recover_for(record.key)
@@ -409,14 +473,18 @@ class ClusterState:
             self.queues.place(key)
         return nomination
 
-    def admit_nominated(self, key: WorkloadKey) -> Admit:
-        """The victims are gone: the held capacity becomes the preemptor's reservation."""
+    def admit_nominated(
+        self, key: WorkloadKey, topology: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> Admit:
+        """The victims are gone: the held capacity becomes the preemptor's reservation
+        (with its pod sets' `topology` assignments, when it has TAS pod sets)."""
         record = self.cache.record(key)
         if record.nomination is None:
             raise UnknownWorkload(f"{key} is not nominated")
         nomination = self.holds.end(record)
-        self.apply_admit(nomination.admit)
-        return nomination.admit
+        admit = nomination.admit if topology is None else nomination.admit.with_topology(topology)
+        self.apply_admit(admit)
+        return admit
 
     # -- evictions ---------------------------------------------------------------------------
 

@@ -311,13 +311,14 @@ def ungate_patch(
     pod: Mapping[str, Any],
     node_labels: Mapping[str, str],
     tolerations: Sequence[Mapping[str, Any]],
+    gate: str = GATE,
 ) -> list[dict[str, Any]]:
     """One JSON patch: node labels and tolerations added (allowed only while the pod is
-    gated), then our gate removed by index, guarded by a `test` of that index. Empty if
-    our gate is not there."""
+    gated), then `gate` (by default our admission gate) removed by index, guarded by a
+    `test` of that index. Empty if the gate is not there."""
     spec = pod.get("spec") or {}
     gates = spec.get("schedulingGates") or []
-    index = next((i for i, g in enumerate(gates) if g.get("name") == GATE), None)
+    index = next((i for i, g in enumerate(gates) if g.get("name") == gate), None)
     if index is None:
         return []
     ops: list[dict[str, Any]] = []
@@ -334,7 +335,7 @@ def ungate_patch(
         ops.append({"op": "add", "path": "/spec/tolerations", "value": new})
     else:
         ops.extend({"op": "add", "path": "/spec/tolerations/-", "value": t} for t in new)
-    ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE})
+    ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": gate})
     ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
     return ops
 

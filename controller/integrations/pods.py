@@ -85,7 +85,7 @@ log = logging.getLogger(__name__)
 JSON_PATCH = "application/json-patch+json"
 
 
-def _patch_did_not_apply(exc: ApiException) -> bool:
+def patch_did_not_apply(exc: ApiException) -> bool:
     """A 422 for a JSON patch that could not be applied (a failed `test`, a missing path):
     json-patch's "test failed" in the message, or Kubernetes' bare "Invalid" without the
     field causes a validation error has."""
@@ -93,6 +93,34 @@ def _patch_did_not_apply(exc: ApiException) -> bool:
         return True
     status = status_of(exc.body)
     return status.get("reason") == "Invalid" and not (status.get("details") or {}).get("causes")
+
+
+async def ungate_pod(
+    core: aio_client.CoreV1Api, pod: Mapping[str, Any], patch: list[dict[str, Any]]
+) -> bool:
+    """Send an ungating JSON patch (`pod_units.ungate_patch`) to a pod; False when its gate
+    list changed meanwhile (nothing written)."""
+    meta = pod.get("metadata") or {}
+    try:
+        await core.patch_namespaced_pod(
+            meta["name"],
+            meta["namespace"],
+            patch,
+            field_manager="quotagate",
+            _content_type=JSON_PATCH,
+        )
+    except ApiException as exc:
+        # 422 from the `test` op: the gate list changed since this copy (most often: the
+        # pod is already ungated and its event is on its way); the next event decides
+        # again. The API server says only "Invalid" with no causes when a JSON patch does
+        # not apply (Kubernetes 1.36 leaves out json-patch's "test failed"); a refusal of
+        # the patched pod names its causes, and it, like any other refusal (an admission
+        # policy, say), is retried.
+        if exc.status != 422 or not patch_did_not_apply(exc):
+            raise
+        log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)
+        return False
+    return True
 
 
 # Where the core PodGroup is served: v1beta1 from Kubernetes 1.37, v1alpha2 before.
@@ -450,24 +478,4 @@ class PodIntegration:
 
     async def _patch_pod(self, pod: Mapping[str, Any], patch: list[dict[str, Any]]) -> bool:
         """Ungate the pod; False when its gate list changed meanwhile (nothing written)."""
-        meta = pod.get("metadata") or {}
-        try:
-            await self.core.patch_namespaced_pod(
-                meta["name"],
-                meta["namespace"],
-                patch,
-                field_manager="quotagate",
-                _content_type=JSON_PATCH,
-            )
-        except ApiException as exc:
-            # 422 from the `test` op: the gate list changed since this copy (most often: the
-            # pod is already ungated and its event is on its way); the next event decides
-            # again. The API server says only "Invalid" with no causes when a JSON patch does
-            # not apply (Kubernetes 1.36 leaves out json-patch's "test failed"); a refusal of
-            # the patched pod names its causes, and it, like any other refusal (an admission
-            # policy, say), is retried.
-            if exc.status != 422 or not _patch_did_not_apply(exc):
-                raise
-            log.debug("ungating %s/%s skipped: %s", meta["namespace"], meta["name"], exc.reason)
-            return False
-        return True
+        return await ungate_pod(self.core, pod, patch)

@@ -65,6 +65,11 @@ WORKLOAD_PRIORITY_CLASSES = Resource(
     "WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False
 )
 WORKLOADS = Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True)
+TOPOLOGIES = Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False)
+NODES = Resource("Node", "", "v1", "nodes", False)
+SCHEDULED_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+"""The field selector of the pods bound to a node and not finished: what takes node
+capacity in the topology-aware scheduling view."""
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False)
 NAMESPACES = Resource("Namespace", "", "v1", "namespaces", False)
 EVENTS = Resource("Event", "", "v1", "events", True)  # written, never watched
@@ -77,6 +82,7 @@ WATCHED = (
     NAMESPACES,
     PRIORITY_CLASSES,
     WORKLOAD_PRIORITY_CLASSES,
+    TOPOLOGIES,
     RESOURCE_FLAVORS,
     COHORTS,
     CLUSTER_QUEUES,
@@ -270,6 +276,7 @@ class Api:
         resource_version: str | None = None,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        field_selector: str | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Watch events as (type, object), each line decoded once (the generated client's
         watch decodes, re-encodes and decodes every event again). Ends when the server
@@ -283,6 +290,8 @@ class Api:
             params["resourceVersion"] = resource_version
         if label_selector:
             params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         collection = self.path(resource, None, namespace)
         response = await self._send(
             "GET", collection, None, "application/json", params, timeout_seconds + 30

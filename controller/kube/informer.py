@@ -78,7 +78,7 @@ class WatchObserver(Protocol):
 
 class Informer:
     """List + watch one resource (all namespaces, or the listed ones; only the objects
-    matching `label_selector`, filtered by the server) into `sink`."""
+    matching `label_selector` and `field_selector`, filtered by the server) into `sink`."""
 
     def __init__(
         self,
@@ -91,8 +91,10 @@ class Informer:
         on_listed: Callable[[], None] | None = None,
         await_api: bool = False,
         observer: WatchObserver | None = None,
+        field_selector: str | None = None,
     ) -> None:
         self.api = Api(api_client)
+        self.field_selector = field_selector
         self.resource = resource
         self.sink = sink
         self.namespaces = namespaces or []
@@ -183,7 +185,14 @@ class Informer:
     async def _relist(self, namespace: str | None) -> str:
         resource = self.resource
         collection = Api.path(resource, None, namespace)
-        params = {"labelSelector": self.label_selector} if self.label_selector else None
+        params = {
+            key: value
+            for key, value in (
+                ("labelSelector", self.label_selector),
+                ("fieldSelector", self.field_selector),
+            )
+            if value
+        } or None
         started = time.monotonic()
         listing: Any = await retrying(lambda: self.api.request("GET", collection, params=params))
         present: set[str] = set()
@@ -221,6 +230,7 @@ class Informer:
             resource_version=version,
             label_selector=self.label_selector,
             timeout_seconds=self.watch_timeout,
+            field_selector=self.field_selector,
         ):
             version = str((body.get("metadata") or {}).get("resourceVersion") or version)
             if observer is not None:

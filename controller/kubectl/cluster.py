@@ -9,7 +9,7 @@ from urllib.parse import quote
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from controller.kube.client import WATCHED, Resource
+from controller.kube.client import NODES, PODS, SCHEDULED_PODS, WATCHED, Resource
 from controller.kubectl.connection import Connection, KubectlError, server_error, transport_error
 
 __all__ = ["Cluster", "resource_path"]
@@ -40,10 +40,14 @@ class Cluster:
         return obj
 
     def list_objects(
-        self, resource: Resource, namespace: str | None = None
+        self, resource: Resource, namespace: str | None = None, field_selector: str = ""
     ) -> list[dict[str, Any]]:
-        """Every object of a resource (in one namespace, or all when `namespace` is None)."""
-        body = self._get_json(resource_path(resource, namespace))
+        """Every object of a resource (in one namespace, or all when `namespace` is None;
+        only those `field_selector` selects, when given)."""
+        path = resource_path(resource, namespace)
+        if field_selector:
+            path += f"?fieldSelector={quote(field_selector)}"
+        body = self._get_json(path)
         items: list[dict[str, Any]] = list(body.get("items") or [])
         for item in items:  # list items of built-in kinds carry no kind/apiVersion
             item.setdefault("kind", resource.kind)
@@ -51,11 +55,11 @@ class Cluster:
         return items
 
     def list_objects_tolerant(
-        self, resource: Resource, namespace: str | None = None
+        self, resource: Resource, namespace: str | None = None, field_selector: str = ""
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Like `list_objects`, but a Forbidden or NotFound answer yields no items and a warning."""
         try:
-            return self.list_objects(resource, namespace), None
+            return self.list_objects(resource, namespace, field_selector), None
         except KubectlError as exc:
             if exc.status not in _TOLERATED:
                 raise
@@ -66,8 +70,13 @@ class Cluster:
         the warnings name what could not be read."""
         objects: list[dict[str, Any]] = []
         warnings: list[str] = []
-        for resource in WATCHED:
-            items, problem = self.list_objects_tolerant(resource)
+        # The TAS view's inputs too: every Node, and the pods bound to one.
+        for resource, selector in (
+            *((r, "") for r in WATCHED),
+            (NODES, ""),
+            (PODS, SCHEDULED_PODS),
+        ):
+            items, problem = self.list_objects_tolerant(resource, field_selector=selector)
             objects.extend(items)
             if problem is not None:
                 warnings.append(f"cannot list {resource.plural}: {problem}")

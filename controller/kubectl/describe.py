@@ -21,6 +21,7 @@ from controller.core.model.workloads import WorkloadKey, workload_key
 from controller.core.pending import why_pending
 from controller.core.plan import plan
 from controller.core.state import ClusterState
+from controller.core.tas.encoding import describe as describe_topology
 from controller.kubectl.printing import age, format_table, human_duration, one_line
 from controller.kubectl.snapshot import Snapshot
 from controller.kubectl.workload_view import (
@@ -183,6 +184,11 @@ def _admission(admission: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 "count": a.get("count"),
                 "flavors": dict(a.get("flavors") or {}),
                 "resourceUsage": dict(a.get("resourceUsage") or {}),
+                **(
+                    {"topology": describe_topology(a["topologyAssignment"])}
+                    if a.get("topologyAssignment")
+                    else {}
+                ),
             }
             for a in admission.get("podSetAssignments") or ()
         ],
@@ -318,10 +324,12 @@ def _admission_lines(admission: Mapping[str, Any] | None) -> list[str]:
         ]
         for a in admission["podSets"]
     ]
+    domains = [f"  {a['name']}: {a['topology']}" for a in admission["podSets"] if "topology" in a]
     return [
         "Admission:",
         f"  ClusterQueue: {admission['clusterQueue']}",
         *_indent(format_table(["PODSET", "COUNT", "FLAVORS", "USAGE"], rows)),
+        *(["Topology domains:", *domains] if domains else []),
     ]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from controller.config import ControllerConfig, FairSharingConfig, configure_state
 from controller.core.model.from_api import CoreObject, InvalidObject, convert, stand_in
+from controller.core.model.nodes import node_from_api, pod_usage
 from controller.core.model.priorities import PriorityClass, PriorityClasses, WorkloadPriorityClass
 from controller.core.state import ClusterState
 
@@ -31,6 +32,8 @@ class Snapshot:
 
     objects: list[CoreObject] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The pods bound to a node (not TAS pods): (key, node, requests), for the TAS view.
+    pods: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
     config: ControllerConfig = field(default_factory=ControllerConfig)
     settings: str = "the controller's defaults (no --config)"
     """Where the engine's settings come from, said with every answer."""
@@ -51,7 +54,12 @@ class Snapshot:
             if item.get("kind") == "ClusterQueue" and (item.get("status") or {}).get("fairSharing"):
                 shares_written = True
             try:
-                snapshot.objects.append(convert(item))
+                if item.get("kind") == "Pod":
+                    snapshot._add_pod(item)
+                    continue
+                snapshot.objects.append(
+                    node_from_api(item) if item.get("kind") == "Node" else convert(item)
+                )
             except InvalidObject as exc:
                 # As the controller does: a queue, flavor or Cohort that cannot be read
                 # stands in inactive; anything else is left out, with a warning.
@@ -71,9 +79,19 @@ class Snapshot:
             )
         return snapshot
 
+    def _add_pod(self, item: dict[str, Any]) -> None:
+        usage = pod_usage(item)
+        if usage is not None:
+            meta = item.get("metadata") or {}
+            self.pods.append((f"{meta.get('namespace')}/{meta.get('name')}", *usage))
+
     def new_state(self) -> ClusterState:
-        """An empty engine state configured as the controller is."""
-        return configure_state(self.config, ClusterState())
+        """An engine state configured as the controller is, holding no object yet but the
+        usage of the pods bound to nodes (the TAS view's)."""
+        state = configure_state(self.config, ClusterState())
+        for key, node, requests in self.pods:
+            state.set_pod(key, node, requests)
+        return state
 
     def state(self) -> ClusterState:
         """A fresh engine state holding every object (Workloads keep their admission)."""

@@ -191,6 +191,8 @@ def render_answer(answer: Mapping[str, Any]) -> str:
         for ps in answer["podSets"]:
             flavors = ", ".join(f"{r}={f}" for r, f in ps["flavors"].items())
             lines.append(f"  flavors: {flavors}")
+            if "topology" in ps:
+                lines.append(f"  topology: {ps['topology']}")
             if "requestedCount" in ps:
                 lines.append(f"  partial admission: {ps['count']} of {ps['requestedCount']} pods")
     elif decision == PREEMPT:

@@ -40,6 +40,7 @@ from controller.runtime.context import (
 from controller.runtime.metrics import Metrics
 from controller.runtime.pending_reasons import PendingReasons
 from controller.runtime.sync import WorkloadSync
+from controller.runtime.topology_feed import TopologyFeed
 from controller.runtime.writers import DecisionWriter
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,9 @@ class Controller:
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
         self.engine = Engine(self.ctx.state)
         self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
+        # The nodes and pods of the TAS view (runtime/topology_feed.py): not in WATCHED
+        # (watched with a field selector), so a new state is given what it saw.
+        self.topology = TopologyFeed(lambda: self.ctx.state, self.ctx.wake.set)
 
     # -- what the operator reads; the integrations' view (integrations/host.py) ----------------
 
@@ -186,6 +190,7 @@ class Controller:
         self.ctx.state = new_state(self.ctx.config)
         self.engine = Engine(self.ctx.state)
         self.sync.reset()
+        self.topology.replay(self.ctx.state)
 
     async def load(self, resources: Any, attempts: int | None = 10) -> None:
         """Initial state from a full LIST of every watched resource (restart safety: admitted

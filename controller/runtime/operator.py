@@ -24,7 +24,7 @@ from typing import Any
 import kopf
 from kubernetes.aio.client.exceptions import ApiException
 
-from api.constants import QUEUE_NAME_LABEL
+from api.constants import POD_SET_LABEL, QUEUE_NAME_LABEL
 from controller.config import ControllerConfig
 from controller.config_report import job_management, not_implemented
 from controller.integrations.framework.reconciler import GenericReconciler
@@ -33,10 +33,12 @@ from controller.integrations.framework.registry import (
     enabled_with_implied,
     frameworks,
 )
+from controller.integrations.topology_ungater import TopologyUngater
 from controller.kube.client import (
     CLUSTER_QUEUES,
     CONNECTION_ERRORS,
     LOCAL_QUEUES,
+    PODS,
     WATCHED,
     WORKLOADS,
     Api,
@@ -218,6 +220,8 @@ async def _run(
     ]
     for _, integration in integrations:
         controller.workload_listeners.append(integration.on_workload_event)
+    ungater = TopologyUngater(api_client, controller)
+    controller.workload_listeners.append(ungater.on_workload_event)
     log.info("integrations enabled: %s", ", ".join(enabled))
     webhook = (
         WebhookServer(config, api_client, readiness, controller) if config.webhook.enabled else None
@@ -249,6 +253,7 @@ async def _run(
             status_task = asyncio.create_task(statuses.run_forever())
             for _, integration in integrations:
                 integration.resync()
+            ungater.resync()
             await controller.schedule_forever()
         finally:
             # The term is over: nothing the leader started may write any more.
@@ -256,6 +261,7 @@ async def _run(
                 status_task.cancel()
             for _, integration in integrations:
                 integration.stop_leading()
+            ungater.stop_leading()
 
     def on_change(leading: bool) -> None:
         controller.leading = leading
@@ -356,6 +362,31 @@ async def _run(
                 ).run(),
             )
             for framework, integration in integrations
+        ),
+        *(  # the TAS view: every node, and the pods bound to one (all namespaces)
+            background(
+                f"the {resource.kind} watch (topology view)",
+                Informer(
+                    api_client,
+                    resource,
+                    sink,
+                    None,
+                    field_selector=selector,
+                    observer=metrics.watches,
+                ).run(),
+            )
+            for resource, sink, selector in controller.topology.sinks()
+        ),
+        background(  # the pods of admitted pod sets, for the topology ungater
+            "the admitted pods' watch",
+            Informer(
+                api_client,
+                PODS,
+                _EventSink(ungater.on_pod_event, ungater.known_keys),
+                namespaces,
+                label_selector=POD_SET_LABEL,
+                observer=metrics.watches,
+            ).run(),
         ),
         *(  # the kinds an adapter reads to describe its objects (a TrainJob's runtime)
             background(

@@ -252,6 +252,8 @@ class WorkloadSync:
                 state.remove_local_queue(meta.get("namespace", ""), name)
             elif kind == "Namespace":
                 state.remove_namespace(name)
+            elif kind == "Topology":
+                state.remove_topology(name)
             return
         try:
             obj = from_api.convert(body)

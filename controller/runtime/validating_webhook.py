@@ -37,7 +37,8 @@ KINDS: Final = {
     "workloads": "Workload",
 }
 """The resources checked (plural → kind). WorkloadPriorityClass has no rule beyond its
-schema, as in Kueue."""
+schema, as in Kueue; a Topology's rules are all in its CRD (Kueue has no Topology webhook),
+so the API server enforces them and the controller re-checks what it reads."""
 
 
 def path_of(plural: str) -> str:

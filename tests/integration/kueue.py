@@ -353,3 +353,13 @@ class ControllerProcess:
 
     def is_leader(self) -> bool:
         return "acquired lease" in self.log()
+
+
+def maybe_workload(kueue: Kueue, namespace: str, name: str) -> dict[str, Any] | None:
+    """The Workload, or None while it does not exist."""
+    try:
+        return kueue.get_workload(namespace, name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise

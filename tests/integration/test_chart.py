@@ -94,6 +94,15 @@ def _rules(docs: list[dict]) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
     return {(tuple(r["apiGroups"]), tuple(r["resources"])) for r in role["rules"]}
 
 
+def _verbs(docs: list[dict], resource: str) -> set[str]:
+    role = next(
+        d
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-controller")
+    )
+    return {v for r in role["rules"] if resource in r["resources"] for v in r["verbs"]}
+
+
 def test_rbac_and_webhook_follow_the_enabled_integrations() -> None:
     """controller.config.integrations.frameworks decides the kinds the controller may
     touch and the webhook sees; a name quotagate does not implement fails the render."""
@@ -112,7 +121,11 @@ def test_rbac_and_webhook_follow_the_enabled_integrations() -> None:
     only_jobs = render("controller.config.integrations.frameworks={batch/job}")
     rules = _rules(only_jobs)
     assert (("batch",), ("jobs",)) in rules
-    assert (("",), ("pods",)) not in rules and (("jobset.x-k8s.io",), ("jobsets",)) not in rules
+    assert (("jobset.x-k8s.io",), ("jobsets",)) not in rules
+    # Topology-aware scheduling reads nodes and pods and releases TAS pods' gate whatever the
+    # integrations; the pod integration's own rule (create, update, delete) is gone.
+    assert _verbs(only_jobs, "pods") == {"get", "list", "watch", "patch"}
+    assert _verbs(only_jobs, "nodes") == {"get", "list", "watch"}
     assert (("apps",), ("replicasets", "deployments", "statefulsets")) not in rules
     webhook = next(d for d in only_jobs if d["kind"] == "MutatingWebhookConfiguration")
     assert [w["rules"][0]["resources"] for w in webhook["webhooks"]] == [["jobs"]]

@@ -44,6 +44,7 @@ def test_every_generated_crd_is_established(crds_installed: list[str]) -> None:
         "cohorts.kueue.x-k8s.io",
         "localqueues.kueue.x-k8s.io",
         "resourceflavors.kueue.x-k8s.io",
+        "topologies.kueue.x-k8s.io",
         "workloadpriorityclasses.kueue.x-k8s.io",
         "workloads.kueue.x-k8s.io",
     ]

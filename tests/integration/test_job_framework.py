@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from api.constants import (
     ELASTIC_JOB_ANNOTATION,
@@ -31,6 +30,7 @@ from tests.integration.kueue import (
     condition,
     flavor,
     local_queue,
+    maybe_workload,
     wait_admitted,
     workload,
 )
@@ -116,15 +116,6 @@ def suspended_jobset(name: str) -> dict[str, Any]:
     }
 
 
-def get_workload(kueue: Kueue, namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        return kueue.get_workload(namespace, name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
 @pytest.fixture
 def batch(api_client: client.ApiClient) -> client.BatchV1Api:
     return client.BatchV1Api(api_client)
@@ -150,7 +141,7 @@ def test_label_keys_to_copy_and_a_topology_request_reach_the_workload(
         ),
     )
     created = wait_for(
-        lambda: get_workload(kueue, namespace, "job-labelled"), what="the Job's Workload"
+        lambda: maybe_workload(kueue, namespace, "job-labelled"), what="the Job's Workload"
     )
     labels = created["metadata"]["labels"]
     assert labels["team"] == "ml" and "other" not in labels and "absent" not in labels
@@ -158,11 +149,13 @@ def test_label_keys_to_copy_and_a_topology_request_reach_the_workload(
         "required": "cloud.com/rack",
         "podIndexLabel": "batch.kubernetes.io/job-completion-index",
     }
-    reported = wait_for(
-        lambda: condition(kueue.get_workload(namespace, "job-labelled"), "UnsupportedFields"),
-        what="the topologyRequest reported",
+    # its flavor has no topology: a pod set asking for one stays pending (Kueue's rule)
+    pending = wait_for(
+        lambda: condition(kueue.get_workload(namespace, "job-labelled"), "QuotaReserved"),
+        what="the Workload's QuotaReserved=False",
     )
-    assert reported["message"].startswith("spec.podSets[0].topologyRequest: ")
+    assert pending["status"] == "False"
+    assert f'Flavor "{namespace}-rf" does not support TopologyAwareScheduling' in pending["message"]
 
 
 def test_a_job_runs_under_its_prebuilt_workload(
@@ -193,7 +186,7 @@ def test_a_job_runs_under_its_prebuilt_workload(
         lambda: batch.read_namespaced_job("runner", namespace).spec.suspend is False,
         what="the Job resumed under its prebuilt Workload",
     )
-    assert get_workload(kueue, namespace, "job-runner") is None  # no Workload of its own
+    assert maybe_workload(kueue, namespace, "job-runner") is None  # no Workload of its own
 
 
 def test_a_prebuilt_workload_that_is_not_the_jobs_is_finished_out_of_sync(
@@ -259,15 +252,15 @@ def test_the_frameworks_list_switches_integrations_on_and_off(
         *JOBSET[:2], namespace, JOBSET[2], suspended_jobset("ignored")
     )
     batch.create_namespaced_job(namespace, suspended_job("queued"))
-    wait_for(lambda: get_workload(kueue, namespace, "job-queued"), what="the Job's Workload")
-    assert get_workload(kueue, namespace, "jobset-ignored") is None
+    wait_for(lambda: maybe_workload(kueue, namespace, "job-queued"), what="the Job's Workload")
+    assert maybe_workload(kueue, namespace, "jobset-ignored") is None
     assert "integrations enabled: batch/job" in off.log()
     off.stop()
     on = configured_controller(
         {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}, namespace
     )
     created = wait_for(
-        lambda: get_workload(kueue, namespace, "jobset-ignored"), what="the JobSet's Workload"
+        lambda: maybe_workload(kueue, namespace, "jobset-ignored"), what="the JobSet's Workload"
     )
     assert [(ps["name"], ps["count"]) for ps in created["spec"]["podSets"]] == [("workers", 2)]
     wait_admitted(kueue, namespace, "jobset-ignored")

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from api.constants import POD_SUSPENDING_PARENT_ANNOTATION, QUEUE_NAME_LABEL
 from tests.cluster.fixtures import install_crds, wait_for
@@ -26,6 +25,7 @@ from tests.integration.kueue import (
     flavor,
     is_admitted,
     local_queue,
+    maybe_workload,
     wait_admitted,
 )
 from tests.integration.serving import LWS, leaderworkerset, pod_template, statefulset
@@ -48,15 +48,6 @@ def queue(kueue: Kueue, namespace: str, cpu: int = 8) -> None:
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": cpu}}),
         local_queue(namespace, "lq", cq),
     )
-
-
-def maybe_workload(kueue: Kueue, namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        return kueue.get_workload(namespace, name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 def admitted(kueue: Kueue, namespace: str, name: str) -> dict[str, Any]:

@@ -35,15 +35,15 @@ def _warning(core: client.CoreV1Api, namespace: str | None, kind: str, name: str
     )
 
 
-def test_a_workload_with_min_count_is_admitted_partially_and_its_topology_reported(
+def test_a_workload_with_min_count_is_admitted_partially_and_its_preemption_gates_reported(
     controller: ControllerProcess, kueue: Kueue, namespace: str, api_client: client.ApiClient
 ) -> None:
-    """`minCount` is implemented (partial admission: 2 of 4 pods fit); a pod set's
-    `topologyRequest` is not, and is reported."""
+    """`minCount` is implemented (partial admission: 2 of 4 pods fit); preemption gates
+    are not, and are reported."""
     cq = f"{namespace}-cq"
     limited = workload(namespace, "limited", "lq", count=4)
     limited["spec"]["podSets"][0]["minCount"] = 1
-    limited["spec"]["podSets"][0]["topologyRequest"] = {"required": "cloud.com/rack"}
+    limited["spec"]["preemptionGates"] = [{"name": "example.com/gate"}]
     kueue.apply(
         flavor(f"{namespace}-rf"),
         cluster_queue(cq, {f"{namespace}-rf": {"cpu": 2}}),
@@ -58,13 +58,13 @@ def test_a_workload_with_min_count_is_admitted_partially_and_its_topology_report
         what="the UnsupportedFields condition",
     )
     assert (reported["status"], reported["reason"]) == ("True", "NotImplemented")
-    assert reported["message"].startswith("spec.podSets[0].topologyRequest: ")
+    assert reported["message"].startswith("spec.preemptionGates: ")
     assert "minCount" not in reported["message"]
     core = client.CoreV1Api(api_client)
     event = wait_for(
         lambda: _warning(core, namespace, "Workload", "limited"), what="a Warning Event"
     )
-    assert "spec.podSets[0].topologyRequest" in event.message
+    assert "spec.preemptionGates" in event.message
 
 
 def test_a_cluster_queue_with_admission_checks_is_inactive_and_admits_nothing(

@@ -31,6 +31,7 @@ PLURALS = {
     "Cohort": "cohorts",
     "LocalQueue": "localqueues",
     "Workload": "workloads",
+    "Topology": "topologies",
 }
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 

@@ -127,6 +127,13 @@ def _bench(args: argparse.Namespace) -> int:
     if misplaced:
         print(f"bench: {misplaced}", file=sys.stderr)
         return 2
+    if scenario.tas is not None and not args.simulate:
+        print(
+            "bench: a topology-aware scenario (topology:) runs only with --simulate: the live "
+            "and API-floor benches create no nodes yet",
+            file=sys.stderr,
+        )
+        return 2
     progress = None if args.quiet else sys.stderr
     mode = "simulated" if args.simulate else "live" if args.live else "API server floor"
     if args.live and scenario.fair_sharing is not None:

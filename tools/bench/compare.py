@@ -395,6 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         scenario = load(Path(args.scenario))
+        if scenario.tas is not None:
+            raise CompareError(
+                "a topology-aware scenario (topology:) is not compared yet: the live bench "
+                "creates no nodes (run it with python -m tools.bench --simulate)"
+            )
         binary = check_minimalkueue(args.minimalkueue)
         crds = check_kueue_crds(args.kueue_crds)
     except (ScenarioError, CompareError) as exc:

@@ -56,10 +56,12 @@ class Job:
     class_name: str
     cluster_queue: str
     root_cohort: str  # the root of its cohort tree: quota moves only within it
-    request: int  # milli-units
+    request: int  # milli-units, all its pods
     runtime: float
     priority: int
     created: float
+    pods: int = 1
+    topology: Any = None  # a TAS scenario's TopologyRequest
     first_admitted_at: float | None = None
     finished_at: float | None = None
     epoch: int = 0  # bumps on every admission and release, so stale completions are ignored

@@ -56,6 +56,8 @@ from api.quantities import InvalidQuantity, Quantity, exact_value
 from controller.config import FairSharingConfig
 from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.cohorts import Cohort, parent_cycle
+from controller.core.model.topology import TopologyRequest
+from tools.bench.tas_scenario import TASScenarioError, TASSetup, parse_class_topology, parse_setup
 
 __all__ = [
     "SCENARIOS",
@@ -83,7 +85,9 @@ class WorkloadClass:
     name: str
     runtime_ms: int
     priority: int
-    request: int  # milli-units
+    request: int  # milli-units, per pod
+    pods: int = 1  # TAS scenarios: `podCount`
+    topology: TopologyRequest | None = None  # TAS scenarios: the pod set's request
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,7 @@ class Scenario:
     cohort_sets: tuple[CohortSet, ...]
     parent_cohorts: tuple[ParentCohort, ...] = ()
     fair_sharing: FairSharing | None = None  # the `fairSharing` section; None = off
+    tas: TASSetup | None = None  # the `topology` and `resourceFlavor` sections (TAS)
 
     def total_workloads(self) -> int:
         return sum(
@@ -281,11 +286,17 @@ def _workload_class(raw: Any, where: str) -> WorkloadClass:
     request = _quantity(wc, "request", where, positive=True)
     if request is None:
         raise ScenarioError(f"{where}.request: required")
+    try:
+        pods, topology = parse_class_topology(wc, where)
+    except TASScenarioError as exc:
+        raise ScenarioError(str(exc)) from None
     return WorkloadClass(
         wc["className"],
         _int(wc, "runtimeMs", where, 1),
         _int(wc, "priority", where, -(2**31), 0),
         request,
+        pods,
+        topology,
     )
 
 
@@ -411,9 +422,15 @@ def parse(data: Any, name: str = "scenario") -> Scenario:
     where = "cohorts"
     fair_sharing: FairSharing | None = None
     parent_cohorts: tuple[ParentCohort, ...] = ()
+    tas: TASSetup | None = None
     if isinstance(data, dict):
         if "cohorts" not in data:
             raise ScenarioError("cohorts: required (a list of cohort sets)")
+        if data.get("topology") is not None:
+            try:
+                tas = parse_setup(data["topology"], data.get("resourceFlavor"))
+            except TASScenarioError as exc:
+                raise ScenarioError(str(exc)) from None
         fair_sharing = _fair_sharing(data.get("fairSharing"))
         parent_cohorts = _parent_cohorts(data.get("parentCohorts"))
         data = data["cohorts"]
@@ -442,7 +459,7 @@ def parse(data: Any, name: str = "scenario") -> Scenario:
             )
         )
     _check_generated_cohorts(cohort_sets, known)
-    scenario = Scenario(name, tuple(cohort_sets), parent_cohorts, fair_sharing)
+    scenario = Scenario(name, tuple(cohort_sets), parent_cohorts, fair_sharing, tas)
     names = [queue for queue, _, _ in scenario.queues()]
     if len(set(names)) != len(names):
         raise ScenarioError(f"{where}: two queue sets produce the same ClusterQueue names")

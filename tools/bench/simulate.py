@@ -47,6 +47,7 @@ from controller.core.model.clusterqueues import (
 from controller.core.model.cohorts import Cohort
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.selectors import LabelSelector
+from controller.core.model.topology import Topology
 from controller.core.model.workloads import PodSet, Workload, WorkloadKey
 from controller.core.state import ClusterState
 from tools.bench.recorder import ClusterQueueEvent, Recorder, WorkloadEvent
@@ -78,8 +79,8 @@ def _weight(weight: Fraction | None) -> Fraction:
     return DEFAULT_WEIGHT if weight is None else weight  # 0 is a weight (an infinite share)
 
 
-def _cpu_group(quota: ResourceQuota) -> tuple[ResourceGroup, ...]:
-    return (ResourceGroup((RESOURCE,), (FlavorQuotas(FLAVOR, {RESOURCE: quota}),)),)
+def _cpu_group(quota: ResourceQuota, flavor: str = FLAVOR) -> tuple[ResourceGroup, ...]:
+    return (ResourceGroup((RESOURCE,), (FlavorQuotas(flavor, {RESOURCE: quota}),)),)
 
 
 def _parent_cohort(pc: ParentCohort) -> Cohort:
@@ -95,7 +96,17 @@ def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
     """The state (flavor, Cohorts, queues, fair sharing), every Workload's plan (arrival
     order) and the nominal capacity of each cohort tree, by its root (milli-units)."""
     state = ClusterState()
-    state.set_flavor(ResourceFlavor(FLAVOR))
+    tas = scenario.tas
+    flavor = FLAVOR if tas is None else tas.flavor
+    if tas is None:
+        state.set_flavor(ResourceFlavor(FLAVOR))
+    else:
+        state.set_flavor(
+            ResourceFlavor(tas.flavor, {tas.flavor_label: "tas"}, topology_name=tas.topology)
+        )
+        state.set_topology(Topology(tas.topology, tuple(label for _, _, label in tas.levels)))
+        for node in tas.nodes():
+            state.set_node(node)
     state.fair_sharing = scenario.fair_sharing
     roots = scenario.roots()
     capacity: dict[str, int] = {}
@@ -110,7 +121,7 @@ def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
         state.set_cluster_queue(
             ClusterQueue(
                 name,
-                _cpu_group(ResourceQuota(qs.nominal, qs.borrowing_limit)),
+                _cpu_group(ResourceQuota(qs.nominal, qs.borrowing_limit), flavor),
                 cohort,
                 namespace_selector=LabelSelector(),
                 preemption=PreemptionPolicy(
@@ -131,10 +142,12 @@ def build(scenario: Scenario) -> tuple[ClusterState, list[Job], dict[str, int]]:
                         wc.name,
                         name,
                         root,
-                        wc.request,
+                        wc.request * wc.pods,
                         wc.runtime_ms / 1000,
                         wc.priority,
                         at,
+                        wc.pods,
+                        wc.topology,
                     )
                 )
     jobs.sort(key=lambda job: job.created)
@@ -158,7 +171,8 @@ def lower_bound(jobs: list[Job], capacity: dict[str, int]) -> float:
 
 def decision_line(now: float, result: CycleResult) -> str:
     """One cycle's decisions as a JSON line, in the cycle's order: the admissions (with
-    their ClusterQueue, flavors and counts, and whether they borrow), the preemptions and
+    their ClusterQueue, flavors and counts, a TAS pod set's topologyAssignment, and
+    whether they borrow), the preemptions and
     their victims, the evictions, the heads requeued and the refusals with their reasons.
     Two engines that decide alike write the same lines."""
     return json.dumps(
@@ -169,7 +183,15 @@ def decision_line(now: float, result: CycleResult) -> str:
                     a.workload_key,
                     a.cluster_queue,
                     a.borrowing,
-                    [[ps.name, ps.count, sorted(ps.flavors.items())] for ps in a.pod_sets],
+                    [
+                        [
+                            ps.name,
+                            ps.count,
+                            sorted(ps.flavors.items()),
+                            *([ps.topology_assignment] if ps.topology_assignment else []),
+                        ]
+                        for ps in a.pod_sets
+                    ],
                 ]
                 for a in result.admitted
             ],
@@ -294,7 +316,14 @@ def simulate(
                         name,
                         key,
                         job.cluster_queue,
-                        (PodSet("main", 1, {RESOURCE: job.request}),),
+                        (
+                            PodSet(
+                                "main",
+                                job.pods,
+                                {RESOURCE: job.request // job.pods},
+                                topology=job.topology,
+                            ),
+                        ),
                         creation_timestamp=job.created,
                         priority=job.priority,
                     )

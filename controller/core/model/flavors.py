@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from controller.core.model.selectors import EMPTY_LABELS
 from controller.core.model.workloads import PodSet, Toleration
 
-__all__ = ["ResourceFlavor", "Taint", "mismatch_reason"]
+__all__ = ["ResourceFlavor", "Taint", "mismatch_reason", "topology_mismatch"]
 
 _EVALUATED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -32,6 +32,8 @@ class ResourceFlavor:
     node_labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     node_taints: tuple[Taint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # The Topology its nodes are placed in (topology-aware scheduling); None: none.
+    topology_name: str | None = None
     # What Kueue's rules find wrong with it, or None: the ClusterQueues that name an invalid
     # flavor are inactive (reason Invalid); its labels and tolerations never reach a pod.
     invalid: str | None = None
@@ -75,3 +77,21 @@ def mismatch_reason(flavor: ResourceFlavor, pod_set: PodSet) -> str | None:
     if selector is not None:
         return f"flavor {flavor.name}: {selector}"
     return None
+
+
+def topology_mismatch(
+    flavor: ResourceFlavor, pod_set: PodSet, tas_only_queue: bool, covered: frozenset[str]
+) -> str | None:
+    """Why a flavor cannot serve a pod set under topology-aware scheduling (Kueue's
+    `checkPodSetAndFlavorMatchForTAS`), or None: a pod set asking for a topology needs a
+    flavor with one (unless the flavor covers none of its resources); a pod set asking for
+    none may not use a TAS flavor, except in a ClusterQueue whose flavors all have one
+    (`tas_only_queue`: the topology is then implied)."""
+    requested = pod_set.topology is not None and pod_set.topology.explicit
+    if flavor.topology_name is None:
+        if requested and any(resource in covered for resource in pod_set.requests):
+            return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
+        return None
+    if requested or tas_only_queue:
+        return None
+    return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'

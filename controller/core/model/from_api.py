@@ -57,6 +57,7 @@ from controller.core.model.priorities import (
     WorkloadPriorityClass,
 )
 from controller.core.model.requests import Container, pod_requests
+from controller.core.model.topology import Node, Topology, TopologyRequest
 from controller.core.model.unsupported import admission_check_names
 from controller.core.model.workloads import (
     ConditionState,
@@ -75,6 +76,7 @@ __all__ = [
     "convert",
     "invalid_message",
     "parse_time",
+    "pod_spec_requests",
     "stand_in",
 ]
 
@@ -99,6 +101,8 @@ CoreObject = (
     | PriorityClass
     | Namespace
     | Workload
+    | Topology
+    | Node
 )
 
 
@@ -138,6 +142,57 @@ def _flavor(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) ->
         r.labels(spec.get("nodeLabels"), "spec.nodeLabels"),
         tuple(taints),
         r.tolerations(spec.get("tolerations"), "spec.tolerations"),
+        _text_or_none(spec.get("topologyName")),
+    )
+
+
+def _topology(r: FieldReader, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Topology:
+    levels = []
+    for i, level in enumerate(r.seq(spec.get("levels"), "spec.levels")):
+        levels.append(
+            r.text(
+                r.obj(level, f"spec.levels[{i}]").get("nodeLabel"), f"spec.levels[{i}].nodeLabel"
+            )
+        )
+    return Topology(r.text(meta.get("name"), "metadata.name"), tuple(levels))
+
+
+def _topology_request(r: FieldReader, obj: Any, path: str) -> TopologyRequest | None:
+    """A pod set's `topologyRequest`, or None when it asks for no topology (a request
+    holding only the pod index label is Kueue's implicit one)."""
+    if obj is None:
+        return None
+    tr = r.obj(obj, path)
+    slice_level = _text_or_none(tr.get("podSetSliceRequiredTopology"))
+    slice_size = r.integer(tr.get("podSetSliceSize"), f"{path}.podSetSliceSize")
+    layers = r.seq(
+        tr.get("podsetSliceRequiredTopologyConstraints"),
+        f"{path}.podsetSliceRequiredTopologyConstraints",
+    )
+    if slice_level is None and layers:  # the outermost layer (more are reported)
+        first = r.obj(layers[0], f"{path}.podsetSliceRequiredTopologyConstraints[0]")
+        slice_level = _text_or_none(first.get("topology"))
+        slice_size = r.integer(
+            first.get("size"), f"{path}.podsetSliceRequiredTopologyConstraints[0].size"
+        )
+    request = TopologyRequest(
+        _text_or_none(tr.get("required")),
+        _text_or_none(tr.get("preferred")),
+        tr.get("unconstrained") is True,
+        slice_level,
+        slice_size,
+        _text_or_none(tr.get("podSetGroupName")),
+    )
+    return request if request.explicit or request.group is not None else None
+
+
+def pod_spec_requests(r: FieldReader, pod: Mapping[str, Any], path: str) -> dict[str, int]:
+    """What one pod of this spec requests (milli-units), as Kubernetes computes it."""
+    return pod_requests(
+        _containers(r, pod.get("containers"), f"{path}.containers"),
+        _containers(r, pod.get("initContainers"), f"{path}.initContainers"),
+        r.quantities(pod.get("overhead"), f"{path}.overhead"),
+        _pod_level(r, pod, path),
     )
 
 
@@ -387,12 +442,7 @@ def _pod_set(r: FieldReader, obj: Any, path: str) -> PodSet:
     ps = r.obj(obj, path)
     pod = r.obj(r.obj(ps.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
     spath = f"{path}.template.spec"
-    requests = pod_requests(
-        _containers(r, pod.get("containers"), f"{spath}.containers"),
-        _containers(r, pod.get("initContainers"), f"{spath}.initContainers"),
-        r.quantities(pod.get("overhead"), f"{spath}.overhead"),
-        _pod_level(r, pod, spath),
-    )
+    requests = pod_spec_requests(r, pod, spath)
     affinity = r.obj(
         r.obj(pod.get("affinity"), f"{spath}.affinity").get("nodeAffinity"),
         f"{spath}.affinity.nodeAffinity",
@@ -419,6 +469,7 @@ def _pod_set(r: FieldReader, obj: Any, path: str) -> PodSet:
         terms,
         r.tolerations(pod.get("tolerations"), f"{spath}.tolerations"),
         r.integer(ps.get("minCount"), f"{path}.minCount"),
+        _topology_request(r, ps.get("topologyRequest"), f"{path}.topologyRequest"),
     )
 
 
@@ -587,6 +638,7 @@ KINDS = (
     "PriorityClass",
     "Namespace",
     "Workload",
+    "Topology",
 )
 
 
@@ -613,6 +665,8 @@ def convert(
         result = _flavor(r, meta, spec)
     elif kind == "ClusterQueue":
         result = _cluster_queue(r, meta, spec)
+    elif kind == "Topology":
+        result = _topology(r, meta, spec)
     elif kind == "Cohort":
         result = _cohort(r, meta, spec)
     elif kind == "LocalQueue":

@@ -111,11 +111,18 @@ def _workload(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[Findin
     for i, pod_set in enumerate(spec.get("podSets") or ()):
         if not isinstance(pod_set, Mapping):
             continue
-        if pod_set.get("topologyRequest") is not None:
+        request = pod_set.get("topologyRequest")
+        layers = (
+            request.get("podsetSliceRequiredTopologyConstraints")
+            if isinstance(request, Mapping)
+            else None
+        )
+        if isinstance(layers, list) and len(layers) > 1:
             found.append(
                 (
-                    f"spec.podSets[{i}].topologyRequest",
-                    f"topology-aware scheduling is {_NOT_IMPLEMENTED}: no topology is assigned",
+                    f"spec.podSets[{i}].topologyRequest.podsetSliceRequiredTopologyConstraints",
+                    f"slices in more than one layer are {_NOT_IMPLEMENTED}: only the first "
+                    "layer's slices are kept in one domain",
                 )
             )
     if spec.get("preemptionGates"):
@@ -135,18 +142,6 @@ def _workload(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[Findin
             )
         )
     return found
-
-
-def _flavor(spec: Mapping[str, Any]) -> list[Finding]:
-    if not spec.get("topologyName"):
-        return []
-    return [
-        (
-            "spec.topologyName",
-            f"topology-aware scheduling is {_NOT_IMPLEMENTED}: the flavor is used without "
-            "its topology",
-        )
-    ]
 
 
 def _cohort(spec: Mapping[str, Any], fair_sharing: bool) -> list[Finding]:
@@ -172,8 +167,6 @@ def unsupported_fields(
     if kind == "Workload":
         status = obj.get("status") or {}
         return _workload(spec, status if isinstance(status, Mapping) else {})
-    if kind == "ResourceFlavor":
-        return _flavor(spec)
     if kind == "Cohort":
         return _cohort(spec, fair_sharing)
     return []

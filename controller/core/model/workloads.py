@@ -17,6 +17,7 @@ from api.workload_status import Admission
 from controller.core.model.clusterqueues import FlavorResource
 from controller.core.model.requests import EMPTY_INT
 from controller.core.model.selectors import EMPTY_LABELS, Requirement
+from controller.core.model.topology import TopologyRequest
 
 __all__ = [
     "ConditionState",
@@ -88,6 +89,8 @@ class PodSet:
     affinity_terms: tuple[tuple[Requirement, ...], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     min_count: int | None = None
+    # The pod set's `topologyRequest` (topology-aware scheduling); None: none asked for.
+    topology: TopologyRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,8 @@ from controller.core.scheduler.preemption import (
     preemption_victims,
     settle_nominations,
 )
+from controller.core.scheduler.topology import place_topology
+from controller.core.scheduler.topology_preemption import plan_topology_preemption
 from controller.core.state import ClusterState
 
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
@@ -292,12 +294,31 @@ def run_cycle(
                 Inadmissible(entry.key, cq.name, WAITING_FOR_PODS_READY, "WaitingForPodsReady")
             )
             continue
+        topology = place_topology(
+            state, cq, workload, ((ps.name, ps.count, ps.flavors) for ps in assignment.pod_sets)
+        )
+        if isinstance(topology, str):  # the quota fits, the nodes do not
+            preempt = plan_topology_preemption(state, cq, workload, assignment)
+            if preempt is not None:
+                preempting.append(preempt)
+                state.cache.records[entry.key].reason = _waiting(preempt)
+                changed = True
+                continue
+            # Parked alone: the heads behind it that are alike by quota may ask for
+            # another topology (a quota refusal parks them all: quota knows no topology).
+            park = cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO
+            changed |= _refuse(
+                state, cq, entry.item, topology, "Pending", assignment, inadmissible, park
+            )
+            continue
         admit = Admit.from_assignment(
             entry.key,
             cq.name,
             assignment,
             any(state.cache.quota.borrowing(cq.name, fr, v) for fr, v in assignment.usage.items()),
         )
+        if topology is not None:
+            admit = admit.with_topology(topology)
         state.apply_admit(admit)
         admitted.append(admit)
         if not admit.borrowing:

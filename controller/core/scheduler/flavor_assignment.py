@@ -28,7 +28,7 @@ from api.constants import (
 from api.quantities import Format, Quantity
 from controller.core.cache.quota_tree import QuotaTree
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource, ResourceGroup
-from controller.core.model.flavors import ResourceFlavor, mismatch_reason
+from controller.core.model.flavors import ResourceFlavor, mismatch_reason, topology_mismatch
 from controller.core.model.workloads import PodSet, Workload
 
 __all__ = [
@@ -289,6 +289,16 @@ def _decide(
     return ResourceCheck(*args, Mode.NO_FIT, *numbers, level=level)
 
 
+def tas_only(flavors: Mapping[str, ResourceFlavor], cq: ClusterQueue) -> bool:
+    """Whether every flavor of the queue has a topology (Kueue's `IsTASOnly`): its pod sets
+    then get one even when they ask for none."""
+    return all(
+        (flavor := flavors.get(fq.name)) is not None and flavor.topology_name is not None
+        for group in cq.resource_groups
+        for fq in group.flavors
+    )
+
+
 def _scan_group(
     tree: QuotaTree,
     flavors: Mapping[str, ResourceFlavor],
@@ -310,6 +320,10 @@ def _scan_group(
             reasons.append(f"flavor {flavor_quotas.name} not found")
             continue
         mismatch = mismatch_reason(flavor, pod_set)
+        if mismatch is None and (flavor.topology_name is not None or pod_set.topology is not None):
+            mismatch = topology_mismatch(
+                flavor, pod_set, tas_only(flavors, cq), frozenset(group.covered_resources)
+            )
         if mismatch is not None:
             reasons.append(mismatch)
             continue

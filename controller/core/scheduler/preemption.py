@@ -32,6 +32,7 @@ from controller.core.scheduler.flavor_assignment import (
     Preemptible,
     PreemptionOracle,
 )
+from controller.core.scheduler.topology import place_topology
 from controller.core.state import ClusterState
 
 __all__ = [
@@ -418,8 +419,20 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
             state.drop_nomination(key)
             dropped.append(key)
             continue
-        cq_name = state.holds.nominated[key].admit.cluster_queue
-        admit = state.admit_nominated(key)
+        nominated = state.holds.nominated[key].admit
+        cq_name = nominated.cluster_queue
+        topology = place_topology(
+            state,
+            state.objects.cluster_queues[cq_name],
+            state.cache.records[key].workload,
+            ((ps.name, ps.count, ps.flavors) for ps in nominated.pod_sets),
+        )
+        if isinstance(topology, str):  # the victims freed quota, not room on the nodes
+            state.drop_nomination(key)
+            state.cache.records[key].reason = topology
+            dropped.append(key)
+            continue
+        admit = state.admit_nominated(key, topology)
         if state.cache.resolution(key).value is Preemptibility.NON_PREEMPTIBLE and any(
             state.cache.quota.borrowing(cq_name, fr) for fr in admit.usage()
         ):

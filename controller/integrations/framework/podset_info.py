@@ -16,7 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.constants import POD_SET_LABEL
+from api.constants import (
+    POD_SET_LABEL,
+    POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+    TOPOLOGY_SCHEDULING_GATE,
+    WORKLOAD_ANNOTATION,
+)
 
 __all__ = [
     "FlavorPlacement",
@@ -61,7 +66,7 @@ def from_admission(
     """Per pod set of an admitted Workload, in `status.admission.podSetAssignments` order:
     the admitted count (the pod set's count when the assignment omits it), the node
     labels and tolerations of its flavors (each flavor once, as Kueue's `FromAssignment`),
-    and the pod set label. A flavor that no longer exists adds nothing."""
+    the pod set label, and for a pod set with a topology assignment the topology gate. A flavor that no longer exists adds nothing."""
     pod_sets = {str(ps.get("name")): ps for ps in (workload.get("spec") or {}).get("podSets") or ()}
     admission = (workload.get("status") or {}).get("admission") or {}
     infos = []
@@ -83,8 +88,21 @@ def from_admission(
             info.node_selector.update(found.node_labels)
             info.tolerations.extend(dict(t) for t in found.tolerations)
         info.labels[POD_SET_LABEL] = name
+        if assignment.get("topologyAssignment"):
+            _hold_for_topology(info, workload, pod_set)
         infos.append(info)
     return infos
+
+
+def _hold_for_topology(info: PodSetInfo, workload: Mapping[str, Any], pod_set: Any) -> None:
+    """A TAS pod set's pods start held by the topology gate, named after their Workload
+    (the ungater releases each into its domain); one placed without asking (a TAS-only
+    ClusterQueue) is marked unconstrained, as Kueue's `FromAssignment` marks it."""
+    info.scheduling_gates.append({"name": TOPOLOGY_SCHEDULING_GATE})
+    info.annotations[WORKLOAD_ANNOTATION] = str((workload.get("metadata") or {}).get("name"))
+    request = pod_set.get("topologyRequest") or {}
+    if not any(request.get(k) is not None for k in ("required", "preferred", "unconstrained")):
+        info.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
 
 
 def from_pod_set(pod_set: Mapping[str, Any]) -> PodSetInfo:

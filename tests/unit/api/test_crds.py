@@ -100,6 +100,7 @@ def test_generation_is_deterministic() -> None:
         ("LocalQueue", "localqueues", "Namespaced", ["queue", "queues", "lq"], True),
         ("Workload", "workloads", "Namespaced", ["kwl", "kueueworkload", "kueueworkloads"], True),
         ("WorkloadPriorityClass", "workloadpriorityclasses", "Cluster", ["wpc"], False),
+        ("Topology", "topologies", "Cluster", ["topo"], False),
     ],
 )
 def test_crd_names_scope_and_subresources(

@@ -281,7 +281,7 @@ def test_a_json_patch_that_did_not_apply_is_told_from_a_refused_pod() -> None:
     422 Invalid; a pod update it refuses names its causes (and is retried)."""
     from kubernetes.client.exceptions import ApiException
 
-    from controller.integrations.pods import _patch_did_not_apply
+    from controller.integrations.pods import patch_did_not_apply
 
     def refusal(details: dict[str, Any]) -> ApiException:
         exc = ApiException(status=422, reason="Unprocessable Entity")
@@ -290,6 +290,6 @@ def test_a_json_patch_that_did_not_apply_is_told_from_a_refused_pod() -> None:
         )
         return exc
 
-    assert _patch_did_not_apply(refusal({}))
+    assert patch_did_not_apply(refusal({}))
     causes = {"causes": [{"field": "spec", "message": "Forbidden: pod updates may not change"}]}
-    assert not _patch_did_not_apply(refusal(causes))
+    assert not patch_did_not_apply(refusal(causes))

@@ -35,19 +35,30 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
                     "maximumExecutionTimeSeconds": 60,  # implemented: not reported (nor minCount)
                     "podSets": [
                         POD_SET,
-                        {**POD_SET, "name": "b", "minCount": 1, "topologyRequest": {}},
+                        {
+                            **POD_SET,
+                            "name": "b",
+                            "minCount": 1,
+                            "topologyRequest": {  # implemented, but one layer of slices only
+                                "required": "rack",
+                                "podsetSliceRequiredTopologyConstraints": [
+                                    {"topology": "rack", "size": 4},
+                                    {"topology": "host", "size": 2},
+                                ],
+                            },
+                        },
                     ],
                     "preemptionGates": [{"name": "g"}],
                 },
                 "status": {"reclaimablePods": [{"name": "main", "count": 1}]},
             },
             [
-                "spec.podSets[1].topologyRequest",
+                "spec.podSets[1].topologyRequest.podsetSliceRequiredTopologyConstraints",
                 "spec.preemptionGates",
                 "status.reclaimablePods",
             ],
         ),
-        ({"kind": "ResourceFlavor", "spec": {"topologyName": "t"}}, ["spec.topologyName"]),
+        ({"kind": "ResourceFlavor", "spec": {"topologyName": "t", "nodeLabels": {"a": "b"}}}, []),
         ({"kind": "Workload", "spec": {"podSets": [POD_SET], "preemptionGates": []}}, []),
         (
             {"kind": "ClusterQueue", "spec": {"admissionChecksStrategy": {"admissionChecks": []}}},

@@ -1,0 +1,148 @@
+"""The topology ungater (Kueue's `pkg/controller/tas/topology_ungater.go`): the pods of an
+admitted TAS pod set are created held by the `kueue.x-k8s.io/topology` scheduling gate;
+each is released with the node selector of one domain of its pod set's
+`topologyAssignment` (the domain's values at the assignment's levels), so the scheduler
+places it there. Domains are filled in the assignment's order, counting the pods already
+released into each (Kueue's greedy assignment; its rank-based one, by pod index, is not
+implemented: which pod goes to which domain differs, the counts per domain do not).
+
+Pods are found by their `kueue.x-k8s.io/workload` annotation and `kueue.x-k8s.io/podset`
+label (both put on the template at admission: framework/podset_info.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubernetes.aio import client as aio_client
+
+from api.constants import POD_SET_LABEL, TOPOLOGY_SCHEDULING_GATE, WORKLOAD_ANNOTATION
+from controller.core.tas.encoding import decode
+from controller.integrations.host import ControllerView
+from controller.integrations.pod_units import ungate_patch
+from controller.integrations.pods import ungate_pod
+from controller.integrations.serial import SerialReconciler
+
+__all__ = ["TopologyUngater", "ungate_plan"]
+
+log = logging.getLogger(__name__)
+
+_TERMINAL = frozenset({"Succeeded", "Failed"})
+Key = tuple[str, str]  # (namespace, Workload name)
+
+
+def _gated(pod: Mapping[str, Any]) -> bool:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or ()
+    return any(g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in gates)
+
+
+def ungate_plan(
+    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+) -> list[tuple[Mapping[str, Any], dict[str, str]]]:
+    """The gated pods to release now and each one's node selector: per pod set with a
+    `topologyAssignment`, its domains in order, each given as many gated pods as it still
+    lacks (its count minus the released pods already selecting it). Finished pods do not
+    count (they are replaced)."""
+    by_pod_set: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in _TERMINAL:
+            continue
+        name = ((pod.get("metadata") or {}).get("labels") or {}).get(POD_SET_LABEL)
+        if name is not None:
+            by_pod_set.setdefault(str(name), []).append(pod)
+    admission = (workload.get("status") or {}).get("admission") or {}
+    plan: list[tuple[Mapping[str, Any], dict[str, str]]] = []
+    for psa in admission.get("podSetAssignments") or ():
+        topology = psa.get("topologyAssignment")
+        if not topology:
+            continue
+        assignment = decode(topology)
+        members = sorted(
+            by_pod_set.get(str(psa.get("name")), []),
+            key=lambda p: str((p.get("metadata") or {}).get("name")),
+        )
+        gated = [p for p in members if _gated(p)]
+        placed: dict[tuple[str, ...], int] = {}
+        for pod in members:
+            if not _gated(pod):
+                selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+                values = tuple(str(selector.get(level, "")) for level in assignment.levels)
+                placed[values] = placed.get(values, 0) + 1
+        for values, count in assignment.domains:
+            for _ in range(max(count - placed.get(values, 0), 0)):
+                if not gated:
+                    break
+                plan.append((gated.pop(0), dict(zip(assignment.levels, values, strict=True))))
+    return plan
+
+
+def _admitted_by_tas(workload: Mapping[str, Any]) -> bool:
+    """Quota reserved (Kueue: admitted) with at least one topology assignment."""
+    status = workload.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or ()}
+    admission = status.get("admission") or {}
+    return conditions.get("Admitted") == "True" and any(
+        psa.get("topologyAssignment") for psa in admission.get("podSetAssignments") or ()
+    )
+
+
+class TopologyUngater:
+    """Releases the topology gate of admitted TAS Workloads' pods."""
+
+    def __init__(self, api_client: aio_client.ApiClient, view: ControllerView) -> None:
+        self.core = aio_client.CoreV1Api(api_client)
+        self.view = view
+        self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
+        self.members: dict[Key, set[str]] = {}  # Workload → pod keys
+        self._serial: SerialReconciler[Key] = SerialReconciler(
+            self.reconcile,
+            lambda: view.leading,
+            lambda key: f"the topology of Workload {key[0]}/{key[1]}",
+            log,
+        )
+
+    def on_pod_event(self, event_type: str | None, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        workload = (meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
+        owner = (str(meta.get("namespace")), str(workload)) if workload else None
+        old = self.pods.pop(key, None)
+        if old is not None:
+            old_meta = old.get("metadata") or {}
+            old_owner = (old_meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
+            if old_owner:
+                self.members.get((str(old_meta.get("namespace")), old_owner), set()).discard(key)
+        if event_type == "DELETED" or owner is None:
+            return
+        self.pods[key] = pod
+        self.members.setdefault(owner, set()).add(key)
+        if _gated(pod):
+            self._serial.kick(owner)
+
+    def known_keys(self) -> set[str]:
+        return set(self.pods)
+
+    def on_workload_event(self, workload: dict[str, Any]) -> None:
+        if _admitted_by_tas(workload):
+            meta = workload.get("metadata") or {}
+            self._serial.kick((str(meta.get("namespace")), str(meta.get("name"))))
+
+    def resync(self) -> None:
+        for key in list(self.members):
+            self._serial.kick(key)
+
+    def stop_leading(self) -> None:
+        """The term ended: cancel the ungating in progress (`SerialReconciler.cancel_all`)."""
+        self._serial.cancel_all()
+
+    async def reconcile(self, key: Key) -> None:
+        workload = self.view.workload(f"{key[0]}/{key[1]}")
+        if workload is None or not _admitted_by_tas(workload):
+            return
+        pods = [self.pods[k] for k in self.members.get(key, ()) if k in self.pods]
+        for pod, selector in ungate_plan(workload, pods):
+            patch = ungate_patch(pod, selector, (), TOPOLOGY_SCHEDULING_GATE)
+            if patch:
+                await ungate_pod(self.core, pod, patch)

@@ -1,0 +1,93 @@
+"""The nodes and the pods that take their capacity, into the engine's TAS view
+(controller/core/tas/cache.py): every Node, and every pod bound to a node and not
+finished (a server-side field selector: `spec.nodeName!=`, phase neither Succeeded nor
+Failed), all namespaces: a node's capacity is taken by pods of any namespace. TAS pods are
+left out (their admission counts them).
+
+The feed keeps what it last saw, so that a new state (a new leader's) gets it at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from controller.core.model import from_api
+from controller.core.model.nodes import node_from_api, pod_usage
+from controller.core.model.topology import Node
+from controller.core.state import ClusterState
+from controller.kube.client import NODES, PODS, SCHEDULED_PODS, Resource
+
+__all__ = ["TopologyFeed"]
+
+log = logging.getLogger(__name__)
+
+
+class _Sink:
+    def __init__(
+        self, apply: Callable[[str | None, dict[str, Any]], None], keys: Callable[[], set[str]]
+    ) -> None:
+        self.apply_event, self.known_keys = apply, keys
+
+
+class TopologyFeed:
+    """Node and pod events → `state()` (the controller's current state); `wake()` after a
+    change, so a parked TAS Workload is tried again."""
+
+    def __init__(self, state: Callable[[], ClusterState], wake: Callable[[], None]) -> None:
+        self.state, self.wake = state, wake
+        self.nodes: dict[str, Node] = {}
+        self.pods: dict[str, tuple[str, dict[str, int]]] = {}
+
+    def sinks(self) -> list[tuple[Resource, _Sink, str | None]]:
+        """(resource, sink, field selector) of the two informers the operator runs."""
+        return [
+            (NODES, _Sink(self.on_node, lambda: {f"/{n}" for n in self.nodes}), None),
+            (PODS, _Sink(self.on_pod, lambda: set(self.pods)), SCHEDULED_PODS),
+        ]
+
+    def on_node(self, event_type: str | None, body: dict[str, Any]) -> None:
+        name = str((body.get("metadata") or {}).get("name") or "")
+        if event_type == "DELETED":
+            if self.nodes.pop(name, None) is not None:
+                self.state().remove_node(name)
+                self.wake()
+            return
+        try:
+            node = node_from_api(body)
+        except from_api.InvalidObject as exc:
+            log.warning("node %s left out of the topology view: %s", name, exc)
+            return
+        if self.nodes.get(name) == node:
+            return
+        self.nodes[name] = node
+        self.state().set_node(node)
+        self.wake()
+
+    def on_pod(self, event_type: str | None, body: dict[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        usage = None
+        if event_type != "DELETED":
+            try:
+                usage = pod_usage(body)
+            except from_api.InvalidObject as exc:
+                log.warning("pod %s left out of the topology view: %s", key, exc)
+        if usage is None:
+            if self.pods.pop(key, None) is not None:
+                self.state().remove_pod(key)
+                self.wake()
+            return
+        if self.pods.get(key) == usage:
+            return
+        self.pods[key] = usage
+        self.state().set_pod(key, *usage)
+        self.wake()
+
+    def replay(self, state: ClusterState) -> None:
+        """Give a new state everything seen so far."""
+        for node in self.nodes.values():
+            state.set_node(node)
+        for key, (node_name, requests) in self.pods.items():
+            state.set_pod(key, node_name, requests)

@@ -1,0 +1,74 @@
+"""Nodes and pods into the TAS view: a Node's readiness, cordon, taints and allocatable;
+which pods take node capacity (bound, not finished, not TAS pods); a new state gets what
+the feed saw."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.core.model.nodes import node_from_api, pod_usage
+from controller.core.state import ClusterState
+from controller.runtime.topology_feed import TopologyFeed
+
+
+def node(name: str, ready: str = "True", **spec: Any) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": spec,
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": ready}],
+        },
+    }
+
+
+def pod(
+    name: str, node_name: str | None = "n1", phase: str = "Running", **annotations: str
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"resources": {"requests": {"cpu": "500m"}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {
+        "metadata": {"name": name, "namespace": "ns", "annotations": annotations},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def test_a_node_as_the_view_reads_it() -> None:
+    converted = node_from_api(
+        node("n1", unschedulable=True, taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    )
+    assert converted.allocatable == {"cpu": 4000, "memory": 8 * 2**30 * 1000, "pods": 110_000}
+    assert converted.ready and converted.unschedulable
+    assert [(t.key, t.value, t.effect) for t in converted.taints] == [("k", "v", "NoSchedule")]
+    assert not node_from_api(node("n2", ready="False")).ready
+
+
+def test_which_pods_take_node_capacity() -> None:
+    assert pod_usage(pod("a")) == ("n1", {"cpu": 500})
+    assert pod_usage(pod("unbound", node_name=None)) is None
+    assert pod_usage(pod("done", phase="Succeeded")) is None
+    assert pod_usage(pod("tas", **{"kueue.x-k8s.io/podset-required-topology": "rack"})) is None
+
+
+def test_the_feed_fills_the_state_and_a_new_state_gets_it_again() -> None:
+    state = ClusterState()
+    woken: list[bool] = []
+    feed = TopologyFeed(lambda: state, lambda: woken.append(True))
+    feed.on_node("ADDED", node("n1"))
+    feed.on_pod("ADDED", pod("a"))
+    assert set(state.tas.nodes) == {"n1"}
+    assert state.tas.node_usage == {"n1": {"cpu": 500, "pods": 1000}}
+    feed.on_pod("MODIFIED", pod("a", phase="Succeeded"))
+    assert state.tas.node_usage == {}
+    feed.on_pod("ADDED", pod("b"))
+    state = ClusterState()
+    feed.replay(state)
+    assert set(state.tas.nodes) == {"n1"} and state.tas.node_usage == {
+        "n1": {"cpu": 500, "pods": 1000}
+    }
+    feed.on_node("DELETED", {"metadata": {"name": "n1"}})
+    assert state.tas.nodes == {}
+    assert woken
