@@ -20,9 +20,9 @@ from tests.integration.kueue import (
     condition,
     flavor,
     local_queue,
+    maybe_workload,
     wait_admitted,
 )
-from tests.integration.test_job_framework import get_workload
 
 RAY = ("ray.io", "v1")
 BOTH = {"integrations": {"frameworks": ["ray.io/rayjob", "ray.io/raycluster"]}}
@@ -141,16 +141,18 @@ def test_a_rayjobs_cluster_is_the_rayjobs_and_a_rayjob_on_an_existing_cluster_is
     ray = RayObjects(api_client, namespace)
     parent = ray.create(rayjob("parent"))
     ray.create(raycluster("alone", owner=parent))
-    wait_for(lambda: get_workload(kueue, namespace, "raycluster-alone"), what="its own Workload")
+    wait_for(lambda: maybe_workload(kueue, namespace, "raycluster-alone"), what="its own Workload")
     assert ray.get("rayclusters", "alone")["spec"]["suspend"] is True
-    assert get_workload(kueue, namespace, "rayjob-parent") is None  # RayJobs are left alone
+    assert maybe_workload(kueue, namespace, "rayjob-parent") is None  # RayJobs are left alone
     clusters_only.stop()
 
     configured_controller(BOTH, namespace)
     on_existing = rayjob("on-existing", clusterSelector={"ray.io/cluster": "shared"}, suspend=False)
     del on_existing["spec"]["rayClusterSpec"]
     ray.create(on_existing)
-    wait_for(lambda: get_workload(kueue, namespace, "rayjob-parent"), what="the RayJob's Workload")
+    wait_for(
+        lambda: maybe_workload(kueue, namespace, "rayjob-parent"), what="the RayJob's Workload"
+    )
     ray.create(raycluster("child", owner=parent))
     wait_for(
         lambda: ray.get("rayclusters", "child")["spec"].get("suspend") is True,
@@ -158,16 +160,16 @@ def test_a_rayjobs_cluster_is_the_rayjobs_and_a_rayjob_on_an_existing_cluster_is
     )
     plain = ray.create(rayjob("plain", queued=False))
     ray.create(raycluster("own", owner=plain))
-    own = wait_for(lambda: get_workload(kueue, namespace, "raycluster-own"), what="its Workload")
+    own = wait_for(lambda: maybe_workload(kueue, namespace, "raycluster-own"), what="its Workload")
     assert [(ps["name"], ps["count"]) for ps in own["spec"]["podSets"]] == [
         ("head", 1),
         ("workers", 1),
     ]
     assert ray.get("rayclusters", "own")["spec"]["suspend"] is True
-    assert get_workload(kueue, namespace, "raycluster-child") is None
+    assert maybe_workload(kueue, namespace, "raycluster-child") is None
     # A RayJob on an existing cluster is not queued (Kueue skips it); created before the
     # RayClusters above, it has been reconciled by now.
-    assert get_workload(kueue, namespace, "rayjob-on-existing") is None
+    assert maybe_workload(kueue, namespace, "rayjob-on-existing") is None
     assert ray.get("rayjobs", "on-existing")["spec"]["suspend"] is False
 
 
@@ -185,7 +187,7 @@ def test_a_rayjob_kuberay_refused_is_put_on_hold_and_its_quota_goes_to_others(
     queue(kueue, namespace, cpu=2)
     ray = RayObjects(api_client, namespace)
     ray.create(rayjob("invalid"))
-    wait_for(lambda: get_workload(kueue, namespace, "rayjob-invalid"), what="its Workload")
+    wait_for(lambda: maybe_workload(kueue, namespace, "rayjob-invalid"), what="its Workload")
     wait_admitted(kueue, namespace, "rayjob-invalid")
     wait_for(
         lambda: ray.get("rayjobs", "invalid")["spec"]["suspend"] is False, what="the RayJob resumed"
@@ -193,7 +195,7 @@ def test_a_rayjob_kuberay_refused_is_put_on_hold_and_its_quota_goes_to_others(
     ray.create(raycluster("waiting"))  # 2 cpus: waits for the RayJob's
     wait_for(
         lambda: (
-            (w := get_workload(kueue, namespace, "raycluster-waiting"))
+            (w := maybe_workload(kueue, namespace, "raycluster-waiting"))
             and condition(w, "QuotaReserved")
         ),
         what="the RayCluster pending",
