@@ -29,6 +29,8 @@ class Kind(StrEnum):
     WORKLOAD = "Workload"
     WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
     COHORT = "Cohort"
+    ADMISSION_CHECK = "AdmissionCheck"
+    PROVISIONING_REQUEST_CONFIG = "ProvisioningRequestConfig"
 
 
 # --- labels, annotations, gates, finalizers -----------------------------------------
@@ -303,7 +305,7 @@ class DisruptionMode(StrEnum):
 
 
 class CheckState(StrEnum):
-    """An admission check's state on a Workload (Kueue's; quotagate runs no checks)."""
+    """An admission check's state on a Workload, written by the check's controller."""
 
     PENDING = "Pending"
     READY = "Ready"

@@ -31,6 +31,8 @@ PLURALS = {
     "Cohort": "cohorts",
     "LocalQueue": "localqueues",
     "Workload": "workloads",
+    "AdmissionCheck": "admissionchecks",
+    "ProvisioningRequestConfig": "provisioningrequestconfigs",
 }
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 
