@@ -138,6 +138,7 @@ class QuotaReservedReason(StrEnum):
 class AdmittedReason(StrEnum):
     ADMITTED = "Admitted"
     NO_RESERVATION = "NoReservation"
+    UNSATISFIED_ADMISSION_CHECKS = "UnsatisfiedAdmissionChecks"
 
 
 class EvictionReason(StrEnum):
@@ -149,6 +150,7 @@ class EvictionReason(StrEnum):
     LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
     DEACTIVATED = "Deactivated"
     NODE_FAILURES = "NodeFailures"
+    ADMISSION_CHECK = "AdmissionCheck"
 
 
 class PreemptionReason(StrEnum):

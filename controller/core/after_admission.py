@@ -64,6 +64,8 @@ WAIT_FOR_RECOVERY: Final = "WaitForRecovery"
 REQUEUING_LIMIT_EXCEEDED: Final = "RequeuingLimitExceeded"
 MAXIMUM_EXECUTION_TIME_EXCEEDED: Final = "MaximumExecutionTimeExceeded"
 PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
+ADMISSION_CHECK: Final = "AdmissionCheck"
+_BACKOFF_REASONS: Final = (PODS_READY_TIMEOUT, ADMISSION_CHECK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,10 +211,11 @@ def execution_deadline(workload: Workload) -> float | None:
 
 
 def awaits_backoff_finished(workload: Workload) -> bool:
-    """Requeued=False after a PodsReadyTimeout eviction: the Workload does not compete
-    until Requeued=True (BackoffFinished) is written (Kueue's `backoffWaitingTimeExpired`)."""
+    """Requeued=False after a PodsReadyTimeout or AdmissionCheck eviction: the Workload does
+    not compete until Requeued=True (BackoffFinished) is written (Kueue's
+    `backoffWaitingTimeExpired`, and its workload controller for both reasons)."""
     requeued = workload.requeued
-    return requeued is not None and not requeued.status and requeued.reason == PODS_READY_TIMEOUT
+    return requeued is not None and not requeued.status and requeued.reason in _BACKOFF_REASONS
 
 
 def may_come_due(workload: Workload) -> bool:

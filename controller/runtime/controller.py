@@ -28,6 +28,7 @@ from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api
 from controller.kube.retries import retried
+from controller.runtime.admission_checks import AdmissionCheckWriter
 from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.context import (
     Clock,
@@ -69,6 +70,7 @@ class Controller:
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
+        self.admission_checks = AdmissionCheckWriter(self.ctx, self.sync, self.after_admission)
         self.engine = Engine(self.ctx.state)
         self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
 
@@ -245,6 +247,7 @@ class Controller:
         metrics.admission_attempt_duration.labels(outcome, metrics.role).observe(elapsed)
         self.writers.dispatch(result)
         self.after_admission.check(now)
+        self.admission_checks.check(now)
         if result.changed:
             ctx.wake.set()
         self.pending.explain_unqueued(now)

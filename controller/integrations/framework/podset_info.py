@@ -83,8 +83,37 @@ def from_admission(
             info.node_selector.update(found.node_labels)
             info.tolerations.extend(dict(t) for t in found.tolerations)
         info.labels[POD_SET_LABEL] = name
+        _apply_check_updates(info, workload)
         infos.append(info)
     return infos
+
+
+def _apply_check_updates(info: PodSetInfo, workload: Mapping[str, Any]) -> None:
+    """Merge the admission checks' `podSetUpdates` for this pod set (Kueue's
+    `getPodSetsInfoFromStatus`): labels, annotations and node selectors key by key — a
+    different value for a key already there refuses the start (`PodSetInfoError`, Kueue's
+    `ErrInvalidPodSetUpdate`) — and tolerations not already present."""
+    for check in (workload.get("status") or {}).get("admissionChecks") or ():
+        for update in check.get("podSetUpdates") or ():
+            if update.get("name") != info.name:
+                continue
+            for what, current, extra in (
+                ("annotations", info.annotations, update.get("annotations") or {}),
+                ("labels", info.labels, update.get("labels") or {}),
+                ("nodeSelector", info.node_selector, update.get("nodeSelector") or {}),
+            ):
+                for key, value in extra.items():
+                    if key in current and current[key] != value:
+                        raise PodSetInfoError(
+                            f"in admission check {check.get('name')!r}: invalid admission "
+                            f"check PodSetUpdate: conflict for {what}: {key} is "
+                            f"{current[key]!r}, the update sets {value!r}"
+                        )
+                    current[key] = value
+            for toleration in update.get("tolerations") or ():
+                if toleration not in info.tolerations:
+                    info.tolerations.append(dict(toleration))
+            break
 
 
 def from_pod_set(pod_set: Mapping[str, Any]) -> PodSetInfo:
