@@ -182,6 +182,8 @@ class ObjectStore:
         """Kueue's: an AdmissionCheck the queue names is missing (AdmissionCheckNotFound) or
         its controller does not report it Active (AdmissionCheckInactive); both listed, the
         first reason given."""
+        if not cq.admission_checks:
+            return None
         names = [rule.name for rule in cq.admission_checks]
         missing = sorted(name for name in names if name not in self.admission_checks)
         inactive = sorted(

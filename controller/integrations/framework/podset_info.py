@@ -12,7 +12,7 @@ the Workload was made from (`from_pod_set`), as `podset.RestorePodSpec` does.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,22 @@ def from_admission(
         _apply_check_updates(info, workload)
         infos.append(info)
     return infos
+
+
+def with_check_updates(
+    workload: Mapping[str, Any],
+    pod_set: str,
+    node_labels: Mapping[str, str],
+    tolerations: Iterable[Mapping[str, Any]],
+) -> PodSetInfo:
+    """A pod set's flavor placement (`node_labels`, `tolerations`) with the admission
+    checks' podSetUpdates merged in, for pods ungated one by one
+    (controller/integrations/pods.py); a conflict raises `PodSetInfoError`."""
+    info = PodSetInfo(
+        pod_set, 1, node_selector=dict(node_labels), tolerations=[dict(t) for t in tolerations]
+    )
+    _apply_check_updates(info, workload)
+    return info
 
 
 def _apply_check_updates(info: PodSetInfo, workload: Mapping[str, Any]) -> None:

@@ -75,3 +75,25 @@ def test_each_checks_updates_reach_their_pod_set() -> None:
 def test_a_conflicting_update_refuses_the_start(update: dict[str, Any], what: str) -> None:
     with pytest.raises(PodSetInfoError, match=f"in admission check 'prov'.*conflict for {what}"):
         from_admission(workload(("prov", update)), placement)
+
+
+def test_a_pod_of_a_group_is_ungated_with_the_checks_updates() -> None:
+    from controller.integrations.framework.podset_info import with_check_updates
+    from controller.integrations.pod_units import GATE, ungate_patch
+
+    wl = workload(("prov", {"name": "main", "labels": {"a": "1"}, "annotations": {"n": "v"}}))
+    info = with_check_updates(wl, "main", {"pool": "spot"}, [])
+    pod = {
+        "metadata": {"name": "p", "labels": {"x": "y"}},
+        "spec": {"schedulingGates": [{"name": GATE}]},
+    }
+    patch = ungate_patch(pod, info.node_selector, info.tolerations, info.labels, info.annotations)
+    assert patch[:3] == [
+        {"op": "add", "path": "/metadata/labels/a", "value": "1"},
+        {"op": "add", "path": "/metadata/annotations", "value": {"n": "v"}},
+        {"op": "add", "path": "/spec/nodeSelector", "value": {"pool": "spot"}},
+    ]
+    assert patch[-1] == {"op": "remove", "path": "/spec/schedulingGates/0"}
+    conflicting = workload(("prov", {"name": "main", "nodeSelector": {"pool": "other"}}))
+    with pytest.raises(PodSetInfoError, match="conflict for nodeSelector"):
+        with_check_updates(conflicting, "main", {"pool": "spot"}, [])
