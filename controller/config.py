@@ -395,6 +395,12 @@ class ControllerConfig(_Section):
         alias="admissionFairSharing",
         description="Kueue's admissionFairSharing; unset = off (docs/admission-fair-sharing.md)",
     )
+    provisioning_request: bool = Field(
+        True,
+        alias="provisioningRequest",
+        description="run the ProvisioningRequest admission check controller "
+        "(kueue.x-k8s.io/provisioning-request); false: such checks stay inactive",
+    )
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )

@@ -40,6 +40,7 @@ from controller.runtime.context import (
 )
 from controller.runtime.metrics import Metrics
 from controller.runtime.pending_reasons import PendingReasons
+from controller.runtime.provisioning import ProvisioningController
 from controller.runtime.sync import WorkloadSync
 from controller.runtime.writers import DecisionWriter
 
@@ -71,6 +72,7 @@ class Controller:
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
         self.admission_checks = AdmissionCheckWriter(self.ctx, self.sync, self.after_admission)
+        self.provisioning = ProvisioningController(self.ctx, self.sync)
         self.engine = Engine(self.ctx.state)
         self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
 
@@ -248,6 +250,7 @@ class Controller:
         self.writers.dispatch(result)
         self.after_admission.check(now)
         self.admission_checks.check(now)
+        self.provisioning.check(now)
         if result.changed:
             ctx.wake.set()
         self.pending.explain_unqueued(now)
