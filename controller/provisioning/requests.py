@@ -2,10 +2,8 @@
 kueue.x-k8s.io/provisioning-request`), its rules as pure functions of the objects (Kueue's
 pkg/controller/admissionchecks/provisioning): the names of the requests and their pod
 templates, whether a Workload needs a request, the request a ProvisioningRequestConfig
-asks for, and the check state each of the cluster autoscaler's conditions maps to.
-
-The controller that creates the requests and writes the states on the Workloads is not
-written yet (docs/admission-checks.md, "What is not there yet").
+asks for, and the check state each of the cluster autoscaler's conditions maps to. The
+controller that acts on them is controller/runtime/provisioning.py.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ ProvisioningRequestConfig that exists; for each Workload holding quota with one 
 checks Pending, it creates the pod templates and the `autoscaling.x-k8s.io/v1`
 ProvisioningRequest of the current attempt (owned by the Workload, so they go with it),
 and maps the request's conditions to the check state (controller/provisioning/requests.py).
-Not yet as Kueue: pod sets are not merged (`podSetMergePolicy`), the flavors' node labels
-are not put into the pod templates, and the requests of earlier attempts are left to the
-garbage collector with their Workload.
+Not yet as Kueue: pod sets are not merged (`podSetMergePolicy` is reported with a Warning
+Event on the config), the flavors' node labels are not put into the pod templates, and the
+requests of earlier attempts are left to the garbage collector with their Workload.
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ PROVISIONING_REQUEST_CONFIGS: Final = Resource(
 )
 POD_TEMPLATES: Final = Resource("PodTemplate", "", "v1", "podtemplates", True)
 NOT_NEEDED: Final = "the provisioning request is not needed"
+PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
+MERGE_POLICY_IGNORED: Final = (
+    "spec.podSetMergePolicy: merging pod sets is not implemented by quotagate yet: each pod "
+    "set is its own entry of the ProvisioningRequest"
+)
 FIELD_MANAGER: Final = CONTROLLER_NAME
 
 
@@ -60,6 +65,7 @@ class ProvisioningController:
         self.enabled = ctx.config.provisioning_request
         self._checked_at = float("-inf")
         self._running = False
+        self._reported: set[str] = set()  # configs whose podSetMergePolicy was reported
 
     def check(self, now: float) -> None:
         """Start one pass when a second has passed and none is running (no waiting)."""
@@ -136,6 +142,12 @@ class ProvisioningController:
             if exc.status == 404:
                 return None
             raise
+        name = str(parameters["name"])
+        if (found.get("spec") or {}).get("podSetMergePolicy") and name not in self._reported:
+            self._reported.add(name)
+            log.warning("ProvisioningRequestConfig %s: %s", name, MERGE_POLICY_IGNORED)
+            if self.ctx.events is not None:
+                await self.ctx.events(found, "Warning", "UnsupportedFields", MERGE_POLICY_IGNORED)
         return found
 
     async def _set_active(self, check: dict[str, Any], active: bool) -> None:
@@ -252,6 +264,12 @@ class ProvisioningController:
                     "count": int(count if count is not None else pod_set.get("count", 1)),
                 }
             )
+        # The config's parameters, and the Workload's `provreq.kueue.x-k8s.io/<name>`
+        # annotations as parameters <name> (Kueue's passProvReqParams).
+        parameters = dict(spec.get("parameters") or {})
+        for key, value in (meta.get("annotations") or {}).items():
+            if key.startswith(PROVREQ_ANNOTATION_PREFIX):
+                parameters[key.removeprefix(PROVREQ_ANNOTATION_PREFIX)] = value
         request = {
             "apiVersion": "autoscaling.x-k8s.io/v1",
             "kind": "ProvisioningRequest",
@@ -264,7 +282,7 @@ class ProvisioningController:
             "spec": {
                 "provisioningClassName": spec.get("provisioningClassName"),
                 "podSets": pod_sets,
-                **({"parameters": dict(spec["parameters"])} if spec.get("parameters") else {}),
+                **({"parameters": parameters} if parameters else {}),
             },
         }
         await self._create_object(PROVISIONING_REQUESTS, namespace, request)

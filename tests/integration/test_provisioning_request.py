@@ -146,12 +146,17 @@ def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
         what="the check Active",
     )
     assert active["status"] == "True"
-    kueue.apply(gpu_workload(namespace, "w", count=2))
+    body = gpu_workload(namespace, "w", count=2)
+    body["metadata"]["annotations"] = {"provreq.kueue.x-k8s.io/MaxRunDurationSeconds": "60"}
+    kueue.apply(body)
     wait_reserved_with_checks(kueue, namespace, "w")
     name = f"w-{check}-1"
     request = wait_for(lambda: get_request(kueue, namespace, name), what="the ProvisioningRequest")
     assert request["spec"]["provisioningClassName"] == CLASS
-    assert request["spec"]["parameters"] == {"ValidUntilSeconds": "60"}
+    assert request["spec"]["parameters"] == {
+        "ValidUntilSeconds": "60",
+        "MaxRunDurationSeconds": "60",  # from the Workload's provreq.kueue.x-k8s.io/ annotation
+    }
     [pod_set] = request["spec"]["podSets"]
     assert pod_set["count"] == 2
     template = client.CoreV1Api(api_client).read_namespaced_pod_template(

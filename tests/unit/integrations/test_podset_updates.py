@@ -45,7 +45,9 @@ def test_each_checks_updates_reach_their_pod_set() -> None:
             {
                 "name": "main",
                 "labels": {"a": "1"},
-                "annotations": {"cluster-autoscaler.kubernetes.io/consume-provisioning-request": "p"},
+                "annotations": {
+                    "cluster-autoscaler.kubernetes.io/consume-provisioning-request": "p"
+                },
                 "nodeSelector": {"zone": "z1"},
                 "tolerations": [{"key": "gpu", "operator": "Exists"}],
             },
