@@ -314,10 +314,12 @@ class ProvisioningController:
         """This check's entry of `status.admissionChecks`, the others as read (a merge
         patch of the list, refused if the Workload changed since it was read)."""
         now = rfc3339(time.time())
+        before = None
         checks = []
         for entry in (body.get("status") or {}).get("admissionChecks") or ():
             entry = dict(entry)
             if entry.get("name") == check:
+                before = entry.get("state")
                 if entry.get("state") != state:
                     entry["lastTransitionTime"] = now
                 entry.update(state=state.value, message=message)
@@ -340,3 +342,8 @@ class ProvisioningController:
                 return  # changed meanwhile: the next pass reads it again
             raise
         self.sync.apply_event("MODIFIED", result)
+        if self.ctx.events is not None and before is not None and before != state:
+            text = f"Admission check {check} updated state from {before} to {state.value}"
+            if message:
+                text += f" with message: {message}"
+            await self.ctx.events(result, "Normal", "AdmissionCheckUpdated", text)

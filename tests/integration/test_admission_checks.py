@@ -9,6 +9,7 @@ the Workload's owner (releasing an evicted Workload's quota)."""
 from __future__ import annotations
 
 import time
+import urllib.request
 from typing import Any
 
 from kubernetes import client
@@ -94,7 +95,7 @@ def checked_queue(
 
 
 def test_quota_reserved_then_admitted_once_every_check_is_ready(
-    controller: ControllerProcess, kueue: Kueue, namespace: str
+    controller: ControllerProcess, kueue: Kueue, namespace: str, api_client: client.ApiClient
 ) -> None:
     check = f"{namespace}-prov"
     kueue.apply(
@@ -122,6 +123,20 @@ def test_quota_reserved_then_admitted_once_every_check_is_ready(
     set_check(kueue, namespace, "w", check, "Ready", message="capacity is there")
     wl = wait_admitted(kueue, namespace, "w")
     assert checks_of(wl)[check]["state"] == "Ready"
+    # Kueue's histogram of the time from reservation to admission, per ClusterQueue.
+    url = f"http://127.0.0.1:{controller.metrics_port}/metrics"
+    with urllib.request.urlopen(url) as response:
+        text = response.read().decode()
+    wanted = f'kueue_admission_checks_wait_time_seconds_count{{cluster_queue="{namespace}-cq"'
+    assert any(
+        line.startswith(wanted) and float(line.split()[-1]) == 1 for line in text.splitlines()
+    )
+    events = (
+        client.CoreV1Api(api_client)
+        .list_namespaced_event(namespace, field_selector="involvedObject.name=w")
+        .items
+    )
+    assert {"QuotaReserved", "Admitted"} <= {e.reason for e in events}
     cq = wait_for(
         lambda: condition(kueue.get_cluster_queue(f"{namespace}-cq"), "Active"),
         what="the queue's Active condition",
