@@ -13,6 +13,7 @@ from api.objects import CRDNames, KueueObject, Scope
 
 __all__ = [
     "ADMISSION_CHECK_ACTIVE",
+    "DNS_SUBDOMAIN_PATTERN",
     "AdmissionCheck",
     "AdmissionCheckParametersReference",
     "AdmissionCheckSpec",
@@ -22,13 +23,13 @@ __all__ = [
 ADMISSION_CHECK_ACTIVE: Final = "Active"
 """The condition a check controller sets when it is ready to evaluate its checks."""
 
-_DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 class AdmissionCheckParametersReference(KueueModel):
     """The object that holds a check's parameters (e.g. a ProvisioningRequestConfig)."""
 
-    api_group: str = Field(min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN_PATTERN)
+    api_group: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
     kind: str = Field(min_length=1, max_length=63, pattern=r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$")
     name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -9,6 +9,7 @@ from typing import Annotated, ClassVar, Final
 
 from pydantic import Field, StringConstraints
 
+from api.admissioncheck import DNS_SUBDOMAIN_PATTERN
 from api.common import KueueModel, NonNegativeInt32, list_map, set_list
 from api.constants import Kind
 from api.objects import CRDNames, KueueObject, Scope
@@ -25,7 +26,6 @@ __all__ = [
 
 PROVISIONING_REQUEST_CONTROLLER_NAME: Final = "kueue.x-k8s.io/provisioning-request"
 
-_DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _QUALIFIED_NAME_PATTERN: Final = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
@@ -77,7 +77,7 @@ class ProvisioningRequestConfigSpec(KueueModel):
     """The ProvisioningRequest a check creates for a Workload with reserved quota."""
 
     provisioning_class_name: str = Field(
-        min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN_PATTERN
+        min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN
     )
     """The request's `provisioningClassName` (e.g. `check-capacity.autoscaling.x-k8s.io`)."""
     parameters: dict[str, Parameter] | None = Field(

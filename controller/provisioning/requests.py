@@ -158,15 +158,7 @@ def next_state(
     Ready with `updates`; Accepted with a Provisioned condition → Pending with its message
     (the ETA); no condition yet → Pending."""
     if _true(request, "Failed"):
-        if attempt <= strategy.backoff_limit_count:
-            if attempt <= retry_count:
-                return None  # an old request: its retry is counted already
-            delay = backoff_seconds(
-                retry_count + 1, strategy.backoff_base_seconds, strategy.backoff_max_seconds
-            )
-            message = f"Retrying after failure: {_message(request, 'Failed')}"
-            return CheckUpdate(CheckState.RETRY, message, int(delay))
-        return CheckUpdate(CheckState.REJECTED, _message(request, "Failed"))
+        return _retry_or_reject(request, "Failed", "failure", attempt, retry_count, strategy)
     if _true(request, "CapacityRevoked"):
         if not active:
             return None
@@ -174,20 +166,35 @@ def next_state(
     if _true(request, "BookingExpired"):
         if admitted:
             return None
-        if attempt <= strategy.backoff_limit_count:
-            if attempt <= retry_count:
-                return None
-            delay = backoff_seconds(
-                retry_count + 1, strategy.backoff_base_seconds, strategy.backoff_max_seconds
-            )
-            message = f"Retrying after booking expired: {_message(request, 'BookingExpired')}"
-            return CheckUpdate(CheckState.RETRY, message, int(delay))
-        return CheckUpdate(CheckState.REJECTED, _message(request, "BookingExpired"))
+        return _retry_or_reject(
+            request, "BookingExpired", "booking expired", attempt, retry_count, strategy
+        )
     if _true(request, "Provisioned"):
         return CheckUpdate(CheckState.READY, _message(request, "Provisioned"), None, updates)
     if _true(request, "Accepted") and _condition(request, "Provisioned") is not None:
         return CheckUpdate(CheckState.PENDING, _message(request, "Provisioned"))
     return CheckUpdate(CheckState.PENDING, "")
+
+
+def _retry_or_reject(
+    request: Mapping[str, Any],
+    condition: str,
+    what: str,
+    attempt: int,
+    retry_count: int,
+    strategy: RetryStrategy,
+) -> CheckUpdate | None:
+    """Retry after Kueue's backoff while attempts are left, else Rejected; None for an
+    old request whose retry is counted already."""
+    if attempt > strategy.backoff_limit_count:
+        return CheckUpdate(CheckState.REJECTED, _message(request, condition))
+    if attempt <= retry_count:
+        return None
+    delay = backoff_seconds(
+        retry_count + 1, strategy.backoff_base_seconds, strategy.backoff_max_seconds
+    )
+    message = f"Retrying after {what}: {_message(request, condition)}"
+    return CheckUpdate(CheckState.RETRY, message, int(delay))
 
 
 def pod_set_updates(

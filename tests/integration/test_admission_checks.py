@@ -94,6 +94,19 @@ def checked_queue(
     return cq
 
 
+def one_active_check(kueue: Kueue, namespace: str, name: str, wl: dict[str, Any]) -> str:
+    """A ClusterQueue of 1 cpu with one Active check, its LocalQueue `lq`, and `wl`."""
+    check = f"{namespace}-{name}"
+    kueue.apply(flavor(f"{namespace}-rf"), admission_check(check))
+    activate(kueue, check)
+    kueue.apply(
+        checked_queue(namespace, {f"{namespace}-rf": {"cpu": 1}}, [{"name": check}]),
+        local_queue(namespace, "lq", f"{namespace}-cq"),
+        wl,
+    )
+    return check
+
+
 def test_quota_reserved_then_admitted_once_every_check_is_ready(
     controller: ControllerProcess, kueue: Kueue, namespace: str, api_client: client.ApiClient
 ) -> None:
@@ -147,14 +160,7 @@ def test_quota_reserved_then_admitted_once_every_check_is_ready(
 def test_retry_releases_the_quota_and_reserves_again_after_the_retry_time(
     controller: ControllerProcess, kueue: Kueue, namespace: str
 ) -> None:
-    check = f"{namespace}-prov"
-    kueue.apply(flavor(f"{namespace}-rf"), admission_check(check))
-    activate(kueue, check)
-    kueue.apply(
-        checked_queue(namespace, {f"{namespace}-rf": {"cpu": 1}}, [{"name": check}]),
-        local_queue(namespace, "lq", f"{namespace}-cq"),
-        workload(namespace, "r", "lq"),
-    )
+    check = one_active_check(kueue, namespace, "prov", workload(namespace, "r", "lq"))
     wait_reserved_with_checks(kueue, namespace, "r")
     set_check(kueue, namespace, "r", check, "Retry", message="no capacity", requeueAfterSeconds=8)
 
@@ -191,14 +197,7 @@ def test_retry_releases_the_quota_and_reserves_again_after_the_retry_time(
 def test_rejected_deactivates_the_workload(
     controller: ControllerProcess, kueue: Kueue, namespace: str
 ) -> None:
-    check = f"{namespace}-budget"
-    kueue.apply(flavor(f"{namespace}-rf"), admission_check(check))
-    activate(kueue, check)
-    kueue.apply(
-        checked_queue(namespace, {f"{namespace}-rf": {"cpu": 1}}, [{"name": check}]),
-        local_queue(namespace, "lq", f"{namespace}-cq"),
-        workload(namespace, "j", "lq"),
-    )
+    check = one_active_check(kueue, namespace, "budget", workload(namespace, "j", "lq"))
     wait_reserved_with_checks(kueue, namespace, "j")
     set_check(kueue, namespace, "j", check, "Rejected", message="over budget")
 
