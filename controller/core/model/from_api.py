@@ -509,6 +509,11 @@ def _workload(
         or 0,
         admission_checks=check_statuses_from_api(r, status),
         admitted=admission is not None and true("Admitted"),
+        admitted_at=(
+            r.time(conditions["Admitted"].get("lastTransitionTime"), "status.conditions")
+            if admission is not None and true("Admitted")
+            else None
+        ),
         quota_reserved_at=(
             r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
             if admission is not None

@@ -147,6 +147,7 @@ class Workload:
     # Admitted=True (quota reserved and every check Ready).
     admission_checks: tuple[CheckStatus, ...] = ()
     admitted: bool = False
+    admitted_at: float | None = None  # Admitted=True lastTransitionTime
     maximum_execution_time_seconds: int | None = None  # spec.maximumExecutionTimeSeconds
     accumulated_past_execution_time_seconds: int = 0  # status.accumulatedPastExecutionTimeSeconds
     # EXPECTED_RUNTIME_ANNOTATION as written: what its owner expects it to run. Read only

@@ -281,3 +281,31 @@ def test_rules_and_states_are_read_from_the_api() -> None:
     )
     check = convert(check_object("prov", active=True))
     assert check == AdmissionCheck("prov", "example.com/c", active=True)
+
+
+# -- the after-admission timers start when the checks have passed ------------------------------
+
+
+def test_pods_ready_and_execution_time_count_from_admission_not_reservation() -> None:
+    from controller.core.after_admission import (
+        PodsReadyPolicy,
+        admitted_at,
+        execution_deadline,
+        not_ready_deadline,
+    )
+
+    policy = PodsReadyPolicy(timeout=60.0)
+    waiting = holding((state_of("a", CheckState.PENDING),), maximum_execution_time_seconds=100)
+    assert admitted_at(waiting) is None  # reserved at 10, checks pending: no timer runs
+    assert not_ready_deadline(waiting, policy) is None
+    assert execution_deadline(waiting) is None
+    ready = replace(
+        waiting,
+        admission_checks=(state_of("a", CheckState.READY),),
+        admitted=True,
+        admitted_at=50.0,
+    )
+    assert not_ready_deadline(ready, policy) == ("WaitForStart", 110.0)
+    assert execution_deadline(ready) == 150.0
+    plain = replace(holding(), maximum_execution_time_seconds=100)  # no checks: from reservation
+    assert not_ready_deadline(plain, policy) == ("WaitForStart", 70.0)
