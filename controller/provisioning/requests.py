@@ -24,6 +24,7 @@ __all__ = [
     "CheckUpdate",
     "RetryStrategy",
     "attempt_of",
+    "is_unused",
     "next_state",
     "pod_set_updates",
     "pod_template_name",
@@ -64,6 +65,26 @@ def attempt_of(name: str, workload: str, check: str) -> int | None:
     prefix = re.escape(_limited(f"{workload}-{check}-"))
     found = re.fullmatch(f"{prefix}([0-9]+)", name)
     return int(found.group(1)) if found else None
+
+
+def is_unused(request: Mapping[str, Any], workload: Mapping[str, Any] | None) -> bool:
+    """Whether a request the check made is to be deleted (Kueue's
+    `deleteUnusedProvisioningRequests`, with CleanupProvisioningRequestsOnEviction on, its
+    default): its Workload is gone, finished or evicted, or it is an earlier attempt than
+    the one the Workload's check is on."""
+    if workload is None:
+        return True
+    status = workload.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or ()}
+    if conditions.get("Finished") == "True" or conditions.get("Evicted") == "True":
+        return True
+    name = str((request.get("metadata") or {}).get("name"))
+    workload_name = str((workload.get("metadata") or {}).get("name"))
+    for check in status.get("admissionChecks") or ():
+        attempt = attempt_of(name, workload_name, str(check.get("name")))
+        if attempt is not None:
+            return attempt < int(check.get("retryCount") or 0) + 1
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,12 @@ Every second, from the scheduling loop but in a task of its own (the admission c
 waits on it): its AdmissionChecks get `Active` once their `parameters` name a
 ProvisioningRequestConfig that exists; for each Workload holding quota with one of its
 checks Pending, it creates the pod templates and the `autoscaling.x-k8s.io/v1`
-ProvisioningRequest of the current attempt (owned by the Workload, so they go with it),
+ProvisioningRequest of the current attempt (owned by the Workload),
 and maps the request's conditions to the check state (controller/provisioning/requests.py).
-Not yet as Kueue: pod sets are not merged (`podSetMergePolicy` is reported with a Warning
-Event on the config), the flavors' node labels are not put into the pod templates, and the
-requests of earlier attempts are left to the garbage collector with their Workload.
+The requests of finished, evicted or deleted Workloads and of earlier attempts are deleted
+with their pod templates, as Kueue's. Not yet as Kueue: pod sets are not merged
+(`podSetMergePolicy` is reported with a Warning Event on the config), and the flavors'
+node labels are not put into the pod templates.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from kubernetes.aio.client.exceptions import ApiException
 from api import workload_status
 from api.constants import CheckState
 from api.workload_status import rfc3339
+from controller.core.model.workloads import workload_key
 from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, Resource
 from controller.provisioning.requests import (
     CONTROLLER_NAME,
     RetryStrategy,
+    is_unused,
     next_state,
     pod_set_updates,
     pod_template_name,
@@ -102,6 +105,7 @@ class ProvisioningController:
             name = str(check["metadata"]["name"])
             configs[name] = await self._config_of(spec.get("parameters"))
             await self._set_active(check, configs[name] is not None)
+        await self._delete_unused()
         state = self.ctx.state
         for key in list(state.index.timed):
             body = self.sync.body(key)
@@ -116,6 +120,42 @@ class ProvisioningController:
                         await self._sync_check(body, entry, configs[name])
                     except API_ERRORS as exc:  # this Workload's; the others go on
                         await self._failed(body, name, exc)
+
+    async def _delete_unused(self) -> None:
+        """Delete the requests (and their pod templates) of finished, evicted or deleted
+        Workloads and of earlier attempts, as Kueue does."""
+        api = self.ctx.api
+        listed = await api.request(
+            "GET",
+            api.path(PROVISIONING_REQUESTS, None),
+            params={"labelSelector": "kueue.x-k8s.io/managed=true"},
+        )
+        for request in (listed or {}).get("items") or ():
+            meta = request.get("metadata") or {}
+            owner = next(
+                (o for o in meta.get("ownerReferences") or () if o.get("kind") == "Workload"),
+                None,
+            )
+            if owner is None:
+                continue
+            namespace = str(meta.get("namespace"))
+            body = self.sync.body(workload_key(namespace, str(owner.get("name"))))
+            if body is not None and (body.get("metadata") or {}).get("uid") != owner.get("uid"):
+                body = None  # a new Workload of the same name
+            if not is_unused(request, body):
+                continue
+            for pod_set in (request.get("spec") or {}).get("podSets") or ():
+                template = (pod_set.get("podTemplateRef") or {}).get("name")
+                await self._delete(POD_TEMPLATES, namespace, str(template))
+            await self._delete(PROVISIONING_REQUESTS, namespace, str(meta.get("name")))
+            log.info("deleted ProvisioningRequest %s/%s", namespace, meta.get("name"))
+
+    async def _delete(self, resource: Resource, namespace: str, name: str) -> None:
+        try:
+            await self.ctx.api.request("DELETE", self.ctx.api.path(resource, name, namespace))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
 
     async def _failed(self, body: dict[str, Any], check: str, exc: BaseException) -> None:
         """Kueue's `handleError`: a Warning Event on the Workload; retried next pass."""

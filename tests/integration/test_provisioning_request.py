@@ -179,7 +179,11 @@ def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
 
 
 def test_failed_is_retried_with_a_new_request_then_rejected(
-    controller: ControllerProcess, provisioning_crd: list[str], kueue: Kueue, namespace: str
+    controller: ControllerProcess,
+    provisioning_crd: list[str],
+    kueue: Kueue,
+    namespace: str,
+    api_client: client.ApiClient,
 ) -> None:
     check = setup(kueue, namespace)
     kueue.apply(gpu_workload(namespace, "f"))
@@ -195,6 +199,10 @@ def test_failed_is_retried_with_a_new_request_then_rejected(
     wl = wait_for(evicted, what="f evicted for a retry")
     assert condition(wl, "Evicted")["reason"] == "AdmissionCheck"
     assert checks_of(wl)[check]["retryCount"] == 1
+    # Evicted: its request is deleted with its pod template (Kueue's cleanup on eviction).
+    wait_for(lambda: get_request(kueue, namespace, first) is None, what="the first request deleted")
+    templates = client.CoreV1Api(api_client).list_namespaced_pod_template(namespace).items
+    assert not [t.metadata.name for t in templates if first in t.metadata.name]
     kueue.acknowledge_eviction(namespace, "f")  # its owner releases the quota
     second = f"f-{check}-2"
     wait_for(lambda: get_request(kueue, namespace, second), what="the second attempt's request")

@@ -17,6 +17,7 @@ from controller.provisioning.requests import (
     CheckUpdate,
     RetryStrategy,
     attempt_of,
+    is_unused,
     next_state,
     pod_set_updates,
     pod_template_name,
@@ -152,3 +153,24 @@ def test_pod_set_updates_name_the_request_and_the_details(with_selector: bool) -
         assert update["nodeSelector"] == {"example.com/pool": "gpu-a"}  # zone: no detail
     else:
         assert "nodeSelector" not in update
+
+
+def test_a_request_is_unused_once_its_workload_is_done_or_moved_to_a_later_attempt() -> None:
+    def holder(retry_count: int, *conditions: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": "wl"},
+            "status": {
+                "conditions": [{"type": c, "status": "True"} for c in conditions],
+                "admissionChecks": [
+                    {"name": "prov", "state": "Pending", "retryCount": retry_count}
+                ],
+            },
+        }
+
+    first = {"metadata": {"name": "wl-prov-1"}}
+    assert not is_unused(first, holder(0))
+    assert is_unused(first, holder(1))  # the check is on attempt 2 now
+    assert is_unused(first, holder(0, "Evicted"))
+    assert is_unused(first, holder(0, "Finished"))
+    assert is_unused(first, None)  # the Workload is gone
+    assert not is_unused({"metadata": {"name": "other-prov-1"}}, holder(5))
