@@ -162,7 +162,7 @@ def test_retry_releases_the_quota_and_reserves_again_after_the_retry_time(
 ) -> None:
     check = one_active_check(kueue, namespace, "prov", workload(namespace, "r", "lq"))
     wait_reserved_with_checks(kueue, namespace, "r")
-    set_check(kueue, namespace, "r", check, "Retry", message="no capacity", requeueAfterSeconds=8)
+    set_check(kueue, namespace, "r", check, "Retry", message="no capacity", requeueAfterSeconds=12)
 
     def evicted() -> dict[str, Any] | None:
         wl = kueue.get_workload(namespace, "r")

@@ -210,8 +210,11 @@ def test_failed_is_retried_with_a_new_request_then_rejected(
 
     def deactivated() -> dict[str, Any] | None:
         wl = kueue.get_workload(namespace, "f")
-        return wl if wl["spec"].get("active") is False else None
+        evicted = condition(wl, "Evicted") or {}
+        done = wl["spec"].get("active") is False and evicted.get("status") == "True"
+        return wl if done else None
 
-    wl = wait_for(deactivated, what="f deactivated after the retry limit")
-    target = condition(wl, "Evicted") or condition(wl, "DeactivationTarget")
-    assert target is not None and "still out of GPUs" in target["message"]
+    wl = wait_for(deactivated, what="f deactivated and evicted after the retry limit")
+    evicted = condition(wl, "Evicted")
+    assert evicted is not None and evicted["reason"] == "DeactivatedDueToAdmissionCheck"
+    assert "still out of GPUs" in evicted["message"]
