@@ -30,6 +30,8 @@ class Kind(StrEnum):
     WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
     COHORT = "Cohort"
     TOPOLOGY = "Topology"
+    ADMISSION_CHECK = "AdmissionCheck"
+    PROVISIONING_REQUEST_CONFIG = "ProvisioningRequestConfig"
 
 
 # --- labels, annotations, gates, finalizers -----------------------------------------
@@ -140,6 +142,7 @@ class QuotaReservedReason(StrEnum):
 class AdmittedReason(StrEnum):
     ADMITTED = "Admitted"
     NO_RESERVATION = "NoReservation"
+    UNSATISFIED_ADMISSION_CHECKS = "UnsatisfiedAdmissionChecks"
 
 
 class EvictionReason(StrEnum):
@@ -151,6 +154,7 @@ class EvictionReason(StrEnum):
     LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
     DEACTIVATED = "Deactivated"
     NODE_FAILURES = "NodeFailures"
+    ADMISSION_CHECK = "AdmissionCheck"
 
 
 class PreemptionReason(StrEnum):
@@ -307,7 +311,7 @@ class DisruptionMode(StrEnum):
 
 
 class CheckState(StrEnum):
-    """An admission check's state on a Workload (Kueue's; quotagate runs no checks)."""
+    """An admission check's state on a Workload, written by the check's controller."""
 
     PENDING = "Pending"
     READY = "Ready"

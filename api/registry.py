@@ -7,11 +7,13 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from api.admissioncheck import AdmissionCheck
 from api.clusterqueue import ClusterQueue
 from api.cohort import Cohort
 from api.constants import API_VERSION, Kind
 from api.localqueue import LocalQueue
 from api.objects import InvalidObjectError, KueueObject
+from api.provisioningrequestconfig import ProvisioningRequestConfig
 from api.resourceflavor import ResourceFlavor
 from api.topology import Topology
 from api.workload import Workload
@@ -27,6 +29,8 @@ MODELS: Final[Mapping[Kind, type[KueueObject]]] = {
     Kind.WORKLOAD: Workload,
     Kind.WORKLOAD_PRIORITY_CLASS: WorkloadPriorityClass,
     Kind.TOPOLOGY: Topology,
+    Kind.ADMISSION_CHECK: AdmissionCheck,
+    Kind.PROVISIONING_REQUEST_CONFIG: ProvisioningRequestConfig,
 }
 
 

@@ -34,6 +34,7 @@ from typing import Any, Final
 from api.constants import (
     API_VERSION,
     AdmittedReason,
+    CheckState,
     EvictionReason,
     Kind,
     QuotaReservedReason,
@@ -55,6 +56,7 @@ __all__ = [
     "admission_from_api",
     "admission_to_api",
     "admit",
+    "all_checks_ready",
     "apply_body",
     "condition",
     "count_eviction",
@@ -74,6 +76,8 @@ __all__ = [
     "set_condition",
     "set_deactivation_target",
     "shrink",
+    "sync_admission_checks",
+    "sync_checks",
     "unset_quota_reservation",
 ]
 
@@ -411,10 +415,78 @@ def _condition_in(status: Status, type_: str) -> Mapping[str, Any] | None:
     return next((c for c in status["conditions"] if c.get("type") == type_), None)
 
 
+def all_checks_ready(status: Mapping[str, Any]) -> bool:
+    """Every admission check on the Workload is Ready (Kueue's `HasAllChecksReady`; true
+    without checks)."""
+    return all(c.get("state") == CheckState.READY for c in status.get("admissionChecks") or ())
+
+
+def sync_admission_checks(status: Status, required: Sequence[str], now: float) -> bool:
+    """Keep `status.admissionChecks` to the checks in `required`, as Kueue's workload
+    controller does (`syncAdmissionCheckConditions`): a new one Pending, one no longer
+    required dropped, sorted by name, none at all without checks; whether it changed."""
+    current = {str(c.get("name")): dict(c) for c in status.get("admissionChecks") or ()}
+    if not required:
+        return bool(status.pop("admissionChecks", None))
+    wanted = set(required)
+    changed = not wanted.issuperset(current)
+    for name in wanted - set(current):
+        current[name] = {
+            "name": name,
+            "state": CheckState.PENDING.value,
+            "message": "",
+            "lastTransitionTime": rfc3339(now),
+        }
+        changed = True
+    status["admissionChecks"] = [current[name] for name in sorted(wanted)]
+    return changed
+
+
+def _reset_checks_on_eviction(status: Status, now: float) -> None:
+    """Every check not Pending back to Pending, a Retry counted in `retryCount` (Kueue's
+    `resetChecksOnEviction`): the check is evaluated afresh for the next reservation."""
+    checks = status.get("admissionChecks")
+    if not checks:
+        return
+    reset = []
+    for check in checks:
+        state = check.get("state")
+        if state == CheckState.PENDING:
+            reset.append(dict(check))
+            continue
+        entry: dict[str, Any] = {
+            "name": check.get("name"),
+            "state": CheckState.PENDING.value,
+            "message": f"Reset to Pending after eviction. Previously: {state}",
+            "lastTransitionTime": rfc3339(now),
+        }
+        if check.get("requeueAfterSeconds") is not None:
+            entry["requeueAfterSeconds"] = check["requeueAfterSeconds"]
+        if state == CheckState.RETRY:
+            entry["retryCount"] = int(check.get("retryCount") or 0) + 1
+        reset.append(entry)
+    status["admissionChecks"] = reset
+
+
 def _sync_admitted(wl: Workload, status: Status, now: float) -> None:
-    """Admitted follows QuotaReserved (quotagate runs no admission checks)."""
+    """Admitted is True once quota is reserved and every admission check is Ready (Kueue's
+    `SyncAdmittedCondition`); an admitted Workload stays so until it loses its quota."""
     reserved = _condition_in(status, Condition.QUOTA_RESERVED)
-    if reserved is not None and reserved.get("status") == "True":
+    holds = reserved is not None and reserved.get("status") == "True"
+    admitted = _condition_in(status, Condition.ADMITTED)
+    if holds and not all_checks_ready(status):
+        if admitted is not None and admitted.get("status") == "True":
+            return  # Kueue's: the eviction the check asks for takes it back
+        _with_condition(
+            wl,
+            status,
+            Condition.ADMITTED,
+            False,
+            AdmittedReason.UNSATISFIED_ADMISSION_CHECKS,
+            "The workload has not all checks ready",
+            now,
+        )
+    elif holds:
         _with_condition(
             wl,
             status,
@@ -451,11 +523,15 @@ def _accumulate_execution_time(status: Status, now: float) -> None:
     status["accumulatedPastExecutionTimeSeconds"] = previous + max(0, int(now - since))
 
 
-def admit(wl: Workload, admission: Mapping[str, Any], now: float) -> Status:
-    """Quota reserved and admitted: `status.admission` replaced, QuotaReserved=True,
-    Admitted=True, and a previous Evicted/Preempted=True reset to False with reason
-    QuotaReserved ("Previously: …")."""
+def admit(
+    wl: Workload, admission: Mapping[str, Any], now: float, checks: Sequence[str] = ()
+) -> Status:
+    """Quota reserved: `status.admission` replaced, QuotaReserved=True, `status.admissionChecks`
+    kept to `checks` (those the reservation needs), Admitted=True once every one is Ready
+    (at once without checks), and a previous Evicted/Preempted=True reset to False with
+    reason QuotaReserved ("Previously: …")."""
     status = kueue_status(wl)
+    sync_admission_checks(status, checks, now)
     status["admission"] = dict(admission)
     status.pop("resourceRequests", None)
     cq = admission["clusterQueue"]
@@ -528,11 +604,23 @@ def evict(
         status.pop("requeueState", None)
     if requeue_state is not None:
         status["requeueState"] = dict(requeue_state)
+    _reset_checks_on_eviction(status, now)
     _with_condition(wl, status, Condition.EVICTED, True, condition_reason, message, now)
     if preemption_reason is not None:
         _with_condition(wl, status, Condition.PREEMPTED, True, preemption_reason, message, now)
     count_eviction(status, reason, underlying_cause)
     return status
+
+
+def sync_checks(wl: Workload, checks: Sequence[str], now: float) -> Status | None:
+    """A Workload holding quota: `status.admissionChecks` kept to `checks`, and Admitted
+    set once every one is Ready (Kueue's workload controller); None when nothing changes."""
+    status = kueue_status(wl)
+    before = (status.get("admissionChecks"), _condition_in(status, Condition.ADMITTED))
+    sync_admission_checks(status, checks, now)
+    _sync_admitted(wl, status, now)
+    after = (status.get("admissionChecks"), _condition_in(status, Condition.ADMITTED))
+    return None if before == after else status
 
 
 def set_deactivation_target(

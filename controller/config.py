@@ -459,6 +459,12 @@ class ControllerConfig(_Section):
         "namespace but kube-system and leaderElection.leaseNamespace",
     )
     resources: Resources = Field(default_factory=lambda: Resources())
+    provisioning_request: bool = Field(
+        True,
+        alias="provisioningRequest",
+        description="run the ProvisioningRequest admission check controller "
+        "(kueue.x-k8s.io/provisioning-request); false: such checks stay inactive",
+    )
     leader_election: LeaderElection = Field(
         default_factory=lambda: LeaderElection(), alias="leaderElection"
     )

@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from api.objects import InvalidObjectError
+from api.registry import load_object
 from controller.config import ConfigError, ControllerConfig, configure_state, load_config
 from controller.core.model.api_fields import parse_time
 from controller.core.model.clusterqueues import LocalQueue
@@ -155,6 +157,14 @@ def _convert(docs: list[tuple[str, int, Any]], api_rules: bool = True) -> list[C
         if not isinstance(doc, dict):
             problems.append(f"{where}: expected a Kubernetes object, got {type(doc).__name__}")
             continue
+        if doc.get("kind") == "ProvisioningRequestConfig":
+            # The parameters of a check controller's checks: admission does not read them
+            # (an AdmissionCheck's Active condition says whether its controller runs).
+            try:
+                load_object(doc)
+            except InvalidObjectError as exc:
+                problems.append(f"{where}: {exc}")
+            continue
         try:
             obj = node_from_api(doc) if doc.get("kind") == "Node" else convert(doc)
         except InvalidObject as exc:
@@ -205,8 +215,14 @@ def render(result: dict[str, Any], output: str) -> str:
             (
                 a["workload"],
                 a["clusterQueue"],
-                "admit" + (" (borrowing)" if a["borrowing"] else ""),
-                flavors,
+                ("reserve" if a.get("admissionChecks") else "admit")
+                + (" (borrowing)" if a["borrowing"] else ""),
+                flavors
+                + (
+                    f"; admitted once checks {', '.join(a['admissionChecks'])} are Ready"
+                    if a.get("admissionChecks")
+                    else ""
+                ),
             )
         )
     for p in result["preempting"]:

@@ -133,6 +133,24 @@ def lq(**spec: Any) -> dict[str, Any]:
     }
 
 
+def ac(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "AdmissionCheck",
+        "metadata": _meta("x", False, None),
+        "spec": {"controllerName": "example.com/budget", **spec},
+    }
+
+
+def prc(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": _meta("x", False, None),
+        "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", **spec},
+    }
+
+
 def pod_set(name: str = "main", count: int = 1, **spec: Any) -> dict[str, Any]:
     pod = {
         "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]
@@ -700,6 +718,88 @@ CASES: list[Case] = [
         "schema",
     ),
     Case("LQ-OK", "no clusterQueue (optional in Kueue's schema)", lq()),
+    # --- AdmissionCheck, ProvisioningRequestConfig: admissioncheck_types.go,
+    # provisioningrequestconfig_types.go (no webhook) -------------------------------------
+    Case(
+        "AC-1",
+        "controllerName changed",
+        ac(controllerName="example.com/other"),
+        ('spec.controllerName: Invalid value: "example.com/other": field is immutable',),
+        "cel",
+        old=ac(),
+    ),
+    Case(
+        "AC-S1",
+        "controllerName empty",
+        ac(controllerName=""),
+        (
+            'spec.controllerName: Invalid value: "": spec.controllerName in body should be at least 1 chars long',
+        ),
+        "schema",
+    ),
+    Case(
+        "AC-S2",
+        "parameters kind not a kind",
+        ac(parameters={"apiGroup": "kueue.x-k8s.io", "kind": "Not_A_Kind", "name": "p"}),
+        (
+            'spec.parameters.kind: Invalid value: "Not_A_Kind": spec.parameters.kind in body should match',
+        ),
+        "schema",
+    ),
+    Case(
+        "AC-OK",
+        "parameters of any case-insensitive kind",
+        ac(
+            parameters={
+                "apiGroup": "kueue.x-k8s.io",
+                "kind": "ProvisioningRequestConfig",
+                "name": "p",
+            }
+        ),
+    ),
+    Case(
+        "PRC-S1",
+        "provisioningClassName not a name",
+        prc(provisioningClassName="Not_A_Class"),
+        (
+            'spec.provisioningClassName: Invalid value: "Not_A_Class": '
+            "spec.provisioningClassName in body should match",
+        ),
+        "schema",
+    ),
+    Case(
+        "PRC-S2",
+        "podSetMergePolicy unknown",
+        prc(podSetMergePolicy="Whatever"),
+        ('spec.podSetMergePolicy: Unsupported value: "Whatever"',),
+        "schema",
+    ),
+    Case(
+        "PRC-S3",
+        "a parameter longer than 255 characters",
+        prc(parameters={"a": "x" * 256}),
+        ("spec.parameters.a: Too long: may not be more than 255 bytes",),
+        "schema",
+    ),
+    Case(
+        "PRC-OK",
+        "every field",
+        prc(
+            parameters={"ValidUntilSeconds": "600"},
+            managedResources=["nvidia.com/gpu"],
+            retryStrategy={
+                "backoffLimitCount": 1,
+                "backoffBaseSeconds": 5,
+                "backoffMaxSeconds": 60,
+            },
+            podSetUpdates={
+                "nodeSelector": [
+                    {"key": "example.com/pool", "valueFromProvisioningClassDetail": "pool"}
+                ]
+            },
+            podSetMergePolicy="IdenticalPodTemplates",
+        ),
+    ),
     # --- Workload: workload_types.go (CEL), workload_webhook.go -------------------------
     Case(
         "WL-1",
@@ -1039,7 +1139,9 @@ CASES: list[Case] = [
         "TP-4",
         "a node label that is not a label name",
         topology("Not A Label"),
-        ('spec.levels[0].nodeLabel: Invalid value: "Not A Label": spec.levels[0].nodeLabel in body should match',),
+        (
+            'spec.levels[0].nodeLabel: Invalid value: "Not A Label": spec.levels[0].nodeLabel in body should match',
+        ),
         "schema",
     ),
     Case("TP-OK1", "block, rack, hostname", topology("block", "rack", HOST)),

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from api.constants import Kind
+from api.validation.admissioncheck import validate_admission_check_update
 from api.validation.clusterqueue import (
     validate_cluster_queue,
     validate_cluster_queue_update,
@@ -37,6 +38,7 @@ _CREATE: Final[dict[str, Callable[[Object], list[FieldError]]]] = {
     Kind.LOCAL_QUEUE: lambda obj: [],
     Kind.WORKLOAD: validate_workload,
     Kind.TOPOLOGY: validate_topology,
+    Kind.ADMISSION_CHECK: lambda obj: [],
 }
 _UPDATE: Final[dict[str, Callable[[Object, Object], list[FieldError]]]] = {
     Kind.RESOURCE_FLAVOR: validate_resource_flavor_update,
@@ -45,10 +47,12 @@ _UPDATE: Final[dict[str, Callable[[Object, Object], list[FieldError]]]] = {
     Kind.LOCAL_QUEUE: validate_local_queue_update,
     Kind.WORKLOAD: validate_workload_update,
     Kind.TOPOLOGY: validate_topology_update,
+    Kind.ADMISSION_CHECK: validate_admission_check_update,
 }
 
 VALIDATED_KINDS: Final = frozenset(_CREATE)
-"""The kinds with rules (WorkloadPriorityClass has none beyond its schema)."""
+"""The kinds with rules (WorkloadPriorityClass and ProvisioningRequestConfig have none
+beyond their schema)."""
 
 
 def validate(obj: Object) -> list[FieldError]:

@@ -45,6 +45,7 @@ __all__ = [
     "PodsReadyTimeout",
     "QueuesRunning",
     "Requeue",
+    "admitted_at",
     "awaits_backoff_finished",
     "backoff_seconds",
     "due",
@@ -64,6 +65,8 @@ WAIT_FOR_RECOVERY: Final = "WaitForRecovery"
 REQUEUING_LIMIT_EXCEEDED: Final = "RequeuingLimitExceeded"
 MAXIMUM_EXECUTION_TIME_EXCEEDED: Final = "MaximumExecutionTimeExceeded"
 PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
+ADMISSION_CHECK: Final = "AdmissionCheck"
+_BACKOFF_REASONS: Final = (PODS_READY_TIMEOUT, ADMISSION_CHECK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,12 +175,21 @@ def backoff_seconds(count: int, base: int, maximum: int, jitter: float = 0.0) ->
     return float(delay) * (1.0 + jitter * JITTER_FACTOR)
 
 
+def admitted_at(workload: Workload) -> float | None:
+    """When the Workload was admitted (Kueue times PodsReady and the maximum execution
+    time from the Admitted condition): with admission checks, once they all passed; without
+    them, at its reservation. None while it is not admitted."""
+    if workload.admission_checks:
+        return workload.admitted_at if workload.admitted else None
+    return workload.quota_reserved_at
+
+
 def _evictable(workload: Workload) -> bool:
     return (
         workload.admission is not None
         and workload.active
         and not workload.finished
-        and workload.quota_reserved_at is not None
+        and admitted_at(workload) is not None
     )
 
 
@@ -190,8 +202,9 @@ def not_ready_deadline(workload: Workload, policy: PodsReadyPolicy) -> tuple[str
     if ready is not None and ready.status:
         return None
     if ready is None or ready.reason in (WAIT_FOR_START, "PodsReady"):
-        assert workload.quota_reserved_at is not None
-        return WAIT_FOR_START, workload.quota_reserved_at + policy.timeout
+        since = admitted_at(workload)
+        assert since is not None
+        return WAIT_FOR_START, since + policy.timeout
     if ready.reason == WAIT_FOR_RECOVERY and policy.recovery_timeout is not None:
         return WAIT_FOR_RECOVERY, ready.last_transition + policy.recovery_timeout
     return None
@@ -204,15 +217,17 @@ def execution_deadline(workload: Workload) -> float | None:
     limit = workload.maximum_execution_time_seconds
     if limit is None or not _evictable(workload) or workload.deactivation_target is not None:
         return None
-    assert workload.quota_reserved_at is not None
-    return workload.quota_reserved_at + limit - workload.accumulated_past_execution_time_seconds
+    since = admitted_at(workload)
+    assert since is not None
+    return since + limit - workload.accumulated_past_execution_time_seconds
 
 
 def awaits_backoff_finished(workload: Workload) -> bool:
-    """Requeued=False after a PodsReadyTimeout eviction: the Workload does not compete
-    until Requeued=True (BackoffFinished) is written (Kueue's `backoffWaitingTimeExpired`)."""
+    """Requeued=False after a PodsReadyTimeout or AdmissionCheck eviction: the Workload does
+    not compete until Requeued=True (BackoffFinished) is written (Kueue's
+    `backoffWaitingTimeExpired`, and its workload controller for both reasons)."""
     requeued = workload.requeued
-    return requeued is not None and not requeued.status and requeued.reason == PODS_READY_TIMEOUT
+    return requeued is not None and not requeued.status and requeued.reason in _BACKOFF_REASONS
 
 
 def may_come_due(workload: Workload) -> bool:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from controller.core.admission_checks import required_checks
 from controller.core.afs.sampling import LocalQueueUsage, local_queue_usages
 from controller.core.decisions import Admit, Evict, Preempt
 from controller.core.engine import Engine
@@ -33,6 +34,7 @@ _APPLY_ORDER = (
     "Topology",
     "Node",
     "ResourceFlavor",
+    "AdmissionCheck",
     "Cohort",
     "ClusterQueue",
     "LocalQueue",
@@ -154,9 +156,14 @@ def _pod_sets(admit: Admit, state: ClusterState) -> list[dict[str, Any]]:
 
 
 def _admitted(admit: Admit, state: ClusterState) -> dict[str, Any]:
-    return {
+    out = {
         "workload": admit.workload_key,
         "clusterQueue": admit.cluster_queue,
         "borrowing": admit.borrowing,
         "podSets": _pod_sets(admit, state),
     }
+    cq = state.objects.cluster_queues.get(admit.cluster_queue)
+    checks = required_checks(cq.admission_checks, admit.admission) if cq is not None else ()
+    if checks:  # quota reserved now; admitted once every check is Ready
+        out["admissionChecks"] = list(checks)
+    return out

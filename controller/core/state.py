@@ -34,6 +34,7 @@ from controller.core.cache.reservations import ReservationCache, UnknownWorkload
 from controller.core.cache.status_index import StatusIndex
 from controller.core.decisions import Admit, Evict, Nomination
 from controller.core.fairsharing.settings import FairSharing
+from controller.core.model.admission_checks import AdmissionCheck
 from controller.core.model.clusterqueues import ClusterQueue, LocalQueue
 from controller.core.model.cohorts import Cohort
 from controller.core.model.flavors import ResourceFlavor
@@ -98,6 +99,8 @@ class ClusterState:
             self.set_cluster_queue(obj)
         elif isinstance(obj, Cohort):
             self.set_cohort(obj)
+        elif isinstance(obj, AdmissionCheck):
+            self.set_admission_check(obj)
         elif isinstance(obj, LocalQueue):
             self.set_local_queue(obj)
         elif isinstance(obj, WorkloadPriorityClass):
@@ -207,6 +210,22 @@ class ClusterState:
         self.queues.remove_cluster_queue(name)
         if cq.cohort:
             self.queues.retry_cohort(cq.cohort)
+
+    def set_admission_check(self, check: AdmissionCheck) -> None:
+        if self.objects.admission_checks.get(check.name) == check:
+            return
+        self.objects.set_admission_check(check)
+        self._retry_naming_check(check.name)
+
+    def remove_admission_check(self, name: str) -> None:
+        if self.objects.remove_admission_check(name):
+            self._retry_naming_check(name)
+
+    def _retry_naming_check(self, name: str) -> None:
+        """A ClusterQueue naming the check may have turned active or inactive."""
+        for cq in self.objects.cluster_queues.values():
+            if any(rule.name == name for rule in cq.admission_checks):
+                self.queues.retry_inadmissible(cq.name)
 
     def set_cohort(self, cohort: Cohort) -> None:
         if self.objects.cohorts.get(cohort.name) == cohort:

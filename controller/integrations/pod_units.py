@@ -307,28 +307,43 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+def _add_map(
+    ops: list[dict[str, Any]],
+    path: str,
+    current: Mapping[str, str] | None,
+    extra: Mapping[str, str],
+) -> None:
+    """Add the entries of `extra` that `current` lacks or holds otherwise, as JSON patch."""
+    missing = {k: v for k, v in extra.items() if (current or {}).get(k) != v}
+    if current is None and missing:
+        ops.append({"op": "add", "path": path, "value": dict(missing)})
+    else:
+        for key, value in missing.items():
+            ops.append({"op": "add", "path": f"{path}/{_escape(key)}", "value": value})
+
+
 def ungate_patch(
     pod: Mapping[str, Any],
     node_labels: Mapping[str, str],
     tolerations: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
     gate: str = GATE,
 ) -> list[dict[str, Any]]:
     """One JSON patch: node labels and tolerations added (allowed only while the pod is
-    gated), then `gate` (by default our admission gate) removed by index, guarded by a
-    `test` of that index. Empty if the gate is not there."""
+    gated), the admission checks' labels and annotations added, then `gate` (by default our
+    admission gate) removed by index, guarded by a `test` of that index. Empty if the gate
+    is not there."""
     spec = pod.get("spec") or {}
+    meta = pod.get("metadata") or {}
     gates = spec.get("schedulingGates") or []
     index = next((i for i, g in enumerate(gates) if g.get("name") == gate), None)
     if index is None:
         return []
     ops: list[dict[str, Any]] = []
-    selector = spec.get("nodeSelector")
-    missing = {k: v for k, v in node_labels.items() if (selector or {}).get(k) != v}
-    if selector is None and missing:
-        ops.append({"op": "add", "path": "/spec/nodeSelector", "value": dict(missing)})
-    else:
-        for key, value in missing.items():
-            ops.append({"op": "add", "path": f"/spec/nodeSelector/{_escape(key)}", "value": value})
+    _add_map(ops, "/metadata/labels", meta.get("labels"), labels or {})
+    _add_map(ops, "/metadata/annotations", meta.get("annotations"), annotations or {})
+    _add_map(ops, "/spec/nodeSelector", spec.get("nodeSelector"), node_labels)
     present = spec.get("tolerations")
     new = [dict(t) for t in tolerations if dict(t) not in (present or [])]
     if present is None and new:

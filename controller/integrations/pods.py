@@ -51,6 +51,7 @@ from api.constants import (
     VERSION,
 )
 from api.workload_status import Condition, has_quota_reservation
+from controller.integrations.framework.podset_info import PodSetInfoError, with_check_updates
 from controller.integrations.host import ControllerView, placement_of
 from controller.integrations.job_labels import WorkloadPriorityClassNotFound
 from controller.integrations.job_management import JobManagement
@@ -282,9 +283,22 @@ class PodIntegration:
                 for extra in newest_first(live)[: max(0, len(live) - allowed)]:
                     await self._delete(extra)  # DisruptionMode Pod: the admission shrank
                 placement = placement_of(self.view, status, pod_set)
+                try:
+                    updates = with_check_updates(
+                        workload, pod_set, placement.node_labels, placement.tolerations
+                    )
+                except PodSetInfoError as exc:  # Kueue: the pods are not started
+                    await self._report(unit, pods, "FailedToStart", str(exc))
+                    continue
                 waiting = [p for p in members if gated(p) and not terminated(p)]
                 for pod in waiting[: max(0, allowed - len(live))]:
-                    patch = ungate_patch(pod, placement.node_labels, placement.tolerations)
+                    patch = ungate_patch(
+                        pod,
+                        updates.node_selector,
+                        updates.tolerations,
+                        updates.labels,
+                        updates.annotations,
+                    )
                     if patch and await self._patch_pod(pod, patch):
                         group = unit.kind != "pod"
                         self.view.scheduling_gate_removed(ADMISSION_GATE, workload, group)

@@ -143,6 +143,6 @@ class TopologyUngater:
             return
         pods = [self.pods[k] for k in self.members.get(key, ()) if k in self.pods]
         for pod, selector in ungate_plan(workload, pods):
-            patch = ungate_patch(pod, selector, (), TOPOLOGY_SCHEDULING_GATE)
+            patch = ungate_patch(pod, selector, (), gate=TOPOLOGY_SCHEDULING_GATE)
             if patch:
                 await ungate_pod(self.core, pod, patch)

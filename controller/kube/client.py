@@ -59,6 +59,7 @@ class Resource:
 
 RESOURCE_FLAVORS = Resource("ResourceFlavor", KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", False)
 COHORTS = Resource("Cohort", KUEUE_GROUP, KUEUE_VERSION, "cohorts", False)
+ADMISSION_CHECKS = Resource("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False)
 CLUSTER_QUEUES = Resource("ClusterQueue", KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", False)
 LOCAL_QUEUES = Resource("LocalQueue", KUEUE_GROUP, KUEUE_VERSION, "localqueues", True)
 WORKLOAD_PRIORITY_CLASSES = Resource(
@@ -85,6 +86,7 @@ WATCHED = (
     TOPOLOGIES,
     RESOURCE_FLAVORS,
     COHORTS,
+    ADMISSION_CHECKS,
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     WORKLOADS,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.constants import EXPECTED_RUNTIME_ANNOTATION
+from api.constants import ADMISSION_GATED_BY_ANNOTATION, EXPECTED_RUNTIME_ANNOTATION
 from api.quantities import Format, Quantity
 from api.workload_status import rfc3339
 from controller.core.forecast import forecast
@@ -78,6 +78,16 @@ def describe_workload(
         "podSets": _pod_sets(obj),
         "admission": _admission(admission),
         "podsReady": pods_ready_of(obj),
+        "admissionGatedBy": (meta.get("annotations") or {}).get(ADMISSION_GATED_BY_ANNOTATION),
+        "admissionChecks": [
+            {
+                "name": c.get("name"),
+                "state": c.get("state"),
+                "retryCount": c.get("retryCount", 0),
+                "message": c.get("message", ""),
+            }
+            for c in status.get("admissionChecks") or ()
+        ],
         "minimumRuntime": _minimum_runtime(state, key, now),
         "pendingReason": _pending_reason(obj, key, snapshot, state, now),
         "estimatedAdmission": _estimate(obj, key, snapshot, state, now, estimate_cycles),
@@ -258,6 +268,10 @@ def render_description(d: Mapping[str, Any], now: float) -> str:
     ]
     if d["admission"] is not None:
         lines.append(_field("Pods ready", _pods_ready_text(d["podsReady"], now)))
+    if d["admissionGatedBy"]:
+        lines.append(_field("Admission gated by", d["admissionGatedBy"]))
+    if d["admissionChecks"]:
+        lines += ["Admission checks:", *_indent(_checks_table(d["admissionChecks"]))]
     if d["minimumRuntime"] is not None:
         lines.append(_field("Preemptible from", _minimum_runtime_text(d["minimumRuntime"])))
     if d["pendingReason"]:
@@ -273,6 +287,15 @@ def render_description(d: Mapping[str, Any], now: float) -> str:
     lines += ["Conditions:", *_indent(_conditions_table(d["conditions"], now))]
     lines += ["Eviction history:", *_indent(_evictions_table(d["evictions"]))]
     return "\n".join(lines)
+
+
+def _checks_table(checks: list[Mapping[str, Any]]) -> str:
+    """The Workload's admission checks: quota is reserved, the job runs once all are Ready."""
+    rows = [
+        (str(c["name"]), str(c["state"]), str(c["retryCount"]), str(c["message"] or "-"))
+        for c in checks
+    ]
+    return format_table(["NAME", "STATE", "RETRIES", "MESSAGE"], rows)
 
 
 def _field(label: str, value: Any) -> str:

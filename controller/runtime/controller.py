@@ -28,6 +28,7 @@ from controller.integrations.host import Placement
 from controller.kube.client import Api
 from controller.kube.process import wait_at_most
 from controller.kube.retries import retried
+from controller.runtime.admission_checks import AdmissionCheckWriter
 from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.context import (
     Clock,
@@ -39,6 +40,7 @@ from controller.runtime.context import (
 )
 from controller.runtime.metrics import Metrics
 from controller.runtime.pending_reasons import PendingReasons
+from controller.runtime.provisioning import ProvisioningController
 from controller.runtime.sync import WorkloadSync
 from controller.runtime.topology_feed import TopologyFeed
 from controller.runtime.writers import DecisionWriter
@@ -73,6 +75,8 @@ class Controller:
         self.sync.deletion_listeners.append(unadmitted.forget)
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
+        self.admission_checks = AdmissionCheckWriter(self.ctx, self.sync, self.after_admission)
+        self.provisioning = ProvisioningController(self.ctx, self.sync)
         self.engine = Engine(self.ctx.state)
         self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
         # The nodes and pods of the TAS view (runtime/topology_feed.py): not in WATCHED
@@ -271,6 +275,8 @@ class Controller:
         metrics.admission_attempt_duration.labels(outcome, metrics.role).observe(elapsed)
         self.writers.dispatch(result)
         self.after_admission.check(now)
+        self.admission_checks.check(now)
+        self.provisioning.check(now)
         if result.changed:
             ctx.wake.set()
         self.pending.explain_unqueued(now)

@@ -146,14 +146,31 @@ class LocalQueueMetrics:
     # -- observed where the ClusterQueue's twins are -----------------------------------------
 
     def observe_admitted(
-        self, body: Mapping[str, Any], priority_class: str, role: str, waited: float | None
+        self,
+        body: Mapping[str, Any],
+        priority_class: str,
+        role: str,
+        waited: float | None,
+        *,
+        reserved: bool = True,
     ) -> None:
+        """A Workload admitted, `waited` seconds after its creation; `reserved`: its quota
+        was reserved by the same write (no admission checks to wait for)."""
         labels = (*local_queue_of(body), priority_class, role)
-        self.quota_reserved_workloads.labels(*labels).inc()
+        if reserved:
+            self.observe_reserved(body, priority_class, role, waited)
         self.admitted_workloads.labels(*labels).inc()
         if waited is not None:
-            self.quota_reserved_wait_time.labels(*labels).observe(waited)
             self.admission_wait_time.labels(*labels).observe(waited)
+
+    def observe_reserved(
+        self, body: Mapping[str, Any], priority_class: str, role: str, waited: float | None
+    ) -> None:
+        """A Workload's quota reserved, `waited` seconds after its creation."""
+        labels = (*local_queue_of(body), priority_class, role)
+        self.quota_reserved_workloads.labels(*labels).inc()
+        if waited is not None:
+            self.quota_reserved_wait_time.labels(*labels).observe(waited)
 
     def observe_evicted(
         self, body: Mapping[str, Any], reason: str, cause: str, priority_class: str, role: str

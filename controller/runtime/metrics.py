@@ -181,6 +181,13 @@ class Metrics:
             buckets=kueue_buckets(16),
             registry=r,
         )
+        self.admission_checks_wait_time = Histogram(
+            "kueue_admission_checks_wait_time_seconds",
+            "The time from when a workload got the quota reservation until admission",
+            [cq, pc, ROLE],
+            buckets=kueue_buckets(14),
+            registry=r,
+        )
         # Observed by the job side when PodsReady first becomes True after an admission.
         self.ready_wait_time = Histogram(
             "kueue_ready_wait_time_seconds",

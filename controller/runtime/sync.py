@@ -248,6 +248,8 @@ class WorkloadSync:
                 state.remove_cluster_queue(name)
             elif kind == "Cohort":
                 state.remove_cohort(name)
+            elif kind == "AdmissionCheck":
+                state.remove_admission_check(name)
             elif kind == "LocalQueue":
                 state.remove_local_queue(meta.get("namespace", ""), name)
             elif kind == "Namespace":

@@ -15,6 +15,7 @@ from typing import Any
 from api import workload_status
 from api.constants import JOB_UID_LABEL
 from api.workload_status import admission_to_api, has_quota_reservation
+from controller.core.admission_checks import required_checks
 from controller.core.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
 from controller.core.model.workloads import WorkloadKey
 from controller.kube.client import API_ERRORS, outcome_unknown
@@ -92,11 +93,13 @@ class DecisionWriter:
         key = admit.workload_key
         admission = admission_to_api(admit.admission)
         now = self.ctx.clock()
+        cq = self.ctx.state.objects.cluster_queues.get(admit.cluster_queue)
+        checks = required_checks(cq.admission_checks, admit.admission) if cq is not None else ()
 
         def build(wl: dict[str, Any]) -> dict[str, Any] | None:
             if has_quota_reservation(wl) or workload_status.is_finished(wl):
                 raise _Superseded(key)
-            return workload_status.admit(wl, admission, now)
+            return workload_status.admit(wl, admission, now, checks)
 
         result: dict[str, Any] | None = None
         try:
@@ -164,14 +167,25 @@ class DecisionWriter:
         ctx = self.ctx
         metrics = ctx.metrics
         labels = (admit.cluster_queue, priority_class_of(body), metrics.role)
+        admitted = workload_status.is_admitted(body)
         metrics.quota_reserved_workloads.labels(*labels).inc()
-        metrics.admitted_workloads.labels(*labels).inc()
+        if admitted:
+            metrics.admitted_workloads.labels(*labels).inc()
         created = _parse_time((body.get("metadata") or {}).get("creationTimestamp"))
         waited: float | None = None
         if created is not None:
             waited = max(0.0, ctx.clock() - created)
-            metrics.admission_wait_time.labels(*labels).observe(waited)
             metrics.quota_reserved_wait_time.labels(*labels).observe(waited)
+            if admitted:
+                metrics.admission_wait_time.labels(*labels).observe(waited)
+        if not admitted:  # admission checks to pass first (controller/runtime/admission_checks.py)
+            metrics.local_queue.observe_reserved(body, labels[1], metrics.role, waited)
+            if ctx.events is not None:
+                text = f"Quota reserved in ClusterQueue {admit.cluster_queue}"
+                if waited is not None:
+                    text += f", wait time since queued was {waited:.0f}s"
+                await ctx.events(body, "Normal", "QuotaReserved", text)
+            return
         metrics.local_queue.observe_admitted(body, labels[1], metrics.role, waited)
         metrics.cohort.observe_admitted(ctx.state, admit.cluster_queue, labels[1], metrics.role)
         if ctx.events is not None:

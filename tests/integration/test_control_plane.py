@@ -40,9 +40,11 @@ def test_core_scheduling_podgroup_api_is_enabled(
 
 def test_every_generated_crd_is_established(crds_installed: list[str]) -> None:
     assert sorted(crds_installed) == [
+        "admissionchecks.kueue.x-k8s.io",
         "clusterqueues.kueue.x-k8s.io",
         "cohorts.kueue.x-k8s.io",
         "localqueues.kueue.x-k8s.io",
+        "provisioningrequestconfigs.kueue.x-k8s.io",
         "resourceflavors.kueue.x-k8s.io",
         "topologies.kueue.x-k8s.io",
         "workloadpriorityclasses.kueue.x-k8s.io",

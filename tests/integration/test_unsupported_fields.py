@@ -1,7 +1,7 @@
 """Kueue fields quotagate does not implement yet, on the real API server (issue 17): the
 API server accepts them (our CRDs serve Kueue's schema), and quotagate reports them on the
 object (`UnsupportedFields` condition) and as a Warning Event instead of acting as if they
-were absent; a ClusterQueue with admission checks admits nothing."""
+were absent (admission checks, implemented since: tests/integration/test_admission_checks.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from tests.integration.kueue import (
     flavor,
     local_queue,
     wait_admitted,
-    wait_pending_reason,
     workload,
 )
 
@@ -65,41 +64,3 @@ def test_a_workload_with_min_count_is_admitted_partially_and_its_preemption_gate
         lambda: _warning(core, namespace, "Workload", "limited"), what="a Warning Event"
     )
     assert "spec.preemptionGates" in event.message
-
-
-def test_a_cluster_queue_with_admission_checks_is_inactive_and_admits_nothing(
-    controller: ControllerProcess, kueue: Kueue, namespace: str, api_client: client.ApiClient
-) -> None:
-    cq = cluster_queue(f"{namespace}-checked", {f"{namespace}-rf": {"cpu": 2}})
-    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "provisioning"}]}
-    kueue.apply(
-        flavor(f"{namespace}-rf"),
-        cq,
-        local_queue(namespace, "lq", f"{namespace}-checked"),
-        workload(namespace, "waits", "lq"),
-    )
-    active = wait_for(
-        lambda: condition(kueue.get_cluster_queue(f"{namespace}-checked"), "Active"),
-        what="the ClusterQueue's Active condition",
-    )
-    assert (active["status"], active["reason"]) == ("False", "AdmissionCheckNotFound")
-    reported = wait_for(
-        lambda: condition(kueue.get_cluster_queue(f"{namespace}-checked"), "UnsupportedFields"),
-        what="the ClusterQueue's UnsupportedFields condition",
-    )
-    assert reported["message"].startswith("spec.admissionChecksStrategy: ")
-    assert wait_for(
-        lambda: _warning(
-            client.CoreV1Api(api_client), None, "ClusterQueue", f"{namespace}-checked"
-        ),
-        what="a Warning Event on the ClusterQueue",
-    )
-    # The Workload is told why and is never admitted without its checks.
-    reason = wait_pending_reason(kueue, namespace, "waits")
-    assert reason == (
-        f"ClusterQueue {namespace}-checked is inactive: admission check provisioning not found "
-        "(quotagate runs no admission checks and admits nothing without them)"
-    )
-    pending = kueue.get_workload(namespace, "waits")
-    assert "admission" not in pending.get("status", {})
-    assert (condition(pending, "QuotaReserved") or {}).get("status") != "True"

@@ -32,6 +32,8 @@ PLURALS = {
     "LocalQueue": "localqueues",
     "Workload": "workloads",
     "Topology": "topologies",
+    "AdmissionCheck": "admissionchecks",
+    "ProvisioningRequestConfig": "provisioningrequestconfigs",
 }
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 

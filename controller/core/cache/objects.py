@@ -1,5 +1,6 @@
 """The API objects admission is decided by: ResourceFlavors, ClusterQueues, Cohorts,
-LocalQueues, Namespaces and priority classes, as `controller/core/model` converts them.
+LocalQueues, AdmissionChecks, Namespaces and priority classes, as `controller/core/model`
+converts them.
 
 The store holds them and answers what follows from them alone: a namespace's labels, and
 whether a ClusterQueue or LocalQueue is active (Kueue's cache computes a ClusterQueue's
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from api.constants import StopPolicy
+from controller.core.model.admission_checks import AdmissionCheck
 from controller.core.model.clusterqueues import ClusterQueue, LocalQueue
 from controller.core.model.cohorts import Cohort, invalid_cohort, unsupported_cohort
 from controller.core.model.flavors import ResourceFlavor
@@ -37,7 +39,7 @@ _NAME_LABEL = "kubernetes.io/metadata.name"
 @dataclass(frozen=True, slots=True)
 class Inactive:
     """Why a ClusterQueue or LocalQueue admits nothing now: its `Active=False` reason, as
-    Kueue names it (Stopped, FlavorNotFound, AdmissionCheckNotFound,
+    Kueue names it (Stopped, FlavorNotFound, AdmissionCheckNotFound, AdmissionCheckInactive,
     ClusterQueueDoesNotExist, ClusterQueueIsInactive), and a message."""
 
     reason: str
@@ -54,11 +56,12 @@ class ObjectStore:
         self.cluster_queues: dict[str, ClusterQueue] = {}
         self.cohorts: dict[str, Cohort] = {}  # the explicit ones (Cohort objects)
         self.local_queues: dict[str, LocalQueue] = {}
+        self.admission_checks: dict[str, AdmissionCheck] = {}
         self.priority_classes = PriorityClasses()
         self.namespaces: dict[str, Mapping[str, str]] = {}
         # Per ClusterQueue, why it admits nothing (None: it is active), as
-        # `cluster_queue_inactive` found it; forgotten whenever a ClusterQueue, a flavor or
-        # a Cohort changes (the cycle asks for every queue with a head).
+        # `cluster_queue_inactive` found it; forgotten whenever a ClusterQueue, a flavor, a
+        # Cohort or an AdmissionCheck changes (the cycle asks for every queue with a head).
         self._inactive: dict[str, Inactive | None] = {}
 
     # -- the objects -------------------------------------------------------------------------
@@ -88,6 +91,17 @@ class ObjectStore:
     def remove_cohort(self, name: str) -> bool:
         """Forget an explicit Cohort; whether there was one."""
         if self.cohorts.pop(name, None) is None:
+            return False
+        self._inactive.clear()
+        return True
+
+    def set_admission_check(self, check: AdmissionCheck) -> None:
+        self.admission_checks[check.name] = check
+        self._inactive.clear()
+
+    def remove_admission_check(self, name: str) -> bool:
+        """Forget an AdmissionCheck; whether there was one."""
+        if self.admission_checks.pop(name, None) is None:
             return False
         self._inactive.clear()
         return True
@@ -122,10 +136,9 @@ class ObjectStore:
     # -- what follows from them --------------------------------------------------------------
 
     def cluster_queue_inactive(self, name: str) -> Inactive | None:
-        """Why a ClusterQueue admits nothing now: missing, invalid, stopped, a flavor or an
-        admission check missing (quotagate runs no admission checks:
-        controller/core/model/unsupported.py), or its tree of Cohorts a cycle or invalid.
-        Remembered until a queue, flavor or Cohort changes."""
+        """Why a ClusterQueue admits nothing now: missing, invalid, stopped, a flavor
+        missing, an admission check missing or not Active, or its tree of Cohorts a cycle or
+        invalid. Remembered until a queue, flavor, Cohort or AdmissionCheck changes."""
         cache = self._inactive
         if name in cache:
             return cache[name]
@@ -153,13 +166,9 @@ class ObjectStore:
                     f"{problem}"
                 )
                 return Inactive(INVALID, message)
-        if cq.admission_checks:
-            message = (
-                f"ClusterQueue {cq.name} is inactive: admission check "
-                f"{', '.join(cq.admission_checks)} not found (quotagate runs no admission "
-                "checks and admits nothing without them)"
-            )
-            return Inactive("AdmissionCheckNotFound", message)
+        checks = self._checks_problem(cq)
+        if checks is not None:
+            return checks
         unsupported = unsupported_cohort(self.cohorts, cq.cohort) if cq.cohort else None
         if unsupported is not None:
             message = f"ClusterQueue {cq.name} is inactive: {unsupported}"
@@ -168,6 +177,29 @@ class ObjectStore:
         if invalid is not None:
             return Inactive(INVALID, f"ClusterQueue {cq.name} is inactive: {invalid}")
         return None
+
+    def _checks_problem(self, cq: ClusterQueue) -> Inactive | None:
+        """Kueue's: an AdmissionCheck the queue names is missing (AdmissionCheckNotFound) or
+        its controller does not report it Active (AdmissionCheckInactive); both listed, the
+        first reason given."""
+        if not cq.admission_checks:
+            return None
+        names = [rule.name for rule in cq.admission_checks]
+        missing = sorted(name for name in names if name not in self.admission_checks)
+        inactive = sorted(
+            name
+            for name in names
+            if name in self.admission_checks and not self.admission_checks[name].active
+        )
+        if not missing and not inactive:
+            return None
+        parts = []
+        if missing:
+            parts.append(f"references missing AdmissionCheck(s): {','.join(missing)}")
+        if inactive:
+            parts.append(f"references inactive AdmissionCheck(s): {','.join(inactive)}")
+        reason = "AdmissionCheckNotFound" if missing else "AdmissionCheckInactive"
+        return Inactive(reason, f"Can't admit new workloads: {', '.join(parts)}.")
 
     def local_queue_inactive(self, lq_key: str) -> Inactive | None:
         """Why a LocalQueue (`namespace/name`) admits nothing now: stopped, invalid, or its

@@ -21,6 +21,7 @@ from api.constants import (
     StopPolicy,
     WithinClusterQueuePolicy,
 )
+from controller.core.model.admission_checks import CheckRule
 from controller.core.model.selectors import LabelSelector
 
 __all__ = [
@@ -98,9 +99,9 @@ class ClusterQueue:
     flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     stop_policy: StopPolicy = StopPolicy.NONE
-    # Admission checks the queue names: quotagate runs none, so such a queue is inactive
-    # (controller/core/model/unsupported.py).
-    admission_checks: tuple[str, ...] = ()
+    # The admission checks its Workloads need (spec.admissionChecksStrategy), with the
+    # flavors each applies to (controller/core/admission_checks.py).
+    admission_checks: tuple[CheckRule, ...] = ()
     # quotagate's minimum runtime before preemption, from the annotation
     # MINIMUM_RUNTIME_ANNOTATION (controller/core/preemption/minimum_runtime.py); None = off.
     minimum_runtime_seconds: int | None = None

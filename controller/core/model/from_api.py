@@ -37,6 +37,12 @@ from api.validation import VALIDATED_KINDS, FieldError, aggregate, validate
 from api.validation.field_errors import Path, required
 from api.validation.workload import validate_workload, validate_workload_spec
 from api.workload_status import PodSetShape, admission_from_api
+from controller.core.model.admission_checks import (
+    AdmissionCheck,
+    admission_check_from_api,
+    check_rules_from_api,
+    check_statuses_from_api,
+)
 from controller.core.model.api_fields import FieldReader, parse_time
 from controller.core.model.clusterqueues import (
     DEFAULT_WEIGHT,
@@ -58,7 +64,6 @@ from controller.core.model.priorities import (
 )
 from controller.core.model.requests import Container, pod_requests
 from controller.core.model.topology import Node, Topology, TopologyRequest
-from controller.core.model.unsupported import admission_check_names
 from controller.core.model.workloads import (
     ConditionState,
     OwnerReference,
@@ -94,6 +99,7 @@ Validated = ResourceFlavor | ClusterQueue | Cohort | LocalQueue | Workload
 
 CoreObject = (
     ResourceFlavor
+    | AdmissionCheck
     | ClusterQueue
     | Cohort
     | LocalQueue
@@ -290,7 +296,7 @@ def _cluster_queue(
             ),
         ),
         stop_policy=r.enum(spec.get("stopPolicy"), "spec.stopPolicy", StopPolicy, StopPolicy.NONE),
-        admission_checks=admission_check_names(spec),
+        admission_checks=check_rules_from_api(spec),
         minimum_runtime_seconds=_minimum_runtime(r, meta),
         fair_weight=_fair_weight(r, spec),
         admission_mode=_admission_mode(r, spec),
@@ -579,6 +585,13 @@ def _workload(
             0,
         )
         or 0,
+        admission_checks=check_statuses_from_api(r, status),
+        admitted=admission is not None and true("Admitted"),
+        admitted_at=(
+            r.time(conditions["Admitted"].get("lastTransitionTime"), "status.conditions")
+            if admission is not None and true("Admitted")
+            else None
+        ),
         quota_reserved_at=(
             r.time(conditions["QuotaReserved"].get("lastTransitionTime"), "status.conditions")
             if admission is not None
@@ -631,6 +644,7 @@ def _owner_preemptibility(meta: Mapping[str, Any], r: FieldReader) -> tuple[str,
 
 KINDS = (
     "ResourceFlavor",
+    "AdmissionCheck",
     "Cohort",
     "ClusterQueue",
     "LocalQueue",
@@ -669,6 +683,8 @@ def convert(
         result = _topology(r, meta, spec)
     elif kind == "Cohort":
         result = _cohort(r, meta, spec)
+    elif kind == "AdmissionCheck":
+        result = admission_check_from_api(r, meta, spec, r.obj(data.get("status"), "status"))
     elif kind == "LocalQueue":
         result = _local_queue(r, meta, spec, r.obj(data.get("status"), "status"))
     elif kind == "WorkloadPriorityClass":

@@ -6,9 +6,9 @@ quotagate serves Kueue's schema, so a Kueue manifest applies unchanged; a field 
 behaviour is missing must then be *reported*, never admitted as if it were absent. Each
 finding is (field path, what quotagate does instead). The controller turns them into a
 Warning Event and an `UnsupportedFields` condition on the object, `quotagate plan` prints
-them, and the README's compatibility table lists them. Admission checks are the one field
-that changes a decision: a ClusterQueue that names any is inactive (`AdmissionCheckNotFound`,
-as Kueue does for a check that does not exist), so nothing is admitted without its checks.
+them, and the README's compatibility table lists them. An AdmissionCheck for MultiKueue is
+reported: no controller of quotagate's makes it `Active`, so a ClusterQueue naming it stays
+inactive (`AdmissionCheckInactive`, as Kueue's while its controller is not running).
 
 Pure: dicts in, findings out.
 """
@@ -21,7 +21,6 @@ from typing import Any, Final
 __all__ = [
     "UNSUPPORTED_CONDITION",
     "Finding",
-    "admission_check_names",
     "findings_message",
     "unsupported_fields",
 ]
@@ -32,21 +31,6 @@ UNSUPPORTED_CONDITION: Final = "UnsupportedFields"
 """The condition type that lists an object's findings (status True while there are any)."""
 
 _NOT_IMPLEMENTED: Final = "not implemented by quotagate yet"
-
-
-def admission_check_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The admission checks a ClusterQueue spec names (v1beta2 `admissionChecksStrategy`,
-    v1beta1 `admissionChecks`)."""
-    names: list[str] = []
-    strategy = spec.get("admissionChecksStrategy")
-    if isinstance(strategy, Mapping):
-        for rule in strategy.get("admissionChecks") or ():
-            if isinstance(rule, Mapping) and rule.get("name"):
-                names.append(str(rule["name"]))
-    for legacy in spec.get("admissionChecks") or ():
-        if isinstance(legacy, str):
-            names.append(legacy)
-    return tuple(dict.fromkeys(names))
 
 
 _FAIR_SHARING_OFF: Final = (
@@ -66,19 +50,6 @@ def _cluster_queue(
     spec: Mapping[str, Any], fair_sharing: bool, admission_fair_sharing: bool
 ) -> list[Finding]:
     found: list[Finding] = []
-    if admission_check_names(spec):
-        path = (
-            "spec.admissionChecksStrategy"
-            if spec.get("admissionChecksStrategy")
-            else "spec.admissionChecks"
-        )
-        found.append(
-            (
-                path,
-                f"admission checks are {_NOT_IMPLEMENTED}: the ClusterQueue stays inactive "
-                "(AdmissionCheckNotFound) and admits nothing, rather than admit without them",
-            )
-        )
     if spec.get("fairSharing") is not None and not fair_sharing:
         found.append(("spec.fairSharing", _FAIR_SHARING_OFF))
     if spec.get("admissionScope") is not None and not admission_fair_sharing:
@@ -150,6 +121,21 @@ def _cohort(spec: Mapping[str, Any], fair_sharing: bool) -> list[Finding]:
     return []
 
 
+MULTIKUEUE_CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
+
+
+def _admission_check(spec: Mapping[str, Any]) -> list[Finding]:
+    if spec.get("controllerName") != MULTIKUEUE_CONTROLLER_NAME:
+        return []
+    return [
+        (
+            "spec.controllerName",
+            f"MultiKueue is {_NOT_IMPLEMENTED}: no controller makes this check Active, so a "
+            "ClusterQueue that names it stays inactive (AdmissionCheckInactive)",
+        )
+    ]
+
+
 def unsupported_fields(
     obj: Mapping[str, Any], *, fair_sharing: bool = False, admission_fair_sharing: bool = False
 ) -> list[Finding]:
@@ -169,6 +155,8 @@ def unsupported_fields(
         return _workload(spec, status if isinstance(status, Mapping) else {})
     if kind == "Cohort":
         return _cohort(spec, fair_sharing)
+    if kind == "AdmissionCheck":
+        return _admission_check(spec)
     return []
 
 

@@ -14,6 +14,7 @@ from typing import NewType
 from api.constants import DisruptionMode
 from api.validation import FieldError
 from api.workload_status import Admission
+from controller.core.model.admission_checks import CheckStatus
 from controller.core.model.clusterqueues import FlavorResource
 from controller.core.model.requests import EMPTY_INT
 from controller.core.model.selectors import EMPTY_LABELS, Requirement
@@ -156,6 +157,11 @@ class Workload:
     # spec.disruptionMode: PodGroup (whole) or Pod (KEP-5710)
     disruption_mode: DisruptionMode = DisruptionMode.POD_GROUP
     quota_reserved_at: float | None = None  # QuotaReserved=True lastTransitionTime
+    # status.admissionChecks: each check's state, as its controller wrote it; `admitted`:
+    # Admitted=True (quota reserved and every check Ready).
+    admission_checks: tuple[CheckStatus, ...] = ()
+    admitted: bool = False
+    admitted_at: float | None = None  # Admitted=True lastTransitionTime
     maximum_execution_time_seconds: int | None = None  # spec.maximumExecutionTimeSeconds
     accumulated_past_execution_time_seconds: int = 0  # status.accumulatedPastExecutionTimeSeconds
     # EXPECTED_RUNTIME_ANNOTATION as written: what its owner expects it to run. Read only

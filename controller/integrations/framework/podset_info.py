@@ -12,7 +12,7 @@ the Workload was made from (`from_pod_set`), as `podset.RestorePodSpec` does.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +90,7 @@ def from_admission(
         info.labels[POD_SET_LABEL] = name
         if assignment.get("topologyAssignment"):
             _hold_for_topology(info, workload, pod_set)
+        _apply_check_updates(info, workload)
         infos.append(info)
     return infos
 
@@ -103,6 +104,50 @@ def _hold_for_topology(info: PodSetInfo, workload: Mapping[str, Any], pod_set: A
     request = pod_set.get("topologyRequest") or {}
     if not any(request.get(k) is not None for k in ("required", "preferred", "unconstrained")):
         info.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
+
+
+def with_check_updates(
+    workload: Mapping[str, Any],
+    pod_set: str,
+    node_labels: Mapping[str, str],
+    tolerations: Iterable[Mapping[str, Any]],
+) -> PodSetInfo:
+    """A pod set's flavor placement (`node_labels`, `tolerations`) with the admission
+    checks' podSetUpdates merged in, for pods ungated one by one
+    (controller/integrations/pods.py); a conflict raises `PodSetInfoError`."""
+    info = PodSetInfo(
+        pod_set, 1, node_selector=dict(node_labels), tolerations=[dict(t) for t in tolerations]
+    )
+    _apply_check_updates(info, workload)
+    return info
+
+
+def _apply_check_updates(info: PodSetInfo, workload: Mapping[str, Any]) -> None:
+    """Merge the admission checks' `podSetUpdates` for this pod set (Kueue's
+    `getPodSetsInfoFromStatus`): labels, annotations and node selectors key by key — a
+    different value for a key already there refuses the start (`PodSetInfoError`, Kueue's
+    `ErrInvalidPodSetUpdate`) — and tolerations not already present."""
+    for check in (workload.get("status") or {}).get("admissionChecks") or ():
+        for update in check.get("podSetUpdates") or ():
+            if update.get("name") != info.name:
+                continue
+            for what, current, extra in (
+                ("annotations", info.annotations, update.get("annotations") or {}),
+                ("labels", info.labels, update.get("labels") or {}),
+                ("nodeSelector", info.node_selector, update.get("nodeSelector") or {}),
+            ):
+                for key, value in extra.items():
+                    if key in current and current[key] != value:
+                        raise PodSetInfoError(
+                            f"in admission check {check.get('name')!r}: invalid admission "
+                            f"check PodSetUpdate: conflict for {what}: {key} is "
+                            f"{current[key]!r}, the update sets {value!r}"
+                        )
+                    current[key] = value
+            for toleration in update.get("tolerations") or ():
+                if toleration not in info.tolerations:
+                    info.tolerations.append(dict(toleration))
+            break
 
 
 def from_pod_set(pod_set: Mapping[str, Any]) -> PodSetInfo:

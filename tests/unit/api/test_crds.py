@@ -45,7 +45,8 @@ def _schema(kind: str) -> dict[str, Any]:
 
 def _as_json_schema(node: Any) -> Any:
     """OpenAPI v3 → JSON Schema: `nullable` becomes a `null` type; x-kubernetes-* are ignored
-    by jsonschema (an int-or-string quantity already carries its anyOf integer/string)."""
+    by jsonschema (an int-or-string quantity already carries its anyOf integer/string); Go's
+    `^(?i)` (a flag after the anchor, as Kueue writes a kind's pattern) is Python's `(?i)^`."""
     if isinstance(node, list):
         return [_as_json_schema(item) for item in node]
     if not isinstance(node, dict):
@@ -53,6 +54,9 @@ def _as_json_schema(node: Any) -> Any:
     out = {key: _as_json_schema(value) for key, value in node.items() if key != "nullable"}
     if node.get("nullable") and "type" in out:
         out["type"] = [out["type"], "null"]
+    pattern = out.get("pattern")
+    if isinstance(pattern, str) and pattern.startswith("^(?i)"):
+        out["pattern"] = "(?i)^" + pattern.removeprefix("^(?i)")
     return out
 
 

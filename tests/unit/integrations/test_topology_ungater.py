@@ -91,7 +91,7 @@ def test_multi_level_domains_select_every_level() -> None:
 
 
 def test_the_patch_adds_the_selector_and_removes_the_topology_gate() -> None:
-    ops = ungate_patch(pod("a"), {HOST: "h1"}, (), TOPOLOGY_SCHEDULING_GATE)
+    ops = ungate_patch(pod("a"), {HOST: "h1"}, (), gate=TOPOLOGY_SCHEDULING_GATE)
     assert ops == [
         {"op": "add", "path": "/spec/nodeSelector", "value": {HOST: "h1"}},
         {"op": "test", "path": "/spec/schedulingGates/0/name", "value": TOPOLOGY_SCHEDULING_GATE},

@@ -1,5 +1,5 @@
 """controller/core/model/unsupported.py: every Kueue field quotagate does not implement yet is
-found with its path, and a ClusterQueue with admission checks admits nothing."""
+found with its path (admission checks are implemented; a MultiKueue check is reported)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from controller.core.model.clusterqueues import LocalQueue
 from controller.core.model.from_api import convert
-from controller.core.model.unsupported import admission_check_names, unsupported_fields
+from controller.core.model.unsupported import unsupported_fields
 from controller.core.pending import why_pending
 from controller.core.scheduler.cycle import run_cycle
 from tests.unit.core.builders import add, cluster, wl
@@ -25,9 +25,19 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
                 "kind": "ClusterQueue",
                 "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "prov"}]}},
             },
-            ["spec.admissionChecksStrategy"],
+            [],
         ),
-        ({"kind": "ClusterQueue", "spec": {"admissionChecks": ["prov"]}}, ["spec.admissionChecks"]),
+        (
+            {"kind": "AdmissionCheck", "spec": {"controllerName": "kueue.x-k8s.io/multikueue"}},
+            ["spec.controllerName"],
+        ),
+        (
+            {
+                "kind": "AdmissionCheck",
+                "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"},
+            },
+            [],
+        ),
         (
             {
                 "kind": "Workload",
@@ -112,7 +122,7 @@ def test_admission_fair_sharing_fields_are_reported_only_while_it_is_off(
     assert unsupported_fields(obj, fair_sharing=True) == [(path, message)]
 
 
-def test_a_cluster_queue_with_admission_checks_admits_nothing() -> None:
+def test_a_cluster_queue_with_a_missing_admission_check_admits_nothing() -> None:
     spec = {
         "namespaceSelector": {},
         "resourceGroups": [
@@ -125,7 +135,6 @@ def test_a_cluster_queue_with_admission_checks_admits_nothing() -> None:
         ],
         "admissionChecksStrategy": {"admissionChecks": [{"name": "prov"}, {"name": "multikueue"}]},
     }
-    assert admission_check_names(spec) == ("prov", "multikueue")
     state = cluster()
     state.apply(convert({"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}))
     state.set_local_queue(LocalQueue("ns", "cq", "cq"))
@@ -133,4 +142,7 @@ def test_a_cluster_queue_with_admission_checks_admits_nothing() -> None:
     assert not run_cycle(state, 0).admitted
     inactive = state.objects.cluster_queue_inactive("cq")
     assert inactive is not None and inactive.reason == "AdmissionCheckNotFound"
-    assert "prov, multikueue" in why_pending(state, "ns/w")
+    assert inactive.message == (
+        "Can't admit new workloads: references missing AdmissionCheck(s): multikueue,prov."
+    )
+    assert "multikueue,prov" in why_pending(state, "ns/w")

@@ -1,0 +1,1 @@
+"""The ProvisioningRequest admission check: its rules (`requests`)."""

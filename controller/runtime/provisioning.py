@@ -1,0 +1,389 @@
+"""The ProvisioningRequest admission check controller (`controllerName:
+kueue.x-k8s.io/provisioning-request`), in the controller process and under its leader
+election, switched by the configuration's `provisioningRequest` (on by default, as
+Kueue's ProvisioningACC feature gate).
+
+Every second, from the scheduling loop but in a task of its own (the admission cycle never
+waits on it): its AdmissionChecks get `Active` once their `parameters` name a
+ProvisioningRequestConfig that exists; for each Workload holding quota with one of its
+checks Pending, it creates the pod templates and the `autoscaling.x-k8s.io/v1`
+ProvisioningRequest of the current attempt (owned by the Workload),
+and maps the request's conditions to the check state (controller/provisioning/requests.py).
+The requests of finished, evicted or deleted Workloads and of earlier attempts are deleted
+with their pod templates, as Kueue's. Not yet as Kueue: pod sets are not merged
+(`podSetMergePolicy` is reported with a Warning Event on the config), and the flavors'
+node labels are not put into the pod templates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Final
+
+from kubernetes.aio.client.exceptions import ApiException
+
+from api import workload_status
+from api.constants import CheckState
+from api.workload_status import rfc3339
+from controller.core.model.workloads import workload_key
+from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, Resource
+from controller.provisioning.requests import (
+    CONTROLLER_NAME,
+    RetryStrategy,
+    is_unused,
+    next_state,
+    pod_set_updates,
+    pod_template_name,
+    request_is_needed,
+    request_name,
+)
+from controller.runtime.context import Context
+from controller.runtime.sync import WorkloadSync
+
+log = logging.getLogger(__name__)
+
+__all__ = ["PROVISIONING_REQUESTS", "ProvisioningController"]
+
+PROVISIONING_REQUESTS: Final = Resource(
+    "ProvisioningRequest", "autoscaling.x-k8s.io", "v1", "provisioningrequests", True
+)
+PROVISIONING_REQUEST_CONFIGS: Final = Resource(
+    "ProvisioningRequestConfig", "kueue.x-k8s.io", "v1beta2", "provisioningrequestconfigs", False
+)
+POD_TEMPLATES: Final = Resource("PodTemplate", "", "v1", "podtemplates", True)
+NOT_NEEDED: Final = "the provisioning request is not needed"
+PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
+MERGE_POLICY_IGNORED: Final = (
+    "spec.podSetMergePolicy: merging pod sets is not implemented by quotagate yet: each pod "
+    "set is its own entry of the ProvisioningRequest"
+)
+FIELD_MANAGER: Final = CONTROLLER_NAME
+
+
+class ProvisioningController:
+    def __init__(self, ctx: Context, sync: WorkloadSync) -> None:
+        self.ctx = ctx
+        self.sync = sync
+        self.enabled = ctx.config.provisioning_request
+        self._checked_at = float("-inf")
+        self._running = False
+        self._reported: set[str] = set()  # configs whose podSetMergePolicy was reported
+
+    def check(self, now: float) -> None:
+        """Start one pass when a second has passed and none is running (no waiting)."""
+        if not self.enabled or not self.ctx.leading or self._running:
+            return
+        if now - self._checked_at < 1.0:
+            return
+        ours = [
+            c.name
+            for c in self.ctx.state.objects.admission_checks.values()
+            if c.controller_name == CONTROLLER_NAME
+        ]
+        if not ours:
+            return
+        self._checked_at = now
+        self._running = True
+        self.ctx.spawn(self._guarded())
+
+    async def _guarded(self) -> None:
+        try:
+            await self.reconcile()
+        except API_ERRORS as exc:
+            log.warning("provisioning-request pass failed (%s); retried in a second", exc)
+        finally:
+            self._running = False
+
+    async def reconcile(self) -> None:
+        api = self.ctx.api
+        configs: dict[str, dict[str, Any] | None] = {}
+        for check in await api.list(ADMISSION_CHECKS):
+            spec = check.get("spec") or {}
+            if spec.get("controllerName") != CONTROLLER_NAME:
+                continue
+            name = str(check["metadata"]["name"])
+            configs[name] = await self._config_of(spec.get("parameters"))
+            await self._set_active(check, configs[name] is not None)
+        await self._delete_unused()
+        state = self.ctx.state
+        for key in list(state.index.timed):
+            body = self.sync.body(key)
+            if body is None or not workload_status.has_quota_reservation(body):
+                continue
+            if workload_status.is_finished(body) or workload_status.is_evicted(body):
+                continue
+            for entry in (body.get("status") or {}).get("admissionChecks") or ():
+                name = str(entry.get("name"))
+                if name in configs and entry.get("state") == CheckState.PENDING:
+                    try:
+                        await self._sync_check(body, entry, configs[name])
+                    except API_ERRORS as exc:  # this Workload's; the others go on
+                        await self._failed(body, name, exc)
+
+    async def _delete_unused(self) -> None:
+        """Delete the requests (and their pod templates) of finished, evicted or deleted
+        Workloads and of earlier attempts, as Kueue does."""
+        api = self.ctx.api
+        listed = await api.request(
+            "GET",
+            api.path(PROVISIONING_REQUESTS, None),
+            params={"labelSelector": "kueue.x-k8s.io/managed=true"},
+        )
+        for request in (listed or {}).get("items") or ():
+            meta = request.get("metadata") or {}
+            owner = next(
+                (o for o in meta.get("ownerReferences") or () if o.get("kind") == "Workload"),
+                None,
+            )
+            if owner is None:
+                continue
+            namespace = str(meta.get("namespace"))
+            body = self.sync.body(workload_key(namespace, str(owner.get("name"))))
+            if body is not None and (body.get("metadata") or {}).get("uid") != owner.get("uid"):
+                body = None  # a new Workload of the same name
+            if not is_unused(request, body):
+                continue
+            for pod_set in (request.get("spec") or {}).get("podSets") or ():
+                template = (pod_set.get("podTemplateRef") or {}).get("name")
+                await self._delete(POD_TEMPLATES, namespace, str(template))
+            await self._delete(PROVISIONING_REQUESTS, namespace, str(meta.get("name")))
+            log.info("deleted ProvisioningRequest %s/%s", namespace, meta.get("name"))
+
+    async def _delete(self, resource: Resource, namespace: str, name: str) -> None:
+        try:
+            await self.ctx.api.request("DELETE", self.ctx.api.path(resource, name, namespace))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    async def _failed(self, body: dict[str, Any], check: str, exc: BaseException) -> None:
+        """Kueue's `handleError`: a Warning Event on the Workload; retried next pass."""
+        meta = body.get("metadata") or {}
+        text = f"check {check}: {exc}".splitlines()[0]
+        log.warning(
+            "provisioning request for %s/%s: %s", meta.get("namespace"), meta.get("name"), text
+        )
+        if self.ctx.events is not None:
+            await self.ctx.events(body, "Warning", "FailedCreate", text)
+
+    async def _config_of(self, parameters: Any) -> dict[str, Any] | None:
+        if not isinstance(parameters, dict):
+            return None
+        if parameters.get("apiGroup") != "kueue.x-k8s.io" or (
+            parameters.get("kind") != "ProvisioningRequestConfig"
+        ):
+            return None
+        try:
+            found: dict[str, Any] = await self.ctx.api.request(
+                "GET", self.ctx.api.path(PROVISIONING_REQUEST_CONFIGS, str(parameters["name"]))
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        name = str(parameters["name"])
+        if (found.get("spec") or {}).get("podSetMergePolicy") and name not in self._reported:
+            self._reported.add(name)
+            log.warning("ProvisioningRequestConfig %s: %s", name, MERGE_POLICY_IGNORED)
+            if self.ctx.events is not None:
+                await self.ctx.events(found, "Warning", "UnsupportedFields", MERGE_POLICY_IGNORED)
+        return found
+
+    async def _set_active(self, check: dict[str, Any], active: bool) -> None:
+        """Kueue's admission check reconciler: Active while the parameters resolve."""
+        conditions = (check.get("status") or {}).get("conditions") or []
+        current = next((c for c in conditions if c.get("type") == "Active"), None)
+        wanted = "True" if active else "False"
+        if current is not None and current.get("status") == wanted:
+            return
+        reason, message = (
+            ("Active", "The admission check is active")
+            if active
+            else ("BadParametersRef", "the ProvisioningRequestConfig of the check is missing")
+        )
+        condition = {
+            "type": "Active",
+            "status": wanted,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": rfc3339(time.time()),
+        }
+        others = [c for c in conditions if c.get("type") != "Active"]
+        await self.ctx.api.patch_cluster_status(
+            ADMISSION_CHECKS, str(check["metadata"]["name"]), {"conditions": [*others, condition]}
+        )
+
+    async def _sync_check(
+        self, body: dict[str, Any], entry: dict[str, Any], config: dict[str, Any] | None
+    ) -> None:
+        meta = body["metadata"]
+        namespace, workload = str(meta["namespace"]), str(meta["name"])
+        check = str(entry["name"])
+        if config is None:
+            return  # the check is not Active: its ClusterQueue admits nothing meanwhile
+        spec = config.get("spec") or {}
+        if not request_is_needed(body, spec.get("managedResources") or ()):
+            await self._write(body, check, CheckState.READY, NOT_NEEDED, None, None)
+            return
+        retry_count = int(entry.get("retryCount") or 0)
+        attempt = retry_count + 1
+        name = request_name(workload, check, attempt)
+        api = self.ctx.api
+        try:
+            request: dict[str, Any] = await api.request(
+                "GET", api.path(PROVISIONING_REQUESTS, name, namespace)
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            await self._create(body, name, spec)
+            return
+        pod_sets = [str(ps.get("name")) for ps in (body.get("spec") or {}).get("podSets") or ()]
+        selectors = (spec.get("podSetUpdates") or {}).get("nodeSelector") or ()
+        update = next_state(
+            request,
+            attempt,
+            retry_count,
+            workload_status.is_admitted(body),
+            (body.get("spec") or {}).get("active", True) is not False,
+            RetryStrategy.from_spec(spec.get("retryStrategy")),
+            pod_set_updates(request, pod_sets, selectors),
+        )
+        if update is None:
+            return
+        if (update.state, update.message) == (entry.get("state"), entry.get("message", "")):
+            return
+        await self._write(
+            body,
+            check,
+            update.state,
+            update.message,
+            update.requeue_after_seconds,
+            update.pod_set_updates,
+        )
+
+    async def _create(self, body: dict[str, Any], name: str, spec: dict[str, Any]) -> None:
+        """The pod templates and the ProvisioningRequest of one attempt, owned by the
+        Workload."""
+        meta = body["metadata"]
+        namespace = str(meta["namespace"])
+        owner = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        managed = {"kueue.x-k8s.io/managed": "true"}
+        counts = {
+            a.get("name"): a.get("count")
+            for a in ((body.get("status") or {}).get("admission") or {}).get("podSetAssignments")
+            or ()
+        }
+        pod_sets = []
+        for pod_set in (body.get("spec") or {}).get("podSets") or ():
+            template_name = pod_template_name(name, str(pod_set["name"]))
+            template = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {
+                    "name": template_name,
+                    "namespace": namespace,
+                    "labels": managed,
+                    "ownerReferences": [owner],
+                },
+                "template": pod_set.get("template") or {},
+            }
+            await self._create_object(POD_TEMPLATES, namespace, template)
+            count = counts.get(pod_set["name"])
+            pod_sets.append(
+                {
+                    "podTemplateRef": {"name": template_name},
+                    "count": int(count if count is not None else pod_set.get("count", 1)),
+                }
+            )
+        # The config's parameters, and the Workload's `provreq.kueue.x-k8s.io/<name>`
+        # annotations as parameters <name> (Kueue's passProvReqParams).
+        parameters = dict(spec.get("parameters") or {})
+        for key, value in (meta.get("annotations") or {}).items():
+            if key.startswith(PROVREQ_ANNOTATION_PREFIX):
+                parameters[key.removeprefix(PROVREQ_ANNOTATION_PREFIX)] = value
+        request = {
+            "apiVersion": "autoscaling.x-k8s.io/v1",
+            "kind": "ProvisioningRequest",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": managed,
+                "ownerReferences": [owner],
+            },
+            "spec": {
+                "provisioningClassName": spec.get("provisioningClassName"),
+                "podSets": pod_sets,
+                **({"parameters": parameters} if parameters else {}),
+            },
+        }
+        await self._create_object(PROVISIONING_REQUESTS, namespace, request)
+        log.info("created ProvisioningRequest %s/%s", namespace, name)
+        if self.ctx.events is not None:
+            await self.ctx.events(
+                body,
+                "Normal",
+                "ProvisioningRequestCreated",
+                f'Created ProvisioningRequest: "{name}"',
+            )
+
+    async def _create_object(self, resource: Resource, namespace: str, obj: dict[str, Any]) -> None:
+        try:
+            await self.ctx.api.request("POST", self.ctx.api.path(resource, None, namespace), obj)
+        except ApiException as exc:
+            if exc.status != 409:  # there already: an earlier pass made it
+                raise
+
+    async def _write(
+        self,
+        body: dict[str, Any],
+        check: str,
+        state: CheckState,
+        message: str,
+        requeue_after: int | None,
+        updates: Any,
+    ) -> None:
+        """This check's entry of `status.admissionChecks`, the others as read (a merge
+        patch of the list, refused if the Workload changed since it was read)."""
+        now = rfc3339(time.time())
+        before = None
+        checks = []
+        for entry in (body.get("status") or {}).get("admissionChecks") or ():
+            entry = dict(entry)
+            if entry.get("name") == check:
+                before = entry.get("state")
+                if entry.get("state") != state:
+                    entry["lastTransitionTime"] = now
+                entry.update(state=state.value, message=message)
+                if requeue_after is not None:
+                    entry["requeueAfterSeconds"] = requeue_after
+                if updates is not None:
+                    entry["podSetUpdates"] = [dict(u) for u in updates]
+            checks.append(entry)
+        meta = body["metadata"]
+        try:
+            result = await self.ctx.api.patch_workload_status(
+                str(meta["namespace"]),
+                str(meta["name"]),
+                {"admissionChecks": checks},
+                meta.get("resourceVersion"),
+                field_manager=FIELD_MANAGER,
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return  # changed meanwhile: the next pass reads it again
+            raise
+        self.sync.apply_event("MODIFIED", result)
+        if self.ctx.events is not None and before is not None and before != state:
+            text = f"Admission check {check} updated state from {before} to {state.value}"
+            if message:
+                text += f" with message: {message}"
+            await self.ctx.events(result, "Normal", "AdmissionCheckUpdated", text)
