@@ -113,6 +113,7 @@ class AdmissionCheckWriter:
         since = parse_rfc3339(reserved.get("lastTransitionTime"))
         waited = max(0.0, now - since) if since is not None else 0.0
         metrics.admission_checks_wait_time.labels(*labels).observe(waited)
+        metrics.local_queue.observe_checks_passed(body, labels[1], metrics.role, waited)
         created = parse_rfc3339((body.get("metadata") or {}).get("creationTimestamp"))
         since_created = max(0.0, now - created) if created is not None else None
         if since_created is not None:

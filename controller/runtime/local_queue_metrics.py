@@ -74,6 +74,13 @@ class LocalQueueMetrics:
             buckets=_buckets(14),
             registry=r,
         )
+        self.admission_checks_wait_time = Histogram(
+            "kueue_local_queue_admission_checks_wait_time_seconds",
+            "Time from quota reservation until admission (the admission checks), per LocalQueue",
+            by_class,
+            buckets=_buckets(14),
+            registry=r,
+        )
         self.ready_wait_time = Histogram(
             "kueue_local_queue_ready_wait_time_seconds",
             "Time from creation (or last requeue) until the pods are ready, per LocalQueue",
@@ -162,6 +169,14 @@ class LocalQueueMetrics:
         self.admitted_workloads.labels(*labels).inc()
         if waited is not None:
             self.admission_wait_time.labels(*labels).observe(waited)
+
+    def observe_checks_passed(
+        self, body: Mapping[str, Any], priority_class: str, role: str, waited: float
+    ) -> None:
+        """A Workload admitted once its admission checks were Ready, `waited` seconds after
+        its quota was reserved."""
+        labels = (*local_queue_of(body), priority_class, role)
+        self.admission_checks_wait_time.labels(*labels).observe(waited)
 
     def observe_reserved(
         self, body: Mapping[str, Any], priority_class: str, role: str, waited: float | None

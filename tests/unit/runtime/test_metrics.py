@@ -34,6 +34,10 @@ KUEUE: dict[str, tuple[str, list[str]]] = {
         "histogram",
         ["cluster_queue", "priority_class", "replica_role"],
     ),
+    "kueue_admission_checks_wait_time_seconds": (
+        "histogram",
+        ["cluster_queue", "priority_class", "replica_role"],
+    ),
     "kueue_ready_wait_time_seconds": (
         "histogram",
         ["cluster_queue", "priority_class", "replica_role"],
@@ -94,6 +98,7 @@ KUEUE: dict[str, tuple[str, list[str]]] = {
             ("finished_workloads_total", "counter"),
             ("quota_reserved_wait_time_seconds", "histogram"),
             ("admission_wait_time_seconds", "histogram"),
+            ("admission_checks_wait_time_seconds", "histogram"),
             ("ready_wait_time_seconds", "histogram"),
             ("admitted_until_ready_wait_time_seconds", "histogram"),
         )
@@ -176,8 +181,6 @@ OMITTED: dict[str, str] = {
     # Concepts quotagate does not implement.
     "kueue_multikueue_workloads_dispatched_total": "MultiKueue is not implemented",
     "kueue_multikueue_workloads_admitted_total": "MultiKueue is not implemented",
-    "kueue_admission_checks_wait_time_seconds": "admission checks are not implemented",
-    "kueue_local_queue_admission_checks_wait_time_seconds": "admission checks are not implemented",
     "kueue_replaced_workload_slices_total": "Workload slices (elastic jobs) are not implemented",
     "kueue_pending_scheduling_hashes": "Kueue's scheduling hashes are an internal of its queues",
     "kueue_admission_cycle_preemption_skips": "Kueue's cycle skips; quotagate's cycle differs",
@@ -291,6 +294,7 @@ def populated() -> Metrics:
     for histogram in (
         metrics.quota_reserved_wait_time,
         metrics.admission_wait_time,
+        metrics.admission_checks_wait_time,
         metrics.ready_wait_time,
         metrics.admitted_until_ready_wait_time,
     ):
@@ -317,6 +321,7 @@ def populated() -> Metrics:
     lq = metrics.local_queue
     body = {"metadata": {"namespace": "ns"}, "spec": {"queueName": "lq"}}
     lq.observe_admitted(body, "", role, 3.0)
+    lq.observe_checks_passed(body, "", role, 2.0)
     lq.observe_evicted(body, "Preempted", "", "", role)
     lq.observe_finished(body, "", role)
     lq.observe_ready(body, "", role, 3.0, 1.0)
@@ -366,6 +371,7 @@ def test_local_queue_histograms_use_kueues_buckets() -> None:
     for name in (
         "quota_reserved_wait_time_seconds",
         "admission_wait_time_seconds",
+        "admission_checks_wait_time_seconds",
         "ready_wait_time_seconds",
         "admitted_until_ready_wait_time_seconds",
     ):
@@ -376,6 +382,7 @@ def test_histograms_use_kueues_buckets() -> None:
     exposed = samples(populated())
     assert exposed["kueue_admission_wait_time_seconds"][2] == set(kueue_buckets(16))
     assert exposed["kueue_quota_reserved_wait_time_seconds"][2] == set(kueue_buckets(14))
+    assert exposed["kueue_admission_checks_wait_time_seconds"][2] == set(kueue_buckets(14))
     assert exposed["kueue_ready_wait_time_seconds"][2] == set(kueue_buckets(14))
     assert exposed["kueue_admitted_until_ready_wait_time_seconds"][2] == set(kueue_buckets(14))
     assert kueue_buckets(4) == (1.0, 2.5, 5.0, 10.0)
