@@ -54,7 +54,7 @@ from controller.integrations.host import ControllerView
 from controller.integrations.job_labels import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from controller.integrations.pod_parents import ParentAdmission, PodParent
 from controller.integrations.pod_units import running
-from controller.integrations.serial import SerialReconciler
+from controller.integrations.serial import ObjectReconciles, SerialReconciler
 
 __all__ = ["ParentReconciler", "parent_integration", "pod_sets_differ"]
 
@@ -74,7 +74,7 @@ def pod_sets_differ(wanted: list[dict[str, Any]], workload: Mapping[str, Any]) -
     return f"its pod sets (name, count) are now {want}, its Workload's {have}"
 
 
-class ParentReconciler:
+class ParentReconciler(ObjectReconciles):
     """Reconciles the managed objects of one parent kind against the Workloads
     they should have (see the module docstring)."""
 
@@ -125,20 +125,6 @@ class ParentReconciler:
                 key = f"{meta.get('namespace')}/{owner.get('name')}"
                 self.owned.setdefault(key, set()).add(str(meta.get("name")))
                 self.kick(key)
-
-    def resync(self) -> None:
-        for key in list(self.objects):
-            self.kick(key)
-
-    def stop_leading(self) -> None:
-        """The term ended: cancel the reconciles in progress (`SerialReconciler.cancel_all`)."""
-        self._serial.cancel_all()
-
-    def known_keys(self) -> set[str]:
-        return set(self.objects)
-
-    def kick(self, key: str) -> None:
-        self._serial.kick(key)
 
     # -- the reconcile -------------------------------------------------------------------------
 

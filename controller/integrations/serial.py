@@ -110,3 +110,26 @@ class SerialReconciler(Generic[K]):
         self.retries += 1
         self.log.info("retrying %s in %.1fs (failure %d)", self.what(key), delay, failures)
         asyncio.get_running_loop().call_later(delay, self.kick, key)
+
+
+class ObjectReconciles:
+    """The part of `Integration` (framework/registry.py) shared by the integrations that keep
+    their objects by `namespace/name` in `objects` and reconcile each with a
+    `SerialReconciler` (`_serial`): the job framework's and the parent kinds'."""
+
+    objects: dict[str, dict[str, Any]]
+    _serial: SerialReconciler[str]
+
+    def resync(self) -> None:
+        for key in list(self.objects):
+            self.kick(key)
+
+    def stop_leading(self) -> None:
+        """The term ended: cancel the reconciles in progress (`SerialReconciler.cancel_all`)."""
+        self._serial.cancel_all()
+
+    def known_keys(self) -> set[str]:
+        return set(self.objects)
+
+    def kick(self, key: str) -> None:
+        self._serial.kick(key)

@@ -84,7 +84,7 @@ from controller.integrations.job_labels import (
     WorkloadPriorityClassNotFound,
     admission_gated_by,
 )
-from controller.integrations.serial import SerialReconciler
+from controller.integrations.serial import ObjectReconciles, SerialReconciler
 from controller.integrations.workload_writes import PodsReadyWriter, apply_workload_status
 
 __all__ = ["FAILED_TO_START", "OUT_OF_SYNC", "GenericReconciler"]
@@ -97,7 +97,7 @@ OUT_OF_SYNC = "OutOfSync"
 """Kueue's `WorkloadFinishedReasonOutOfSync`: a prebuilt Workload that is not the job's."""
 
 
-class GenericReconciler:
+class GenericReconciler(ObjectReconciles):
     """Reconciles the queue-labelled objects of one framework against their Workloads (see
     the module docstring)."""
 
@@ -157,20 +157,6 @@ class GenericReconciler:
                 self.kick(f"{namespace}/{owner.get('name')}")
         for key in self.prebuilt.get(f"{namespace}/{meta.get('name')}", ()):
             self.kick(key)
-
-    def resync(self) -> None:
-        for key in list(self.objects):
-            self.kick(key)
-
-    def stop_leading(self) -> None:
-        """The term ended: cancel the reconciles in progress (`SerialReconciler.cancel_all`)."""
-        self._serial.cancel_all()
-
-    def known_keys(self) -> set[str]:
-        return set(self.objects)
-
-    def kick(self, key: str) -> None:
-        self._serial.kick(key)
 
     def _related_changed(self) -> None:
         waiting, self._waiting = self._waiting, set()
