@@ -16,13 +16,18 @@ Kueue's rules (pkg/workload/admissionchecks.go, the workload controller's
   latest `lastTransitionTime + requeueAfterSeconds` of the Retry checks before it
   competes again (`RetryChecks`).
 
+Before any reservation Kueue's workload controller already lists the checks that apply
+whatever flavor the Workload gets: those whose `onFlavors` cover every flavor of the
+ClusterQueue its LocalQueue points to (`AdmissionChecksForWorkload` without an admission),
+each `Pending`; a check state no longer wanted goes (`pending_check_syncs`).
+
 Without admission checks nothing here applies: `Admit` writes Admitted=True with
 QuotaReserved, as before. Pure: Workloads, ClusterQueues and the time in, actions out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from api.constants import CheckState
@@ -30,6 +35,7 @@ from api.workload_status import Admission
 from controller.core.model.admission_checks import CheckRule, CheckStatus
 from controller.core.model.clusterqueues import ClusterQueue
 from controller.core.model.workloads import Workload, WorkloadKey
+from controller.core.state import ClusterState
 
 __all__ = [
     "CheckAction",
@@ -37,7 +43,9 @@ __all__ = [
     "RetryChecks",
     "SyncChecks",
     "check_actions",
+    "checks_before_reservation",
     "checks_message",
+    "pending_check_syncs",
     "required_checks",
     "retry_time",
 ]
@@ -83,6 +91,20 @@ def required_checks(rules: Iterable[CheckRule], admission: Admission) -> tuple[s
         for flavor in assignment.flavors.values()
     )
     return tuple(sorted(rule.name for rule in rules if rule.applies_to(flavors)))
+
+
+def checks_before_reservation(cq: ClusterQueue) -> tuple[str, ...]:
+    """The checks a Workload without a reservation gets, by name: those that apply to
+    every flavor of the queue (Kueue's `AdmissionChecksForWorkload` when there is no
+    admission; an empty onFlavors means all of them)."""
+    flavors = frozenset(flavor.name for group in cq.resource_groups for flavor in group.flavors)
+    return tuple(
+        sorted(
+            rule.name
+            for rule in cq.admission_checks
+            if not rule.on_flavors or rule.on_flavors >= flavors
+        )
+    )
 
 
 def checks_message(checks: Iterable[CheckStatus], state: CheckState) -> str:
@@ -153,3 +175,36 @@ def check_actions(
         if action is not None:
             actions.append(action)
     return actions
+
+
+def pending_check_syncs(state: ClusterState, skip: Container[WorkloadKey] = ()) -> list[SyncChecks]:
+    """`status.admissionChecks` of the pending Workloads out of step with their
+    ClusterQueue (`checks_before_reservation`), as Kueue's workload controller keeps them
+    for an active Workload whose LocalQueue and ClusterQueue exist. Only when some
+    ClusterQueue names a check are all pending Workloads looked at; otherwise only those
+    still carrying check states (`StatusIndex.checked`), whose states go. Workloads in
+    `skip` (being written) are left out."""
+    objects = state.objects
+    any_checks = any(cq.admission_checks for cq in objects.cluster_queues.values())
+    candidates = state.pending() if any_checks else state.pending(among=list(state.index.checked))
+    records = state.cache.records
+    wanted_in: dict[str, tuple[str, ...] | None] = {}
+    syncs = []
+    for key in candidates:
+        if key in skip:
+            continue
+        workload = records[key].workload
+        if not workload.active or workload.admission is not None:
+            continue
+        lq_key = f"{workload.namespace}/{workload.queue_name}"
+        if lq_key not in wanted_in:
+            lq = objects.local_queues.get(lq_key)
+            cq = objects.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+            wanted_in[lq_key] = checks_before_reservation(cq) if cq is not None else None
+        wanted = wanted_in[lq_key]
+        if wanted is None:
+            continue  # Kueue's `ClusterQueueForWorkload` finds no queue: nothing synced
+        if frozenset(c.name for c in workload.admission_checks) != frozenset(wanted):
+            cluster_queue = objects.local_queues[lq_key].cluster_queue
+            syncs.append(SyncChecks(key, cluster_queue, wanted))
+    return syncs

@@ -280,6 +280,7 @@ class Controller:
         if result.changed:
             ctx.wake.set()
         self.pending.explain_unqueued(now)
+        self.pending.sync_pending_checks(now)
 
 
 __all__ = ["Controller"]

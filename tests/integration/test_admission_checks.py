@@ -244,3 +244,60 @@ def test_a_check_on_some_flavors_applies_only_to_reservations_there(
     )
     assert list(checks_of(second)) == [check]
     assert (condition(second, "Admitted") or {}).get("status") == "False"
+
+
+def test_a_pending_workload_lists_the_checks_for_every_flavor_before_its_reservation(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    """Kueue's workload controller lists, before any reservation, the checks that apply
+    whatever flavor the Workload gets (here `every`, not `b-only`), each Pending, and drops
+    them when the ClusterQueue no longer names them."""
+    every, b_only = f"{namespace}-every", f"{namespace}-b-only"
+    kueue.apply(
+        flavor(f"{namespace}-a"),
+        flavor(f"{namespace}-b"),
+        admission_check(every),
+        admission_check(b_only),
+    )
+    activate(kueue, every)
+    activate(kueue, b_only)
+    rules = [{"name": every}, {"name": b_only, "onFlavors": [f"{namespace}-b"]}]
+    kueue.apply(
+        checked_queue(
+            namespace, {f"{namespace}-a": {"cpu": 0}, f"{namespace}-b": {"cpu": 0}}, rules
+        ),
+        local_queue(namespace, "lq", f"{namespace}-cq"),
+        workload(namespace, "p", "lq"),
+    )
+
+    def listed() -> dict[str, Any] | None:
+        wl = kueue.get_workload(namespace, "p")
+        return wl if checks_of(wl) else None
+
+    wl = wait_for(listed, what="p's checks listed before its reservation")
+    assert list(checks_of(wl)) == [every]
+    assert checks_of(wl)[every]["state"] == "Pending"
+    assert (condition(wl, "QuotaReserved") or {}).get("status") == "False"
+    assert "admission" not in wl["status"]
+
+    # The queue no longer names `every`: the pending Workload's entry goes.
+    kueue.custom.patch_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "clusterqueues",
+        f"{namespace}-cq",
+        {"spec": {"admissionChecksStrategy": {"admissionChecks": rules[1:]}}},
+    )
+    wait_for(lambda: not checks_of(kueue.get_workload(namespace, "p")), what="p's entry dropped")
+    # Named again: listed again, still before any reservation.
+    kueue.custom.patch_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "clusterqueues",
+        f"{namespace}-cq",
+        {"spec": {"admissionChecksStrategy": {"admissionChecks": rules}}},
+    )
+    wait_for(
+        lambda: list(checks_of(kueue.get_workload(namespace, "p"))) == [every],
+        what="p's entry back",
+    )
