@@ -10,24 +10,33 @@ checks Pending, it creates the pod templates and the `autoscaling.x-k8s.io/v1`
 ProvisioningRequest of the current attempt (owned by the Workload),
 and maps the request's conditions to the check state (controller/provisioning/requests.py).
 The requests of finished, evicted or deleted Workloads and of earlier attempts are deleted
-with their pod templates, as Kueue's. Not yet as Kueue: pod sets are not merged
-(`podSetMergePolicy` is reported with a Warning Event on the config), and the flavors'
-node labels are not put into the pod templates.
+with their pod templates, as Kueue's. The request's entries and their pod templates (pod
+sets merged by the config's `podSetMergePolicy`, the assigned flavors' node labels and
+tolerations in the templates) are controller/provisioning/pod_sets.py's.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.constants import CheckState
+from api.provisioningrequestconfig import PodSetMergePolicy
 from api.workload_status import rfc3339
 from controller.core.model.workloads import workload_key
 from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, Resource
+from controller.provisioning.pod_sets import (
+    FlavorPlacement,
+    InconsistentAssignments,
+    PodSetInfoError,
+    merged_pod_sets,
+    pod_template,
+)
 from controller.provisioning.requests import (
     CONTROLLER_NAME,
     RetryStrategy,
@@ -54,21 +63,29 @@ PROVISIONING_REQUEST_CONFIGS: Final = Resource(
 POD_TEMPLATES: Final = Resource("PodTemplate", "", "v1", "podtemplates", True)
 NOT_NEEDED: Final = "the provisioning request is not needed"
 PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
-MERGE_POLICY_IGNORED: Final = (
-    "spec.podSetMergePolicy: merging pod sets is not implemented by quotagate yet: each pod "
-    "set is its own entry of the ProvisioningRequest"
-)
 FIELD_MANAGER: Final = CONTROLLER_NAME
+# What fails one Workload's request (reported on it, tried again next pass): the API, or a
+# pod template the admission cannot be merged into.
+_SYNC_ERRORS: Final[tuple[type[BaseException], ...]] = (
+    *API_ERRORS,
+    PodSetInfoError,
+    InconsistentAssignments,
+)
 
 
 class ProvisioningController:
-    def __init__(self, ctx: Context, sync: WorkloadSync) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        sync: WorkloadSync,
+        placement: Callable[[str], FlavorPlacement | None],
+    ) -> None:
         self.ctx = ctx
         self.sync = sync
+        self.placement = placement  # a ResourceFlavor's node labels and tolerations
         self.enabled = ctx.config.provisioning_request
         self._checked_at = float("-inf")
         self._running = False
-        self._reported: set[str] = set()  # configs whose podSetMergePolicy was reported
 
     def check(self, now: float) -> None:
         """Start one pass when a second has passed and none is running (no waiting)."""
@@ -118,8 +135,8 @@ class ProvisioningController:
                 if name in configs and entry.get("state") == CheckState.PENDING:
                     try:
                         await self._sync_check(body, entry, configs[name])
-                    except API_ERRORS as exc:  # this Workload's; the others go on
-                        await self._failed(body, name, exc)
+                    except _SYNC_ERRORS as exc:
+                        await self._failed(body, name, exc)  # this Workload's; others go on
 
     async def _delete_unused(self) -> None:
         """Delete the requests (and their pod templates) of finished, evicted or deleted
@@ -182,12 +199,6 @@ class ProvisioningController:
             if exc.status == 404:
                 return None
             raise
-        name = str(parameters["name"])
-        if (found.get("spec") or {}).get("podSetMergePolicy") and name not in self._reported:
-            self._reported.add(name)
-            log.warning("ProvisioningRequestConfig %s: %s", name, MERGE_POLICY_IGNORED)
-            if self.ctx.events is not None:
-                await self.ctx.events(found, "Warning", "UnsupportedFields", MERGE_POLICY_IGNORED)
         return found
 
     async def _set_active(self, check: dict[str, Any], active: bool) -> None:
@@ -277,33 +288,32 @@ class ProvisioningController:
             "blockOwnerDeletion": True,
         }
         managed = {"kueue.x-k8s.io/managed": "true"}
-        counts = {
-            a.get("name"): a.get("count")
-            for a in ((body.get("status") or {}).get("admission") or {}).get("podSetAssignments")
-            or ()
-        }
-        pod_sets = []
-        for pod_set in (body.get("spec") or {}).get("podSets") or ():
-            template_name = pod_template_name(name, str(pod_set["name"]))
+        policy = spec.get("podSetMergePolicy")
+        entries = merged_pod_sets(
+            body,
+            spec.get("managedResources") or (),
+            PodSetMergePolicy(policy) if policy else None,
+        )
+        templates = []
+        for entry in entries:
             template = {
                 "apiVersion": "v1",
                 "kind": "PodTemplate",
                 "metadata": {
-                    "name": template_name,
+                    "name": pod_template_name(name, entry.name),
                     "namespace": namespace,
                     "labels": managed,
                     "ownerReferences": [owner],
                 },
-                "template": pod_set.get("template") or {},
+                "template": pod_template(entry, self.placement),
             }
+            templates.append(template)
+        for template in templates:
             await self._create_object(POD_TEMPLATES, namespace, template)
-            count = counts.get(pod_set["name"])
-            pod_sets.append(
-                {
-                    "podTemplateRef": {"name": template_name},
-                    "count": int(count if count is not None else pod_set.get("count", 1)),
-                }
-            )
+        pod_sets = [
+            {"podTemplateRef": {"name": pod_template_name(name, entry.name)}, "count": entry.count}
+            for entry in entries
+        ]
         # The config's parameters, and the Workload's `provreq.kueue.x-k8s.io/<name>`
         # annotations as parameters <name> (Kueue's passProvReqParams).
         parameters = dict(spec.get("parameters") or {})
