@@ -3,13 +3,13 @@ kueue.x-k8s.io/provisioning-request`), in the controller process and under its l
 election, switched by the configuration's `provisioningRequest` (on by default, as
 Kueue's ProvisioningACC feature gate).
 
-Every second, from the scheduling loop but in a task of its own (the admission cycle never
-waits on it): its AdmissionChecks get `Active` once their `parameters` name a
-ProvisioningRequestConfig that exists; for each Workload holding quota with one of its
-checks Pending, it creates the pod templates and the `autoscaling.x-k8s.io/v1`
-ProvisioningRequest of the current attempt (owned by the Workload),
-and maps the request's conditions to the check state (controller/provisioning/requests.py).
-The requests of finished, evicted or deleted Workloads and of earlier attempts are deleted
+From the scheduling loop but in a task of its own (the admission cycle never waits on it),
+whenever a watched object changed (`ProvisioningController`): its AdmissionChecks get
+`Active` once their `parameters` name a ProvisioningRequestConfig that exists; for each
+Workload holding quota with one of its checks Pending, it creates the pod templates and
+the `autoscaling.x-k8s.io/v1` ProvisioningRequest of the current attempt (owned by the
+Workload), and maps the request's conditions to the check state
+(controller/provisioning/requests.py). The requests of finished, evicted or deleted Workloads and of earlier attempts are deleted
 with their pod templates, as Kueue's. The request's entries and their pod templates (pod
 sets merged by the config's `podSetMergePolicy`, the assigned flavors' node labels and
 tolerations in the templates) are controller/provisioning/pod_sets.py's.
@@ -64,6 +64,7 @@ POD_TEMPLATES: Final = Resource("PodTemplate", "", "v1", "podtemplates", True)
 NOT_NEEDED: Final = "the provisioning request is not needed"
 PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
 FIELD_MANAGER: Final = CONTROLLER_NAME
+MANAGED_SELECTOR: Final = "kueue.x-k8s.io/managed=true"
 # What fails one Workload's request (reported on it, tried again next pass): the API, or a
 # pod template the admission cannot be merged into.
 _SYNC_ERRORS: Final[tuple[type[BaseException], ...]] = (
@@ -73,7 +74,40 @@ _SYNC_ERRORS: Final[tuple[type[BaseException], ...]] = (
 )
 
 
+class ObjectCache:
+    """One resource's objects as its watch last showed them (an informer's sink), by
+    `namespace/name` (`/name` when cluster-scoped); `listed` once its first list is in."""
+
+    def __init__(self, changed: Callable[[], None]) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.listed = False
+        self._changed = changed
+
+    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = f"{meta.get('namespace') or ''}/{meta.get('name')}"
+        if event_type == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = body
+        self._changed()
+
+    def known_keys(self) -> set[str]:
+        return set(self.objects)
+
+    def mark_listed(self) -> None:
+        self.listed = True
+        self._changed()
+
+
 class ProvisioningController:
+    """Passes start when something they read changed: a ProvisioningRequest,
+    ProvisioningRequestConfig or AdmissionCheck event (their watches: `sinks`), a Workload
+    with check states changing or going, the leadership gained; or a second after a pass
+    that failed. A pass reads only the watched copies and the Workloads' (no request but
+    its writes), and at most one runs at a time, at most one a second. Nothing is lost on a
+    restart: the watches list everything first, and the first pass resyncs it all."""
+
     def __init__(
         self,
         ctx: Context,
@@ -84,23 +118,54 @@ class ProvisioningController:
         self.sync = sync
         self.placement = placement  # a ResourceFlavor's node labels and tolerations
         self.enabled = ctx.config.provisioning_request
+        self.requests = ObjectCache(self._changed)
+        self.configs = ObjectCache(self._changed)
+        self.checks = ObjectCache(self._changed)
+        self._dirty = True
+        self._was_leading = False
         self._checked_at = float("-inf")
         self._running = False
+        sync.workload_listeners.append(self._workload_changed)
+        sync.deletion_listeners.append(lambda _key: self._changed())
+
+    def sinks(self) -> list[tuple[Resource, ObjectCache, str | None]]:
+        """What to watch, into which cache, with which label selector (none when off)."""
+        if not self.enabled:
+            return []
+        return [
+            (ADMISSION_CHECKS, self.checks, None),
+            (PROVISIONING_REQUEST_CONFIGS, self.configs, None),
+            (PROVISIONING_REQUESTS, self.requests, MANAGED_SELECTOR),
+        ]
+
+    def _changed(self) -> None:
+        self._dirty = True
+
+    def _workload_changed(self, body: dict[str, Any]) -> None:
+        if (body.get("status") or {}).get("admissionChecks"):
+            self._dirty = True
 
     def check(self, now: float) -> None:
-        """Start one pass when a second has passed and none is running (no waiting)."""
-        if not self.enabled or not self.ctx.leading or self._running:
+        """Start a pass when something changed, the watches have listed, a second has
+        passed since the last and none is running (no waiting)."""
+        if not self.enabled or self._running:
             return
-        if now - self._checked_at < 1.0:
+        leading = self.ctx.leading
+        if leading and not self._was_leading:
+            self._dirty = True  # a new term: resync everything
+        self._was_leading = leading
+        if not leading or not self._dirty or now - self._checked_at < 1.0:
             return
-        ours = [
-            c.name
-            for c in self.ctx.state.objects.admission_checks.values()
-            if c.controller_name == CONTROLLER_NAME
-        ]
-        if not ours:
+        if not (self.checks.listed and self.configs.listed and self.requests.listed):
+            return  # Kueue sets the check up only once the ProvisioningRequest API is served
+        if not any(
+            (c.get("spec") or {}).get("controllerName") == CONTROLLER_NAME
+            for c in self.checks.objects.values()
+        ):
+            self._dirty = False
             return
         self._checked_at = now
+        self._dirty = False
         self._running = True
         self.ctx.spawn(self._guarded())
 
@@ -109,18 +174,18 @@ class ProvisioningController:
             await self.reconcile()
         except API_ERRORS as exc:
             log.warning("provisioning-request pass failed (%s); retried in a second", exc)
+            self._dirty = True
         finally:
             self._running = False
 
     async def reconcile(self) -> None:
-        api = self.ctx.api
         configs: dict[str, dict[str, Any] | None] = {}
-        for check in await api.list(ADMISSION_CHECKS):
+        for check in list(self.checks.objects.values()):
             spec = check.get("spec") or {}
             if spec.get("controllerName") != CONTROLLER_NAME:
                 continue
             name = str(check["metadata"]["name"])
-            configs[name] = await self._config_of(spec.get("parameters"))
+            configs[name] = self._config_of(spec.get("parameters"))
             await self._set_active(check, configs[name] is not None)
         await self._delete_unused()
         state = self.ctx.state
@@ -137,17 +202,12 @@ class ProvisioningController:
                         await self._sync_check(body, entry, configs[name])
                     except _SYNC_ERRORS as exc:
                         await self._failed(body, name, exc)  # this Workload's; others go on
+                        self._dirty = True  # tried again in a second
 
     async def _delete_unused(self) -> None:
         """Delete the requests (and their pod templates) of finished, evicted or deleted
         Workloads and of earlier attempts, as Kueue does."""
-        api = self.ctx.api
-        listed = await api.request(
-            "GET",
-            api.path(PROVISIONING_REQUESTS, None),
-            params={"labelSelector": "kueue.x-k8s.io/managed=true"},
-        )
-        for request in (listed or {}).get("items") or ():
+        for request in list(self.requests.objects.values()):
             meta = request.get("metadata") or {}
             owner = next(
                 (o for o in meta.get("ownerReferences") or () if o.get("kind") == "Workload"),
@@ -184,22 +244,15 @@ class ProvisioningController:
         if self.ctx.events is not None:
             await self.ctx.events(body, "Warning", "FailedCreate", text)
 
-    async def _config_of(self, parameters: Any) -> dict[str, Any] | None:
+    def _config_of(self, parameters: Any) -> dict[str, Any] | None:
+        """The ProvisioningRequestConfig the check's `parameters` name, as watched."""
         if not isinstance(parameters, dict):
             return None
         if parameters.get("apiGroup") != "kueue.x-k8s.io" or (
             parameters.get("kind") != "ProvisioningRequestConfig"
         ):
             return None
-        try:
-            found: dict[str, Any] = await self.ctx.api.request(
-                "GET", self.ctx.api.path(PROVISIONING_REQUEST_CONFIGS, str(parameters["name"]))
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return found
+        return self.configs.objects.get(f"/{parameters.get('name')}")
 
     async def _set_active(self, check: dict[str, Any], active: bool) -> None:
         """Kueue's admission check reconciler: Active while the parameters resolve."""
@@ -240,14 +293,8 @@ class ProvisioningController:
         retry_count = int(entry.get("retryCount") or 0)
         attempt = retry_count + 1
         name = request_name(workload, check, attempt)
-        api = self.ctx.api
-        try:
-            request: dict[str, Any] = await api.request(
-                "GET", api.path(PROVISIONING_REQUESTS, name, namespace)
-            )
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        request = self.requests.objects.get(f"{namespace}/{name}")
+        if request is None:
             await self._create(body, name, spec)
             return
         pod_sets = [str(ps.get("name")) for ps in (body.get("spec") or {}).get("podSets") or ()]
@@ -335,7 +382,9 @@ class ProvisioningController:
                 **({"parameters": parameters} if parameters else {}),
             },
         }
-        await self._create_object(PROVISIONING_REQUESTS, namespace, request)
+        created = await self._create_object(PROVISIONING_REQUESTS, namespace, request)
+        if created is not None:  # seen at once: the next pass does not make it again
+            self.requests.apply_event("ADDED", created)
         log.info("created ProvisioningRequest %s/%s", namespace, name)
         if self.ctx.events is not None:
             await self.ctx.events(
@@ -345,12 +394,20 @@ class ProvisioningController:
                 f'Created ProvisioningRequest: "{name}"',
             )
 
-    async def _create_object(self, resource: Resource, namespace: str, obj: dict[str, Any]) -> None:
+    async def _create_object(
+        self, resource: Resource, namespace: str, obj: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The object created, or None when it was there already (an earlier pass made
+        it; its watch brings it)."""
         try:
-            await self.ctx.api.request("POST", self.ctx.api.path(resource, None, namespace), obj)
+            created: dict[str, Any] = await self.ctx.api.request(
+                "POST", self.ctx.api.path(resource, None, namespace), obj
+            )
         except ApiException as exc:
-            if exc.status != 409:  # there already: an earlier pass made it
+            if exc.status != 409:
                 raise
+            return None
+        return created
 
     async def _write(
         self,

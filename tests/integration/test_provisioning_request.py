@@ -145,8 +145,8 @@ def provisioner_says(
 
 
 def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
+    provisioning_crd: list[str],  # installed first: the controller finds it at start
     controller: ControllerProcess,
-    provisioning_crd: list[str],
     kueue: Kueue,
     namespace: str,
     api_client: client.ApiClient,
@@ -193,8 +193,8 @@ def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
 
 
 def test_failed_is_retried_with_a_new_request_then_rejected(
+    provisioning_crd: list[str],  # installed first: the controller finds it at start
     controller: ControllerProcess,
-    provisioning_crd: list[str],
     kueue: Kueue,
     namespace: str,
     api_client: client.ApiClient,
@@ -235,8 +235,8 @@ def test_failed_is_retried_with_a_new_request_then_rejected(
 
 
 def test_identical_pod_sets_share_one_entry_whose_template_has_the_flavors_node_labels(
+    provisioning_crd: list[str],  # installed first: the controller finds it at start
     controller: ControllerProcess,
-    provisioning_crd: list[str],
     kueue: Kueue,
     namespace: str,
     api_client: client.ApiClient,
@@ -275,3 +275,32 @@ def test_identical_pod_sets_share_one_entry_whose_template_has_the_flavors_node_
     admitted = wait_admitted(kueue, namespace, "m")
     updates = checks_of(admitted)[check]["podSetUpdates"]
     assert [u["name"] for u in updates] == ["a", "c"]
+
+
+def test_a_request_provisioned_while_the_controller_was_down_is_seen_after_its_restart(
+    provisioning_crd: list[str],
+    controller: ControllerProcess,
+    kueue: Kueue,
+    namespace: str,
+    api_client: client.ApiClient,
+) -> None:
+    """The requests are watched, not polled: a controller that restarts lists them again
+    and resyncs every check, so the autoscaler's answer given meanwhile is not lost, and
+    the request it made before is used, not made again."""
+    check = setup(kueue, namespace)
+    kueue.apply(gpu_workload(namespace, "d"))
+    name = f"d-{check}-1"
+    wait_for(lambda: get_request(kueue, namespace, name), what="the ProvisioningRequest")
+    controller.stop()
+    try:
+        provisioner_says(kueue, namespace, name, "Provisioned", "capacity came", {"pool": "b"})
+    finally:
+        controller.start()
+    admitted = wait_admitted(kueue, namespace, "d")
+    state = checks_of(admitted)[check]
+    assert (state["state"], state["message"]) == ("Ready", "capacity came")
+    assert state["podSetUpdates"][0]["nodeSelector"] == {"example.com/pool": "b"}
+    requests = kueue.custom.list_namespaced_custom_object(
+        "autoscaling.x-k8s.io", "v1", namespace, "provisioningrequests"
+    )["items"]
+    assert [r["metadata"]["name"] for r in requests] == [name]
