@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes import client
 
 from tests.cluster.fixtures import wait_for
+from tests.integration.conftest import StartConfigured
 from tests.integration.kueue import (
     GROUP,
     VERSION,
@@ -24,6 +25,7 @@ from tests.integration.kueue import (
     condition,
     flavor,
     local_queue,
+    maybe_workload,
     wait_admitted,
     workload,
 )
@@ -301,3 +303,67 @@ def test_a_pending_workload_lists_the_checks_for_every_flavor_before_its_reserva
         lambda: list(checks_of(kueue.get_workload(namespace, "p"))) == [every],
         what="p's entry back",
     )
+
+
+def test_conflicting_pod_set_updates_keep_the_job_suspended_and_say_why(
+    configured_controller: StartConfigured,
+    kueue: Kueue,
+    namespace: str,
+    api_client: client.ApiClient,
+) -> None:
+    """Two checks Ready with podSetUpdates setting the same node selector key to different
+    values: as Kueue's job reconciler (`getPodSetsInfoFromStatus`, a permanent error), the
+    Job is not started, its Workload is finished with reason FailedToStart and the
+    conflict as message, and a Warning Event on the Job says the same."""
+    from tests.integration.test_job_framework import suspended_job
+
+    configured_controller({"integrations": {"frameworks": ["batch/job"]}}, namespace)
+    first, second = f"{namespace}-zone-a", f"{namespace}-zone-b"
+    kueue.apply(flavor(f"{namespace}-rf"), admission_check(first), admission_check(second))
+    activate(kueue, first)
+    activate(kueue, second)
+    kueue.apply(
+        checked_queue(
+            namespace, {f"{namespace}-rf": {"cpu": 2}}, [{"name": first}, {"name": second}]
+        ),
+        local_queue(namespace, "lq", f"{namespace}-cq"),
+    )
+    batch = client.BatchV1Api(api_client)
+    batch.create_namespaced_job(namespace, suspended_job("clash"))
+    name = "job-clash"
+    wait_for(lambda: maybe_workload(kueue, namespace, name), what="the Job's Workload")
+    wait_reserved_with_checks(kueue, namespace, name)
+    wl = kueue.get_workload(namespace, name)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    checks = [
+        {
+            **entry,
+            "state": "Ready",
+            "lastTransitionTime": now,
+            "podSetUpdates": [
+                {"name": "main", "nodeSelector": {"example.com/zone": entry["name"][-1]}}
+            ],
+        }
+        for entry in wl["status"]["admissionChecks"]
+    ]
+    kueue.patch_workload_status(namespace, name, {"admissionChecks": checks})
+
+    def finished() -> dict[str, Any] | None:
+        found = condition(kueue.get_workload(namespace, name), "Finished")
+        return found if found and found["status"] == "True" else None
+
+    done = wait_for(finished, what="the Workload finished as failed to start")
+    assert done["reason"] == "FailedToStart"
+    assert f"in admission check '{second}'" in done["message"]
+    assert "conflict for nodeSelector: example.com/zone" in done["message"]
+    job = batch.read_namespaced_job("clash", namespace)
+    assert job.spec.suspend is True
+    assert not (job.spec.template.spec.node_selector or {})
+    events = (
+        client.CoreV1Api(api_client)
+        .list_namespaced_event(namespace, field_selector="involvedObject.name=clash")
+        .items
+    )
+    warnings = [e for e in events if e.reason == "FailedToStart"]
+    assert warnings and warnings[0].type == "Warning"
+    assert "example.com/zone" in warnings[0].message
