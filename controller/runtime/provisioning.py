@@ -30,6 +30,7 @@ from api.provisioningrequestconfig import PodSetMergePolicy
 from api.workload_status import rfc3339
 from controller.core.model.workloads import workload_key
 from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, Resource
+from controller.kube.informer import ObjectCache
 from controller.provisioning.pod_sets import (
     FlavorPlacement,
     InconsistentAssignments,
@@ -72,32 +73,6 @@ _SYNC_ERRORS: Final[tuple[type[BaseException], ...]] = (
     PodSetInfoError,
     InconsistentAssignments,
 )
-
-
-class ObjectCache:
-    """One resource's objects as its watch last showed them (an informer's sink), by
-    `namespace/name` (`/name` when cluster-scoped); `listed` once its first list is in."""
-
-    def __init__(self, changed: Callable[[], None]) -> None:
-        self.objects: dict[str, dict[str, Any]] = {}
-        self.listed = False
-        self._changed = changed
-
-    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        key = f"{meta.get('namespace') or ''}/{meta.get('name')}"
-        if event_type == "DELETED":
-            self.objects.pop(key, None)
-        else:
-            self.objects[key] = body
-        self._changed()
-
-    def known_keys(self) -> set[str]:
-        return set(self.objects)
-
-    def mark_listed(self) -> None:
-        self.listed = True
-        self._changed()
 
 
 class ProvisioningController:

@@ -12,7 +12,17 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
+from tests.integration.kueue import ControllerProcess
 from tools.chart import CHART, helm
+
+
+def token_kubeconfig(kubeconfig_path: str, token: str, path: Path) -> Path:
+    """`kubeconfig_path`'s cluster with `token` as its only user, written to `path`."""
+    kubeconfig = yaml.safe_load(Path(kubeconfig_path).read_text())
+    kubeconfig["users"] = [{"name": "token", "user": {"token": token}}]
+    kubeconfig["contexts"][0]["context"]["user"] = "token"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    return path
 
 
 @dataclass(frozen=True)
@@ -20,6 +30,16 @@ class ChartController:
     release: str
     kubeconfig: Path  # the controller ServiceAccount's token, nothing else
     config: Path  # the chart's controller configuration (its ConfigMap)
+
+    def start(self, log_dir: Path, name: str) -> ControllerProcess:
+        """`quotagate run` from this checkout as the chart's controller would run."""
+        return ControllerProcess(
+            str(self.kubeconfig),
+            log_dir,
+            name,
+            self.release,
+            ["--config", str(self.config), "--metrics-port", "0"],
+        ).start()
 
 
 @contextmanager
@@ -55,11 +75,7 @@ def chart_controller(
             system_namespace,
             {"spec": {"expirationSeconds": 3600}},
         ).status.token
-        kubeconfig = yaml.safe_load(Path(kubeconfig_path).read_text())
-        kubeconfig["users"] = [{"name": "sa", "user": {"token": token}}]
-        kubeconfig["contexts"][0]["context"]["user"] = "sa"
-        sa_kubeconfig = tmp_path / "sa-kubeconfig"
-        sa_kubeconfig.write_text(yaml.safe_dump(kubeconfig))
+        sa_kubeconfig = token_kubeconfig(kubeconfig_path, token, tmp_path / "sa-kubeconfig")
         config_map = core.read_namespaced_config_map(
             f"{release}-quotagate-config", system_namespace
         )

@@ -19,6 +19,7 @@ import yaml
 from kubernetes import client
 
 from tests.cluster.fixtures import wait_for
+from tests.integration.chart_service_account import token_kubeconfig
 from tests.integration.kueue import (
     REPO,
     ControllerProcess,
@@ -80,12 +81,7 @@ def service_account_kubeconfig(
     token = core.create_namespaced_service_account_token(
         "budget-check", namespace, {"spec": {"expirationSeconds": 3600}}
     ).status.token
-    kubeconfig = yaml.safe_load(Path(kubeconfig_path).read_text())
-    kubeconfig["users"] = [{"name": "budget-check", "user": {"token": token}}]
-    kubeconfig["contexts"][0]["context"]["user"] = "budget-check"
-    path = tmp_path / "budget-check-kubeconfig"
-    path.write_text(yaml.safe_dump(kubeconfig))
-    return path
+    return token_kubeconfig(kubeconfig_path, token, tmp_path / "budget-check-kubeconfig")
 
 
 @contextmanager

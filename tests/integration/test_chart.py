@@ -13,7 +13,6 @@ from controller.config import load_config
 from tests.cluster.build import bin_dir
 from tests.integration.chart_service_account import chart_controller
 from tests.integration.kueue import (
-    ControllerProcess,
     Kueue,
     cluster_queue,
     flavor,
@@ -212,13 +211,7 @@ def test_helm_install_and_controller_runs_with_the_charts_rbac(
             local_queue(namespace, "lq", cq),
             workload(namespace, "w", "lq", cpu="1"),
         )
-        process = ControllerProcess(
-            str(chart.kubeconfig),
-            tmp_path,
-            "chart-rbac",
-            release,
-            ["--config", str(chart.config), "--metrics-port", "0"],
-        ).start()
+        process = chart.start(tmp_path, "chart-rbac")
         try:
             wait_admitted(kueue, namespace, "w", timeout=40)
             # RBAC refusals only: earlier tests' namespaces stay Terminating here (no

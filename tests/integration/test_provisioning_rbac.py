@@ -17,7 +17,7 @@ from kubernetes import client
 
 from tests.cluster.fixtures import install_crds, wait_for
 from tests.integration.chart_service_account import chart_controller
-from tests.integration.kueue import ControllerProcess, Kueue, condition, rbac_refusals
+from tests.integration.kueue import Kueue, condition, rbac_refusals
 from tests.integration.test_admission_checks import checks_of, wait_reserved_with_checks
 from tests.integration.test_provisioning_request import (
     get_request,
@@ -43,13 +43,7 @@ def test_the_provisioning_request_check_needs_no_more_than_the_charts_rbac(
     with chart_controller(
         kubeconfig_path, system_namespace, api_client, release, tmp_path
     ) as chart:
-        process = ControllerProcess(
-            str(chart.kubeconfig),
-            tmp_path,
-            "chart-provisioning",
-            release,
-            ["--config", str(chart.config), "--metrics-port", "0"],
-        ).start()
+        process = chart.start(tmp_path, "chart-provisioning")
         try:
             _drive(kueue, namespace, check, api_client)
             refused = rbac_refusals(process.log())
@@ -75,11 +69,7 @@ def _drive(kueue: Kueue, namespace: str, check: str, api_client: client.ApiClien
     wait_for(lambda: get_request(kueue, namespace, first), what="the first request created")
     provisioner_says(kueue, namespace, first, "Failed", "out of GPUs")
 
-    def evicted() -> dict[str, Any] | None:
-        wl = kueue.get_workload(namespace, "r")
-        return wl if (condition(wl, "Evicted") or {}).get("status") == "True" else None
-
-    wait_for(evicted, what="r evicted for a retry (its check state patched)")
+    _until(kueue, namespace, "Evicted", "r evicted for a retry (its check state patched)")
     wait_for(lambda: get_request(kueue, namespace, first) is None, what="the request deleted")
     core = client.CoreV1Api(api_client)
     templates = core.list_namespaced_pod_template(namespace).items
@@ -89,11 +79,18 @@ def _drive(kueue: Kueue, namespace: str, check: str, api_client: client.ApiClien
     wait_for(lambda: get_request(kueue, namespace, second), what="the second request created")
     provisioner_says(kueue, namespace, second, "Provisioned", "capacity is there")
 
-    def admitted() -> dict[str, Any] | None:
-        wl = kueue.get_workload(namespace, "r")
-        return wl if (condition(wl, "Admitted") or {}).get("status") == "True" else None
-
-    wl = wait_for(admitted, what="r admitted")
+    wl = _until(kueue, namespace, "Admitted", "r admitted")
     assert checks_of(wl)[check]["state"] == "Ready"
     events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=r").items
     assert "ProvisioningRequestCreated" in {e.reason for e in events}
+
+
+def _until(kueue: Kueue, namespace: str, type_: str, what: str) -> dict[str, Any]:
+    """Workload r once its condition `type_` is True."""
+
+    def true() -> dict[str, Any] | None:
+        wl = kueue.get_workload(namespace, "r")
+        return wl if (condition(wl, type_) or {}).get("status") == "True" else None
+
+    found: dict[str, Any] = wait_for(true, what=what)
+    return found
