@@ -29,7 +29,7 @@ from api.constants import CheckState
 from api.provisioningrequestconfig import PodSetMergePolicy
 from api.workload_status import rfc3339
 from controller.core.model.workloads import workload_key
-from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, Resource
+from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, MERGE_PATCH, Resource
 from controller.kube.informer import ObjectCache
 from controller.provisioning.pod_sets import (
     FlavorPlacement,
@@ -360,6 +360,7 @@ class ProvisioningController:
         created = await self._create_object(PROVISIONING_REQUESTS, namespace, request)
         if created is not None:  # seen at once: the next pass does not make it again
             self.requests.apply_event("ADDED", created)
+            await self._hand_over(created, [pod_template_name(name, e.name) for e in entries])
         log.info("created ProvisioningRequest %s/%s", namespace, name)
         if self.ctx.events is not None:
             await self.ctx.events(
@@ -367,6 +368,29 @@ class ProvisioningController:
                 "Normal",
                 "ProvisioningRequestCreated",
                 f'Created ProvisioningRequest: "{name}"',
+            )
+
+    async def _hand_over(self, request: dict[str, Any], templates: list[str]) -> None:
+        """The request becomes its PodTemplates' controller instead of the Workload, as
+        Kueue's `syncProvisionRequestsPodTemplates` hands them over (a template whose
+        request is deleted goes with it). A template not handed over (the controller
+        stopped in between) stays the Workload's and is deleted with the request."""
+        meta = request["metadata"]
+        owner = {
+            "apiVersion": "autoscaling.x-k8s.io/v1",
+            "kind": "ProvisioningRequest",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        api = self.ctx.api
+        for template in templates:
+            await api.request(
+                "PATCH",
+                api.path(POD_TEMPLATES, template, str(meta["namespace"])),
+                {"metadata": {"ownerReferences": [owner]}},
+                content_type=MERGE_PATCH,
             )
 
     async def _create_object(

@@ -178,6 +178,14 @@ def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
     )
     assert template.template.spec.containers[0].resources.requests == {"cpu": "1"}
     assert [o["kind"] for o in request["metadata"]["ownerReferences"]] == ["Workload"]
+    # The template handed over to its request, as Kueue does.
+    [template_owner] = template.metadata.owner_references
+    assert (template_owner.kind, template_owner.name, template_owner.controller) == (
+        "ProvisioningRequest",
+        name,
+        True,
+    )
+    assert template_owner.uid == request["metadata"]["uid"]
     assert (condition(kueue.get_workload(namespace, "w"), "Admitted") or {}).get(
         "status"
     ) == "False"
