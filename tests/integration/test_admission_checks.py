@@ -367,3 +367,26 @@ def test_conflicting_pod_set_updates_keep_the_job_suspended_and_say_why(
     warnings = [e for e in events if e.reason == "FailedToStart"]
     assert warnings and warnings[0].type == "Warning"
     assert "example.com/zone" in warnings[0].message
+
+
+def test_a_check_failed_before_the_reservation_keeps_the_workload_pending(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    """A check controller that rejects a Workload before its reservation (its entry is
+    there from the start): as Kueue's scheduler, the Workload is not reserved and says
+    why (QuotaReserved=False, PendingEvaluation); it is not deactivated, which needs a
+    reservation."""
+    check = one_active_check(kueue, namespace, "early", workload(namespace, "e", "lq", cpu="2"))
+    wait_for(lambda: checks_of(kueue.get_workload(namespace, "e")), what="e's check listed")
+    # Too big for now (2 cpu in a queue of 1): it is pending when the check rejects it.
+    set_check(kueue, namespace, "e", check, "Rejected", message="not yet")
+
+    def reason() -> str | None:
+        found = condition(kueue.get_workload(namespace, "e"), "QuotaReserved") or {}
+        return found.get("reason")
+
+    wait_for(lambda: reason() == "PendingEvaluation", what="e pending its evaluation")
+    wl = kueue.get_workload(namespace, "e")
+    assert condition(wl, "QuotaReserved")["message"] == "The workload has failed admission checks"
+    assert wl["spec"].get("active") is not False
+    assert (condition(wl, "Evicted") or {}).get("status") != "True"

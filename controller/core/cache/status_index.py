@@ -21,9 +21,9 @@ class StatusIndex:
         # each LocalQueue has.
         self.live: dict[WorkloadKey, str] = {}
         self.live_in: dict[str, int] = {}
-        # Among them, those held back (deactivated, invalid or gated: `Workload.held_back`),
-        # in arrival order: the only pending Workloads with a reason of their own while
-        # every queue is active.
+        # Among them, those held back (deactivated, invalid, gated or with failed checks:
+        # `Workload.held_back`), in arrival order: the only pending Workloads with a reason
+        # of their own while every queue is active.
         self.held_back: dict[WorkloadKey, None] = {}
         # And those the after-admission timers may have something due for (admitted, in a
         # backoff, or Requeued=False: `may_come_due`): the timers read only these, since in

@@ -388,3 +388,26 @@ def test_without_checks_no_pending_workload_is_looked_at() -> None:
     add(state, *(wl(f"w{i}", cpu="1") for i in range(5)))
     assert not state.index.checked
     assert pending_check_syncs(state) == []
+
+
+def test_failed_checks_before_the_reservation_keep_it_from_competing() -> None:
+    """Kueue's scheduler does not nominate a Workload with a Retry or Rejected check
+    ("The workload has failed admission checks", PendingEvaluation) until the states
+    change; with quota held the same states evict or deactivate it instead."""
+    from controller.core.pending import CHECKS_FAILED, unqueued_reason
+
+    for failed in (CheckState.REJECTED, CheckState.RETRY):
+        state = pending_state(CheckRule("prov"), states=(state_of("prov", failed),))
+        state.apply(convert(check_object("prov", active=True)))
+        assert state.objects.cluster_queue_inactive("cq") is None
+        assert not run_cycle(state, 0).admitted
+        found = unqueued_reason(state, "ns/w")
+        assert found is not None
+        assert (found.reason, found.message) == ("PendingEvaluation", CHECKS_FAILED)
+        add(
+            state, replace(wl("w", cpu="1"), admission_checks=(state_of("prov", CheckState.READY),))
+        )
+        assert unqueued_reason(state, "ns/w") is None
+        [admit] = run_cycle(state, 1).admitted
+        assert admit.workload_key == "ns/w"
+    assert not holding((state_of("prov", CheckState.REJECTED),)).checks_failed
