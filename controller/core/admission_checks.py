@@ -44,6 +44,7 @@ __all__ = [
     "SyncChecks",
     "check_actions",
     "checks_before_reservation",
+    "checks_by_local_queue",
     "checks_message",
     "pending_check_syncs",
     "required_checks",
@@ -177,18 +178,52 @@ def check_actions(
     return actions
 
 
-def pending_check_syncs(state: ClusterState, skip: Container[WorkloadKey] = ()) -> list[SyncChecks]:
+def checks_by_local_queue(state: ClusterState) -> dict[str, tuple[str, ...] | None]:
+    """For each LocalQueue with unfinished Workloads (`namespace/name`), the checks its
+    pending Workloads list (`checks_before_reservation` of its ClusterQueue); None when
+    the LocalQueue or its ClusterQueue is missing (Kueue's `ClusterQueueForWorkload` finds
+    none: nothing is synced). Equal from one pass to the next, nothing but the Workloads
+    that changed can be out of step."""
+    objects = state.objects
+    by_queue: dict[str, tuple[str, ...]] = {}
+    wanted: dict[str, tuple[str, ...] | None] = {}
+    for lq_key in state.index.live_in:
+        lq = objects.local_queues.get(lq_key)
+        cq = objects.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+        if lq is None or cq is None:
+            wanted[lq_key] = None
+            continue
+        if cq.name not in by_queue:
+            by_queue[cq.name] = checks_before_reservation(cq)
+        wanted[lq_key] = by_queue[cq.name]
+    return wanted
+
+
+def pending_check_syncs(
+    state: ClusterState,
+    skip: Container[WorkloadKey] = (),
+    among: Iterable[WorkloadKey] | None = None,
+    wanted_in: Mapping[str, tuple[str, ...] | None] | None = None,
+) -> list[SyncChecks]:
     """`status.admissionChecks` of the pending Workloads out of step with their
     ClusterQueue (`checks_before_reservation`), as Kueue's workload controller keeps them
-    for an active Workload whose LocalQueue and ClusterQueue exist. Only when some
-    ClusterQueue names a check are all pending Workloads looked at; otherwise only those
-    still carrying check states (`StatusIndex.checked`), whose states go. Workloads in
-    `skip` (being written) are left out."""
+    for an active Workload whose LocalQueue and ClusterQueue exist. Looked at: the
+    Workloads `among` the given keys (those that changed) when given; else every pending
+    one when some ClusterQueue names a check, and otherwise only those still carrying
+    check states (`StatusIndex.checked`), whose states go. Workloads in `skip` (being
+    written) are left out; `wanted_in`: `checks_by_local_queue`, when known already."""
     objects = state.objects
+    index = state.index
     any_checks = any(cq.admission_checks for cq in objects.cluster_queues.values())
-    candidates = state.pending() if any_checks else state.pending(among=list(state.index.checked))
+    if among is not None:
+        keys = [k for k in among if k in (index.live if any_checks else index.checked)]
+        candidates = state.pending(among=keys)
+    elif any_checks:
+        candidates = state.pending()
+    else:
+        candidates = state.pending(among=list(index.checked))
+    wanted_in = checks_by_local_queue(state) if wanted_in is None else wanted_in
     records = state.cache.records
-    wanted_in: dict[str, tuple[str, ...] | None] = {}
     syncs = []
     for key in candidates:
         if key in skip:
@@ -197,11 +232,7 @@ def pending_check_syncs(state: ClusterState, skip: Container[WorkloadKey] = ()) 
         if not workload.active or workload.admission is not None:
             continue
         lq_key = f"{workload.namespace}/{workload.queue_name}"
-        if lq_key not in wanted_in:
-            lq = objects.local_queues.get(lq_key)
-            cq = objects.cluster_queues.get(lq.cluster_queue) if lq is not None else None
-            wanted_in[lq_key] = checks_before_reservation(cq) if cq is not None else None
-        wanted = wanted_in[lq_key]
+        wanted = wanted_in.get(lq_key)
         if wanted is None:
             continue  # Kueue's `ClusterQueueForWorkload` finds no queue: nothing synced
         if frozenset(c.name for c in workload.admission_checks) != frozenset(wanted):

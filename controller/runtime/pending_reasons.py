@@ -30,7 +30,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.workload_status import has_quota_reservation
-from controller.core.admission_checks import pending_check_syncs
+from controller.core.admission_checks import checks_by_local_queue, pending_check_syncs
 from controller.core.decisions import Inadmissible
 from controller.core.model.workloads import WorkloadKey
 from controller.core.pending import ADMISSION_GATED, unqueued_decisions
@@ -63,6 +63,11 @@ class PendingReasons:
         # Pending Workloads whose `status.admissionChecks` are to be these check names.
         self.checks_wanted: dict[WorkloadKey, tuple[str, ...]] = {}
         self._checks_synced_at = 0.0
+        # What each LocalQueue's pending Workloads listed at the last pass (None: no pass
+        # yet), and the Workloads changed since: while the first stays the same only these
+        # are looked at again.
+        self._checks_by_queue: dict[str, tuple[str, ...] | None] | None = None
+        self._changed: set[WorkloadKey] = set()
         self.delayed: set[WorkloadKey] = set()  # wanted reasons waiting out the delay
         self.written: dict[WorkloadKey, str] = {}  # Workload → last pending message written
         self._explained_at = 0.0
@@ -71,6 +76,7 @@ class PendingReasons:
             config.pending_reason_qps, config.pending_reason_burst, time.monotonic
         )
         sync.workload_listeners.append(self.check_resolution)
+        sync.workload_listeners.append(self._workload_changed)
         sync.deletion_listeners.append(self.forget)
 
     def forget(self, key: WorkloadKey) -> None:
@@ -84,6 +90,7 @@ class PendingReasons:
 
     def start(self) -> None:
         """Start the writers and queue the resolutions a follower saw but could not write."""
+        self._checks_by_queue = None  # a new term: every pending Workload looked at
         for _ in range(self.ctx.writes.information_slots):
             self.ctx.spawn(self.worker())
         for copy in self.sync.copies.values():
@@ -125,10 +132,23 @@ class PendingReasons:
         if now - self._checks_synced_at < 1.0:
             return
         self._checks_synced_at = now
-        for sync in pending_check_syncs(self.ctx.state, skip=self.sync.in_flight):
+        state = self.ctx.state
+        by_queue = checks_by_local_queue(state)
+        among = self._changed if by_queue == self._checks_by_queue else None
+        self._checks_by_queue, self._changed = by_queue, set()
+        found = pending_check_syncs(state, self.sync.in_flight, among, by_queue)
+        for key in self.sync.in_flight:
+            self._changed.add(key)  # skipped now: looked at again next time
+        for sync in found:
             if self.checks_wanted.get(sync.workload_key) != sync.checks:
                 self.checks_wanted[sync.workload_key] = sync.checks
                 self.queue.add(sync.workload_key)
+
+    def _workload_changed(self, body: dict[str, Any]) -> None:
+        if not self.ctx.leading:
+            return  # a new term looks at every Workload
+        meta = body.get("metadata") or {}
+        self._changed.add(WorkloadKey(f"{meta.get('namespace', '')}/{meta.get('name', '')}"))
 
     def check_resolution(self, body: dict[str, Any]) -> None:
         """Queue a write of its own when the object's `status.resolvedPreemptibility`
@@ -230,6 +250,7 @@ class PendingReasons:
                 self.queue.add(key)
             else:
                 log.info("status of %s not written: %s", key, exc)
+                self._changed.add(key)  # its check states looked at again next pass
             return
         if result is None:
             return

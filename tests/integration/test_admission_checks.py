@@ -15,7 +15,6 @@ from typing import Any
 from kubernetes import client
 
 from tests.cluster.fixtures import wait_for
-from tests.integration.conftest import StartConfigured
 from tests.integration.kueue import (
     GROUP,
     VERSION,
@@ -306,7 +305,7 @@ def test_a_pending_workload_lists_the_checks_for_every_flavor_before_its_reserva
 
 
 def test_conflicting_pod_set_updates_keep_the_job_suspended_and_say_why(
-    configured_controller: StartConfigured,
+    controller: ControllerProcess,  # its default integrations include batch/job
     kueue: Kueue,
     namespace: str,
     api_client: client.ApiClient,
@@ -317,7 +316,6 @@ def test_conflicting_pod_set_updates_keep_the_job_suspended_and_say_why(
     conflict as message, and a Warning Event on the Job says the same."""
     from tests.integration.test_job_framework import suspended_job
 
-    configured_controller({"integrations": {"frameworks": ["batch/job"]}}, namespace)
     first, second = f"{namespace}-zone-a", f"{namespace}-zone-b"
     kueue.apply(flavor(f"{namespace}-rf"), admission_check(first), admission_check(second))
     activate(kueue, first)

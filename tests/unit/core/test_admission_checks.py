@@ -19,6 +19,7 @@ from controller.core.admission_checks import (
     SyncChecks,
     check_actions,
     checks_before_reservation,
+    checks_by_local_queue,
     checks_message,
     pending_check_syncs,
     required_checks,
@@ -411,3 +412,21 @@ def test_failed_checks_before_the_reservation_keep_it_from_competing() -> None:
         [admit] = run_cycle(state, 1).admitted
         assert admit.workload_key == "ns/w"
     assert not holding((state_of("prov", CheckState.REJECTED),)).checks_failed
+
+
+def test_between_queue_changes_only_the_changed_workloads_are_looked_at() -> None:
+    state = pending_state(CheckRule("prov"))
+    add(state, wl("other", cpu="1"))
+    by_queue = checks_by_local_queue(state)
+    assert by_queue == {"ns/cq": ("prov",)}
+    wanted = [SyncChecks("ns/other", "cq", ("prov",))]
+    assert pending_check_syncs(state, (), ["ns/other", "ns/gone"], by_queue) == wanted
+    assert pending_check_syncs(state, (), [], by_queue) == []
+    without = pending_state(states=(state_of("prov", CheckState.READY),))
+    add(without, wl("plain", cpu="1"))
+    assert checks_by_local_queue(without) == {"ns/cq": ()}
+    gone = [SyncChecks("ns/w", "cq", ())]
+    assert pending_check_syncs(without, (), ["ns/w", "ns/plain"]) == gone
+    lost = cluster(checked(CheckRule("prov")), flavors=FLAVORS)
+    add(lost, wl("w", queue="missing", cpu="1"))
+    assert checks_by_local_queue(lost) == {"ns/missing": None}
