@@ -78,8 +78,9 @@ _SYNC_ERRORS: Final[tuple[type[BaseException], ...]] = (
 class ProvisioningController:
     """Passes start when something they read changed: a ProvisioningRequest,
     ProvisioningRequestConfig or AdmissionCheck event (their watches: `sinks`), a Workload
-    with check states changing or going, the leadership gained; or a second after a pass
-    that failed. A pass reads only the watched copies and the Workloads' (no request but
+    with check states changing or going, the leadership gained; or, after a pass that
+    failed, once its backoff passed (1 s doubling to a minute, as a controller's rate
+    limiter backs off). A pass reads only the watched copies and the Workloads' (no request but
     its writes), and at most one runs at a time, at most one a second. Nothing is lost on a
     restart: the watches list everything first, and the first pass resyncs it all."""
 
@@ -100,6 +101,8 @@ class ProvisioningController:
         self._was_leading = False
         self._checked_at = float("-inf")
         self._running = False
+        self._failed_passes = 0  # in a row: the backoff before the next retry
+        self._retry_at: float | None = None
         sync.workload_listeners.append(self._workload_changed)
         sync.deletion_listeners.append(lambda _key: self._changed())
 
@@ -129,7 +132,8 @@ class ProvisioningController:
         if leading and not self._was_leading:
             self._dirty = True  # a new term: resync everything
         self._was_leading = leading
-        if not leading or not self._dirty or now - self._checked_at < 1.0:
+        due = self._dirty or (self._retry_at is not None and now >= self._retry_at)
+        if not leading or not due or now - self._checked_at < 1.0:
             return
         if not (self.checks.listed and self.configs.listed and self.requests.listed):
             return  # Kueue sets the check up only once the ProvisioningRequest API is served
@@ -141,19 +145,26 @@ class ProvisioningController:
             return
         self._checked_at = now
         self._dirty = False
+        self._retry_at = None
         self._running = True
         self.ctx.spawn(self._guarded())
 
     async def _guarded(self) -> None:
+        failed = True
         try:
-            await self.reconcile()
+            failed = not await self.reconcile()
         except API_ERRORS as exc:
-            log.warning("provisioning-request pass failed (%s); retried in a second", exc)
-            self._dirty = True
+            log.warning("provisioning-request pass failed (%s); retried later", exc)
         finally:
             self._running = False
+            self._failed_passes = self._failed_passes + 1 if failed else 0
+            if failed:
+                delay = min(60.0, 2.0 ** (self._failed_passes - 1))
+                self._retry_at = self.ctx.clock() + delay
 
-    async def reconcile(self) -> None:
+    async def reconcile(self) -> bool:
+        """One pass; whether every Workload's request went through."""
+        clean = True
         configs: dict[str, dict[str, Any] | None] = {}
         for check in list(self.checks.objects.values()):
             spec = check.get("spec") or {}
@@ -177,7 +188,8 @@ class ProvisioningController:
                         await self._sync_check(body, entry, configs[name])
                     except _SYNC_ERRORS as exc:
                         await self._failed(body, name, exc)  # this Workload's; others go on
-                        self._dirty = True  # tried again in a second
+                        clean = False
+        return clean
 
     async def _delete_unused(self) -> None:
         """Delete the requests (and their pod templates) of finished, evicted or deleted
