@@ -8,11 +8,12 @@ whenever a watched object changed (`ProvisioningController`): its AdmissionCheck
 `Active` once their `parameters` name a ProvisioningRequestConfig that exists; for each
 Workload holding quota with one of its checks Pending, it creates the pod templates and
 the `autoscaling.x-k8s.io/v1` ProvisioningRequest of the current attempt (owned by the
-Workload), and maps the request's conditions to the check state
-(controller/provisioning/requests.py). The requests of finished, evicted or deleted Workloads and of earlier attempts are deleted
-with their pod templates, as Kueue's. The request's entries and their pod templates (pod
-sets merged by the config's `podSetMergePolicy`, the assigned flavors' node labels and
-tolerations in the templates) are controller/provisioning/pod_sets.py's.
+Workload; the templates are then handed over to the request), and maps the request's
+conditions to the check state (controller/provisioning/requests.py). The requests of
+finished, evicted or deleted Workloads and of earlier attempts are deleted with their pod
+templates, as Kueue's. The request's entries and their pod templates (pod sets merged by
+the config's `podSetMergePolicy`, the assigned flavors' node labels and tolerations in the
+templates) are controller/provisioning/pod_sets.py's.
 """
 
 from __future__ import annotations
@@ -80,9 +81,10 @@ class ProvisioningController:
     ProvisioningRequestConfig or AdmissionCheck event (their watches: `sinks`), a Workload
     with check states changing or going, the leadership gained; or, after a pass that
     failed, once its backoff passed (1 s doubling to a minute, as a controller's rate
-    limiter backs off). A pass reads only the watched copies and the Workloads' (no request but
-    its writes), and at most one runs at a time, at most one a second. Nothing is lost on a
-    restart: the watches list everything first, and the first pass resyncs it all."""
+    limiter backs off). A pass reads only the watched copies and the Workloads' (it makes
+    no request but its writes); at most one runs at a time, at most one a second. Nothing
+    is lost on a restart: the watches list everything first, and the first pass resyncs it
+    all."""
 
     def __init__(
         self,
