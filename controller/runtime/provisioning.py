@@ -27,17 +27,16 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api import workload_status
 from api.constants import CheckState
-from api.provisioningrequestconfig import PodSetMergePolicy
 from api.workload_status import rfc3339
 from controller.core.model.workloads import workload_key
 from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, MERGE_PATCH, Resource
 from controller.kube.informer import ObjectCache
+from controller.kube.owners import controller_reference
+from controller.provisioning.objects import request_objects
 from controller.provisioning.pod_sets import (
     FlavorPlacement,
     InconsistentAssignments,
     PodSetInfoError,
-    merged_pod_sets,
-    pod_template,
 )
 from controller.provisioning.requests import (
     CONTROLLER_NAME,
@@ -45,7 +44,6 @@ from controller.provisioning.requests import (
     is_unused,
     next_state,
     pod_set_updates,
-    pod_template_name,
     request_is_needed,
     request_name,
 )
@@ -64,7 +62,6 @@ PROVISIONING_REQUEST_CONFIGS: Final = Resource(
 )
 POD_TEMPLATES: Final = Resource("PodTemplate", "", "v1", "podtemplates", True)
 NOT_NEEDED: Final = "the provisioning request is not needed"
-PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
 FIELD_MANAGER: Final = CONTROLLER_NAME
 MANAGED_SELECTOR: Final = "kueue.x-k8s.io/managed=true"
 # What fails one Workload's request (reported on it, tried again next pass): the API, or a
@@ -312,69 +309,26 @@ class ProvisioningController:
 
     async def _create(self, body: dict[str, Any], name: str, spec: dict[str, Any]) -> None:
         """The pod templates and the ProvisioningRequest of one attempt, owned by the
-        Workload."""
-        meta = body["metadata"]
-        namespace = str(meta["namespace"])
-        owner = {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Workload",
-            "name": meta["name"],
-            "uid": meta["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-        managed = {"kueue.x-k8s.io/managed": "true"}
-        policy = spec.get("podSetMergePolicy")
-        entries = merged_pod_sets(
-            body,
-            spec.get("managedResources") or (),
-            PodSetMergePolicy(policy) if policy else None,
-        )
-        templates = []
-        for entry in entries:
-            template = {
-                "apiVersion": "v1",
-                "kind": "PodTemplate",
-                "metadata": {
-                    "name": pod_template_name(name, entry.name),
-                    "namespace": namespace,
-                    "labels": managed,
-                    "ownerReferences": [owner],
-                },
-                "template": pod_template(entry, self.placement),
-            }
-            templates.append(template)
+        Workload; the templates then handed over to the request, as Kueue's
+        `syncProvisionRequestsPodTemplates` does (a template not handed over, the
+        controller stopped in between, stays the Workload's and is deleted with the
+        request)."""
+        namespace = str(body["metadata"]["namespace"])
+        templates, request = request_objects(body, name, spec, self.placement)
         for template in templates:
             await self._create_object(POD_TEMPLATES, namespace, template)
-        pod_sets = [
-            {"podTemplateRef": {"name": pod_template_name(name, entry.name)}, "count": entry.count}
-            for entry in entries
-        ]
-        # The config's parameters, and the Workload's `provreq.kueue.x-k8s.io/<name>`
-        # annotations as parameters <name> (Kueue's passProvReqParams).
-        parameters = dict(spec.get("parameters") or {})
-        for key, value in (meta.get("annotations") or {}).items():
-            if key.startswith(PROVREQ_ANNOTATION_PREFIX):
-                parameters[key.removeprefix(PROVREQ_ANNOTATION_PREFIX)] = value
-        request = {
-            "apiVersion": "autoscaling.x-k8s.io/v1",
-            "kind": "ProvisioningRequest",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": managed,
-                "ownerReferences": [owner],
-            },
-            "spec": {
-                "provisioningClassName": spec.get("provisioningClassName"),
-                "podSets": pod_sets,
-                **({"parameters": parameters} if parameters else {}),
-            },
-        }
         created = await self._create_object(PROVISIONING_REQUESTS, namespace, request)
         if created is not None:  # seen at once: the next pass does not make it again
             self.requests.apply_event("ADDED", created)
-            await self._hand_over(created, [pod_template_name(name, e.name) for e in entries])
+            owner = controller_reference({**request, **created})
+            api = self.ctx.api
+            for template in templates:
+                await api.request(
+                    "PATCH",
+                    api.path(POD_TEMPLATES, template["metadata"]["name"], namespace),
+                    {"metadata": {"ownerReferences": [owner]}},
+                    content_type=MERGE_PATCH,
+                )
         log.info("created ProvisioningRequest %s/%s", namespace, name)
         if self.ctx.events is not None:
             await self.ctx.events(
@@ -382,29 +336,6 @@ class ProvisioningController:
                 "Normal",
                 "ProvisioningRequestCreated",
                 f'Created ProvisioningRequest: "{name}"',
-            )
-
-    async def _hand_over(self, request: dict[str, Any], templates: list[str]) -> None:
-        """The request becomes its PodTemplates' controller instead of the Workload, as
-        Kueue's `syncProvisionRequestsPodTemplates` hands them over (a template whose
-        request is deleted goes with it). A template not handed over (the controller
-        stopped in between) stays the Workload's and is deleted with the request."""
-        meta = request["metadata"]
-        owner = {
-            "apiVersion": "autoscaling.x-k8s.io/v1",
-            "kind": "ProvisioningRequest",
-            "name": meta["name"],
-            "uid": meta["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-        api = self.ctx.api
-        for template in templates:
-            await api.request(
-                "PATCH",
-                api.path(POD_TEMPLATES, template, str(meta["namespace"])),
-                {"metadata": {"ownerReferences": [owner]}},
-                content_type=MERGE_PATCH,
             )
 
     async def _create_object(

@@ -168,3 +168,37 @@ def test_a_node_selector_against_the_flavors_is_a_conflict() -> None:
     [entry] = merged_pod_sets(workload(ps), (), None)
     with pytest.raises(PodSetInfoError, match="pool"):
         pod_template(entry, placement)
+
+
+def test_the_request_and_its_templates_of_one_attempt() -> None:
+    from controller.kube.owners import controller_reference
+    from controller.provisioning.objects import request_objects
+
+    wl = workload(pod_set("a", 2, cpu="1"), pod_set("b", 1, cpu="1"))
+    wl["metadata"] |= {"uid": "u1", "annotations": {"provreq.kueue.x-k8s.io/Extra": "x"}}
+    spec = {
+        "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+        "parameters": {"ValidUntilSeconds": "60"},
+        "podSetMergePolicy": "IdenticalPodTemplates",
+    }
+    templates, request = request_objects(wl, "w-prov-1", spec, placement)
+    assert [t["metadata"]["name"] for t in templates] == ["ppt-w-prov-1-a"]
+    assert templates[0]["template"]["spec"]["nodeSelector"] == {"pool": "gpu"}
+    assert request["spec"] == {
+        "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+        "podSets": [{"podTemplateRef": {"name": "ppt-w-prov-1-a"}, "count": 3}],
+        "parameters": {"ValidUntilSeconds": "60", "Extra": "x"},
+    }
+    owner = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "name": "w",
+        "uid": "u1",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    for made in (*templates, request):
+        assert made["metadata"]["ownerReferences"] == [owner]
+        assert made["metadata"]["labels"] == {"kueue.x-k8s.io/managed": "true"}
+    created = {**request, "metadata": {**request["metadata"], "uid": "r1"}}
+    assert controller_reference(created)["kind"] == "ProvisioningRequest"
