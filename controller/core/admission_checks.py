@@ -16,13 +16,18 @@ Kueue's rules (pkg/workload/admissionchecks.go, the workload controller's
   latest `lastTransitionTime + requeueAfterSeconds` of the Retry checks before it
   competes again (`RetryChecks`).
 
+Before any reservation Kueue's workload controller already lists the checks that apply
+whatever flavor the Workload gets: those whose `onFlavors` cover every flavor of the
+ClusterQueue its LocalQueue points to (`AdmissionChecksForWorkload` without an admission),
+each `Pending`; a check state no longer wanted goes (`pending_check_syncs`).
+
 Without admission checks nothing here applies: `Admit` writes Admitted=True with
 QuotaReserved, as before. Pure: Workloads, ClusterQueues and the time in, actions out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from api.constants import CheckState
@@ -30,6 +35,7 @@ from api.workload_status import Admission
 from controller.core.model.admission_checks import CheckRule, CheckStatus
 from controller.core.model.clusterqueues import ClusterQueue
 from controller.core.model.workloads import Workload, WorkloadKey
+from controller.core.state import ClusterState
 
 __all__ = [
     "CheckAction",
@@ -37,7 +43,10 @@ __all__ = [
     "RetryChecks",
     "SyncChecks",
     "check_actions",
+    "checks_before_reservation",
+    "checks_by_local_queue",
     "checks_message",
+    "pending_check_syncs",
     "required_checks",
     "retry_time",
 ]
@@ -83,6 +92,20 @@ def required_checks(rules: Iterable[CheckRule], admission: Admission) -> tuple[s
         for flavor in assignment.flavors.values()
     )
     return tuple(sorted(rule.name for rule in rules if rule.applies_to(flavors)))
+
+
+def checks_before_reservation(cq: ClusterQueue) -> tuple[str, ...]:
+    """The checks a Workload without a reservation gets, by name: those that apply to
+    every flavor of the queue (Kueue's `AdmissionChecksForWorkload` when there is no
+    admission; an empty onFlavors means all of them)."""
+    flavors = frozenset(flavor.name for group in cq.resource_groups for flavor in group.flavors)
+    return tuple(
+        sorted(
+            rule.name
+            for rule in cq.admission_checks
+            if not rule.on_flavors or rule.on_flavors >= flavors
+        )
+    )
 
 
 def checks_message(checks: Iterable[CheckStatus], state: CheckState) -> str:
@@ -153,3 +176,66 @@ def check_actions(
         if action is not None:
             actions.append(action)
     return actions
+
+
+def checks_by_local_queue(state: ClusterState) -> dict[str, tuple[str, ...] | None]:
+    """For each LocalQueue with unfinished Workloads (`namespace/name`), the checks its
+    pending Workloads list (`checks_before_reservation` of its ClusterQueue); None when
+    the LocalQueue or its ClusterQueue is missing (Kueue's `ClusterQueueForWorkload` finds
+    none: nothing is synced). Equal from one pass to the next, nothing but the Workloads
+    that changed can be out of step."""
+    objects = state.objects
+    by_queue: dict[str, tuple[str, ...]] = {}
+    wanted: dict[str, tuple[str, ...] | None] = {}
+    for lq_key in state.index.live_in:
+        lq = objects.local_queues.get(lq_key)
+        cq = objects.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+        if lq is None or cq is None:
+            wanted[lq_key] = None
+            continue
+        if cq.name not in by_queue:
+            by_queue[cq.name] = checks_before_reservation(cq)
+        wanted[lq_key] = by_queue[cq.name]
+    return wanted
+
+
+def pending_check_syncs(
+    state: ClusterState,
+    skip: Container[WorkloadKey] = (),
+    among: Iterable[WorkloadKey] | None = None,
+    wanted_in: Mapping[str, tuple[str, ...] | None] | None = None,
+) -> list[SyncChecks]:
+    """`status.admissionChecks` of the pending Workloads out of step with their
+    ClusterQueue (`checks_before_reservation`), as Kueue's workload controller keeps them
+    for an active Workload whose LocalQueue and ClusterQueue exist. Looked at: the
+    Workloads `among` the given keys (those that changed) when given; else every pending
+    one when some ClusterQueue names a check, and otherwise only those still carrying
+    check states (`StatusIndex.checked`), whose states go. Workloads in `skip` (being
+    written) are left out; `wanted_in`: `checks_by_local_queue`, when known already."""
+    objects = state.objects
+    index = state.index
+    any_checks = any(cq.admission_checks for cq in objects.cluster_queues.values())
+    if among is not None:
+        keys = [k for k in among if k in (index.live if any_checks else index.checked)]
+        candidates = state.pending(among=keys)
+    elif any_checks:
+        candidates = state.pending()
+    else:
+        candidates = state.pending(among=list(index.checked))
+    wanted_in = checks_by_local_queue(state) if wanted_in is None else wanted_in
+    records = state.cache.records
+    syncs = []
+    for key in candidates:
+        if key in skip:
+            continue
+        workload = records[key].workload
+        if not workload.active or workload.admission is not None:
+            continue
+        lq_key = f"{workload.namespace}/{workload.queue_name}"
+        wanted = wanted_in.get(lq_key)
+        if wanted is None:
+            continue  # Kueue's `ClusterQueueForWorkload` finds no queue: nothing synced
+        if frozenset(c.name for c in workload.admission_checks) != frozenset(wanted):
+            cluster_queue = objects.local_queues[lq_key].cluster_queue
+            syncs.append(SyncChecks(key, cluster_queue, wanted))
+    return syncs

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from api.constants import StopPolicy
+from api.constants import QuotaReservedReason, StopPolicy
 from controller.core.after_admission import awaits_backoff_finished
 from controller.core.cache.records import Phase
 from controller.core.decisions import Inadmissible
@@ -25,6 +25,7 @@ from controller.core.state import ClusterState
 
 __all__ = [
     "ADMISSION_GATED",
+    "CHECKS_FAILED",
     "MISCONFIGURED",
     "Unqueued",
     "unqueued_decisions",
@@ -44,6 +45,8 @@ class Unqueued:
 
 MISCONFIGURED: Final = "Misconfigured"
 """Kueue's `QuotaReserved=False` reason for a Workload that fails its checks."""
+CHECKS_FAILED: Final = "The workload has failed admission checks"
+"""Kueue's message for a pending Workload whose checks failed before its reservation."""
 ADMISSION_GATED: Final = "AdmissionGated"
 """Kueue's `QuotaReserved=False` reason for a Workload held by admission gates."""
 
@@ -76,6 +79,8 @@ def unqueued_reason(
         blocker = by_local_queue[lq_key]
     if blocker is not None:
         return blocker
+    if workload.checks_failed:  # Kueue's scheduler: before the Workload's own checks
+        return Unqueued(QuotaReservedReason.PENDING_EVALUATION, CHECKS_FAILED)
     # Kueue's order (`resolveGranularUnadmittedQuotaReservedCondition`): the queues first,
     # then the Workload's own checks, then its admission gates.
     if workload.invalid is not None:

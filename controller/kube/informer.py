@@ -42,7 +42,14 @@ from controller.kube.client import (
 )
 from controller.kube.fatal import FatalError
 
-__all__ = ["FIRST_BACKOFF", "MAX_BACKOFF", "Informer", "WatchObserver", "WorkloadInformer"]
+__all__ = [
+    "FIRST_BACKOFF",
+    "MAX_BACKOFF",
+    "Informer",
+    "ObjectCache",
+    "WatchObserver",
+    "WorkloadInformer",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,33 @@ class Sink(Protocol):
     def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None: ...
 
     def known_keys(self) -> set[str]: ...
+
+
+class ObjectCache:
+    """A resource's objects as its watch last showed them: a `Sink` that keeps them by
+    `namespace/name` (`/name` when cluster-scoped), `listed` once its first complete list
+    is in; `on_change` is called after every event and after that list."""
+
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.listed = False
+        self._on_change = on_change
+
+    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = f"{meta.get('namespace') or ''}/{meta.get('name')}"
+        if event_type == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = body
+        self._on_change()
+
+    def known_keys(self) -> set[str]:
+        return set(self.objects)
+
+    def mark_listed(self) -> None:
+        self.listed = True
+        self._on_change()
 
 
 class WatchObserver(Protocol):

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from api.constants import CheckState
 from controller.core.after_admission import backoff_seconds
+from controller.provisioning.pod_sets import uses_resources
 
 __all__ = [
     "CONSUME_ANNOTATION",
@@ -106,16 +107,6 @@ class RetryStrategy:
         )
 
 
-def _uses(pod_spec: Mapping[str, Any], resources: frozenset[str]) -> bool:
-    for key in ("initContainers", "containers"):
-        for container in pod_spec.get(key) or ():
-            res = container.get("resources") or {}
-            for part in ("requests", "limits"):
-                if resources & set(res.get(part) or {}):
-                    return True
-    return False
-
-
 def request_is_needed(workload: Mapping[str, Any], managed_resources: Sequence[str]) -> bool:
     """Kueue's `reqIsNeeded`: some pod set with pods admitted asks for a managed resource
     (every resource when the config names none)."""
@@ -128,7 +119,7 @@ def request_is_needed(workload: Mapping[str, Any], managed_resources: Sequence[s
     for pod_set in (workload.get("spec") or {}).get("podSets") or ():
         count = int(pod_set.get("count", 1))
         spec = (pod_set.get("template") or {}).get("spec") or {}
-        if count <= 0 or (managed and not _uses(spec, managed)):
+        if count <= 0 or (managed and not uses_resources(spec, managed)):
             continue
         admitted = counts.get(pod_set.get("name"), count)
         if (count if admitted is None else int(admitted)) > 0:

@@ -28,6 +28,7 @@ from controller.integrations.host import Placement
 from controller.kube.client import Api
 from controller.kube.process import wait_at_most
 from controller.kube.retries import retried
+from controller.provisioning.pod_sets import FlavorPlacement
 from controller.runtime.admission_checks import AdmissionCheckWriter
 from controller.runtime.after_admission import AfterAdmissionWriter
 from controller.runtime.context import (
@@ -76,7 +77,7 @@ class Controller:
         self.writers = DecisionWriter(self.ctx, self.sync, self.pending)
         self.after_admission = AfterAdmissionWriter(self.ctx, self.sync)
         self.admission_checks = AdmissionCheckWriter(self.ctx, self.sync, self.after_admission)
-        self.provisioning = ProvisioningController(self.ctx, self.sync)
+        self.provisioning = ProvisioningController(self.ctx, self.sync, self._pod_placement)
         self.engine = Engine(self.ctx.state)
         self._adapted_at = 0.0  # monotonic time of the last `_adapt_write_slots`
         # The nodes and pods of the TAS view (runtime/topology_feed.py): not in WATCHED
@@ -130,6 +131,12 @@ class Controller:
                 out["value"] = toleration.value
             tolerations.append({k: v for k, v in out.items() if v})
         return Placement(dict(found.node_labels), tolerations)
+
+    def _pod_placement(self, name: str) -> FlavorPlacement | None:
+        found = self.flavor_placement(name)
+        if found is None:
+            return None
+        return FlavorPlacement(dict(found.node_labels), tuple(found.tolerations))
 
     def priority_of_class(self, name: str) -> int | None:
         cls = self.ctx.state.objects.priority_classes.workload_class(name)
@@ -280,6 +287,7 @@ class Controller:
         if result.changed:
             ctx.wake.set()
         self.pending.explain_unqueued(now)
+        self.pending.sync_pending_checks(now)
 
 
 __all__ = ["Controller"]

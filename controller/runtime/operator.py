@@ -363,6 +363,22 @@ async def _run(
             )
             for framework, integration in integrations
         ),
+        *(  # the ProvisioningRequest check's objects (controller/runtime/provisioning.py)
+            background(
+                f"the {resource.kind} watch (provisioning requests)",
+                Informer(
+                    api_client,
+                    resource,
+                    cache,
+                    namespaces if resource.namespaced else None,
+                    label_selector=selector,
+                    on_listed=cache.mark_listed,
+                    await_api=True,  # the cluster autoscaler's CRD may come later
+                    observer=metrics.watches,
+                ).run(),
+            )
+            for resource, cache, selector in controller.provisioning.sinks()
+        ),
         *(  # the TAS view: every node, and the pods bound to one (all namespaces)
             background(
                 f"the {resource.kind} watch (topology view)",

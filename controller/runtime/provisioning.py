@@ -3,22 +3,24 @@ kueue.x-k8s.io/provisioning-request`), in the controller process and under its l
 election, switched by the configuration's `provisioningRequest` (on by default, as
 Kueue's ProvisioningACC feature gate).
 
-Every second, from the scheduling loop but in a task of its own (the admission cycle never
-waits on it): its AdmissionChecks get `Active` once their `parameters` name a
-ProvisioningRequestConfig that exists; for each Workload holding quota with one of its
-checks Pending, it creates the pod templates and the `autoscaling.x-k8s.io/v1`
-ProvisioningRequest of the current attempt (owned by the Workload),
-and maps the request's conditions to the check state (controller/provisioning/requests.py).
-The requests of finished, evicted or deleted Workloads and of earlier attempts are deleted
-with their pod templates, as Kueue's. Not yet as Kueue: pod sets are not merged
-(`podSetMergePolicy` is reported with a Warning Event on the config), and the flavors'
-node labels are not put into the pod templates.
+From the scheduling loop but in a task of its own (the admission cycle never waits on it),
+whenever a watched object changed (`ProvisioningController`): its AdmissionChecks get
+`Active` once their `parameters` name a ProvisioningRequestConfig that exists; for each
+Workload holding quota with one of its checks Pending, it creates the pod templates and
+the `autoscaling.x-k8s.io/v1` ProvisioningRequest of the current attempt (owned by the
+Workload; the templates are then handed over to the request), and maps the request's
+conditions to the check state (controller/provisioning/requests.py). The requests of
+finished, evicted or deleted Workloads and of earlier attempts are deleted with their pod
+templates, as Kueue's. The request's entries and their pod templates (pod sets merged by
+the config's `podSetMergePolicy`, the assigned flavors' node labels and tolerations in the
+templates) are controller/provisioning/pod_sets.py's.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from kubernetes.aio.client.exceptions import ApiException
@@ -27,14 +29,21 @@ from api import workload_status
 from api.constants import CheckState
 from api.workload_status import rfc3339
 from controller.core.model.workloads import workload_key
-from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, Resource
+from controller.kube.client import ADMISSION_CHECKS, API_ERRORS, MERGE_PATCH, Resource
+from controller.kube.informer import ObjectCache
+from controller.kube.owners import controller_reference
+from controller.provisioning.objects import request_objects
+from controller.provisioning.pod_sets import (
+    FlavorPlacement,
+    InconsistentAssignments,
+    PodSetInfoError,
+)
 from controller.provisioning.requests import (
     CONTROLLER_NAME,
     RetryStrategy,
     is_unused,
     next_state,
     pod_set_updates,
-    pod_template_name,
     request_is_needed,
     request_name,
 )
@@ -53,57 +62,115 @@ PROVISIONING_REQUEST_CONFIGS: Final = Resource(
 )
 POD_TEMPLATES: Final = Resource("PodTemplate", "", "v1", "podtemplates", True)
 NOT_NEEDED: Final = "the provisioning request is not needed"
-PROVREQ_ANNOTATION_PREFIX: Final = "provreq.kueue.x-k8s.io/"
-MERGE_POLICY_IGNORED: Final = (
-    "spec.podSetMergePolicy: merging pod sets is not implemented by quotagate yet: each pod "
-    "set is its own entry of the ProvisioningRequest"
-)
 FIELD_MANAGER: Final = CONTROLLER_NAME
+MANAGED_SELECTOR: Final = "kueue.x-k8s.io/managed=true"
+# What fails one Workload's request (reported on it, tried again next pass): the API, or a
+# pod template the admission cannot be merged into.
+_SYNC_ERRORS: Final[tuple[type[BaseException], ...]] = (
+    *API_ERRORS,
+    PodSetInfoError,
+    InconsistentAssignments,
+)
 
 
 class ProvisioningController:
-    def __init__(self, ctx: Context, sync: WorkloadSync) -> None:
+    """Passes start when something they read changed: a ProvisioningRequest,
+    ProvisioningRequestConfig or AdmissionCheck event (their watches: `sinks`), a Workload
+    with check states changing or going, the leadership gained; or, after a pass that
+    failed, once its backoff passed (1 s doubling to a minute, as a controller's rate
+    limiter backs off). A pass reads only the watched copies and the Workloads' (it makes
+    no request but its writes); at most one runs at a time, at most one a second. Nothing
+    is lost on a restart: the watches list everything first, and the first pass resyncs it
+    all."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        sync: WorkloadSync,
+        placement: Callable[[str], FlavorPlacement | None],
+    ) -> None:
         self.ctx = ctx
         self.sync = sync
+        self.placement = placement  # a ResourceFlavor's node labels and tolerations
         self.enabled = ctx.config.provisioning_request
+        self.requests = ObjectCache(self._changed)
+        self.configs = ObjectCache(self._changed)
+        self.checks = ObjectCache(self._changed)
+        self._dirty = True
+        self._was_leading = False
         self._checked_at = float("-inf")
         self._running = False
-        self._reported: set[str] = set()  # configs whose podSetMergePolicy was reported
+        self._failed_passes = 0  # in a row: the backoff before the next retry
+        self._retry_at: float | None = None
+        sync.workload_listeners.append(self._workload_changed)
+        sync.deletion_listeners.append(lambda _key: self._changed())
+
+    def sinks(self) -> list[tuple[Resource, ObjectCache, str | None]]:
+        """What to watch, into which cache, with which label selector (none when off)."""
+        if not self.enabled:
+            return []
+        return [
+            (ADMISSION_CHECKS, self.checks, None),
+            (PROVISIONING_REQUEST_CONFIGS, self.configs, None),
+            (PROVISIONING_REQUESTS, self.requests, MANAGED_SELECTOR),
+        ]
+
+    def _changed(self) -> None:
+        self._dirty = True
+
+    def _workload_changed(self, body: dict[str, Any]) -> None:
+        if (body.get("status") or {}).get("admissionChecks"):
+            self._dirty = True
 
     def check(self, now: float) -> None:
-        """Start one pass when a second has passed and none is running (no waiting)."""
-        if not self.enabled or not self.ctx.leading or self._running:
+        """Start a pass when something changed, the watches have listed, a second has
+        passed since the last and none is running (no waiting)."""
+        if not self.enabled or self._running:
             return
-        if now - self._checked_at < 1.0:
+        leading = self.ctx.leading
+        if leading and not self._was_leading:
+            self._dirty = True  # a new term: resync everything
+        self._was_leading = leading
+        due = self._dirty or (self._retry_at is not None and now >= self._retry_at)
+        if not leading or not due or now - self._checked_at < 1.0:
             return
-        ours = [
-            c.name
-            for c in self.ctx.state.objects.admission_checks.values()
-            if c.controller_name == CONTROLLER_NAME
-        ]
-        if not ours:
+        if not (self.checks.listed and self.configs.listed and self.requests.listed):
+            return  # Kueue sets the check up only once the ProvisioningRequest API is served
+        if not any(
+            (c.get("spec") or {}).get("controllerName") == CONTROLLER_NAME
+            for c in self.checks.objects.values()
+        ):
+            self._dirty = False
             return
         self._checked_at = now
+        self._dirty = False
+        self._retry_at = None
         self._running = True
         self.ctx.spawn(self._guarded())
 
     async def _guarded(self) -> None:
+        failed = True
         try:
-            await self.reconcile()
+            failed = not await self.reconcile()
         except API_ERRORS as exc:
-            log.warning("provisioning-request pass failed (%s); retried in a second", exc)
+            log.warning("provisioning-request pass failed (%s); retried later", exc)
         finally:
             self._running = False
+            self._failed_passes = self._failed_passes + 1 if failed else 0
+            if failed:
+                delay = min(60.0, 2.0 ** (self._failed_passes - 1))
+                self._retry_at = self.ctx.clock() + delay
 
-    async def reconcile(self) -> None:
-        api = self.ctx.api
+    async def reconcile(self) -> bool:
+        """One pass; whether every Workload's request went through."""
+        clean = True
         configs: dict[str, dict[str, Any] | None] = {}
-        for check in await api.list(ADMISSION_CHECKS):
+        for check in list(self.checks.objects.values()):
             spec = check.get("spec") or {}
             if spec.get("controllerName") != CONTROLLER_NAME:
                 continue
             name = str(check["metadata"]["name"])
-            configs[name] = await self._config_of(spec.get("parameters"))
+            configs[name] = self._config_of(spec.get("parameters"))
             await self._set_active(check, configs[name] is not None)
         await self._delete_unused()
         state = self.ctx.state
@@ -118,19 +185,15 @@ class ProvisioningController:
                 if name in configs and entry.get("state") == CheckState.PENDING:
                     try:
                         await self._sync_check(body, entry, configs[name])
-                    except API_ERRORS as exc:  # this Workload's; the others go on
-                        await self._failed(body, name, exc)
+                    except _SYNC_ERRORS as exc:
+                        await self._failed(body, name, exc)  # this Workload's; others go on
+                        clean = False
+        return clean
 
     async def _delete_unused(self) -> None:
         """Delete the requests (and their pod templates) of finished, evicted or deleted
         Workloads and of earlier attempts, as Kueue does."""
-        api = self.ctx.api
-        listed = await api.request(
-            "GET",
-            api.path(PROVISIONING_REQUESTS, None),
-            params={"labelSelector": "kueue.x-k8s.io/managed=true"},
-        )
-        for request in (listed or {}).get("items") or ():
+        for request in list(self.requests.objects.values()):
             meta = request.get("metadata") or {}
             owner = next(
                 (o for o in meta.get("ownerReferences") or () if o.get("kind") == "Workload"),
@@ -167,28 +230,15 @@ class ProvisioningController:
         if self.ctx.events is not None:
             await self.ctx.events(body, "Warning", "FailedCreate", text)
 
-    async def _config_of(self, parameters: Any) -> dict[str, Any] | None:
+    def _config_of(self, parameters: Any) -> dict[str, Any] | None:
+        """The ProvisioningRequestConfig the check's `parameters` name, as watched."""
         if not isinstance(parameters, dict):
             return None
         if parameters.get("apiGroup") != "kueue.x-k8s.io" or (
             parameters.get("kind") != "ProvisioningRequestConfig"
         ):
             return None
-        try:
-            found: dict[str, Any] = await self.ctx.api.request(
-                "GET", self.ctx.api.path(PROVISIONING_REQUEST_CONFIGS, str(parameters["name"]))
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        name = str(parameters["name"])
-        if (found.get("spec") or {}).get("podSetMergePolicy") and name not in self._reported:
-            self._reported.add(name)
-            log.warning("ProvisioningRequestConfig %s: %s", name, MERGE_POLICY_IGNORED)
-            if self.ctx.events is not None:
-                await self.ctx.events(found, "Warning", "UnsupportedFields", MERGE_POLICY_IGNORED)
-        return found
+        return self.configs.objects.get(f"/{parameters.get('name')}")
 
     async def _set_active(self, check: dict[str, Any], active: bool) -> None:
         """Kueue's admission check reconciler: Active while the parameters resolve."""
@@ -229,14 +279,8 @@ class ProvisioningController:
         retry_count = int(entry.get("retryCount") or 0)
         attempt = retry_count + 1
         name = request_name(workload, check, attempt)
-        api = self.ctx.api
-        try:
-            request: dict[str, Any] = await api.request(
-                "GET", api.path(PROVISIONING_REQUESTS, name, namespace)
-            )
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        request = self.requests.objects.get(f"{namespace}/{name}")
+        if request is None:
             await self._create(body, name, spec)
             return
         pod_sets = [str(ps.get("name")) for ps in (body.get("spec") or {}).get("podSets") or ()]
@@ -265,67 +309,26 @@ class ProvisioningController:
 
     async def _create(self, body: dict[str, Any], name: str, spec: dict[str, Any]) -> None:
         """The pod templates and the ProvisioningRequest of one attempt, owned by the
-        Workload."""
-        meta = body["metadata"]
-        namespace = str(meta["namespace"])
-        owner = {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Workload",
-            "name": meta["name"],
-            "uid": meta["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-        managed = {"kueue.x-k8s.io/managed": "true"}
-        counts = {
-            a.get("name"): a.get("count")
-            for a in ((body.get("status") or {}).get("admission") or {}).get("podSetAssignments")
-            or ()
-        }
-        pod_sets = []
-        for pod_set in (body.get("spec") or {}).get("podSets") or ():
-            template_name = pod_template_name(name, str(pod_set["name"]))
-            template = {
-                "apiVersion": "v1",
-                "kind": "PodTemplate",
-                "metadata": {
-                    "name": template_name,
-                    "namespace": namespace,
-                    "labels": managed,
-                    "ownerReferences": [owner],
-                },
-                "template": pod_set.get("template") or {},
-            }
+        Workload; the templates then handed over to the request, as Kueue's
+        `syncProvisionRequestsPodTemplates` does (a template not handed over, the
+        controller stopped in between, stays the Workload's and is deleted with the
+        request)."""
+        namespace = str(body["metadata"]["namespace"])
+        templates, request = request_objects(body, name, spec, self.placement)
+        for template in templates:
             await self._create_object(POD_TEMPLATES, namespace, template)
-            count = counts.get(pod_set["name"])
-            pod_sets.append(
-                {
-                    "podTemplateRef": {"name": template_name},
-                    "count": int(count if count is not None else pod_set.get("count", 1)),
-                }
-            )
-        # The config's parameters, and the Workload's `provreq.kueue.x-k8s.io/<name>`
-        # annotations as parameters <name> (Kueue's passProvReqParams).
-        parameters = dict(spec.get("parameters") or {})
-        for key, value in (meta.get("annotations") or {}).items():
-            if key.startswith(PROVREQ_ANNOTATION_PREFIX):
-                parameters[key.removeprefix(PROVREQ_ANNOTATION_PREFIX)] = value
-        request = {
-            "apiVersion": "autoscaling.x-k8s.io/v1",
-            "kind": "ProvisioningRequest",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": managed,
-                "ownerReferences": [owner],
-            },
-            "spec": {
-                "provisioningClassName": spec.get("provisioningClassName"),
-                "podSets": pod_sets,
-                **({"parameters": parameters} if parameters else {}),
-            },
-        }
-        await self._create_object(PROVISIONING_REQUESTS, namespace, request)
+        created = await self._create_object(PROVISIONING_REQUESTS, namespace, request)
+        if created is not None:  # seen at once: the next pass does not make it again
+            self.requests.apply_event("ADDED", created)
+            owner = controller_reference({**request, **created})
+            api = self.ctx.api
+            for template in templates:
+                await api.request(
+                    "PATCH",
+                    api.path(POD_TEMPLATES, template["metadata"]["name"], namespace),
+                    {"metadata": {"ownerReferences": [owner]}},
+                    content_type=MERGE_PATCH,
+                )
         log.info("created ProvisioningRequest %s/%s", namespace, name)
         if self.ctx.events is not None:
             await self.ctx.events(
@@ -335,12 +338,20 @@ class ProvisioningController:
                 f'Created ProvisioningRequest: "{name}"',
             )
 
-    async def _create_object(self, resource: Resource, namespace: str, obj: dict[str, Any]) -> None:
+    async def _create_object(
+        self, resource: Resource, namespace: str, obj: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The object created, or None when it was there already (an earlier pass made
+        it; its watch brings it)."""
         try:
-            await self.ctx.api.request("POST", self.ctx.api.path(resource, None, namespace), obj)
+            created: dict[str, Any] = await self.ctx.api.request(
+                "POST", self.ctx.api.path(resource, None, namespace), obj
+            )
         except ApiException as exc:
-            if exc.status != 409:  # there already: an earlier pass made it
+            if exc.status != 409:
                 raise
+            return None
+        return created
 
     async def _write(
         self,

@@ -24,6 +24,7 @@ from tests.integration.kueue import (
     condition,
     flavor,
     local_queue,
+    maybe_workload,
     wait_admitted,
     workload,
 )
@@ -244,3 +245,146 @@ def test_a_check_on_some_flavors_applies_only_to_reservations_there(
     )
     assert list(checks_of(second)) == [check]
     assert (condition(second, "Admitted") or {}).get("status") == "False"
+
+
+def test_a_pending_workload_lists_the_checks_for_every_flavor_before_its_reservation(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    """Kueue's workload controller lists, before any reservation, the checks that apply
+    whatever flavor the Workload gets (here `every`, not `b-only`), each Pending, and drops
+    them when the ClusterQueue no longer names them."""
+    every, b_only = f"{namespace}-every", f"{namespace}-b-only"
+    kueue.apply(
+        flavor(f"{namespace}-a"),
+        flavor(f"{namespace}-b"),
+        admission_check(every),
+        admission_check(b_only),
+    )
+    activate(kueue, every)
+    activate(kueue, b_only)
+    rules = [{"name": every}, {"name": b_only, "onFlavors": [f"{namespace}-b"]}]
+    kueue.apply(
+        checked_queue(
+            namespace, {f"{namespace}-a": {"cpu": 0}, f"{namespace}-b": {"cpu": 0}}, rules
+        ),
+        local_queue(namespace, "lq", f"{namespace}-cq"),
+        workload(namespace, "p", "lq"),
+    )
+
+    def listed() -> dict[str, Any] | None:
+        wl = kueue.get_workload(namespace, "p")
+        return wl if checks_of(wl) else None
+
+    wl = wait_for(listed, what="p's checks listed before its reservation")
+    assert list(checks_of(wl)) == [every]
+    assert checks_of(wl)[every]["state"] == "Pending"
+    assert (condition(wl, "QuotaReserved") or {}).get("status") == "False"
+    assert "admission" not in wl["status"]
+
+    # The queue no longer names `every`: the pending Workload's entry goes.
+    kueue.custom.patch_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "clusterqueues",
+        f"{namespace}-cq",
+        {"spec": {"admissionChecksStrategy": {"admissionChecks": rules[1:]}}},
+    )
+    wait_for(lambda: not checks_of(kueue.get_workload(namespace, "p")), what="p's entry dropped")
+    # Named again: listed again, still before any reservation.
+    kueue.custom.patch_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "clusterqueues",
+        f"{namespace}-cq",
+        {"spec": {"admissionChecksStrategy": {"admissionChecks": rules}}},
+    )
+    wait_for(
+        lambda: list(checks_of(kueue.get_workload(namespace, "p"))) == [every],
+        what="p's entry back",
+    )
+
+
+def test_conflicting_pod_set_updates_keep_the_job_suspended_and_say_why(
+    controller: ControllerProcess,  # its default integrations include batch/job
+    kueue: Kueue,
+    namespace: str,
+    api_client: client.ApiClient,
+) -> None:
+    """Two checks Ready with podSetUpdates setting the same node selector key to different
+    values: as Kueue's job reconciler (`getPodSetsInfoFromStatus`, a permanent error), the
+    Job is not started, its Workload is finished with reason FailedToStart and the
+    conflict as message, and a Warning Event on the Job says the same."""
+    from tests.integration.test_job_framework import suspended_job
+
+    first, second = f"{namespace}-zone-a", f"{namespace}-zone-b"
+    kueue.apply(flavor(f"{namespace}-rf"), admission_check(first), admission_check(second))
+    activate(kueue, first)
+    activate(kueue, second)
+    kueue.apply(
+        checked_queue(
+            namespace, {f"{namespace}-rf": {"cpu": 2}}, [{"name": first}, {"name": second}]
+        ),
+        local_queue(namespace, "lq", f"{namespace}-cq"),
+    )
+    batch = client.BatchV1Api(api_client)
+    batch.create_namespaced_job(namespace, suspended_job("clash"))
+    name = "job-clash"
+    wait_for(lambda: maybe_workload(kueue, namespace, name), what="the Job's Workload")
+    wait_reserved_with_checks(kueue, namespace, name)
+    wl = kueue.get_workload(namespace, name)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    checks = [
+        {
+            **entry,
+            "state": "Ready",
+            "lastTransitionTime": now,
+            "podSetUpdates": [
+                {"name": "main", "nodeSelector": {"example.com/zone": entry["name"][-1]}}
+            ],
+        }
+        for entry in wl["status"]["admissionChecks"]
+    ]
+    kueue.patch_workload_status(namespace, name, {"admissionChecks": checks})
+
+    def finished() -> dict[str, Any] | None:
+        found = condition(kueue.get_workload(namespace, name), "Finished")
+        return found if found and found["status"] == "True" else None
+
+    done = wait_for(finished, what="the Workload finished as failed to start")
+    assert done["reason"] == "FailedToStart"
+    assert f"in admission check '{second}'" in done["message"]
+    assert "conflict for nodeSelector: example.com/zone" in done["message"]
+    job = batch.read_namespaced_job("clash", namespace)
+    assert job.spec.suspend is True
+    assert not (job.spec.template.spec.node_selector or {})
+    events = (
+        client.CoreV1Api(api_client)
+        .list_namespaced_event(namespace, field_selector="involvedObject.name=clash")
+        .items
+    )
+    warnings = [e for e in events if e.reason == "FailedToStart"]
+    assert warnings and warnings[0].type == "Warning"
+    assert "example.com/zone" in warnings[0].message
+
+
+def test_a_check_failed_before_the_reservation_keeps_the_workload_pending(
+    controller: ControllerProcess, kueue: Kueue, namespace: str
+) -> None:
+    """A check controller that rejects a Workload before its reservation (its entry is
+    there from the start): as Kueue's scheduler, the Workload is not reserved and says
+    why (QuotaReserved=False, PendingEvaluation); it is not deactivated, which needs a
+    reservation."""
+    check = one_active_check(kueue, namespace, "early", workload(namespace, "e", "lq", cpu="2"))
+    wait_for(lambda: checks_of(kueue.get_workload(namespace, "e")), what="e's check listed")
+    # Too big for now (2 cpu in a queue of 1): it is pending when the check rejects it.
+    set_check(kueue, namespace, "e", check, "Rejected", message="not yet")
+
+    def reason() -> str | None:
+        found = condition(kueue.get_workload(namespace, "e"), "QuotaReserved") or {}
+        return found.get("reason")
+
+    wait_for(lambda: reason() == "PendingEvaluation", what="e pending its evaluation")
+    wl = kueue.get_workload(namespace, "e")
+    assert condition(wl, "QuotaReserved")["message"] == "The workload has failed admission checks"
+    assert wl["spec"].get("active") is not False
+    assert (condition(wl, "Evicted") or {}).get("status") != "True"

@@ -11,8 +11,8 @@ from kubernetes import client
 
 from controller.config import load_config
 from tests.cluster.build import bin_dir
+from tests.integration.chart_service_account import chart_controller
 from tests.integration.kueue import (
-    ControllerProcess,
     Kueue,
     cluster_queue,
     flavor,
@@ -200,41 +200,9 @@ def test_helm_install_and_controller_runs_with_the_charts_rbac(
     """Install the chart for real; run the controller from this checkout with the token of
     the chart's ServiceAccount, so only the chart's RBAC stands behind it; it admits."""
     release = f"qg{namespace[-6:]}"
-    installed = helm(
-        "install",
-        release,
-        str(CHART),
-        "--namespace",
-        system_namespace,
-        "--set",
-        "installCRDs=false",
-        "--set",
-        "webhook.enabled=false",
-        "--skip-crds",
-        "--set",
-        f"controller.config.leaderElection.leaseName={release}",
-        kubeconfig=kubeconfig_path,
-    )
-    assert installed.returncode == 0, installed.stderr
-    try:
-        core = client.CoreV1Api(api_client)
-        token = core.create_namespaced_service_account_token(
-            f"{release}-quotagate-controller",
-            system_namespace,
-            {"spec": {"expirationSeconds": 3600}},
-        ).status.token
-        kubeconfig = yaml.safe_load(Path(kubeconfig_path).read_text())
-        kubeconfig["users"] = [{"name": "sa", "user": {"token": token}}]
-        kubeconfig["contexts"][0]["context"]["user"] = "sa"
-        sa_kubeconfig = tmp_path / "sa-kubeconfig"
-        sa_kubeconfig.write_text(yaml.safe_dump(kubeconfig))
-
-        config_map = core.read_namespaced_config_map(
-            f"{release}-quotagate-config", system_namespace
-        )
-        config_path = tmp_path / "config.yaml"
-        config_path.write_text(config_map.data["config.yaml"])
-
+    with chart_controller(
+        kubeconfig_path, system_namespace, api_client, release, tmp_path
+    ) as chart:
         kueue = Kueue(api_client)
         cq = f"{namespace}-cq"
         kueue.apply(
@@ -243,13 +211,7 @@ def test_helm_install_and_controller_runs_with_the_charts_rbac(
             local_queue(namespace, "lq", cq),
             workload(namespace, "w", "lq", cpu="1"),
         )
-        process = ControllerProcess(
-            str(sa_kubeconfig),
-            tmp_path,
-            "chart-rbac",
-            release,
-            ["--config", str(config_path), "--metrics-port", "0"],
-        ).start()
+        process = chart.start(tmp_path, "chart-rbac")
         try:
             wait_admitted(kueue, namespace, "w", timeout=40)
             # RBAC refusals only: earlier tests' namespaces stay Terminating here (no
@@ -262,5 +224,3 @@ def test_helm_install_and_controller_runs_with_the_charts_rbac(
             assert not refused, "\n".join(refused)[-2000:]
         finally:
             process.stop()
-    finally:
-        helm("uninstall", release, "--namespace", system_namespace, kubeconfig=kubeconfig_path)

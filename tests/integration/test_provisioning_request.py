@@ -9,6 +9,7 @@ installed from tests/integration/crds (written from the API's Go types)."""
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,14 @@ def gpu_workload(namespace: str, name: str, count: int = 1) -> dict[str, Any]:
     return body
 
 
-def setup(kueue: Kueue, namespace: str) -> str:
+def setup(
+    kueue: Kueue,
+    namespace: str,
+    *,
+    cpu: int = 2,
+    merge_policy: str | None = None,
+    node_labels: dict[str, str] | None = None,
+) -> str:
     check = f"{namespace}-prov"
     config = {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -82,10 +90,16 @@ def setup(kueue: Kueue, namespace: str) -> str:
             },
         },
     }
-    cq = cluster_queue(f"{namespace}-cq", {f"{namespace}-rf": {"cpu": 2}})
+    if merge_policy is not None:
+        config["spec"]["podSetMergePolicy"] = merge_policy
+    cq = cluster_queue(f"{namespace}-cq", {f"{namespace}-rf": {"cpu": cpu}})
     cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": check}]}
     kueue.apply(
-        flavor(f"{namespace}-rf"), config, ac, cq, local_queue(namespace, "lq", f"{namespace}-cq")
+        flavor(f"{namespace}-rf", node_labels),
+        config,
+        ac,
+        cq,
+        local_queue(namespace, "lq", f"{namespace}-cq"),
     )
     return check
 
@@ -131,8 +145,8 @@ def provisioner_says(
 
 
 def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
+    provisioning_crd: list[str],  # installed first: the controller finds it at start
     controller: ControllerProcess,
-    provisioning_crd: list[str],
     kueue: Kueue,
     namespace: str,
     api_client: client.ApiClient,
@@ -164,6 +178,14 @@ def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
     )
     assert template.template.spec.containers[0].resources.requests == {"cpu": "1"}
     assert [o["kind"] for o in request["metadata"]["ownerReferences"]] == ["Workload"]
+    # The template handed over to its request, as Kueue does.
+    [template_owner] = template.metadata.owner_references
+    assert (template_owner.kind, template_owner.name, template_owner.controller) == (
+        "ProvisioningRequest",
+        name,
+        True,
+    )
+    assert template_owner.uid == request["metadata"]["uid"]
     assert (condition(kueue.get_workload(namespace, "w"), "Admitted") or {}).get(
         "status"
     ) == "False"
@@ -179,8 +201,8 @@ def test_provisioned_capacity_admits_the_workload_with_the_pods_updates(
 
 
 def test_failed_is_retried_with_a_new_request_then_rejected(
+    provisioning_crd: list[str],  # installed first: the controller finds it at start
     controller: ControllerProcess,
-    provisioning_crd: list[str],
     kueue: Kueue,
     namespace: str,
     api_client: client.ApiClient,
@@ -218,3 +240,75 @@ def test_failed_is_retried_with_a_new_request_then_rejected(
     evicted = condition(wl, "Evicted")
     assert evicted is not None and evicted["reason"] == "DeactivatedDueToAdmissionCheck"
     assert "still out of GPUs" in evicted["message"]
+
+
+def test_identical_pod_sets_share_one_entry_whose_template_has_the_flavors_node_labels(
+    provisioning_crd: list[str],  # installed first: the controller finds it at start
+    controller: ControllerProcess,
+    kueue: Kueue,
+    namespace: str,
+    api_client: client.ApiClient,
+) -> None:
+    """`podSetMergePolicy: IdenticalPodTemplates`: pod sets a and b (the same template)
+    are one entry of the request with both counts, c (other requests) its own; each
+    PodTemplate carries the assigned flavor's node labels, as Kueue's `createPodTemplate`
+    merges them in. Only the first pod set of an entry gets the request's updates, as in
+    Kueue."""
+    check = setup(
+        kueue, namespace, cpu=8, merge_policy="IdenticalPodTemplates", node_labels={"pool": "gpu"}
+    )
+    body = gpu_workload(namespace, "m")
+    main = body["spec"]["podSets"][0]
+    other = copy.deepcopy(main)
+    other["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    body["spec"]["podSets"] = [
+        {**copy.deepcopy(main), "name": "a", "count": 2},
+        {**copy.deepcopy(main), "name": "b", "count": 1},
+        {**other, "name": "c", "count": 1},
+    ]
+    kueue.apply(body)
+    wait_reserved_with_checks(kueue, namespace, "m")
+    name = f"m-{check}-1"
+    request = wait_for(lambda: get_request(kueue, namespace, name), what="the ProvisioningRequest")
+    entries = [(p["podTemplateRef"]["name"], p["count"]) for p in request["spec"]["podSets"]]
+    assert entries == [(f"ppt-{name}-a", 3), (f"ppt-{name}-c", 1)]
+    core = client.CoreV1Api(api_client)
+    for template_name, _ in entries:
+        template = core.read_namespaced_pod_template(template_name, namespace).template
+        assert template.spec.node_selector == {"pool": "gpu"}
+    names = {t.metadata.name for t in core.list_namespaced_pod_template(namespace).items}
+    assert f"ppt-{name}-b" not in names
+
+    provisioner_says(kueue, namespace, name, "Provisioned", "capacity is there")
+    admitted = wait_admitted(kueue, namespace, "m")
+    updates = checks_of(admitted)[check]["podSetUpdates"]
+    assert [u["name"] for u in updates] == ["a", "c"]
+
+
+def test_a_request_provisioned_while_the_controller_was_down_is_seen_after_its_restart(
+    provisioning_crd: list[str],
+    controller: ControllerProcess,
+    kueue: Kueue,
+    namespace: str,
+    api_client: client.ApiClient,
+) -> None:
+    """The requests are watched, not polled: a controller that restarts lists them again
+    and resyncs every check, so the autoscaler's answer given meanwhile is not lost, and
+    the request it made before is used, not made again."""
+    check = setup(kueue, namespace)
+    kueue.apply(gpu_workload(namespace, "d"))
+    name = f"d-{check}-1"
+    wait_for(lambda: get_request(kueue, namespace, name), what="the ProvisioningRequest")
+    controller.stop()
+    try:
+        provisioner_says(kueue, namespace, name, "Provisioned", "capacity came", {"pool": "b"})
+    finally:
+        controller.start()
+    admitted = wait_admitted(kueue, namespace, "d")
+    state = checks_of(admitted)[check]
+    assert (state["state"], state["message"]) == ("Ready", "capacity came")
+    assert state["podSetUpdates"][0]["nodeSelector"] == {"example.com/pool": "b"}
+    requests = kueue.custom.list_namespaced_custom_object(
+        "autoscaling.x-k8s.io", "v1", namespace, "provisioningrequests"
+    )["items"]
+    assert [r["metadata"]["name"] for r in requests] == [name]

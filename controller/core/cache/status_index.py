@@ -21,15 +21,19 @@ class StatusIndex:
         # each LocalQueue has.
         self.live: dict[WorkloadKey, str] = {}
         self.live_in: dict[str, int] = {}
-        # Among them, those held back (deactivated, invalid or gated: `Workload.held_back`),
-        # in arrival order: the only pending Workloads with a reason of their own while
-        # every queue is active.
+        # Among them, those held back (deactivated, invalid, gated or with failed checks:
+        # `Workload.held_back`), in arrival order: the only pending Workloads with a reason
+        # of their own while every queue is active.
         self.held_back: dict[WorkloadKey, None] = {}
         # And those the after-admission timers may have something due for (admitted, in a
         # backoff, or Requeued=False: `may_come_due`): the timers read only these, since in
         # a long run most unfinished Workloads are pending with none of that. A superset: a
         # Workload that stops qualifying leaves with its next copy.
         self.timed: dict[WorkloadKey, None] = {}
+        # And those carrying admission-check states (`status.admissionChecks`): without
+        # checks on any ClusterQueue these are the only pending Workloads whose states
+        # can be out of step (controller/core/admission_checks.py, `pending_check_syncs`).
+        self.checked: dict[WorkloadKey, None] = {}
         # The finished ones, counted per ClusterQueue of their admission.
         self.finished_in: dict[str, int] = {}
         self._finished_cq: dict[WorkloadKey, str] = {}
@@ -44,6 +48,7 @@ class StatusIndex:
         _decrement(self.live_in, self.live.pop(key, None))
         self.held_back.pop(key, None)
         self.timed.pop(key, None)
+        self.checked.pop(key, None)
         if workload is None:
             return
         if not workload.finished:
@@ -54,6 +59,8 @@ class StatusIndex:
                 self.held_back[key] = None
             if may_come_due(workload):
                 self.timed[key] = None
+            if workload.admission_checks:
+                self.checked[key] = None
             return
         if workload.admission is not None:  # finished without an admission: counted nowhere
             cluster_queue = workload.admission.cluster_queue

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NewType
 
-from api.constants import DisruptionMode
+from api.constants import CheckState, DisruptionMode
 from api.validation import FieldError
 from api.workload_status import Admission
 from controller.core.model.admission_checks import CheckStatus
@@ -183,8 +183,24 @@ class Workload:
 
     @property
     def held_back(self) -> bool:
-        """Not to be queued for its own reasons: deactivated, gated or invalid."""
-        return not self.active or bool(self.admission_gated_by) or self.invalid is not None
+        """Not to be queued for its own reasons: deactivated, gated, invalid, or with
+        failed checks before any reservation."""
+        return (
+            not self.active
+            or bool(self.admission_gated_by)
+            or self.invalid is not None
+            or self.checks_failed
+        )
+
+    @property
+    def checks_failed(self) -> bool:
+        """Without a reservation, a check in Retry or Rejected state (its controller
+        decided before the reservation): Kueue's scheduler does not nominate it ("The
+        workload has failed admission checks") until the states change."""
+        return self.admission is None and any(
+            c.state is CheckState.RETRY or c.state is CheckState.REJECTED
+            for c in self.admission_checks
+        )
 
     @property
     def pod_count(self) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "PodSetInfo",
     "PodSetInfoError",
     "from_admission",
+    "from_assignment",
     "from_pod_set",
     "merge",
     "restore",
@@ -72,38 +73,50 @@ def from_admission(
     infos = []
     for assignment in admission.get("podSetAssignments") or ():
         name = str(assignment.get("name"))
-        pod_set = pod_sets.get(name) or {}
-        count = assignment.get("count")
-        info = PodSetInfo(
-            name, int(count if count is not None else pod_set.get("count", 1)), labels={}
-        )
-        seen: set[str] = set()
-        for flavor in (assignment.get("flavors") or {}).values():
-            if flavor in seen:
-                continue
-            seen.add(flavor)
-            found = placement(str(flavor))
-            if found is None:
-                continue
-            info.node_selector.update(found.node_labels)
-            info.tolerations.extend(dict(t) for t in found.tolerations)
+        info = from_assignment(pod_sets.get(name) or {}, assignment, placement)
         info.labels[POD_SET_LABEL] = name
         if assignment.get("topologyAssignment"):
-            _hold_for_topology(info, workload, pod_set)
+            # named after their Workload: the ungater releases each into its domain
+            meta = workload.get("metadata") or {}
+            info.annotations[WORKLOAD_ANNOTATION] = str(meta.get("name"))
         _apply_check_updates(info, workload)
         infos.append(info)
     return infos
 
 
-def _hold_for_topology(info: PodSetInfo, workload: Mapping[str, Any], pod_set: Any) -> None:
-    """A TAS pod set's pods start held by the topology gate, named after their Workload
-    (the ungater releases each into its domain); one placed without asking (a TAS-only
-    ClusterQueue) is marked unconstrained, as Kueue's `FromAssignment` marks it."""
-    info.scheduling_gates.append({"name": TOPOLOGY_SCHEDULING_GATE})
-    info.annotations[WORKLOAD_ANNOTATION] = str((workload.get("metadata") or {}).get("name"))
-    request = pod_set.get("topologyRequest") or {}
-    if not any(request.get(k) is not None for k in ("required", "preferred", "unconstrained")):
-        info.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
+def from_assignment(
+    pod_set: Mapping[str, Any],
+    assignment: Mapping[str, Any],
+    placement: Callable[[str], FlavorPlacement | None],
+) -> PodSetInfo:
+    """One pod set's assignment as Kueue's `podset.FromAssignment` reads it: the admitted
+    count (the pod set's when the assignment omits it), the node labels and tolerations of
+    its flavors (each flavor once; one that no longer exists adds nothing), and for a
+    topology assignment the topology gate (a pod set placed without asking, in a TAS-only
+    ClusterQueue, marked unconstrained)."""
+    count = assignment.get("count")
+    info = PodSetInfo(
+        str(assignment.get("name")),
+        int(count if count is not None else pod_set.get("count", 1)),
+        labels={},
+    )
+    seen: set[str] = set()
+    for flavor in (assignment.get("flavors") or {}).values():
+        if flavor in seen:
+            continue
+        seen.add(flavor)
+        found = placement(str(flavor))
+        if found is None:
+            continue
+        info.node_selector.update(found.node_labels)
+        info.tolerations.extend(dict(t) for t in found.tolerations)
+    if assignment.get("topologyAssignment"):
+        info.scheduling_gates.append({"name": TOPOLOGY_SCHEDULING_GATE})
+        request = pod_set.get("topologyRequest") or {}
+        keys = ("required", "preferred", "unconstrained")
+        if not any(request.get(k) is not None for k in keys):
+            info.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
+    return info
 
 
 def with_check_updates(

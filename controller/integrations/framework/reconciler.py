@@ -409,9 +409,9 @@ class GenericReconciler(ObjectReconciles):
     async def _start(self, obj: dict[str, Any], workload: dict[str, Any]) -> None:
         """Unsuspend with the admission in the templates (Kueue's `startJob`)."""
         job = self._job(obj)
-        infos = from_admission(workload, self._placement)
         try:
-            job.run_with_pod_sets_info(infos)
+            # the checks' podSetUpdates may conflict here: as Kueue, a permanent error
+            job.run_with_pod_sets_info(from_admission(workload, self._placement))
         except PodSetInfoError as exc:
             await apply_workload_status(
                 self.custom,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.kube.client import Resource
+from controller.kube.informer import ObjectCache
 
 __all__ = ["RelatedCache", "RelatedLookup", "RelatedObjectMissing", "no_related"]
 
@@ -28,39 +29,14 @@ def no_related(resource: Resource, namespace: str | None, name: str) -> None:
     return None
 
 
-class _Sink:
-    """One related kind's cache, as its informer's sink."""
-
-    def __init__(self, on_change: Callable[[], None]) -> None:
-        self.objects: dict[str, dict[str, Any]] = {}
-        self.listed = False
-        self._on_change = on_change
-
-    def apply_event(self, event_type: str | None, body: dict[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        key = f"{meta.get('namespace') or ''}/{meta.get('name')}"
-        if event_type == "DELETED":
-            self.objects.pop(key, None)
-        else:
-            self.objects[key] = body
-        self._on_change()
-
-    def known_keys(self) -> set[str]:
-        return set(self.objects)
-
-    def mark_listed(self) -> None:
-        self.listed = True
-        self._on_change()
-
-
 class RelatedCache:
     """The caches of a framework's related kinds. `on_change` is called after every event
     (and after each informer's first complete list)."""
 
     def __init__(self, resources: tuple[Resource, ...], on_change: Callable[[], None]) -> None:
-        self._sinks = {resource: _Sink(on_change) for resource in resources}
+        self._sinks = {resource: ObjectCache(on_change) for resource in resources}
 
-    def sinks(self) -> list[tuple[Resource, _Sink]]:
+    def sinks(self) -> list[tuple[Resource, ObjectCache]]:
         """Each related kind with the sink its informer feeds."""
         return list(self._sinks.items())
 

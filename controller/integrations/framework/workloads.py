@@ -42,6 +42,7 @@ from controller.integrations.job_labels import (
     admission_gated_by,
     max_exec_time_seconds,
 )
+from controller.kube.owners import controller_reference as owner_reference
 
 __all__ = [
     "followed_spec",
@@ -71,18 +72,6 @@ def prebuilt_workload_name(obj: Mapping[str, Any]) -> str | None:
         meta.get("labels") or {}
     ).get(PREBUILT_WORKLOAD_LABEL)
     return str(name) if name else None
-
-
-def owner_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj["metadata"]
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def topology_request(annotations: Mapping[str, str], hints: TopologyHints) -> dict[str, Any] | None:

@@ -18,7 +18,10 @@ from controller.core.admission_checks import (
     RetryChecks,
     SyncChecks,
     check_actions,
+    checks_before_reservation,
+    checks_by_local_queue,
     checks_message,
+    pending_check_syncs,
     required_checks,
     retry_time,
 )
@@ -309,3 +312,121 @@ def test_pods_ready_and_execution_time_count_from_admission_not_reservation() ->
     assert execution_deadline(ready) == 150.0
     plain = replace(holding(), maximum_execution_time_seconds=100)  # no checks: from reservation
     assert not_ready_deadline(plain, policy) == ("WaitForStart", 70.0)
+
+
+# -- before the reservation ------------------------------------------------------------------
+
+
+def test_before_reservation_only_the_checks_covering_every_flavor_apply() -> None:
+    queue = checked(
+        CheckRule("prov"),
+        CheckRule("spot-only", frozenset({"spot"})),
+        CheckRule("listed-all", frozenset(FLAVORS)),
+        CheckRule("more-than-all", frozenset({*FLAVORS, "elsewhere"})),
+    )
+    assert checks_before_reservation(queue) == ("listed-all", "more-than-all", "prov")
+    assert checks_before_reservation(checked()) == ()
+
+
+@given(
+    rules=st.lists(
+        st.tuples(st.sampled_from(("a", "b", "c")), st.frozensets(st.sampled_from(FLAVORS))),
+        unique_by=lambda r: r[0],
+    ),
+    flavors=st.lists(st.sampled_from(FLAVORS), min_size=1, max_size=3),
+)
+def test_a_check_before_reservation_is_one_every_reservation_would_need(
+    rules: list[tuple[str, frozenset[str]]], flavors: list[str]
+) -> None:
+    """Kueue's reasoning: a check listed before the reservation is one that applies
+    whatever flavor the Workload gets, so the reservation's checks include it."""
+    queue = checked(*(CheckRule(name, on) for name, on in rules))
+    before = set(checks_before_reservation(queue))
+    assert before <= set(required_checks(queue.admission_checks, admission(*flavors)))
+    everything = set(required_checks(queue.admission_checks, admission(*FLAVORS)))
+    single = [set(required_checks(queue.admission_checks, admission(f))) for f in FLAVORS]
+    assert before == {n for n in everything if all(n in s for s in single)}
+
+
+def pending_state(*rules: CheckRule, states: tuple[CheckStatus, ...] = (), **kw: Any) -> Any:
+    state = cluster(checked(*rules), flavors=FLAVORS)
+    add(state, replace(wl("w", cpu="1"), admission_checks=states, **kw))
+    return state
+
+
+def test_a_pending_workload_gets_the_checks_for_every_flavor() -> None:
+    state = pending_state(CheckRule("prov"), CheckRule("spot-only", frozenset({"spot"})))
+    assert pending_check_syncs(state) == [SyncChecks("ns/w", "cq", ("prov",))]
+    in_step = pending_state(CheckRule("prov"), states=(state_of("prov", CheckState.PENDING),))
+    assert pending_check_syncs(in_step) == []
+    assert pending_check_syncs(state, skip={"ns/w"}) == []
+
+
+def test_a_pending_workloads_states_no_longer_wanted_go() -> None:
+    """The ClusterQueue lost its checks (or only flavor-scoped ones are left): Kueue's
+    sync drops the states, down to none."""
+    stale = (state_of("prov", CheckState.READY), state_of("spot-only", CheckState.PENDING))
+    state = pending_state(CheckRule("spot-only", frozenset({"spot"})), states=stale)
+    assert pending_check_syncs(state) == [SyncChecks("ns/w", "cq", ())]
+    without = pending_state(states=stale)
+    assert not any(c.admission_checks for c in without.objects.cluster_queues.values())
+    assert list(without.index.checked) == ["ns/w"]
+    assert pending_check_syncs(without) == [SyncChecks("ns/w", "cq", ())]
+
+
+def test_no_sync_for_the_inactive_the_queueless_or_the_reserved() -> None:
+    assert pending_check_syncs(pending_state(CheckRule("prov"), active=False)) == []
+    state = cluster(checked(CheckRule("prov")), flavors=FLAVORS)
+    add(state, wl("w", queue="missing", cpu="1"))
+    assert pending_check_syncs(state) == []
+    state = cluster(checked(CheckRule("prov")), flavors=FLAVORS)
+    add(state, holding())
+    assert pending_check_syncs(state) == []
+
+
+def test_without_checks_no_pending_workload_is_looked_at() -> None:
+    state = cluster(checked(), flavors=FLAVORS)
+    add(state, *(wl(f"w{i}", cpu="1") for i in range(5)))
+    assert not state.index.checked
+    assert pending_check_syncs(state) == []
+
+
+def test_failed_checks_before_the_reservation_keep_it_from_competing() -> None:
+    """Kueue's scheduler does not nominate a Workload with a Retry or Rejected check
+    ("The workload has failed admission checks", PendingEvaluation) until the states
+    change; with quota held the same states evict or deactivate it instead."""
+    from controller.core.pending import CHECKS_FAILED, unqueued_reason
+
+    for failed in (CheckState.REJECTED, CheckState.RETRY):
+        state = pending_state(CheckRule("prov"), states=(state_of("prov", failed),))
+        state.apply(convert(check_object("prov", active=True)))
+        assert state.objects.cluster_queue_inactive("cq") is None
+        assert not run_cycle(state, 0).admitted
+        found = unqueued_reason(state, "ns/w")
+        assert found is not None
+        assert (found.reason, found.message) == ("PendingEvaluation", CHECKS_FAILED)
+        add(
+            state, replace(wl("w", cpu="1"), admission_checks=(state_of("prov", CheckState.READY),))
+        )
+        assert unqueued_reason(state, "ns/w") is None
+        [admit] = run_cycle(state, 1).admitted
+        assert admit.workload_key == "ns/w"
+    assert not holding((state_of("prov", CheckState.REJECTED),)).checks_failed
+
+
+def test_between_queue_changes_only_the_changed_workloads_are_looked_at() -> None:
+    state = pending_state(CheckRule("prov"))
+    add(state, wl("other", cpu="1"))
+    by_queue = checks_by_local_queue(state)
+    assert by_queue == {"ns/cq": ("prov",)}
+    wanted = [SyncChecks("ns/other", "cq", ("prov",))]
+    assert pending_check_syncs(state, (), ["ns/other", "ns/gone"], by_queue) == wanted
+    assert pending_check_syncs(state, (), [], by_queue) == []
+    without = pending_state(states=(state_of("prov", CheckState.READY),))
+    add(without, wl("plain", cpu="1"))
+    assert checks_by_local_queue(without) == {"ns/cq": ()}
+    gone = [SyncChecks("ns/w", "cq", ())]
+    assert pending_check_syncs(without, (), ["ns/w", "ns/plain"]) == gone
+    lost = cluster(checked(CheckRule("prov")), flavors=FLAVORS)
+    add(lost, wl("w", queue="missing", cpu="1"))
+    assert checks_by_local_queue(lost) == {"ns/missing": None}

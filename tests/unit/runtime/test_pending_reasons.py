@@ -11,7 +11,13 @@ from controller.config import ControllerConfig
 from controller.core.decisions import Inadmissible
 from controller.core.model.workloads import WorkloadKey
 from controller.runtime.controller import Controller
-from tests.unit.runtime.workloads import RecordingApi, admitted_status, workload_body
+from tests.unit.runtime.workloads import (
+    RecordingApi,
+    admitted_status,
+    cluster_objects,
+    leading_controller,
+    workload_body,
+)
 
 W = WorkloadKey("ns/w")
 
@@ -142,3 +148,35 @@ def test_reasons_are_paced_by_pending_reason_qps_and_one_admitted_meanwhile_gets
     assert done[1] < 0.045  # a and b: the burst, at once
     assert done[2] >= 0.045  # one token every 50 ms once the burst is spent
     assert done[3] < 0.04  # d waited for no token
+
+
+def test_pending_workloads_get_their_check_entries_through_the_same_queue() -> None:
+    """A ClusterQueue naming a check for every flavor: its pending Workloads get the entry
+    Pending (Kueue's workload controller before a reservation), written by the pending
+    reasons' writer; afterwards only Workloads that changed are looked at again, until a
+    queue changes."""
+    api = RecordingApi()
+    controller = leading_controller(api)
+    [_, cq, _] = cluster_objects()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}  # type: ignore[index]
+    controller.apply_event("MODIFIED", cq)
+    controller.apply_event("ADDED", workload_body("w"))
+    pending = controller.pending
+
+    async def scenario() -> None:
+        pending.sync_pending_checks(10.0)
+        assert pending.checks_wanted == {W: ("prov",)}
+        await pending.write(await pending.queue.get())
+        [(_, _, status)] = api.patches
+        [entry] = status["admissionChecks"]
+        assert (entry["name"], entry["state"]) == ("prov", "Pending")
+        assert "admission" not in status and pending.checks_wanted == {}
+
+        pending.sync_pending_checks(10.5)  # at most once a second
+        pending.sync_pending_checks(11.0)  # w in step now: nothing to write
+        assert len(pending.queue) == 0 and pending.checks_wanted == {}
+        controller.apply_event("ADDED", workload_body("x", rv="7"))
+        pending.sync_pending_checks(12.0)  # only x changed
+        assert pending.checks_wanted == {WorkloadKey("ns/x"): ("prov",)}
+
+    asyncio.run(scenario())
