@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from controller.version import version
 
 Handler = Callable[[argparse.Namespace], int]
+# The commands that run until stopped: a stop signal during their imports is kept.
+LONG_RUNNING = frozenset({"run", "cost-controller"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] and words[0] in LONG_RUNNING:
+        from controller.kube.process import hold_stop_signals
+
+        hold_stop_signals()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler

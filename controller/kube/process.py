@@ -38,6 +38,21 @@ class JsonFormatter(logging.Formatter):
 
 _LIBRARIES = ("kopf", "aiohttp", "kubernetes")
 _stopping = False
+_asked_to_stop_early = False
+
+
+def hold_stop_signals() -> None:
+    """Called first thing by a long-running command: a SIGTERM or SIGINT that arrives
+    before its event loop runs (while its libraries are still being imported) is kept, and
+    the process stops cleanly as soon as the loop starts, instead of dying on the signal's
+    default action (exit status -15 for a pod deleted right after it was created)."""
+
+    def keep(signum: int, frame: object) -> None:
+        global _asked_to_stop_early
+        _asked_to_stop_early = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, keep)
 
 
 def begin_stopping() -> None:
@@ -124,4 +139,7 @@ def stop_on_signals(stop: asyncio.Event) -> None:
 async def _stopping_on_signals(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
     stop = asyncio.Event()
     stop_on_signals(stop)
+    if _asked_to_stop_early:
+        begin_stopping()
+        stop.set()
     await main(stop)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.build import bin_dir
+from tests.cluster.controlplane import free_port
 from tests.cluster.fixtures import wait_for
 from tests.integration.kueue import (
     ControllerProcess,
@@ -330,3 +333,23 @@ def test_a_cluster_queue_deleted_and_created_again_gets_its_status_again(
     kueue.apply(cluster_queue(cq, {f"{namespace}-rf": {"cpu": 1}}))
     again = wait_for(active, what="the Active condition on the new ClusterQueue")
     assert (again["status"], again["reason"]) == ("True", "Ready")
+
+
+def test_a_controller_stopped_while_it_starts_exits_cleanly(
+    kubeconfig_path: str, crds_installed: list[str], system_namespace: str, tmp_path: Path
+) -> None:
+    """A controller pod deleted right after it was created: SIGTERM while `quotagate run`
+    is still importing its libraries, or just after its loop started, ends it with exit
+    status 0 (not killed by the signal, not left running)."""
+    for delay in (0.3, 1.0, 2.5):
+        process = ControllerProcess(
+            kubeconfig_path,
+            tmp_path,
+            name=f"early-stop-{delay}",
+            lease_name=f"early-stop-{int(delay * 10)}",
+            extra=["--metrics-port", str(free_port())],
+        ).start()
+        assert process.process is not None
+        time.sleep(delay)
+        process.stop(timeout=30)
+        assert process.process.returncode == 0, (delay, process.log()[-2000:])

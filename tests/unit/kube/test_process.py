@@ -93,3 +93,26 @@ def test_a_bench_run_is_on_uvloop_and_returns_its_result() -> None:
 
     with pytest.raises(RuntimeError, match="the run failed"):
         process.run_on_uvloop(failing())
+
+
+def test_a_stop_signal_during_the_imports_stops_the_process_cleanly() -> None:
+    """A long-running command holds SIGTERM from its first line: a signal that arrives
+    before the event loop runs (here: sent by the process to itself) makes it stop as soon
+    as the loop starts, with exit status 0, instead of dying on the default action."""
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, os, signal, sys\n"
+        "from controller.kube import process\n"
+        "process.hold_stop_signals()\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "async def main(stop):\n"
+        "    await asyncio.wait_for(stop.wait(), 10)\n"
+        "    print('stopped', flush=True)\n"
+        "sys.exit(process.run_until_done(main, 'quotagate'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, "stopped\n"), done.stderr
