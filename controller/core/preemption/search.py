@@ -17,6 +17,12 @@
    preemptor fits without: the result is minimal (no victim can be spared).
 5. A victim whose pods above `minCount` may go one by one (`disruptionMode: Pod`, or
    `semi-preemptible`) loses only as many of those pods as needed.
+6. A topology-aware preemptor (`nodes`, preemption/nodes.py) fits only when its pod sets
+   also find a place on the nodes once the victims are gone. A search for one domain
+   walks that domain's candidates first (in the order above), then the others (they only
+   free quota); once the quota fits, only candidates that free room in the domain are
+   taken, and the walk-back spares every victim that neither the quota nor the nodes
+   need.
 
 All simulated removals are undone before returning: the state is unchanged.
 """
@@ -30,6 +36,7 @@ from api.constants import BorrowWithinCohortPolicy
 from controller.core.cache.quota_tree import QuotaTree
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.ordering import CandidateSortKey, by_local_queue_usage
 from controller.core.preemption.policy import (
     CandidateVariant,
@@ -62,6 +69,7 @@ def find_victims(
     contenders: Mapping[str, Sequence[Contender]],
     protection: RuntimeProtection | None = None,
     local_queue_usage: Callable[[Contender], float | None] | None = None,
+    nodes: NodeRoom | None = None,
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets a Workload needing `usage` in `cq` fit, or None.
     Unless `may_borrow`, only without borrowing (a non-preemptible preemptor, or capacity
@@ -72,7 +80,8 @@ def find_victims(
     considered. Contenders still within their ClusterQueue's minimum runtime are passed
     over and counted in `protection` (minimum_runtime.py). With admission fair sharing,
     `local_queue_usage` gives a contender's LocalQueue usage (None when its ClusterQueue
-    does not order by it) for the order's LocalQueue step. `tree` is left exactly as it was.
+    does not order by it) for the order's LocalQueue step. With `nodes`, the preemptor
+    must also fit on the nodes (step 6). `tree` and `nodes` are left exactly as they were.
     """
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
@@ -136,8 +145,13 @@ def find_victims(
             ),
             lambda c: local_queue_usage(c.contender),
         )
+    if nodes is not None and nodes.domain is not None:
+        # One domain's search: its Workloads first (they free quota and room there), in
+        # their order, then the others — which only free quota.
+        inside = [c for c in ordered if nodes.helps(c.contender)]
+        ordered = inside + [c for c in ordered if not nodes.helps(c.contender)]
     for allow_borrowing in _attempts(tree, cq, short, ordered, may_borrow):
-        with simulating(tree) as simulation:
+        with simulating(tree, nodes) as simulation:
             found = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)
         for choice in ordered:
             choice.pods = 0
@@ -218,8 +232,13 @@ def _attempt(
     allow_borrowing: bool,
     simulation: Simulation,
 ) -> tuple[Victim, ...] | None:
-    def preemptor_fits() -> bool:
+    nodes = simulation.nodes
+
+    def quota_fits() -> bool:
         return fits(tree, cq, usage, allow_borrowing)
+
+    def preemptor_fits() -> bool:
+        return quota_fits() and (nodes is None or nodes.fits())
 
     taken: list[Choice] = []
     done = preemptor_fits()
@@ -228,6 +247,8 @@ def _attempt(
             break
         if not _valid(tree, cq, short, choice, allow_borrowing):
             continue
+        if nodes is not None and not nodes.helps(choice.contender) and quota_fits():
+            continue  # the quota is there: only room on the nodes is still missing
         simulation.remove(choice, preemptor_fits)
         taken.append(choice)
         done = preemptor_fits()

@@ -22,6 +22,7 @@ from controller.core.fairsharing.shares import shares_of
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.policy import Preemptor
 from controller.core.preemption.search import find_victims
 from controller.core.preemption.types import Contender, Victim
@@ -150,6 +151,20 @@ class VictimSearches:
             self.contested.pop(workload.key, None)
         return victims
 
+    def topology_victims(
+        self,
+        cq: ClusterQueue,
+        workload: Workload,
+        usage: dict[FlavorResource, int],
+        short: frozenset[FlavorResource],
+        nodes: NodeRoom,
+    ) -> tuple[Victim, ...] | None:
+        """The minimal victim set that lets a topology-aware `workload` use `usage` in `cq`
+        and place its pods on the nodes as `nodes` sees them (one domain's search). Not kept:
+        the answer depends on the nodes as well as on the quota."""
+        protection = RuntimeProtection(self.now, self._minimum_runtimes)
+        return self._search(cq, workload, usage, short, protection, nodes)[0]
+
     def _search(
         self,
         cq: ClusterQueue,
@@ -157,6 +172,7 @@ class VictimSearches:
         usage: dict[FlavorResource, int],
         short: frozenset[FlavorResource],
         protection: RuntimeProtection,
+        nodes: NodeRoom | None = None,
     ) -> tuple[tuple[Victim, ...] | None, str | None]:
         """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
         (under fair sharing when the state has it); and the queue that kept the preemptor
@@ -181,11 +197,13 @@ class VictimSearches:
             contested = self._contested(cq, preemptor, short)
             may_borrow = contested is None
         in_reach = self.contenders.in_reach(state, cq.name, short)
-        found = self._find(cq, usage, short, preemptor, may_borrow, in_reach, protection)
+        found = self._find(cq, usage, short, preemptor, may_borrow, in_reach, protection, nodes)
         if found and may_borrow and preemptor.needs_borrowing:
             contested = self._contested_after(cq, usage, short, preemptor, found)
             if contested is not None:
-                found = self._find(cq, usage, short, preemptor, False, in_reach, protection)
+                found = self._find(
+                    cq, usage, short, preemptor, False, in_reach, protection, nodes
+                )
         return found, contested
 
     def _find(
@@ -197,11 +215,12 @@ class VictimSearches:
         may_borrow: bool,
         in_reach: dict[str, list[Contender]],
         protection: RuntimeProtection,
+        nodes: NodeRoom | None = None,
     ) -> tuple[Victim, ...] | None:
         state = self.state
         usage_of = self.local_queue_usage if state.admission_fair_sharing is not None else None
         if self.shares is not None and state.fair_sharing is not None:
-            return find_fair_victims(
+            found = find_fair_victims(
                 self.shares,
                 cq,
                 usage,
@@ -213,6 +232,9 @@ class VictimSearches:
                 protection,
                 usage_of,
             )
+            if found and nodes is not None and not _nodes_fit_without(nodes, in_reach, found):
+                return None  # fair sharing frees quota only: never where the pods cannot go
+            return found
         return find_victims(
             state.cache.quota,
             cq,
@@ -223,6 +245,7 @@ class VictimSearches:
             in_reach,
             protection,
             usage_of,
+            nodes,
         )
 
     def _contested_after(
@@ -339,6 +362,21 @@ class VictimSearches:
             cached.sort()
             self._pending[(cluster_queue, resource)] = cached
         return cached
+
+
+def _nodes_fit_without(
+    nodes: NodeRoom, in_reach: Mapping[str, list[Contender]], victims: tuple[Victim, ...]
+) -> bool:
+    """Whether the preemptor's pods find a place on the nodes once `victims` are gone."""
+    gone = {v.workload_key for v in victims}
+    for members in in_reach.values():
+        for contender in members:
+            if contender.key in gone:
+                nodes.move(contender, out=True)
+    try:
+        return nodes.fits()
+    finally:
+        nodes.restore()
 
 
 def preemption_oracle(state: ClusterState, searches: VictimSearches) -> PreemptionOracle:

@@ -1,0 +1,105 @@
+"""The node side of a topology-aware preemptor's fit (KEP-5710's domain split): a victim
+search for a pod set in a TAS flavor must free quota AND leave it a place on the nodes.
+
+A `NodeRoom` is what one search sees of the nodes: the flavors' views with the pod sets to
+place there, what each admitted Workload takes from their leaves, and the domain the search
+is for (at the level asked for). Taking a victim out of the simulation takes its pods off
+the nodes too; `fits` says whether every pod set then finds a place. A victim with pods on
+the nodes goes whole: which of its pods would leave is not known, so none is counted gone
+until all are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from controller.core.model.workloads import WorkloadKey
+from controller.core.preemption.types import Contender
+from controller.core.tas.assignment import PodSetRequest, find_assignments
+from controller.core.tas.snapshot import DomainID, TopologySnapshot
+
+__all__ = ["NodeRoom", "Placement", "UsageOf"]
+
+UsageOf = Callable[[WorkloadKey, str], Mapping[DomainID, Mapping[str, int]]]
+"""What an admitted Workload takes from each leaf of a flavor's view (`TASCache.usage_of`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The pod sets a preemptor places in one TAS flavor, and that flavor's view."""
+
+    flavor: str
+    view: TopologySnapshot
+    requests: Sequence[PodSetRequest]
+
+
+class NodeRoom:
+    """The nodes as one victim search sees them. `domain` (a level index and a domain's
+    values there, in the first placement's view) limits which victims count as making room
+    on the nodes: those with pods in it; None: any with pods in the flavors. The views are
+    changed while victims are taken out and given back exactly by `restore`."""
+
+    __slots__ = ("_out", "_usage", "domain", "placements", "usage_of")
+
+    def __init__(
+        self,
+        placements: Sequence[Placement],
+        usage_of: UsageOf,
+        domain: tuple[int, DomainID] | None = None,
+    ) -> None:
+        self.placements = tuple(placements)
+        self.usage_of = usage_of
+        self.domain = domain
+        self._usage: dict[WorkloadKey, tuple[Mapping[DomainID, Mapping[str, int]], ...]] = {}
+        self._out: dict[WorkloadKey, Contender] = {}
+
+    def _taken(self, key: WorkloadKey) -> tuple[Mapping[DomainID, Mapping[str, int]], ...]:
+        found = self._usage.get(key)
+        if found is None:
+            found = self._usage[key] = tuple(
+                self.usage_of(key, placement.flavor) for placement in self.placements
+            )
+        return found
+
+    def holds(self, contender: Contender) -> bool:
+        """Whether the Workload has pods on these flavors' nodes."""
+        return any(self._taken(contender.key))
+
+    def helps(self, contender: Contender) -> bool:
+        """Whether taking the Workload out frees room where this search looks."""
+        taken = self._taken(contender.key)
+        if self.domain is None:
+            return any(taken)
+        level, values = self.domain
+        leaves = self.placements[0].view.leaves
+        for leaf_key in taken[0]:
+            leaf = leaves.get(leaf_key)
+            if leaf is not None and leaf.id[: level + 1] == values:
+                return True
+        return False
+
+    def move(self, contender: Contender, out: bool) -> None:
+        """Take the Workload's pods off the nodes (`out`) or put them back."""
+        if out == (contender.key in self._out):
+            return
+        if out:
+            self._out[contender.key] = contender
+        else:
+            del self._out[contender.key]
+        sign = -1 if out else 1
+        for placement, usage in zip(self.placements, self._taken(contender.key), strict=True):
+            for leaf, amounts in usage.items():
+                placement.view.add_usage(leaf, amounts, sign)
+
+    def restore(self) -> None:
+        """Put back every Workload still taken out."""
+        for contender in list(self._out.values()):
+            self.move(contender, out=False)
+
+    def fits(self) -> bool:
+        """Whether every pod set finds a place on the nodes as they now stand."""
+        return all(
+            find_assignments(placement.view, placement.requests)[1] is None
+            for placement in self.placements
+        )
