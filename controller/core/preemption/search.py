@@ -18,11 +18,10 @@
 5. A victim whose pods above `minCount` may go one by one (`disruptionMode: Pod`, or
    `semi-preemptible`) loses only as many of those pods as needed.
 6. A topology-aware preemptor (`nodes`, preemption/nodes.py) fits only when its pod sets
-   also find a place on the nodes once the victims are gone. A search for one domain
-   walks that domain's candidates first (in the order above), then the others (they only
-   free quota); once the quota fits, only candidates that free room in the domain are
-   taken, and the walk-back spares every victim that neither the quota nor the nodes
-   need.
+   also find a place on the nodes once the victims are gone. Once the quota fits, only
+   candidates that free room where the search looks (its domain) are taken; when that
+   walk finds nothing, a second one takes the domain's candidates first. The walk-back
+   spares every victim that neither the quota nor the nodes need.
 
 All simulated removals are undone before returning: the state is unchanged.
 """
@@ -145,18 +144,24 @@ def find_victims(
             ),
             lambda c: local_queue_usage(c.contender),
         )
+    orders = [ordered]
     if nodes is not None and nodes.domain is not None:
-        # One domain's search: its Workloads first (they free quota and room there), in
-        # their order, then the others — which only free quota.
+        # One domain's search, when the order alone finds nothing: the domain's Workloads
+        # first (they free quota and room there), then the others, which only free quota
+        # (taken first, those can leave a lender within its quota, and the domain's
+        # Workloads of that queue may then no longer be reclaimed).
         inside = [c for c in ordered if nodes.helps(c.contender)]
-        ordered = inside + [c for c in ordered if not nodes.helps(c.contender)]
-    for allow_borrowing in _attempts(tree, cq, short, ordered, may_borrow):
-        with simulating(tree, nodes) as simulation:
-            found = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)
-        for choice in ordered:
-            choice.pods = 0
-        if found is not None:
-            return found
+        first = inside + [c for c in ordered if not nodes.helps(c.contender)]
+        if first != ordered:
+            orders.append(first)
+    for order in orders:
+        for allow_borrowing in _attempts(tree, cq, short, order, may_borrow):
+            with simulating(tree, nodes) as simulation:
+                found = _attempt(tree, cq, usage, short, order, allow_borrowing, simulation)
+            for choice in order:
+                choice.pods = 0
+            if found is not None:
+                return found
     return None
 
 
