@@ -103,3 +103,14 @@ def test_reclaim_within_cohort_single_workload_is_preempted_out_three_candidates
     assert victims(result, "default/b1") == [
         ("default/a1-admitted", "tas-cq-a", "InCohortReclamation")
     ]
+
+
+def test_multi_layer_block_required_rack_slices_of_4_host_slices_of_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """TestFindTopologyAssignments' multi-layer case through the whole plan: 8 pods in one
+    block, racks of 4, hosts of 2; x1 (1 cpu) holds no host slice, so r1's 4 pods go to
+    x2 and r2's to x3 and x4 (Kueue: x2×4, x3×2, x4×2)."""
+    result = plan("multi-layer-block-required-rack-slices-of-4-host-slices-of-2", capsys)
+    [admitted] = result["admitted"]
+    assert admitted["podSets"][0]["topology"] == "kubernetes.io/hostname: x2×4, x3×2, x4×2"

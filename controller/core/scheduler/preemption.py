@@ -201,9 +201,7 @@ class VictimSearches:
         if found and may_borrow and preemptor.needs_borrowing:
             contested = self._contested_after(cq, usage, short, preemptor, found)
             if contested is not None:
-                found = self._find(
-                    cq, usage, short, preemptor, False, in_reach, protection, nodes
-                )
+                found = self._find(cq, usage, short, preemptor, False, in_reach, protection, nodes)
         return found, contested
 
     def _find(

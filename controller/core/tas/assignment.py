@@ -1,6 +1,7 @@
 """Where a pod set's pods go in a TAS flavor (Kueue's `findTopologyAssignment` in
 `pkg/cache/scheduler/tas_flavor_snapshot.go`, with Kueue's default feature gates:
-`TASProfileMixed` on, `TASBalancedPlacement` and `TASRespectNodeAffinityPreferred` off).
+`TASProfileMixed` and `TASMultiLayerTopology` on, `TASBalancedPlacement` and
+`TASRespectNodeAffinityPreferred` off).
 
 1. Count, for every domain, how many pods (and slices) of the request fit: a leaf by its
    free capacity, a parent as the sum of its children (`counts.py`).
@@ -10,7 +11,8 @@
    over as few domains as it can; `unconstrained` (least free capacity first) spreads at
    the lowest level.
 3. Walk down to the leaves, at each level keeping as few domains as hold the pods, the
-   tightest last.
+   tightest last; below the slice level, in groups of an inner slice layer's size where
+   one applies (multi-layer slices: a child domain counts only whole groups).
 
 A pod set group (`podSetGroupName`: a leader pod set of one pod and its workers) is placed
 together: counts are also kept "with the leader" and the leader goes where it fits.
@@ -25,6 +27,7 @@ from controller.core.model.selectors import Requirement
 from controller.core.model.topology import TopologyRequest
 from controller.core.model.workloads import Toleration
 from controller.core.tas.counts import SearchState, fill_counts, with_pod
+from controller.core.tas.slices import inner_slices, layers_not_fit
 from controller.core.tas.snapshot import Domain, DomainID, TopologySnapshot
 
 __all__ = [
@@ -134,11 +137,11 @@ class _Placement:
                 if capacity >= slice_count:
                     return level, [candidate]
             if state.required:
-                return self.not_fit(ordered[-1].pod_count, slice_count, state)
+                return self.not_fit(ordered[-1].pod_count, slice_count, state, level)
         if top.slice_count_with_leader >= slice_count and top.leader_count >= state.leader_count:
             return level, [top]
         if state.required:
-            return self.not_fit(top.slice_count, slice_count, state)
+            return self.not_fit(top.slice_count, slice_count, state, level)
         if level > 0 and not state.unconstrained:
             return self.find_level(level - 1, state)
         return self.spread(level, ordered, slice_count, state)
@@ -163,7 +166,7 @@ class _Placement:
             remaining -= domain.slice_count_with_leader
             i += 1
         if remaining_leaders > 0:
-            return self.not_fit(state.leader_count - remaining_leaders, slice_count, state)
+            return self.not_fit(state.leader_count - remaining_leaders, slice_count, state, level)
         rest = self.sorted_domains(ordered[i:], state.unconstrained)
         j = 0
         while remaining > 0 and j < len(rest):
@@ -174,10 +177,12 @@ class _Placement:
             remaining -= domain.slice_count
             j += 1
         if remaining > 0:
-            return self.not_fit(slice_count - remaining, slice_count, state)
+            return self.not_fit(slice_count - remaining, slice_count, state, level)
         return level, results
 
-    def not_fit(self, fit: int, wanted: int, state: SearchState) -> str:
+    def not_fit(self, fit: int, wanted: int, state: SearchState, level: int) -> str:
+        if state.layers:
+            return layers_not_fit(self.s, level, state)
         unit = "pod" if state.slice_size == 1 else "slice"
         name = f'"{self.s.topology}"'
         if fit <= 0:
@@ -301,11 +306,22 @@ class _Placement:
             )
             level += 1
         while level < last:
+            # below the outermost slice level: single pods, or an inner layer's groups
+            size = state.size_at_level.get(level + 1, 1)
             chosen: list[Domain] = []
             for domain in current:
                 children = self.sorted_domains(domain.children, state.unconstrained)
+                if size > 1:  # the counts were of the outermost layer's slices
+                    for child in children:
+                        child.slice_count = child.pod_count // size
+                        child.slice_count_with_leader = child.pod_count_with_leader // size
                 chosen += self.minimum(
-                    children, domain.pod_count, domain.leader_count, 1, state.unconstrained, False
+                    children,
+                    domain.pod_count,
+                    domain.leader_count,
+                    size,
+                    state.unconstrained,
+                    size > 1,
                 )
             current = chosen
             level += 1
@@ -368,6 +384,9 @@ def find_assignment(
     if level > slice_level:
         return f"podset slice topology {slice_key} is above the podset topology {key}"
     state.slice_level = slice_level
+    inner = inner_slices(snapshot, topology, state)
+    if inner is not None:
+        return inner
     placement = _Placement(snapshot)
     fill_counts(snapshot, workers, leader, state, assumed or {})
     found = placement.find_level(level, state)

@@ -50,6 +50,10 @@ class SearchState:
     unconstrained: bool = False
     level: int = 0
     slice_level: int = 0
+    # Multi-layer slices (Kueue's `sliceSizeAtLevel`): below the outermost slice level, the
+    # size pods are grouped in at a level (levels without one: single pods).
+    size_at_level: dict[int, int] = field(default_factory=dict)
+    layers: tuple[tuple[str, int], ...] = ()  # every slice layer, when there are inner ones
     excluded: Exclusions = field(default_factory=Exclusions)
 
 
@@ -146,13 +150,17 @@ def _fill(domain: Domain, state: SearchState, level: int) -> None:
     pods = slices = leader_count = 0
     contributes = False
     min_pod_gap = min_slice_gap = 1 << 62
+    # an inner slice layer at the children's level: they give only whole groups of its size
+    inner = state.size_at_level.get(level + 1, 1)
     for child in domain.children:
         _fill(child, state, level + 1)
-        pods += child.pod_count
+        child_pods = child.pod_count // inner * inner
+        child_pods_with_leader = child.pod_count_with_leader // inner * inner
+        pods += child_pods
         slices += child.slice_count
         if state.leader_count == 0 or child.leader_count > 0:
             contributes = True
-            min_pod_gap = min(min_pod_gap, child.pod_count - child.pod_count_with_leader)
+            min_pod_gap = min(min_pod_gap, child_pods - child_pods_with_leader)
             min_slice_gap = min(min_slice_gap, child.slice_count - child.slice_count_with_leader)
         leader_count = max(leader_count, child.leader_count)
     domain.pod_count = pods
