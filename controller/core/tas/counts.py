@@ -4,7 +4,7 @@ nodes a pod set cannot use left out and counted (for Kueue's not-fit message).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,16 @@ from controller.core.tas.snapshot import ONE_POD, Domain, DomainID, TopologySnap
 if TYPE_CHECKING:  # the request types are the search's
     from controller.core.tas.assignment import PodSetRequest
 
-__all__ = ["Exclusions", "SearchState", "count_with_limit", "fill_counts", "with_pod"]
+__all__ = [
+    "Exclusions",
+    "SearchState",
+    "count_with_limit",
+    "fill_counts",
+    "refill",
+    "sorted_domains",
+    "sorted_with_leader",
+    "with_pod",
+]
 
 _EVALUATED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -141,6 +150,12 @@ def fill_counts(
         _fill(root, state, 0)
 
 
+def refill(domain: Domain, state: SearchState, level: int) -> None:
+    """Count a domain of `level` again from its leaves' counts (Kueue's
+    `fillInCountsHelper`)."""
+    _fill(domain, state, level)
+
+
 def _fill(domain: Domain, state: SearchState, level: int) -> None:
     if not domain.children:
         if level == state.slice_level:
@@ -176,3 +191,25 @@ def _fill(domain: Domain, state: SearchState, level: int) -> None:
         slices_with_leader = domain.pod_count_with_leader // state.slice_size
     domain.slice_count = slices
     domain.slice_count_with_leader = slices_with_leader
+
+
+def sorted_with_leader(domains: Iterable[Domain], least_free: bool) -> list[Domain]:
+    """Kueue's `sortedDomainsWithLeader`: those that take the leader first, then by slices
+    (most first, or least with `least_free`), fewer pods, values."""
+    sign = 1 if least_free else -1
+    return sorted(
+        domains,
+        key=lambda d: (
+            -d.leader_count,
+            sign * d.slice_count_with_leader,
+            d.pod_count_with_leader,
+            d.id,
+        ),
+    )
+
+
+def sorted_domains(domains: Iterable[Domain], least_free: bool) -> list[Domain]:
+    """Kueue's `sortedDomains`: by slices (most first, or least with `least_free`), fewer
+    pods, values."""
+    sign = 1 if least_free else -1
+    return sorted(domains, key=lambda d: (sign * d.slice_count, d.pod_count, d.id))

@@ -85,6 +85,9 @@ class TopologySnapshot:
         tas_usage: Mapping[DomainID, Mapping[str, int]] | None = None,
     ) -> None:
         self.topology = topology
+        # Kueue's feature gates the placement reads (TASCache sets them)
+        self.balanced_placement = False  # TASBalancedPlacement (alpha, off)
+        self.multi_layer = True  # TASMultiLayerTopology (beta, on)
         self.levels: tuple[str, ...] = tuple(levels)
         self.lowest_is_node = self.levels[-1] == HOSTNAME_LABEL
         self.domains_per_level: list[dict[DomainID, Domain]] = [{} for _ in self.levels]

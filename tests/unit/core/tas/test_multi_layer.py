@@ -135,3 +135,14 @@ def test_an_inner_layer_groups_every_level_down_to_its_own() -> None:
     spec = nodes(("b1-r1-x1", "3"), ("b1-r2-x2", "3"), ("b1-r2-x3", "1"))
     request = layered(4, BLOCK, (BLOCK, 4), (HOST, 2))
     assert place(spec, request) == {"x1": 2, "x2": 2}
+
+
+def test_without_the_gate_only_the_outermost_layer_is_placed() -> None:
+    """TASMultiLayerTopology off: the inner host layer is not applied (Kueue's case gives
+    the same pods the single rack-slice layer places: x1 1, x2 3, x3 3, x4 1)."""
+    spec = nodes(("b1-r1-x1", "1"), ("b1-r1-x2", "4"), ("b1-r2-x3", "3"), ("b1-r2-x4", "4"))
+    view = snapshot(spec, THREE_LEVELS)
+    view.multi_layer = False
+    found, reason = find_assignments(view, [layered(8, BLOCK, (RACK, 4), (HOST, 2))])
+    assert reason is None
+    assert {v[-1]: n for v, n in found["main"].domains} == {"x1": 1, "x2": 3, "x3": 3, "x4": 1}
