@@ -39,6 +39,7 @@ from controller.core.state import ClusterState
 __all__ = [
     "VictimSearches",
     "may_preempt",
+    "nominate_victims",
     "plan_preemption",
     "preemption_oracle",
     "preemption_victims",
@@ -434,10 +435,20 @@ def plan_preemption(
     victims = preemption_victims(cq, workload, assignment, searches)
     if victims is None:
         return None
-    key = workload.key
-    admit = Admit.from_assignment(key, cq.name, assignment, borrowing=False)
+    return nominate_victims(state, cq, workload, assignment, victims)
+
+
+def nominate_victims(
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    assignment: FlavorAssignment,
+    victims: tuple[Victim, ...],
+) -> Preempt:
+    """Nominate the preemptor (its capacity held) and decide its victims' eviction."""
+    admit = Admit.from_assignment(workload.key, cq.name, assignment, borrowing=False)
     state.nominate(Nomination(admit, victims, dict(assignment.usage)))
-    return Preempt(key, cq.name, victims, admit)
+    return Preempt(workload.key, cq.name, victims, admit)
 
 
 def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controller.core.decisions import Admit, Nomination, Preempt
+from controller.core.decisions import Preempt
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.nodes import NodeRoom, Placement
 from controller.core.preemption.types import Contender, Victim
 from controller.core.scheduler.flavor_assignment import FlavorAssignment, Mode
-from controller.core.scheduler.preemption import VictimSearches
+from controller.core.scheduler.preemption import VictimSearches, nominate_victims
 from controller.core.scheduler.topology import tas_requests
 from controller.core.state import ClusterState
 from controller.core.tas.snapshot import DomainID
@@ -159,6 +159,4 @@ def plan_topology_preemption(
     victims = topology_victims(state, cq, workload, assignment, searches)
     if victims is None:
         return None
-    admit = Admit.from_assignment(workload.key, cq.name, assignment, borrowing=False)
-    state.nominate(Nomination(admit, victims, dict(assignment.usage)))
-    return Preempt(workload.key, cq.name, victims, admit)
+    return nominate_victims(state, cq, workload, assignment, victims)

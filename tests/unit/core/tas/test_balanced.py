@@ -48,6 +48,16 @@ def request(
     return PodSetRequest(name, count, milli({"example.com/gpu": gpu}), topology)
 
 
+SUB_BLOCK_NODES = gpu_nodes(
+    20,
+    ("b1-sb1-r1-x1", 18),
+    ("b1-sb1-r2-x2", 8),
+    ("b1-sb2-r3-x3", 15),
+    ("b1-sb2-r4-x4", 9),
+    ("b1-sb2-r4-x5", 7),
+)
+
+
 @dataclass(frozen=True)
 class Case:
     nodes: tuple[Node, ...]
@@ -88,27 +98,13 @@ CASES = {
         {"main": {"x3": 15, "x4": 10}},
     ),
     "four level topology; slice two levels below balanced level": Case(
-        gpu_nodes(
-            20,
-            ("b1-sb1-r1-x1", 18),
-            ("b1-sb1-r2-x2", 8),
-            ("b1-sb2-r3-x3", 15),
-            ("b1-sb2-r4-x4", 9),
-            ("b1-sb2-r4-x5", 7),
-        ),
+        SUB_BLOCK_NODES,
         (request(20, preferred=SUB_BLOCK, slice_level=HOST, slice_size=2),),
         {"main": {"x3": 10, "x4": 8, "x5": 2}},
         FOUR_LEVELS,
     ),
     "four level topology; slice one level below balanced level": Case(
-        gpu_nodes(
-            20,
-            ("b1-sb1-r1-x1", 18),
-            ("b1-sb1-r2-x2", 8),
-            ("b1-sb2-r3-x3", 15),
-            ("b1-sb2-r4-x4", 9),
-            ("b1-sb2-r4-x5", 7),
-        ),
+        SUB_BLOCK_NODES,
         (request(20, preferred=SUB_BLOCK, slice_level=RACK, slice_size=2),),
         {"main": {"x3": 10, "x4": 3, "x5": 7}},
         FOUR_LEVELS,
