@@ -114,3 +114,28 @@ def test_multi_layer_block_required_rack_slices_of_4_host_slices_of_2(
     result = plan("multi-layer-block-required-rack-slices-of-4-host-slices-of-2", capsys)
     [admitted] = result["admitted"]
     assert admitted["podSets"][0]["topology"] == "kubernetes.io/hostname: x2×4, x3×2, x4×2"
+
+
+def test_with_pods_count_usage_pressure_on_nodes_only_low_priority_workload_is_preempted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The node takes one pod only (allocatable pods: 1): the waiting Workload needs the
+    admitted one's pod gone, not only its cpus."""
+    result = plan(
+        "with-pods-count-usage-pressure-on-nodes-only-low-priority-workload-is-preempted", capsys
+    )
+    assert result["admitted"] == []
+    assert victims(result, "default/high-priority-waiting") == [
+        ("default/low-priority-admitted", "tas-main", "InClusterQueue")
+    ]
+
+
+def test_workload_which_requires_borrowing_gets_scheduled(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """6 pods of 1 cpu in tas-cq-a (nominal 4) borrow from tas-cq-b and are spread over
+    the two nodes as preferred: x1 1 (3 cpus), y1 5 (Kueue: the same domains)."""
+    result = plan("workload-which-requires-borrowing-gets-scheduled", capsys)
+    [admitted] = result["admitted"]
+    assert admitted["workload"] == "default/a1" and admitted["borrowing"] is True
+    assert admitted["podSets"][0]["topology"] == "kubernetes.io/hostname: x1×1, y1×5"
