@@ -139,3 +139,16 @@ def test_workload_which_requires_borrowing_gets_scheduled(
     [admitted] = result["admitted"]
     assert admitted["workload"] == "default/a1" and admitted["borrowing"] is True
     assert admitted["podSets"][0]["topology"] == "kubernetes.io/hostname: x1×1, y1×5"
+
+
+def test_workload_preempted_due_to_quota_is_using_deleted_node(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The quota (10 cpus) is short by the 5 a priority-1 Workload holds on a node that no
+    longer exists (z1); the nodes x1 and y1 have room for the 10 pods. The victim is the
+    quota's, whose leaving frees nothing on the nodes — none is needed."""
+    result = plan("workload-preempted-due-to-quota-is-using-deleted-node", capsys)
+    assert result["admitted"] == []
+    assert victims(result, "default/foo") == [
+        ("default/low-priority-admitted", "tas-main", "InClusterQueue")
+    ]
