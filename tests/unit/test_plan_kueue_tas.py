@@ -152,3 +152,20 @@ def test_workload_preempted_due_to_quota_is_using_deleted_node(
     assert victims(result, "default/foo") == [
         ("default/low-priority-admitted", "tas-main", "InClusterQueue")
     ]
+
+
+def test_multi_layer_topology_host_slice_rounding_makes_rack_slice_impossible_nofit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two 3-cpu hosts hold one 2-pod host slice each (the third cpu of each is left), so
+    the rack holds 4 pods, short of one 6-pod rack slice: pending with Kueue's multi-layer
+    message (quotagate adds the largest free domain)."""
+    result = plan(
+        "multi-layer-topology-host-slice-rounding-makes-rack-slice-impossible-nofit", capsys
+    )
+    assert result["admitted"] == [] and result["preempting"] == []
+    [pending] = result["pending"]
+    assert pending["reason"].startswith(
+        'pod set one: topology "tas-three-level" doesn\'t allow to fit; 0/1 slice(s) fit on '
+        "level cloud.provider.com/rack; 2/3 slice(s) fit on level kubernetes.io/hostname"
+    )
