@@ -4,14 +4,17 @@ search for a pod set in a TAS flavor must free quota AND leave it a place on the
 A `NodeRoom` is what one search sees of the nodes: the flavors' views with the pod sets to
 place there, what each admitted Workload takes from their leaves, and the domain the search
 is for (at the level asked for). Taking a victim out of the simulation takes its pods off
-the nodes too; `fits` says whether every pod set then finds a place. A victim with pods on
+the nodes too; `fits` says whether every pod set then finds a place — in the domain, for a
+domain's search (KEP-5710: the victims that let the preemptor fit *there*), anywhere
+otherwise. A victim with pods on
 the nodes goes whole: which of its pods would leave is not known, so none is counted gone
 until all are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from controller.core.model.workloads import WorkloadKey
@@ -40,19 +43,39 @@ class NodeRoom:
     on the nodes: those with pods in it; None: any with pods in the flavors. The views are
     changed while victims are taken out and given back exactly by `restore`."""
 
-    __slots__ = ("_out", "_usage", "domain", "placements", "usage_of")
+    __slots__ = (
+        "_fit",
+        "_out",
+        "_usage",
+        "_version",
+        "_views",
+        "domain",
+        "inside",
+        "placements",
+        "usage_of",
+    )
 
     def __init__(
         self,
         placements: Sequence[Placement],
         usage_of: UsageOf,
         domain: tuple[int, DomainID] | None = None,
+        inside: AbstractSet[WorkloadKey] | None = None,
     ) -> None:
         self.placements = tuple(placements)
         self.usage_of = usage_of
         self.domain = domain
+        self.inside = inside  # the Workloads with pods in the domain, when known
+        # `fits` is asked again after every move; only moves where the search looks (the
+        # domain) can change its answer, so it is kept until one of those.
+        self._version = 0
+        self._fit: tuple[int, bool] | None = None
         self._usage: dict[WorkloadKey, tuple[Mapping[DomainID, Mapping[str, int]], ...]] = {}
         self._out: dict[WorkloadKey, Contender] = {}
+        # The views the pods must fit in: the domain alone (one placement), else the flavors'.
+        self._views = [p.view for p in self.placements]
+        if domain is not None:
+            self._views[0] = self.placements[0].view.restricted(domain[1])
 
     def _taken(self, key: WorkloadKey) -> tuple[Mapping[DomainID, Mapping[str, int]], ...]:
         found = self._usage.get(key)
@@ -68,6 +91,8 @@ class NodeRoom:
 
     def helps(self, contender: Contender) -> bool:
         """Whether taking the Workload out frees room where this search looks."""
+        if self.inside is not None:
+            return contender.key in self.inside
         taken = self._taken(contender.key)
         if self.domain is None:
             return any(taken)
@@ -87,6 +112,8 @@ class NodeRoom:
             self._out[contender.key] = contender
         else:
             del self._out[contender.key]
+        if self.domain is None or self.helps(contender):
+            self._version += 1
         sign = -1 if out else 1
         for placement, usage in zip(self.placements, self._taken(contender.key), strict=True):
             for leaf, amounts in usage.items():
@@ -98,8 +125,23 @@ class NodeRoom:
             self.move(contender, out=False)
 
     def fits(self) -> bool:
-        """Whether every pod set finds a place on the nodes as they now stand."""
-        return all(
-            find_assignments(placement.view, placement.requests)[1] is None
-            for placement in self.placements
+        """Whether every pod set finds a place on the nodes as they now stand (with a
+        domain: in that domain)."""
+        if self._fit is not None and self._fit[0] == self._version:
+            return self._fit[1]
+        fit = all(
+            find_assignments(view, placement.requests)[1] is None
+            for view, placement in zip(self._views, self.placements, strict=True)
         )
+        self._fit = (self._version, fit)
+        return fit
+
+    def could_fit(self, contenders: Iterable[Contender]) -> bool:
+        """Whether the pod sets would fit were every one of `contenders` gone (a bound:
+        no victim set among them does better); the views are left as they were."""
+        for contender in contenders:
+            self.move(contender, out=True)
+        try:
+            return self.fits()
+        finally:
+            self.restore()

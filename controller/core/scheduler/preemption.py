@@ -24,7 +24,7 @@ from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.policy import Preemptor
-from controller.core.preemption.search import find_victims
+from controller.core.preemption.search import Ordered, find_victims
 from controller.core.preemption.types import Contender, Victim
 from controller.core.scheduler.contenders import ContenderCache
 from controller.core.scheduler.flavor_assignment import (
@@ -159,12 +159,14 @@ class VictimSearches:
         usage: dict[FlavorResource, int],
         short: frozenset[FlavorResource],
         nodes: NodeRoom,
+        orders: dict[bool, Ordered | None] | None = None,
     ) -> tuple[Victim, ...] | None:
         """The minimal victim set that lets a topology-aware `workload` use `usage` in `cq`
         and place its pods on the nodes as `nodes` sees them (one domain's search). Not kept:
-        the answer depends on the nodes as well as on the quota."""
+        the answer depends on the nodes as well as on the quota; `orders` keeps the ordered
+        candidates between the searches of one preemptor's domains."""
         protection = RuntimeProtection(self.now, self._minimum_runtimes)
-        return self._search(cq, workload, usage, short, protection, nodes)[0]
+        return self._search(cq, workload, usage, short, protection, nodes, orders)[0]
 
     def _search(
         self,
@@ -174,6 +176,7 @@ class VictimSearches:
         short: frozenset[FlavorResource],
         protection: RuntimeProtection,
         nodes: NodeRoom | None = None,
+        orders: dict[bool, Ordered | None] | None = None,
     ) -> tuple[tuple[Victim, ...] | None, str | None]:
         """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
         (under fair sharing when the state has it); and the queue that kept the preemptor
@@ -198,11 +201,15 @@ class VictimSearches:
             contested = self._contested(cq, preemptor, short)
             may_borrow = contested is None
         in_reach = self.contenders.in_reach(state, cq.name, short)
-        found = self._find(cq, usage, short, preemptor, may_borrow, in_reach, protection, nodes)
+        found = self._find(
+            cq, usage, short, preemptor, may_borrow, in_reach, protection, nodes, orders
+        )
         if found and may_borrow and preemptor.needs_borrowing:
             contested = self._contested_after(cq, usage, short, preemptor, found)
             if contested is not None:
-                found = self._find(cq, usage, short, preemptor, False, in_reach, protection, nodes)
+                found = self._find(
+                    cq, usage, short, preemptor, False, in_reach, protection, nodes, orders
+                )
         return found, contested
 
     def _find(
@@ -215,6 +222,7 @@ class VictimSearches:
         in_reach: dict[str, list[Contender]],
         protection: RuntimeProtection,
         nodes: NodeRoom | None = None,
+        orders: dict[bool, Ordered | None] | None = None,
     ) -> tuple[Victim, ...] | None:
         state = self.state
         usage_of = self.local_queue_usage if state.admission_fair_sharing is not None else None
@@ -245,6 +253,7 @@ class VictimSearches:
             protection,
             usage_of,
             nodes,
+            orders,
         )
 
     def _contested_after(

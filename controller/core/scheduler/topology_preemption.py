@@ -26,6 +26,7 @@ from controller.core.decisions import Preempt
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.nodes import NodeRoom, Placement
+from controller.core.preemption.search import Ordered
 from controller.core.preemption.types import Contender, Victim
 from controller.core.scheduler.flavor_assignment import FlavorAssignment, Mode
 from controller.core.scheduler.preemption import VictimSearches, nominate_victims
@@ -77,21 +78,24 @@ def _short(state: ClusterState, assignment: FlavorAssignment) -> frozenset[Flavo
 
 def _domains(
     state: ClusterState, placement: Placement, contenders: Mapping[str, list[Contender]]
-) -> tuple[int, list[DomainID]] | None:
-    """The level asked for and its domains holding a candidate's pods."""
+) -> tuple[int, dict[DomainID, list[Contender]]] | None:
+    """The level asked for and its domains holding a candidate's pods, with those
+    candidates."""
     view = placement.view
     topology = placement.requests[0].topology
     level = view.level_index(topology.required or topology.preferred or view.levels[-1])
     if level is None:
         return None
-    found: set[DomainID] = set()
+    found: dict[DomainID, list[Contender]] = {}
     for members in contenders.values():
         for contender in members:
+            seen: set[DomainID] = set()
             for leaf_key in state.tas.usage_of(contender.key, placement.flavor):
                 leaf = view.leaves.get(leaf_key)
-                if leaf is not None:
-                    found.add(leaf.id[: level + 1])
-    return level, sorted(found)
+                if leaf is not None and leaf.id[: level + 1] not in seen:
+                    seen.add(leaf.id[: level + 1])
+                    found.setdefault(leaf.id[: level + 1], []).append(contender)
+    return level, found
 
 
 def _cost(
@@ -136,15 +140,21 @@ def topology_victims(
     level, domains = split
     by_key = {c.key: c for members in contenders.values() for c in members}
     best: tuple[_Cost, tuple[Victim, ...]] | None = None
-    for domain in domains:
-        room = NodeRoom(placements, state.tas.usage_of, (level, domain))
-        victims = searches.topology_victims(cq, workload, usage, short, room)
+    orders: dict[bool, Ordered | None] = {}  # the candidates' order, kept across domains
+    for domain in sorted(domains):
+        inside = domains[domain]
+        room = NodeRoom(placements, state.tas.usage_of, (level, domain), {c.key for c in inside})
+        if not room.could_fit(inside):
+            continue  # not even with every Workload there gone
+        victims = searches.topology_victims(cq, workload, usage, short, room, orders)
         if not victims:
             continue
         cost = _cost(victims, by_key, domain)
         if best is None or cost < best[0]:
             best = (cost, victims)
-    return best[1] if best is not None else None
+    if best is None:  # no single domain: a placement over several (preferred), if any
+        return searches.topology_victims(cq, workload, usage, short, whole) or None
+    return best[1]
 
 
 def plan_topology_preemption(
