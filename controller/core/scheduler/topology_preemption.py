@@ -7,11 +7,13 @@ Candidates are those of the ordinary victim search (preemption/search.py): the
 ClusterQueue's own under `withinClusterQueue`, the cohort's borrowing queues under
 `reclaimWithinCohort` and `borrowWithinCohort`, never a non-preemptible Workload, in our
 order (priority, then `preemptionCost`). The search runs once per domain of the level
-asked for (preemption/nodes.py): there, once the quota fits, only Workloads with pods in
-that domain are taken, and the walk-back leaves the minimal set. The domain whose victim
-set is cheapest wins: lowest highest priority, then lowest total `preemptionCost`, then
-fewest victims, then the domain's values. When the nodes already hold the pod sets (only
-quota is short), one search over all the candidates is enough.
+asked for (preemption/nodes.py): the pod sets must fit in that domain; once the quota fits,
+only Workloads with pods there are taken, and the walk-back leaves the minimal set. A domain
+that could not hold them even with all its Workloads gone is skipped. The domain whose
+victim set is cheapest wins: lowest highest priority, then lowest total `preemptionCost`,
+then fewest victims, then the domain's values. When the nodes already hold the pod sets
+(only quota is short), or no single domain can be freed (a preferred request may spread),
+one search with the pods placed anywhere is made.
 
 Kueue runs one search whose fit test places the pods anywhere
 (`preemption.go`'s `workloadFits`); its victims follow the quota order and may be spread
