@@ -36,7 +36,13 @@ from controller.core.scheduler.topology import tas_requests
 from controller.core.state import ClusterState
 from controller.core.tas.snapshot import DomainID
 
-__all__ = ["plan_topology_preemption", "topology_placements", "uses_topology"]
+__all__ = [
+    "plan_topology_preemption",
+    "short_of",
+    "topology_placements",
+    "topology_victims",
+    "uses_topology",
+]
 
 _Cost = tuple[int, int, int, DomainID]
 
@@ -65,7 +71,7 @@ def topology_placements(
     return placements or None
 
 
-def _short(state: ClusterState, assignment: FlavorAssignment) -> frozenset[FlavorResource]:
+def short_of(state: ClusterState, assignment: FlavorAssignment) -> frozenset[FlavorResource]:
     """What the search frees: the pairs the quota lacks, and every pair of a TAS pod set
     (as Kueue marks them all `Preempt` when the pod set fits no domain)."""
     short = set()
@@ -127,7 +133,7 @@ def topology_victims(
     if placements is None:
         return None
     usage = dict(assignment.usage)
-    short = _short(state, assignment)
+    short = short_of(state, assignment)
     if searches.victims(cq, workload, usage, short) is None:
         # not even freeing the quota alone is possible: nothing frees quota and nodes
         return None
