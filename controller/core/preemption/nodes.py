@@ -39,8 +39,9 @@ class Placement:
 
 class NodeRoom:
     """The nodes as one victim search sees them. `domain` (a level index and a domain's
-    values there, in the first placement's view) limits which victims count as making room
-    on the nodes: those with pods in it; None: any with pods in the flavors. The views are
+    values there, in the first and only placement's view) is where the pods must fit and
+    which victims count as making room: those with pods in it (`inside`, when the caller
+    knows them); None: anywhere, and any Workload with pods in the flavors. The views are
     changed while victims are taken out and given back exactly by `restore`."""
 
     __slots__ = (
