@@ -24,7 +24,7 @@ from controller.core.model.workloads import PodSet, Workload
 from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.core.tas.encoding import decode
-from tests.unit.core.builders import add, cluster, cq, m, settle, wl
+from tests.unit.core.builders import add, cluster, cq, group, m, settle, wl
 from tests.unit.core.tas.builders import BLOCK, HOST, RACK, THREE_LEVELS, node
 
 TAS = ResourceFlavor("tas", {"pool": "tas"}, topology_name="default")
@@ -237,3 +237,44 @@ def test_under_fair_sharing_victims_that_leave_no_rack_are_not_evicted() -> None
     result = run_cycle(state, 0)
     assert result.preempting == ()  # the fair search is not split by domain (docs/tas.md)
     assert "ns/big" not in state.cache.admitted
+
+
+def test_pod_sets_in_two_tas_flavors_get_victims_in_both() -> None:
+    """cpu pods in flavor tas-a, gpu pods in tas-b, each full with 4-pod Workloads: one
+    search over both (no domain split across flavors) takes a cpu Workload and the
+    priority-1 gpu one, never the priority-5 gpu one."""
+    tas_a = ResourceFlavor("tas-a", {"pool": "a"}, topology_name="default")
+    tas_b = ResourceFlavor("tas-b", {"pool": "b"}, topology_name="default")
+    queue = cq(
+        "cq",
+        groups=[group({"tas-a": {"cpu": "8"}}), group({"tas-b": {"example.com/gpu": "8"}})],
+        preemption=LOWER,
+    )
+    state = cluster(queue, flavors=[tas_a, tas_b])
+    state.set_topology(Topology("default", THREE_LEVELS))
+    for pool, resource in (("a", {"cpu": "4"}), ("b", {"gpu": "4"})):
+        for h in ("h1", "h2"):
+            name = f"{pool}-{h}"
+            state.set_node(
+                node(name, pool, "r1", name, labels={"pool": pool}, pods="110", **resource)
+            )
+    host = TopologyRequest(required=HOST)
+    cpu, gpu = {"cpu": m("1")}, {"example.com/gpu": m("1")}
+    for name, requests, on, priority in (
+        ("cpu-1", cpu, "a-h1", 1),
+        ("cpu-2", cpu, "a-h2", 1),
+        ("gpu-1", gpu, "b-h1", 1),
+        ("gpu-5", gpu, "b-h2", 5),
+    ):
+        pod_set = PodSet("main", 4, requests, {HOST: on}, topology=host)
+        add(state, replace(wl(name, pod_sets=[pod_set]), priority=priority))
+        settle(state)
+    assert len(state.cache.admitted) == 4
+    preemptor = wl(
+        "both",
+        pod_sets=[PodSet("cpu", 4, cpu, topology=host), PodSet("gpu", 4, gpu, topology=host)],
+    )
+    add(state, replace(preemptor, priority=3, creation_timestamp=1.0))
+    [preempt] = run_cycle(state, 0).preempting
+    victims = {v.workload_key for v in preempt.victims}
+    assert len(victims) == 2 and "ns/gpu-1" in victims and "ns/gpu-5" not in victims
