@@ -29,7 +29,7 @@ All simulated removals are undone before returning: the state is unchanged.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from api.constants import BorrowWithinCohortPolicy
@@ -216,43 +216,36 @@ def _search(
     ordered: Ordered,
     nodes: NodeRoom | None,
 ) -> tuple[Victim, ...] | None:
-    """Steps 3-6 over the ordered candidates."""
-    order = ordered.choices
+    """Steps 3-6 over the ordered candidates: each of Kueue's attempts, on each walk."""
     helpers = None  # where a domain's Workloads are in the order
     if nodes is not None and nodes.inside is not None:
         helpers = ordered.positions(nodes.inside)
-    found = _attempts_over(tree, cq, usage, short, order, ordered.attempts, nodes, helpers)
-    if found is None and helpers:
-        # One domain's search, when the order alone finds nothing: the domain's Workloads
-        # first (they free quota and room there), then the others, which only free quota
-        # (taken first, those can leave a lender within its quota, and the domain's
-        # Workloads of that queue may then no longer be reclaimed).
-        inside = [order[i] for i in helpers]
-        if inside != order[: len(inside)]:
-            chosen = set(helpers)
-            first = inside + [c for i, c in enumerate(order) if i not in chosen]
-            found = _attempts_over(
-                tree, cq, usage, short, first, ordered.attempts, nodes, list(range(len(inside)))
-            )
-    return found
-
-
-def _attempts_over(
-    tree: QuotaTree,
-    cq: ClusterQueue,
-    usage: Mapping[FlavorResource, int],
-    short: frozenset[FlavorResource],
-    order: list[Choice],
-    attempts: list[bool],
-    nodes: NodeRoom | None,
-    helpers: list[int] | None,
-) -> tuple[Victim, ...] | None:
-    for allow_borrowing in attempts:
-        with simulating(tree, nodes) as simulation:
-            found = _attempt(tree, cq, usage, short, order, allow_borrowing, simulation, helpers)
-        if found is not None:
-            return found
+    for order, positions in _walks(ordered.choices, helpers):
+        for allow_borrowing in ordered.attempts:
+            with simulating(tree, nodes) as simulation:
+                found = _attempt(
+                    tree, cq, usage, short, order, allow_borrowing, simulation, positions
+                )
+            if found is not None:
+                return found
     return None
+
+
+def _walks(
+    order: list[Choice], helpers: list[int] | None
+) -> Iterator[tuple[list[Choice], list[int] | None]]:
+    """The order; then, for one domain's search when the order alone finds nothing, the
+    domain's Workloads first (they free quota and room there) and the others after, which
+    only free quota (taken first, those can leave a lender within its quota, and the
+    domain's Workloads of that queue may then no longer be reclaimed)."""
+    yield order, helpers
+    if not helpers:
+        return
+    inside = [order[i] for i in helpers]
+    if inside != order[: len(inside)]:
+        chosen = set(helpers)
+        first = inside + [c for i, c in enumerate(order) if i not in chosen]
+        yield first, list(range(len(inside)))
 
 
 def _own_queue_only(
