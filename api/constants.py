@@ -383,6 +383,9 @@ POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-to
 POD_SET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
 POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
 POD_SET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-required-topology"
+POD_SET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION: Final = (
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+)
 POD_SET_SLICE_SIZE_ANNOTATION: Final = "kueue.x-k8s.io/podset-slice-size"
 POD_SET_GROUP_NAME_ANNOTATION: Final = "kueue.x-k8s.io/podset-group-name"
 """On a pod template: the topology a pod set asks for (Kueue's topology-aware scheduling);

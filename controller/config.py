@@ -420,7 +420,12 @@ class Visibility(_Section):
         return self
 
 
-IMPLEMENTED_FEATURE_GATES = {"PriorityBoost": False, "VisibilityOnDemand": True}
+IMPLEMENTED_FEATURE_GATES = {
+    "PriorityBoost": False,
+    "VisibilityOnDemand": True,
+    "TASBalancedPlacement": False,
+    "TASMultiLayerTopology": True,
+}
 """Kueue's feature gates quotagate reads from `featureGates`, with Kueue's defaults."""
 
 
@@ -473,7 +478,8 @@ class ControllerConfig(_Section):
     feature_gates: dict[str, bool] = Field(
         default_factory=dict,
         alias="featureGates",
-        description="Kueue's featureGates; read: PriorityBoost (off), VisibilityOnDemand (on)",
+        description="Kueue's featureGates; read: PriorityBoost (off), VisibilityOnDemand (on), "
+        "TASBalancedPlacement (off), TASMultiLayerTopology (on)",
     )
     integrations: Integrations = Field(default_factory=lambda: Integrations())
     metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
@@ -720,6 +726,10 @@ def configure_state(config: ControllerConfig, state: ClusterState) -> ClusterSta
         state.requeuing_timestamp = pods_ready.requeuing_strategy.timestamp
     state.preemptibility_threshold = config.preemptibility.priority_threshold
     state.priority_boost = config.gate("PriorityBoost")
+    state.tas.set_gates(
+        balanced_placement=config.gate("TASBalancedPlacement"),
+        multi_layer=config.gate("TASMultiLayerTopology"),
+    )
     state.fair_sharing = config.fair_sharing.core() if config.fair_sharing else None
     afs = config.admission_fair_sharing
     state.admission_fair_sharing = afs.core() if afs is not None else None

@@ -124,10 +124,18 @@ def translate(
     return out
 
 
+_READ_GATES = (
+    "PriorityBoost",
+    "VisibilityOnDemand",
+    "TASBalancedPlacement",
+    "TASMultiLayerTopology",
+)
+
+
 def _visibility(file: Mapping[str, Any], gates: Mapping[str, bool], out: Translation) -> None:
-    """The gates quotagate reads itself (PriorityBoost, VisibilityOnDemand) and where the
+    """The gates quotagate reads itself (`_READ_GATES`) and where the
     visibility API listens (`visibilityServer`; Kueue's defaults: every address, 8082)."""
-    read = {name: gates[name] for name in ("PriorityBoost", "VisibilityOnDemand") if name in gates}
+    read = {name: gates[name] for name in _READ_GATES if name in gates}
     if read:
         out.set("featureGates", read, True)
     server = file.get("visibilityServer") or {}

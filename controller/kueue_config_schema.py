@@ -305,6 +305,10 @@ IMPLEMENTED_GATES = {
     "ManagedJobsNamespaceSelectorAlwaysRespected": "always true, as in Kueue",
     "PriorityBoost": "the kueue.x-k8s.io/priority-boost annotation (docs/priority-boost.md)",
     "VisibilityOnDemand": "the visibility API is served only while true (Kueue's default)",
+    "TASBalancedPlacement": "balanced topology placement of preferred requests while true "
+    "(off by default, as in Kueue; docs/tas.md)",
+    "TASMultiLayerTopology": "slices in more than one layer are placed while true (Kueue's "
+    "default); false: only the outermost layer",
 }
 
 # Fields read into quotagate's settings (a list index is written `[]`).

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.config import ConfigError, ControllerConfig, load_config
+from controller.config import ConfigError, ControllerConfig, configure_state, load_config
 from controller.config_report import job_management, not_implemented
 from controller.core.model.resource_rules import QuotaCheckStrategy, Strategy
+from controller.core.state import ClusterState
 
 DATA = Path(__file__).parent / "data" / "kueue_configuration"
 HEAD = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
@@ -371,3 +372,17 @@ def test_plan_applies_the_files_resources(
             "resource nvidia.com/gpu-v100 unavailable in ClusterQueue gpus"
             in (result["pending"][0]["reason"])
         )
+
+
+def test_the_topology_placement_gates_reach_the_engine(tmp_path: Path) -> None:
+    """TASBalancedPlacement (off by default) and TASMultiLayerTopology (on) are read from a
+    Kueue file and set on the engine's node views."""
+    default = load(tmp_path, {})
+    assert not default.gate("TASBalancedPlacement") and default.gate("TASMultiLayerTopology")
+    config = load(
+        tmp_path,
+        {"featureGates": {"TASBalancedPlacement": True, "TASMultiLayerTopology": False}},
+    )
+    assert fields(config) == []
+    state = configure_state(config, ClusterState())
+    assert state.tas.balanced_placement and not state.tas.multi_layer

@@ -175,12 +175,13 @@ def _topology_request(r: FieldReader, obj: Any, path: str) -> TopologyRequest | 
         tr.get("podsetSliceRequiredTopologyConstraints"),
         f"{path}.podsetSliceRequiredTopologyConstraints",
     )
-    if slice_level is None and layers:  # the outermost layer (more are reported)
-        first = r.obj(layers[0], f"{path}.podsetSliceRequiredTopologyConstraints[0]")
-        slice_level = _text_or_none(first.get("topology"))
-        slice_size = r.integer(
-            first.get("size"), f"{path}.podsetSliceRequiredTopologyConstraints[0].size"
-        )
+    read: list[tuple[str | None, int | None]] = []
+    for i, layer in enumerate(layers or ()):  # the layers win over the single slice fields
+        at = f"{path}.podsetSliceRequiredTopologyConstraints[{i}]"
+        obj = r.obj(layer, at)
+        read.append((_text_or_none(obj.get("topology")), r.integer(obj.get("size"), f"{at}.size")))
+    if read:
+        slice_level, slice_size = read[0]
     request = TopologyRequest(
         _text_or_none(tr.get("required")),
         _text_or_none(tr.get("preferred")),
@@ -188,6 +189,7 @@ def _topology_request(r: FieldReader, obj: Any, path: str) -> TopologyRequest | 
         slice_level,
         slice_size,
         _text_or_none(tr.get("podSetGroupName")),
+        tuple((level or "", size or 0) for level, size in read[1:]),
     )
     return request if request.explicit or request.group is not None else None
 

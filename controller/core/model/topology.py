@@ -24,7 +24,9 @@ class Topology:
 class TopologyRequest:
     """A pod set's `topologyRequest` (at most one of required, preferred, unconstrained):
     its pods must (`required`) or should (`preferred`) share one domain of that level;
-    slices of `slice_size` pods each share one domain of `slice_level`; pod sets of one
+    slices of `slice_size` pods each share one domain of `slice_level`, and within them
+    the `inner_slices` layers ((level, size), each at a lower level and dividing the size
+    above; Kueue's multi-layer `podsetSliceRequiredTopologyConstraints`); pod sets of one
     `group` are placed together."""
 
     required: str | None = None
@@ -33,6 +35,7 @@ class TopologyRequest:
     slice_level: str | None = None
     slice_size: int | None = None
     group: str | None = None
+    inner_slices: tuple[tuple[str, int], ...] = ()
 
     @property
     def explicit(self) -> bool:

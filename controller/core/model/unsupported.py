@@ -79,23 +79,6 @@ def _local_queue(spec: Mapping[str, Any], admission_fair_sharing: bool) -> list[
 
 def _workload(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[Finding]:
     found: list[Finding] = []
-    for i, pod_set in enumerate(spec.get("podSets") or ()):
-        if not isinstance(pod_set, Mapping):
-            continue
-        request = pod_set.get("topologyRequest")
-        layers = (
-            request.get("podsetSliceRequiredTopologyConstraints")
-            if isinstance(request, Mapping)
-            else None
-        )
-        if isinstance(layers, list) and len(layers) > 1:
-            found.append(
-                (
-                    f"spec.podSets[{i}].topologyRequest.podsetSliceRequiredTopologyConstraints",
-                    f"slices in more than one layer are {_NOT_IMPLEMENTED}: only the first "
-                    "layer's slices are kept in one domain",
-                )
-            )
     if spec.get("preemptionGates"):
         found.append(
             (

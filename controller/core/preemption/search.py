@@ -17,19 +17,27 @@
    preemptor fits without: the result is minimal (no victim can be spared).
 5. A victim whose pods above `minCount` may go one by one (`disruptionMode: Pod`, or
    `semi-preemptible`) loses only as many of those pods as needed.
+6. A topology-aware preemptor (`nodes`, preemption/nodes.py) fits only when its pod sets
+   also find a place on the nodes once the victims are gone. Once the quota fits, only
+   candidates that free room where the search looks (its domain) are taken; when that
+   walk finds nothing, a second one takes the domain's candidates first. The walk-back
+   spares every victim that neither the quota nor the nodes need.
 
 All simulated removals are undone before returning: the state is unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from api.constants import BorrowWithinCohortPolicy
 from controller.core.cache.quota_tree import QuotaTree
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.ordering import CandidateSortKey, by_local_queue_usage
 from controller.core.preemption.policy import (
     CandidateVariant,
@@ -49,7 +57,7 @@ from controller.core.preemption.simulation import (
 )
 from controller.core.preemption.types import Contender, Victim
 
-__all__ = ["find_victims"]
+__all__ = ["Ordered", "find_victims"]
 
 
 def find_victims(
@@ -62,6 +70,8 @@ def find_victims(
     contenders: Mapping[str, Sequence[Contender]],
     protection: RuntimeProtection | None = None,
     local_queue_usage: Callable[[Contender], float | None] | None = None,
+    nodes: NodeRoom | None = None,
+    orders: dict[bool, Ordered | None] | None = None,
 ) -> tuple[Victim, ...] | None:
     """The minimal victim set that lets a Workload needing `usage` in `cq` fit, or None.
     Unless `may_borrow`, only without borrowing (a non-preemptible preemptor, or capacity
@@ -72,8 +82,67 @@ def find_victims(
     considered. Contenders still within their ClusterQueue's minimum runtime are passed
     over and counted in `protection` (minimum_runtime.py). With admission fair sharing,
     `local_queue_usage` gives a contender's LocalQueue usage (None when its ClusterQueue
-    does not order by it) for the order's LocalQueue step. `tree` is left exactly as it was.
+    does not order by it) for the order's LocalQueue step. With `nodes`, the preemptor
+    must also fit on the nodes (step 6). `tree` and `nodes` are left exactly as they were.
+    `orders` keeps the ordered candidates per `may_borrow` between calls that differ only
+    in `nodes` (one topology-aware search per domain).
     """
+    ordered: Ordered | None
+    if orders is not None and may_borrow in orders:
+        ordered = orders[may_borrow]
+    else:
+        choices = _ordered(
+            tree,
+            cq,
+            usage,
+            short,
+            preemptor,
+            may_borrow,
+            contenders,
+            protection,
+            local_queue_usage,
+        )
+        ordered = None
+        if choices:
+            attempts = _attempts(tree, cq, short, choices, may_borrow)
+            ordered = Ordered(choices, attempts)
+        if orders is not None:
+            orders[may_borrow] = ordered
+    if ordered is None:
+        return None
+    return _search(tree, cq, usage, short, ordered, nodes)
+
+
+@dataclass(slots=True, eq=False)
+class Ordered:
+    """The eligible candidates of one search, first-to-go first, and Kueue's attempts for
+    them; kept between the searches of one topology-aware preemptor's domains (the tree is
+    the same for each: every simulation is undone)."""
+
+    choices: list[Choice]
+    attempts: list[bool]
+    _index: dict[WorkloadKey, int] | None = None
+
+    def positions(self, keys: Iterable[WorkloadKey]) -> list[int]:
+        """Where these Workloads are in the order (those not candidates left out)."""
+        if self._index is None:
+            self._index = {c.contender.key: i for i, c in enumerate(self.choices)}
+        index = self._index
+        return sorted(index[k] for k in keys if k in index)
+
+
+def _ordered(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    short: frozenset[FlavorResource],
+    preemptor: Preemptor,
+    may_borrow: bool,
+    contenders: Mapping[str, Sequence[Contender]],
+    protection: RuntimeProtection | None,
+    local_queue_usage: Callable[[Contender], float | None] | None,
+) -> list[Choice] | None:
+    """Steps 1-2: the eligible candidates, first-to-go first."""
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
     # Eligibility depends only on a few facts of a candidate, so it is decided once per
@@ -136,14 +205,47 @@ def find_victims(
             ),
             lambda c: local_queue_usage(c.contender),
         )
-    for allow_borrowing in _attempts(tree, cq, short, ordered, may_borrow):
-        with simulating(tree) as simulation:
-            found = _attempt(tree, cq, usage, short, ordered, allow_borrowing, simulation)
-        for choice in ordered:
-            choice.pods = 0
-        if found is not None:
-            return found
+    return ordered
+
+
+def _search(
+    tree: QuotaTree,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    short: frozenset[FlavorResource],
+    ordered: Ordered,
+    nodes: NodeRoom | None,
+) -> tuple[Victim, ...] | None:
+    """Steps 3-6 over the ordered candidates: each of Kueue's attempts, on each walk."""
+    helpers = None  # where a domain's Workloads are in the order
+    if nodes is not None and nodes.inside is not None:
+        helpers = ordered.positions(nodes.inside)
+    for order, positions in _walks(ordered.choices, helpers):
+        for allow_borrowing in ordered.attempts:
+            with simulating(tree, nodes) as simulation:
+                found = _attempt(
+                    tree, cq, usage, short, order, allow_borrowing, simulation, positions
+                )
+            if found is not None:
+                return found
     return None
+
+
+def _walks(
+    order: list[Choice], helpers: list[int] | None
+) -> Iterator[tuple[list[Choice], list[int] | None]]:
+    """The order; then, for one domain's search when the order alone finds nothing, the
+    domain's Workloads first (they free quota and room there) and the others after, which
+    only free quota (taken first, those can leave a lender within its quota, and the
+    domain's Workloads of that queue may then no longer be reclaimed)."""
+    yield order, helpers
+    if not helpers:
+        return
+    inside = [order[i] for i in helpers]
+    if inside != order[: len(inside)]:
+        chosen = set(helpers)
+        first = inside + [c for i, c in enumerate(order) if i not in chosen]
+        yield first, list(range(len(inside)))
 
 
 def _own_queue_only(
@@ -217,21 +319,49 @@ def _attempt(
     ordered: list[Choice],
     allow_borrowing: bool,
     simulation: Simulation,
+    helpers: list[int] | None = None,
 ) -> tuple[Victim, ...] | None:
-    def preemptor_fits() -> bool:
+    """One walk; `helpers` (a domain's search): where the domain's Workloads are in the
+    order, the only ones worth taking once the quota fits. Every choice taken is given its
+    pods back (`Choice.pods` 0) before returning; the simulation is undone by the caller."""
+    nodes = simulation.nodes
+
+    def quota_fits() -> bool:
         return fits(tree, cq, usage, allow_borrowing)
 
+    def preemptor_fits() -> bool:
+        return quota_fits() and (nodes is None or nodes.fits())
+
     taken: list[Choice] = []
-    done = preemptor_fits()
-    for choice in ordered:
-        if done:
-            break
-        if not _valid(tree, cq, short, choice, allow_borrowing):
-            continue
+
+    def take(choice: Choice) -> bool:
         simulation.remove(choice, preemptor_fits)
         taken.append(choice)
-        done = preemptor_fits()
-    if not done:
-        return None
-    spare(simulation, taken, preemptor_fits)
-    return victims(taken)
+        return preemptor_fits()
+
+    done = preemptor_fits()
+    i = 0
+    while not done and i < len(ordered):
+        if helpers is not None and quota_fits():
+            # the quota is there: only the domain's Workloads can still make room
+            for position in helpers[bisect_left(helpers, i) :]:
+                choice = ordered[position]
+                if _valid(tree, cq, short, choice, allow_borrowing):
+                    done = take(choice)
+                    if done:
+                        break
+            break
+        choice = ordered[i]
+        i += 1
+        if not _valid(tree, cq, short, choice, allow_borrowing):
+            continue
+        if nodes is not None and not nodes.helps(choice.contender) and quota_fits():
+            continue  # the quota is there: only room on the nodes is still missing
+        done = take(choice)
+    found = None
+    if done:
+        spare(simulation, taken, preemptor_fits)
+        found = victims(taken)
+    for choice in taken:
+        choice.pods = 0
+    return found

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from api.constants import PreemptionReason
 from controller.core.cache.quota_tree import QuotaTree
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
+from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.policy import Eligibility
 from controller.core.preemption.types import Contender, Victim
 
@@ -49,10 +50,12 @@ class Choice:
 class Simulation:
     """Removes usage from the quota tree and puts it back exactly. Taking out a victim that
     already leaves for other preemptors also gives back what it covered of their holds
-    (`Contender.releases`): afterwards the tree reads as once it has left."""
+    (`Contender.releases`): afterwards the tree reads as once it has left. With `nodes` (a
+    topology-aware preemptor), a victim's pods leave the nodes with it."""
 
-    def __init__(self, tree: QuotaTree) -> None:
+    def __init__(self, tree: QuotaTree, nodes: NodeRoom | None = None) -> None:
         self.tree = tree
+        self.nodes = nodes
         # (queue, usage taken off it) — or (cohort, credit taken back from it, True).
         self.removed: list[tuple[str, dict[FlavorResource, int], bool]] = []
         self.versions: dict[tuple[bool, str], int] = {}
@@ -79,7 +82,16 @@ class Simulation:
                     taken = {fr: -sign * v for fr, v in release.amounts.items()}
                     self.tree.add_usage(release.name, taken, sign=-1)
                     self.removed.append((release.name, taken, False))
+        if self.nodes is not None and (choice.pods == 0) != (pods == 0):
+            self.nodes.move(choice.contender, out=pods > 0)
         choice.pods = pods
+
+    def removable_pods(self, choice: Choice) -> int:
+        """How many of the choice's pods may go one by one (none when it has pods on the
+        nodes of a topology-aware search: it goes whole)."""
+        if self.nodes is not None and self.nodes.holds(choice.contender):
+            return 0
+        return choice.contender.removable_pods()
 
     def charge(self, queue: str, usage: Mapping[FlavorResource, int], sign: int = 1) -> None:
         """Add (sign=1) or take back (sign=-1) usage on a queue, undone with the rest (the
@@ -93,7 +105,7 @@ class Simulation:
     def remove(self, choice: Choice, fits: Fits) -> None:
         """Take `choice` out: the fewest pods that make the preemptor fit when it may lose
         pods one by one, else all of them."""
-        partial = choice.contender.removable_pods()
+        partial = self.removable_pods(choice)
         if partial:
             self.set_pods(choice, fewest_pods(self, choice, 1, partial, fits))
         else:
@@ -109,11 +121,13 @@ class Simulation:
         # Undone exactly: every answer about these cohorts is what it was.
         self.tree.restore(self.versions)
         self.versions.clear()
+        if self.nodes is not None:
+            self.nodes.restore()
 
 
 @contextmanager
-def simulating(tree: QuotaTree) -> Iterator[Simulation]:
-    simulation = Simulation(tree)
+def simulating(tree: QuotaTree, nodes: NodeRoom | None = None) -> Iterator[Simulation]:
+    simulation = Simulation(tree, nodes)
     try:
         yield simulation
     finally:
@@ -158,7 +172,7 @@ def spare(simulation: Simulation, taken: Sequence[Choice], fits: Fits) -> None:
         simulation.set_pods(choice, 0)
         if fits():
             continue  # spared entirely
-        partial = choice.contender.removable_pods()
+        partial = simulation.removable_pods(choice)
         if partial:
             pods = fewest_pods(simulation, choice, 1, min(removed, partial), fits)
         else:

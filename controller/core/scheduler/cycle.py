@@ -15,7 +15,9 @@
 5. A head that needs preemption asks the preemption engine for a minimal victim set
    (controller/core/preemption/search.py); if there is one, the head is nominated — its capacity
    held — and a `Preempt` decision evicts the victims; it is admitted in a later cycle,
-   once they have released their quota (controller/core/scheduler/preemption.py). A head that needs
+   once they have released their quota (controller/core/scheduler/preemption.py); a head
+   with pod sets in a TAS flavor gets victims that also leave its pods a domain
+   (controller/core/scheduler/topology_preemption.py). A head that needs
    preemption but has no victims reserves, for the rest of the cycle, the part of its
    request its queue is entitled to, so lower-ordered borrowers cannot take it
    (digest §5.6 step 3); the reservation is undone at the end of the cycle.
@@ -88,7 +90,10 @@ from controller.core.scheduler.preemption import (
     settle_nominations,
 )
 from controller.core.scheduler.topology import place_topology
-from controller.core.scheduler.topology_preemption import plan_topology_preemption
+from controller.core.scheduler.topology_preemption import (
+    plan_topology_preemption,
+    uses_topology,
+)
 from controller.core.state import ClusterState
 
 __all__ = ["WAITING_FOR_PODS_READY", "pods_ready_for_all_admitted", "run_cycle"]
@@ -238,7 +243,10 @@ def run_cycle(
             continue
         workload = entry.reduced or state.cache.records[entry.key].workload
         if assignment.mode is Mode.PREEMPT:
-            preempt = plan_preemption(state, cq, workload, assignment, searches)
+            if uses_topology(state, assignment):  # victims that leave the pods a domain
+                preempt = plan_topology_preemption(state, cq, workload, assignment, searches)
+            else:
+                preempt = plan_preemption(state, cq, workload, assignment, searches)
             if preempt is not None:
                 preempting.append(preempt)
                 state.cache.records[entry.key].reason = _waiting(preempt)
@@ -298,7 +306,7 @@ def run_cycle(
             state, cq, workload, ((ps.name, ps.count, ps.flavors) for ps in assignment.pod_sets)
         )
         if isinstance(topology, str):  # the quota fits, the nodes do not
-            preempt = plan_topology_preemption(state, cq, workload, assignment)
+            preempt = plan_topology_preemption(state, cq, workload, assignment, searches)
             if preempt is not None:
                 preempting.append(preempt)
                 state.cache.records[entry.key].reason = _waiting(preempt)

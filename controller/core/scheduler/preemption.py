@@ -22,8 +22,9 @@ from controller.core.fairsharing.shares import shares_of
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.policy import Preemptor
-from controller.core.preemption.search import find_victims
+from controller.core.preemption.search import Ordered, find_victims
 from controller.core.preemption.types import Contender, Victim
 from controller.core.scheduler.contenders import ContenderCache
 from controller.core.scheduler.flavor_assignment import (
@@ -38,6 +39,7 @@ from controller.core.state import ClusterState
 __all__ = [
     "VictimSearches",
     "may_preempt",
+    "nominate_victims",
     "plan_preemption",
     "preemption_oracle",
     "preemption_victims",
@@ -150,6 +152,22 @@ class VictimSearches:
             self.contested.pop(workload.key, None)
         return victims
 
+    def topology_victims(
+        self,
+        cq: ClusterQueue,
+        workload: Workload,
+        usage: dict[FlavorResource, int],
+        short: frozenset[FlavorResource],
+        nodes: NodeRoom,
+        orders: dict[bool, Ordered | None] | None = None,
+    ) -> tuple[Victim, ...] | None:
+        """The minimal victim set that lets a topology-aware `workload` use `usage` in `cq`
+        and place its pods on the nodes as `nodes` sees them (one domain's search). Not kept:
+        the answer depends on the nodes as well as on the quota; `orders` keeps the ordered
+        candidates between the searches of one preemptor's domains."""
+        protection = RuntimeProtection(self.now, self._minimum_runtimes)
+        return self._search(cq, workload, usage, short, protection, nodes, orders)[0]
+
     def _search(
         self,
         cq: ClusterQueue,
@@ -157,6 +175,8 @@ class VictimSearches:
         usage: dict[FlavorResource, int],
         short: frozenset[FlavorResource],
         protection: RuntimeProtection,
+        nodes: NodeRoom | None = None,
+        orders: dict[bool, Ordered | None] | None = None,
     ) -> tuple[tuple[Victim, ...] | None, str | None]:
         """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
         (under fair sharing when the state has it); and the queue that kept the preemptor
@@ -181,11 +201,15 @@ class VictimSearches:
             contested = self._contested(cq, preemptor, short)
             may_borrow = contested is None
         in_reach = self.contenders.in_reach(state, cq.name, short)
-        found = self._find(cq, usage, short, preemptor, may_borrow, in_reach, protection)
+        found = self._find(
+            cq, usage, short, preemptor, may_borrow, in_reach, protection, nodes, orders
+        )
         if found and may_borrow and preemptor.needs_borrowing:
             contested = self._contested_after(cq, usage, short, preemptor, found)
             if contested is not None:
-                found = self._find(cq, usage, short, preemptor, False, in_reach, protection)
+                found = self._find(
+                    cq, usage, short, preemptor, False, in_reach, protection, nodes, orders
+                )
         return found, contested
 
     def _find(
@@ -197,11 +221,13 @@ class VictimSearches:
         may_borrow: bool,
         in_reach: dict[str, list[Contender]],
         protection: RuntimeProtection,
+        nodes: NodeRoom | None = None,
+        orders: dict[bool, Ordered | None] | None = None,
     ) -> tuple[Victim, ...] | None:
         state = self.state
         usage_of = self.local_queue_usage if state.admission_fair_sharing is not None else None
         if self.shares is not None and state.fair_sharing is not None:
-            return find_fair_victims(
+            found = find_fair_victims(
                 self.shares,
                 cq,
                 usage,
@@ -213,6 +239,9 @@ class VictimSearches:
                 protection,
                 usage_of,
             )
+            if found and nodes is not None and not _nodes_fit_without(nodes, in_reach, found):
+                return None  # fair sharing frees quota only: never where the pods cannot go
+            return found
         return find_victims(
             state.cache.quota,
             cq,
@@ -223,6 +252,8 @@ class VictimSearches:
             in_reach,
             protection,
             usage_of,
+            nodes,
+            orders,
         )
 
     def _contested_after(
@@ -341,6 +372,21 @@ class VictimSearches:
         return cached
 
 
+def _nodes_fit_without(
+    nodes: NodeRoom, in_reach: Mapping[str, list[Contender]], victims: tuple[Victim, ...]
+) -> bool:
+    """Whether the preemptor's pods find a place on the nodes once `victims` are gone."""
+    gone = {v.workload_key for v in victims}
+    for members in in_reach.values():
+        for contender in members:
+            if contender.key in gone:
+                nodes.move(contender, out=True)
+    try:
+        return nodes.fits()
+    finally:
+        nodes.restore()
+
+
 def preemption_oracle(state: ClusterState, searches: VictimSearches) -> PreemptionOracle:
     """Kueue's preemption oracle for flavor assignment: for one (flavor, resource) a head
     lacks, run the real victim search for that pair alone and say what it found — no
@@ -398,10 +444,20 @@ def plan_preemption(
     victims = preemption_victims(cq, workload, assignment, searches)
     if victims is None:
         return None
-    key = workload.key
-    admit = Admit.from_assignment(key, cq.name, assignment, borrowing=False)
+    return nominate_victims(state, cq, workload, assignment, victims)
+
+
+def nominate_victims(
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    assignment: FlavorAssignment,
+    victims: tuple[Victim, ...],
+) -> Preempt:
+    """Nominate the preemptor (its capacity held) and decide its victims' eviction."""
+    admit = Admit.from_assignment(workload.key, cq.name, assignment, borrowing=False)
     state.nominate(Nomination(admit, victims, dict(assignment.usage)))
-    return Preempt(key, cq.name, victims, admit)
+    return Preempt(workload.key, cq.name, victims, admit)
 
 
 def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:

@@ -1,160 +1,180 @@
-"""Topology-aware preemption, split by domain (KEP-5710's next step): when a Workload's
-quota fits and its TAS pod sets fit no domain, the victims are searched per domain of the
-level asked for — for each domain, the cheapest admitted Workloads of the same ClusterQueue
-whose pods there make room, then only those the fit still needs (the minimal set) — and
-the domain whose victim set is cheapest is chosen: lowest highest priority, then lowest
-total `preemptionCost`, then fewest victims. Victims follow the queue's
-`withinClusterQueue` policy and preemptibility. Freeing quota elsewhere and hoping the pods
-fit is what this replaces.
+"""Topology-aware preemption, split by domain (KEP-5710's next step): when a Workload's TAS
+pod sets lack quota, or fit the quota and no domain, the victims must free the quota AND
+leave the pod sets a place on the nodes — never quota in one place while the pods cannot
+go anywhere.
 
-Only preemption within the ClusterQueue is searched, for a Workload whose TAS pod sets are
-in one flavor; otherwise none is planned (the Workload waits, as before).
+Candidates are those of the ordinary victim search (preemption/search.py): the
+ClusterQueue's own under `withinClusterQueue`, the cohort's borrowing queues under
+`reclaimWithinCohort` and `borrowWithinCohort`, never a non-preemptible Workload, in our
+order (priority, then `preemptionCost`). The search runs once per domain of the level
+asked for (preemption/nodes.py): the pod sets must fit in that domain; once the quota fits,
+only Workloads with pods there are taken, and the walk-back leaves the minimal set. A domain
+that could not hold them even with all its Workloads gone is skipped. The domain whose
+victim set is cheapest wins: lowest highest priority, then lowest total `preemptionCost`,
+then fewest victims, then the domain's values. When the nodes already hold the pod sets
+(only quota is short), or no single domain can be freed (a preferred request may spread),
+one search with the pods placed anywhere is made.
+
+Kueue runs one search whose fit test places the pods anywhere
+(`preemption.go`'s `workloadFits`); its victims follow the quota order and may be spread
+over domains the pods never use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from api.constants import Preemptibility, PreemptionReason, WithinClusterQueuePolicy
-from controller.core.cache.records import Phase
-from controller.core.decisions import Admit, Nomination, Preempt
-from controller.core.model.clusterqueues import ClusterQueue
+from controller.core.decisions import Preempt
+from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
-from controller.core.preemption.types import Victim
-from controller.core.scheduler.flavor_assignment import FlavorAssignment
+from controller.core.preemption.nodes import NodeRoom, Placement
+from controller.core.preemption.search import Ordered
+from controller.core.preemption.types import Contender, Victim
+from controller.core.scheduler.flavor_assignment import FlavorAssignment, Mode
+from controller.core.scheduler.preemption import VictimSearches, nominate_victims
 from controller.core.scheduler.topology import tas_requests
 from controller.core.state import ClusterState
-from controller.core.tas.assignment import PodSetRequest, find_assignments
-from controller.core.tas.snapshot import DomainID, TopologySnapshot
+from controller.core.tas.snapshot import DomainID
 
-__all__ = ["plan_topology_preemption"]
+__all__ = [
+    "plan_topology_preemption",
+    "short_of",
+    "topology_placements",
+    "topology_victims",
+    "uses_topology",
+]
 
-_Usage = Mapping[DomainID, Mapping[str, int]]
+_Cost = tuple[int, int, int, DomainID]
 
 
-def _eligible(
-    state: ClusterState, cq: ClusterQueue, workload: Workload, flavor: str
-) -> list[WorkloadKey]:
-    """The admitted TAS Workloads of the queue the preemptor may preempt, cheapest first."""
-    policy = cq.preemption.within_cluster_queue
-    if policy is WithinClusterQueuePolicy.NEVER:
-        return []
-    records = state.cache.records
-    mine = records[workload.key]
-    priority = -mine.order[0]
-    out = []
-    for key in state.tas.workloads_in(flavor):
-        record = records.get(key)
-        if record is None or record.phase is not Phase.ADMITTED or record.cluster_queue != cq.name:
-            continue
-        if state.cache.resolution(key).value is Preemptibility.NON_PREEMPTIBLE:
-            continue
-        theirs = -record.order[0]
-        if theirs < priority or (
-            policy is WithinClusterQueuePolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-            and theirs == priority
-            and record.workload.creation_timestamp > workload.creation_timestamp
-        ):
-            out.append(key)
-    # our ordering: lowest priority, then lowest preemptionCost, then the newest
-    return sorted(
-        out,
-        key=lambda k: (
-            -records[k].order[0],
-            records[k].workload.preemption_cost,
-            -records[k].workload.creation_timestamp,
-            k,
-        ),
+def uses_topology(state: ClusterState, assignment: FlavorAssignment) -> bool:
+    """Whether a pod set of the assignment is in a TAS flavor."""
+    return any(
+        state.tas.tas_flavor_of(ps.flavors.values()) is not None for ps in assignment.pod_sets
     )
 
 
-def _fits(view: TopologySnapshot, requests: Sequence[PodSetRequest]) -> bool:
-    return find_assignments(view, requests)[1] is None
-
-
-def _move(view: TopologySnapshot, usage: _Usage, sign: int) -> None:
-    for leaf, amounts in usage.items():
-        view.add_usage(leaf, amounts, sign)
-
-
-def _victims_in(
-    view: TopologySnapshot,
-    requests: Sequence[PodSetRequest],
-    candidates: Sequence[WorkloadKey],
-    usage: Mapping[WorkloadKey, _Usage],
-) -> list[WorkloadKey] | None:
-    """The minimal victim set among `candidates` (cheapest first) that lets the pod sets
-    fit, or None; the view is left as it was."""
-    chosen: list[WorkloadKey] = []
-    for key in candidates:
-        _move(view, usage[key], -1)
-        chosen.append(key)
-        if _fits(view, requests):
-            break
-    else:
-        for key in chosen:
-            _move(view, usage[key], 1)
-        return None
-    for key in reversed(chosen[:-1]):  # drop those the fit does not need, dearest first
-        _move(view, usage[key], 1)
-        if _fits(view, requests):
-            chosen.remove(key)
-        else:
-            _move(view, usage[key], -1)
-    for key in chosen:
-        _move(view, usage[key], 1)
-    return chosen
-
-
-def plan_topology_preemption(
+def topology_placements(
     state: ClusterState, cq: ClusterQueue, workload: Workload, assignment: FlavorAssignment
-) -> Preempt | None:
-    """Victims per domain for a Workload whose quota fits and whose TAS pod sets fit no
-    domain, the cheapest domain's nominated at once; None when no domain can be freed."""
+) -> list[Placement] | None:
+    """The preemptor's TAS pod sets with their flavors' views; None when it has none or a
+    flavor has no view."""
     by_flavor = tas_requests(
         state, cq, workload, ((ps.name, ps.count, ps.flavors) for ps in assignment.pod_sets)
     )
-    if len(by_flavor) != 1:
-        return None
-    [(flavor, requests)] = by_flavor.items()
-    view = state.tas.view(flavor)
-    if isinstance(view, str):
-        return None
-    topology = requests[0].topology
+    placements = []
+    for flavor, requests in by_flavor.items():
+        view = state.tas.view(flavor)
+        if isinstance(view, str):
+            return None
+        placements.append(Placement(flavor, view, requests))
+    return placements or None
+
+
+def short_of(state: ClusterState, assignment: FlavorAssignment) -> frozenset[FlavorResource]:
+    """What the search frees: the pairs the quota lacks, and every pair of a TAS pod set
+    (as Kueue marks them all `Preempt` when the pod set fits no domain)."""
+    short = set()
+    for pod_set in assignment.pod_sets:
+        for check in pod_set.checks:
+            if check.mode is Mode.PREEMPT:
+                short.add((check.flavor, check.resource))
+        if state.tas.tas_flavor_of(pod_set.flavors.values()) is not None:
+            short.update((flavor, resource) for resource, flavor in pod_set.flavors.items())
+    return frozenset(short)
+
+
+def _domains(
+    state: ClusterState, placement: Placement, contenders: Mapping[str, list[Contender]]
+) -> tuple[int, dict[DomainID, list[Contender]]] | None:
+    """The level asked for and its domains holding a candidate's pods, with those
+    candidates."""
+    view = placement.view
+    topology = placement.requests[0].topology
     level = view.level_index(topology.required or topology.preferred or view.levels[-1])
     if level is None:
         return None
-    eligible = _eligible(state, cq, workload, flavor)
-    usage = {key: state.tas.usage_of(key, flavor) for key in eligible}
-    records = state.cache.records
-    best: tuple[tuple[int, int, int, DomainID], list[WorkloadKey]] | None = None
-    for domain in sorted(view.domains_per_level[level]):
-        inside = [
-            key
-            for key in eligible
-            if any(
-                (leaf := view.leaves.get(k)) is not None and leaf.id[: level + 1] == domain
-                for k in usage[key]
-            )
-        ]
-        victims = _victims_in(view, requests, inside, usage) if inside else None
+    found: dict[DomainID, list[Contender]] = {}
+    for members in contenders.values():
+        for contender in members:
+            seen: set[DomainID] = set()
+            for leaf_key in state.tas.usage_of(contender.key, placement.flavor):
+                leaf = view.leaves.get(leaf_key)
+                if leaf is not None and leaf.id[: level + 1] not in seen:
+                    seen.add(leaf.id[: level + 1])
+                    found.setdefault(leaf.id[: level + 1], []).append(contender)
+    return level, found
+
+
+def _cost(
+    victims: tuple[Victim, ...], by_key: Mapping[WorkloadKey, Contender], domain: DomainID
+) -> _Cost:
+    chosen = [by_key[v.workload_key] for v in victims]
+    return (
+        max(c.priority for c in chosen),
+        sum(c.preemption_cost for c in chosen),
+        len(chosen),
+        domain,
+    )
+
+
+def topology_victims(
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    assignment: FlavorAssignment,
+    searches: VictimSearches,
+) -> tuple[Victim, ...] | None:
+    """The cheapest domain's minimal victim set for a TAS Workload, or None when no domain
+    can be freed (or the Workload has no TAS pod set)."""
+    if not cq.preemption.may_preempt():
+        return None
+    placements = topology_placements(state, cq, workload, assignment)
+    if placements is None:
+        return None
+    usage = dict(assignment.usage)
+    short = short_of(state, assignment)
+    if searches.victims(cq, workload, usage, short) is None:
+        # not even freeing the quota alone is possible: nothing frees quota and nodes
+        return None
+    whole = NodeRoom(placements, state.tas.usage_of)
+    if len(placements) != 1 or (assignment.mode is Mode.PREEMPT and whole.fits()):
+        # only quota is short, or pods in several flavors: one search over every candidate
+        return searches.topology_victims(cq, workload, usage, short, whole) or None
+    contenders = searches.contenders.in_reach(state, cq.name, short)
+    split = _domains(state, placements[0], contenders)
+    if split is None:
+        return None
+    level, domains = split
+    by_key = {c.key: c for members in contenders.values() for c in members}
+    best: tuple[_Cost, tuple[Victim, ...]] | None = None
+    orders: dict[bool, Ordered | None] = {}  # the candidates' order, kept across domains
+    for domain in sorted(domains):
+        inside = domains[domain]
+        room = NodeRoom(placements, state.tas.usage_of, (level, domain), {c.key for c in inside})
+        if not room.could_fit(inside):
+            continue  # not even with every Workload there gone
+        victims = searches.topology_victims(cq, workload, usage, short, room, orders)
         if not victims:
             continue
-        cost = (
-            max(-records[k].order[0] for k in victims),
-            sum(records[k].workload.preemption_cost for k in victims),
-            len(victims),
-            domain,
-        )
+        cost = _cost(victims, by_key, domain)
         if best is None or cost < best[0]:
             best = (cost, victims)
-    if best is None:
+    if best is None:  # no single domain: a placement over several (preferred), if any
+        return searches.topology_victims(cq, workload, usage, short, whole) or None
+    return best[1]
+
+
+def plan_topology_preemption(
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    assignment: FlavorAssignment,
+    searches: VictimSearches,
+) -> Preempt | None:
+    """Victims for a TAS Workload that lacks quota or room on the nodes, the cheapest
+    domain's nominated at once; None when no domain can be freed."""
+    victims = topology_victims(state, cq, workload, assignment, searches)
+    if victims is None:
         return None
-    chosen = []
-    for key in best[1]:
-        admission = records[key].admission
-        pods = sum(ps.count for ps in admission.pod_set_assignments) if admission else 0
-        chosen.append(Victim(key, cq.name, PreemptionReason.IN_CLUSTER_QUEUE, pods, pods))
-    admit = Admit.from_assignment(workload.key, cq.name, assignment, borrowing=False)
-    state.nominate(Nomination(admit, tuple(chosen), dict(assignment.usage)))
-    return Preempt(workload.key, cq.name, tuple(chosen), admit)
+    return nominate_victims(state, cq, workload, assignment, victims)

@@ -1,6 +1,7 @@
 """Where a pod set's pods go in a TAS flavor (Kueue's `findTopologyAssignment` in
 `pkg/cache/scheduler/tas_flavor_snapshot.go`, with Kueue's default feature gates:
-`TASProfileMixed` on, `TASBalancedPlacement` and `TASRespectNodeAffinityPreferred` off).
+`TASProfileMixed` and `TASMultiLayerTopology` on, `TASRespectNodeAffinityPreferred` off;
+`TASBalancedPlacement`, off by default, as configured: balanced.py).
 
 1. Count, for every domain, how many pods (and slices) of the request fit: a leaf by its
    free capacity, a parent as the sum of its children (`counts.py`).
@@ -10,7 +11,8 @@
    over as few domains as it can; `unconstrained` (least free capacity first) spreads at
    the lowest level.
 3. Walk down to the leaves, at each level keeping as few domains as hold the pods, the
-   tightest last.
+   tightest last; below the slice level, in groups of an inner slice layer's size where
+   one applies (multi-layer slices: a child domain counts only whole groups).
 
 A pod set group (`podSetGroupName`: a leader pod set of one pod and its workers) is placed
 together: counts are also kept "with the leader" and the leader goes where it fits.
@@ -24,7 +26,15 @@ from dataclasses import dataclass, field
 from controller.core.model.selectors import Requirement
 from controller.core.model.topology import TopologyRequest
 from controller.core.model.workloads import Toleration
-from controller.core.tas.counts import SearchState, fill_counts, with_pod
+from controller.core.tas.balanced import balanced_domains
+from controller.core.tas.counts import (
+    SearchState,
+    fill_counts,
+    sorted_domains,
+    sorted_with_leader,
+    with_pod,
+)
+from controller.core.tas.slices import inner_slices, layers_not_fit
 from controller.core.tas.snapshot import Domain, DomainID, TopologySnapshot
 
 __all__ = [
@@ -75,23 +85,8 @@ class _Placement:
 
     # --- ordering --------------------------------------------------------------------------
 
-    @staticmethod
-    def sorted_with_leader(domains: Iterable[Domain], least_free: bool) -> list[Domain]:
-        sign = 1 if least_free else -1
-        return sorted(
-            domains,
-            key=lambda d: (
-                -d.leader_count,
-                sign * d.slice_count_with_leader,
-                d.pod_count_with_leader,
-                d.id,
-            ),
-        )
-
-    @staticmethod
-    def sorted_domains(domains: Iterable[Domain], least_free: bool) -> list[Domain]:
-        sign = 1 if least_free else -1
-        return sorted(domains, key=lambda d: (sign * d.slice_count, d.pod_count, d.id))
+    sorted_with_leader = staticmethod(sorted_with_leader)
+    sorted_domains = staticmethod(sorted_domains)
 
     @staticmethod
     def best_fit(domains: Sequence[Domain], needed: int, leader_count: int, slices: bool) -> Domain:
@@ -134,11 +129,11 @@ class _Placement:
                 if capacity >= slice_count:
                     return level, [candidate]
             if state.required:
-                return self.not_fit(ordered[-1].pod_count, slice_count, state)
+                return self.not_fit(ordered[-1].pod_count, slice_count, state, level)
         if top.slice_count_with_leader >= slice_count and top.leader_count >= state.leader_count:
             return level, [top]
         if state.required:
-            return self.not_fit(top.slice_count, slice_count, state)
+            return self.not_fit(top.slice_count, slice_count, state, level)
         if level > 0 and not state.unconstrained:
             return self.find_level(level - 1, state)
         return self.spread(level, ordered, slice_count, state)
@@ -163,7 +158,7 @@ class _Placement:
             remaining -= domain.slice_count_with_leader
             i += 1
         if remaining_leaders > 0:
-            return self.not_fit(state.leader_count - remaining_leaders, slice_count, state)
+            return self.not_fit(state.leader_count - remaining_leaders, slice_count, state, level)
         rest = self.sorted_domains(ordered[i:], state.unconstrained)
         j = 0
         while remaining > 0 and j < len(rest):
@@ -174,10 +169,12 @@ class _Placement:
             remaining -= domain.slice_count
             j += 1
         if remaining > 0:
-            return self.not_fit(slice_count - remaining, slice_count, state)
+            return self.not_fit(slice_count - remaining, slice_count, state, level)
         return level, results
 
-    def not_fit(self, fit: int, wanted: int, state: SearchState) -> str:
+    def not_fit(self, fit: int, wanted: int, state: SearchState, level: int) -> str:
+        if state.layers:
+            return layers_not_fit(self.s, level, state)
         unit = "pod" if state.slice_size == 1 else "slice"
         name = f'"{self.s.topology}"'
         if fit <= 0:
@@ -283,13 +280,15 @@ class _Placement:
         else:
             domain.pod_count = value
 
-    def walk_down(self, fit: list[Domain], fit_level: int, state: SearchState) -> list[Domain]:
+    def walk_down(
+        self, fit: list[Domain], fit_level: int, state: SearchState, balanced: bool = False
+    ) -> list[Domain]:
         current = self.minimum(
             fit, state.count, state.leader_count, state.slice_size, state.unconstrained, True
         )
         level = fit_level
         last = len(self.s.levels) - 1
-        while level < min(last, state.slice_level):
+        while level < min(last, state.slice_level) and not balanced:
             lower = [child for domain in current for child in domain.children]
             current = self.minimum(
                 self.sorted_domains(lower, state.unconstrained),
@@ -301,11 +300,26 @@ class _Placement:
             )
             level += 1
         while level < last:
+            # each parent's share among its children: above the slice level (a balanced
+            # placement's) in slices, below it single pods or an inner layer's groups
+            if level < state.slice_level:
+                size = state.slice_size
+            else:
+                size = state.size_at_level.get(level + 1, 1)
             chosen: list[Domain] = []
             for domain in current:
                 children = self.sorted_domains(domain.children, state.unconstrained)
+                if size > 1:  # the counts were of the outermost layer's slices
+                    for child in children:
+                        child.slice_count = child.pod_count // size
+                        child.slice_count_with_leader = child.pod_count_with_leader // size
                 chosen += self.minimum(
-                    children, domain.pod_count, domain.leader_count, 1, state.unconstrained, False
+                    children,
+                    domain.pod_count,
+                    domain.leader_count,
+                    size,
+                    state.unconstrained,
+                    size > 1,
                 )
             current = chosen
             level += 1
@@ -368,13 +382,22 @@ def find_assignment(
     if level > slice_level:
         return f"podset slice topology {slice_key} is above the podset topology {key}"
     state.slice_level = slice_level
+    if snapshot.multi_layer:
+        inner = inner_slices(snapshot, topology, state)
+        if inner is not None:
+            return inner
     placement = _Placement(snapshot)
     fill_counts(snapshot, workers, leader, state, assumed or {})
-    found = placement.find_level(level, state)
+    found: tuple[int, list[Domain]] | str | None = None
+    if snapshot.balanced_placement and not state.required and not state.unconstrained:
+        found = balanced_domains(snapshot, state)
+    balanced = found is not None
+    if found is None:
+        found = placement.find_level(level, state)
     if isinstance(found, str):
         return found
     fit_level, fit = found
-    leaves = placement.walk_down(fit, fit_level, state)
+    leaves = placement.walk_down(fit, fit_level, state, balanced)
     out: dict[str, Assignment] = {}
     if leader is not None:
         leader_domains = []

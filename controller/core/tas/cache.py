@@ -36,6 +36,14 @@ class TASCache:
         self._workloads: dict[WorkloadKey, dict[str, _Usage]] = {}  # flavor → leaf usage
         self.flavor_usage: dict[str, _Usage] = {}
         self._views: dict[str, TopologySnapshot] = {}
+        # Kueue's feature gates of the placement (configure_state sets them)
+        self.balanced_placement = False  # TASBalancedPlacement
+        self.multi_layer = True  # TASMultiLayerTopology
+
+    def set_gates(self, *, balanced_placement: bool, multi_layer: bool) -> None:
+        self.balanced_placement = balanced_placement
+        self.multi_layer = multi_layer
+        self._views.clear()
 
     # -- what changes the views ---------------------------------------------------------
 
@@ -149,6 +157,8 @@ class TASCache:
             non_tas_usage=self.node_usage,
             tas_usage=self.flavor_usage.get(flavor_name),
         )
+        view.balanced_placement = self.balanced_placement
+        view.multi_layer = self.multi_layer
         self._views[flavor_name] = view
         return view
 

@@ -4,7 +4,7 @@ nodes a pod set cannot use left out and counted (for Kueue's not-fit message).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,16 @@ from controller.core.tas.snapshot import ONE_POD, Domain, DomainID, TopologySnap
 if TYPE_CHECKING:  # the request types are the search's
     from controller.core.tas.assignment import PodSetRequest
 
-__all__ = ["Exclusions", "SearchState", "count_with_limit", "fill_counts", "with_pod"]
+__all__ = [
+    "Exclusions",
+    "SearchState",
+    "count_with_limit",
+    "fill_counts",
+    "refill",
+    "sorted_domains",
+    "sorted_with_leader",
+    "with_pod",
+]
 
 _EVALUATED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -50,6 +59,10 @@ class SearchState:
     unconstrained: bool = False
     level: int = 0
     slice_level: int = 0
+    # Multi-layer slices (Kueue's `sliceSizeAtLevel`): below the outermost slice level, the
+    # size pods are grouped in at a level (levels without one: single pods).
+    size_at_level: dict[int, int] = field(default_factory=dict)
+    layers: tuple[tuple[str, int], ...] = ()  # every slice layer, when there are inner ones
     excluded: Exclusions = field(default_factory=Exclusions)
 
 
@@ -137,6 +150,12 @@ def fill_counts(
         _fill(root, state, 0)
 
 
+def refill(domain: Domain, state: SearchState, level: int) -> None:
+    """Count a domain of `level` again from its leaves' counts (Kueue's
+    `fillInCountsHelper`)."""
+    _fill(domain, state, level)
+
+
 def _fill(domain: Domain, state: SearchState, level: int) -> None:
     if not domain.children:
         if level == state.slice_level:
@@ -146,13 +165,17 @@ def _fill(domain: Domain, state: SearchState, level: int) -> None:
     pods = slices = leader_count = 0
     contributes = False
     min_pod_gap = min_slice_gap = 1 << 62
+    # an inner slice layer at the children's level: they give only whole groups of its size
+    inner = state.size_at_level.get(level + 1, 1)
     for child in domain.children:
         _fill(child, state, level + 1)
-        pods += child.pod_count
+        child_pods = child.pod_count // inner * inner
+        child_pods_with_leader = child.pod_count_with_leader // inner * inner
+        pods += child_pods
         slices += child.slice_count
         if state.leader_count == 0 or child.leader_count > 0:
             contributes = True
-            min_pod_gap = min(min_pod_gap, child.pod_count - child.pod_count_with_leader)
+            min_pod_gap = min(min_pod_gap, child_pods - child_pods_with_leader)
             min_slice_gap = min(min_slice_gap, child.slice_count - child.slice_count_with_leader)
         leader_count = max(leader_count, child.leader_count)
     domain.pod_count = pods
@@ -168,3 +191,25 @@ def _fill(domain: Domain, state: SearchState, level: int) -> None:
         slices_with_leader = domain.pod_count_with_leader // state.slice_size
     domain.slice_count = slices
     domain.slice_count_with_leader = slices_with_leader
+
+
+def sorted_with_leader(domains: Iterable[Domain], least_free: bool) -> list[Domain]:
+    """Kueue's `sortedDomainsWithLeader`: those that take the leader first, then by slices
+    (most first, or least with `least_free`), fewer pods, values."""
+    sign = 1 if least_free else -1
+    return sorted(
+        domains,
+        key=lambda d: (
+            -d.leader_count,
+            sign * d.slice_count_with_leader,
+            d.pod_count_with_leader,
+            d.id,
+        ),
+    )
+
+
+def sorted_domains(domains: Iterable[Domain], least_free: bool) -> list[Domain]:
+    """Kueue's `sortedDomains`: by slices (most first, or least with `least_free`), fewer
+    pods, values."""
+    sign = 1 if least_free else -1
+    return sorted(domains, key=lambda d: (sign * d.slice_count, d.pod_count, d.id))

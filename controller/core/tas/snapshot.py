@@ -85,6 +85,9 @@ class TopologySnapshot:
         tas_usage: Mapping[DomainID, Mapping[str, int]] | None = None,
     ) -> None:
         self.topology = topology
+        # Kueue's feature gates the placement reads (TASCache sets them)
+        self.balanced_placement = False  # TASBalancedPlacement (alpha, off)
+        self.multi_layer = True  # TASMultiLayerTopology (beta, on)
         self.levels: tuple[str, ...] = tuple(levels)
         self.lowest_is_node = self.levels[-1] == HOSTNAME_LABEL
         self.domains_per_level: list[dict[DomainID, Domain]] = [{} for _ in self.levels]
@@ -127,6 +130,31 @@ class TopologySnapshot:
             parent.key = values[-1:] if self.lowest_is_node else values
             self.leaves[parent.key] = parent
         return parent
+
+    def restricted(self, prefix: DomainID) -> TopologySnapshot:
+        """The same view limited to the domain `prefix` (its values from the top level) and
+        what is under it: its leaves share their free capacity with this view's, so usage
+        moved here shows there. Counts are its own."""
+        out = TopologySnapshot.__new__(TopologySnapshot)
+        out.topology = self.topology
+        out.balanced_placement = self.balanced_placement
+        out.multi_layer = self.multi_layer
+        out.levels = self.levels
+        out.lowest_is_node = self.lowest_is_node
+        out.domains_per_level = [{} for _ in self.levels]
+        out.leaves = {}
+        out.node_count = 0
+        depth = len(prefix)
+        for key, leaf in self.leaves.items():
+            if leaf.id[:depth] != prefix:
+                continue
+            copy = out._leaf(leaf.id)
+            copy.free = leaf.free  # shared: moves on either view show on both
+            copy.taints = leaf.taints
+            copy.labels = leaf.labels
+            out.node_count += 1
+            assert copy.key == key
+        return out
 
     @property
     def roots(self) -> Iterable[Domain]:

@@ -8,13 +8,14 @@ the pod sets the adapter describes, and from the object's labels: the
 WorkloadPriorityClass (else the pod sets' PriorityClass), KAI's preemptibility and
 `maximumExecutionTimeSeconds`. A pod template annotated with a topology
 (`kueue.x-k8s.io/podset-required-topology`, `-preferred-`, `-unconstrained-`,
-`podset-slice-required-topology` with `podset-slice-size`) gets the pod set's
-`topologyRequest`, which quotagate reports as not implemented on the Workload.
+`podset-slice-required-topology` with `podset-slice-size`, or the multi-layer
+`podset-slice-required-topology-constraints`) gets the pod set's `topologyRequest`.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from api.constants import (
     POD_SET_PREFERRED_TOPOLOGY_ANNOTATION,
     POD_SET_REQUIRED_TOPOLOGY_ANNOTATION,
     POD_SET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+    POD_SET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION,
     POD_SET_SLICE_SIZE_ANNOTATION,
     POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
     PREBUILT_WORKLOAD_LABEL,
@@ -74,6 +76,29 @@ def prebuilt_workload_name(obj: Mapping[str, Any]) -> str | None:
     return str(name) if name else None
 
 
+def _slice_layers(text: str | None) -> list[dict[str, Any]] | None:
+    """The multi-layer slice annotation (a JSON array of 1 to 3 `{topology, size}`), as
+    Kueue's builder reads it; None when absent or not of that shape (Kueue then fails to
+    build the Workload; its webhook refuses such a job first)."""
+    if text is None:
+        return None
+    try:
+        layers = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(layers, list) or not 1 <= len(layers) <= 3:
+        return None
+    out = []
+    for layer in layers:
+        if not isinstance(layer, dict):
+            return None
+        topology, size = layer.get("topology"), layer.get("size")
+        if not isinstance(topology, str) or isinstance(size, bool) or not isinstance(size, int):
+            return None
+        out.append({"topology": topology, "size": size})
+    return out
+
+
 def topology_request(annotations: Mapping[str, str], hints: TopologyHints) -> dict[str, Any] | None:
     """A pod set's `topologyRequest` from its template's annotations (Kueue's
     `podSetTopologyRequestBuilder.Build`), or None when none asks for a topology. Kueue,
@@ -92,7 +117,10 @@ def topology_request(annotations: Mapping[str, str], hints: TopologyHints) -> di
         request["unconstrained"] = unconstrained.strip().lower() in ("true", "1", "t")
     slice_topology = annotations.get(POD_SET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION)
     slice_size = annotations.get(POD_SET_SLICE_SIZE_ANNOTATION)
-    if slice_topology is not None and slice_size is not None and slice_size.isdigit():
+    layers = _slice_layers(annotations.get(POD_SET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION))
+    if layers is not None:  # Kueue: the layers win over the single slice annotations
+        request["podsetSliceRequiredTopologyConstraints"] = layers
+    elif slice_topology is not None and slice_size is not None and slice_size.isdigit():
         request["podSetSliceRequiredTopology"] = slice_topology
         request["podSetSliceSize"] = int(slice_size)
     if not request:

@@ -49,7 +49,7 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
                             **POD_SET,
                             "name": "b",
                             "minCount": 1,
-                            "topologyRequest": {  # implemented, but one layer of slices only
+                            "topologyRequest": {  # implemented: multi-layer slices
                                 "required": "rack",
                                 "podsetSliceRequiredTopologyConstraints": [
                                     {"topology": "rack", "size": 4},
@@ -63,7 +63,6 @@ POD_SET = {"name": "main", "count": 2, "template": {"spec": {"containers": []}}}
                 "status": {"reclaimablePods": [{"name": "main", "count": 1}]},
             },
             [
-                "spec.podSets[1].topologyRequest.podsetSliceRequiredTopologyConstraints",
                 "spec.preemptionGates",
                 "status.reclaimablePods",
             ],
