@@ -88,7 +88,9 @@ def run(racks: int, hosts: int, level: str) -> tuple[float, int, int, int]:
     admitted = len(state.cache.admitted)
     count = 8 * hosts if level == RACK else 8
     state.upsert_workload(
-        _workload("big", count, TopologyRequest(required=level), priority=10, creation_timestamp=1.0)
+        _workload(
+            "big", count, TopologyRequest(required=level), priority=10, creation_timestamp=1.0
+        )
     )
     start = time.perf_counter()
     result = run_cycle(state, 0)
