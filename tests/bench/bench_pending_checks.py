@@ -2,11 +2,14 @@
 pass `PendingReasons.sync_pending_checks` makes once a second, in its three shapes, on
 15,000 pending Workloads in 100 ClusterQueues. Prints the figures; asserts nothing.
 
-    .venv/bin/python -m tools.pending_checks_cost
+    .venv/bin/python -m tests.bench.bench_pending_checks [--workloads N] [--queues N]
+
+Figures, not assertions; the pytest function runs a scaled-down size.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,21 +21,19 @@ from controller.core.model.workloads import WorkloadKey
 from controller.core.state import ClusterState
 from tests.unit.core.builders import add, cluster, cq, wl
 
-WORKLOADS = 15_000
-QUEUES = 100
 RUNS = 20
 
 
-def _state(with_checks: bool) -> ClusterState:
+def _state(workloads: int, queues: int, with_checks: bool) -> ClusterState:
     rules = (CheckRule("prov"),) if with_checks else ()
     states = (CheckStatus("prov", CheckState.PENDING),) if with_checks else ()
-    queues = [
+    cqs = [
         replace(cq(f"cq{i}", {"default": {"cpu": 0}}), admission_checks=rules)
-        for i in range(QUEUES)
+        for i in range(queues)
     ]
-    state: ClusterState = cluster(*queues)
-    for i in range(WORKLOADS):
-        workload = wl(f"w{i}", queue=f"cq{i % QUEUES}", cpu="1")
+    state: ClusterState = cluster(*cqs)
+    for i in range(workloads):
+        workload = wl(f"w{i}", queue=f"cq{i % queues}", cpu="1")
         add(state, replace(workload, admission_checks=states))
     return state
 
@@ -44,9 +45,9 @@ def _ms(run: Callable[[], object]) -> float:
     return (time.perf_counter() - started) / RUNS * 1000
 
 
-def main() -> None:
-    print(f"{WORKLOADS:,} pending Workloads in {QUEUES} ClusterQueues, {RUNS} passes each")
-    checked = _state(with_checks=True)
+def run(workloads: int, queues: int) -> None:
+    print(f"{workloads:,} pending Workloads in {queues} ClusterQueues, {RUNS} passes each")
+    checked = _state(workloads, queues, with_checks=True)
     full = _ms(lambda: pending_check_syncs(checked))
     print(f"  every queue with a check, full pass (a queue changed, a new term): {full:.1f} ms")
     changed = [WorkloadKey(f"ns/w{i}") for i in range(50)]
@@ -54,10 +55,18 @@ def main() -> None:
     print(
         f"  the same, queues unchanged, 50 Workloads changed since the last pass: {steady:.2f} ms"
     )
-    plain = _state(with_checks=False)
+    plain = _state(workloads, queues, with_checks=False)
     none = _ms(lambda: pending_check_syncs(plain, (), [], checks_by_local_queue(plain)))
     print(f"  no check anywhere: {none:.3f} ms")
 
 
+def test_pending_checks_pass_runs() -> None:
+    run(workloads=500, queues=10)
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", type=int, default=15_000)
+    parser.add_argument("--queues", type=int, default=100)
+    args = parser.parse_args()
+    run(args.workloads, args.queues)
