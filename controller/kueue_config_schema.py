@@ -305,6 +305,12 @@ IMPLEMENTED_GATES = {
     "ManagedJobsNamespaceSelectorAlwaysRespected": "always true, as in Kueue",
     "PriorityBoost": "the kueue.x-k8s.io/priority-boost annotation (docs/priority-boost.md)",
     "VisibilityOnDemand": "the visibility API is served only while true (Kueue's default)",
+    "TASFailedNodeReplacement": "failed nodes under TAS Workloads replaced (docs/tas.md)",
+    "TASFailedNodeReplacementFailFast": "no replacement evicts at once (docs/tas.md)",
+    "TASReplaceNodeOnPodTermination": "a NotReady node fails once its pods are gone "
+    "(docs/tas.md)",
+    "TASReplaceNodeDueToNotReadyOverFixedTime": "a NotReady node fails after 30 s "
+    "(docs/tas.md)",
 }
 
 # Fields read into quotagate's settings (a list index is written `[]`).

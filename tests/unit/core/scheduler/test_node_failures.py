@@ -209,3 +209,4 @@ def test_an_implied_pod_set_of_a_tas_only_queue_is_replaced_anywhere() -> None:
     assert replaced.workload_key == "ns/plain"
     after = placed(state, "ns/plain")
     assert host not in after and sum(after.values()) == 2
+
