@@ -13,12 +13,17 @@ label (both put on the template at admission: framework/podset_info.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubernetes.aio import client as aio_client
 
-from api.constants import POD_SET_LABEL, TOPOLOGY_SCHEDULING_GATE, WORKLOAD_ANNOTATION
+from api.constants import (
+    HOSTNAME_LABEL,
+    POD_SET_LABEL,
+    TOPOLOGY_SCHEDULING_GATE,
+    WORKLOAD_ANNOTATION,
+)
 from controller.core.tas.encoding import decode
 from controller.integrations.host import ControllerView
 from controller.integrations.pod_units import ungate_patch
@@ -39,12 +44,17 @@ def _gated(pod: Mapping[str, Any]) -> bool:
 
 
 def ungate_plan(
-    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+    workload: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    node_usable: Callable[[str], bool] = lambda _: True,
 ) -> list[tuple[Mapping[str, Any], dict[str, str]]]:
     """The gated pods to release now and each one's node selector: per pod set with a
     `topologyAssignment`, its domains in order, each given as many gated pods as it still
     lacks (its count minus the released pods already selecting it). Finished pods do not
-    count (they are replaced)."""
+    count (they are replaced). A domain that is a node (`kubernetes.io/hostname` the last
+    level) gets none while `node_usable` says it is gone or not Ready: its pods wait gated
+    for the replacement (docs/tas.md, Node failures), as Kueue's ungater holds them while
+    the node is in `unhealthyNodes`."""
     by_pod_set: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
         if (pod.get("status") or {}).get("phase") in _TERMINAL:
@@ -70,7 +80,10 @@ def ungate_plan(
                 selector = (pod.get("spec") or {}).get("nodeSelector") or {}
                 values = tuple(str(selector.get(level, "")) for level in assignment.levels)
                 placed[values] = placed.get(values, 0) + 1
+        by_node = bool(assignment.levels) and assignment.levels[-1] == HOSTNAME_LABEL
         for values, count in assignment.domains:
+            if by_node and not node_usable(values[-1]):
+                continue
             for _ in range(max(count - placed.get(values, 0), 0)):
                 if not gated:
                     break
@@ -142,7 +155,7 @@ class TopologyUngater:
         if workload is None or not _admitted_by_tas(workload):
             return
         pods = [self.pods[k] for k in self.members.get(key, ()) if k in self.pods]
-        for pod, selector in ungate_plan(workload, pods):
+        for pod, selector in ungate_plan(workload, pods, self.view.node_usable):
             patch = ungate_patch(pod, selector, (), gate=TOPOLOGY_SCHEDULING_GATE)
             if patch:
                 await ungate_pod(self.core, pod, patch)

@@ -85,6 +85,13 @@ def test_released_pods_count_and_finished_ones_do_not() -> None:
     assert names(plan) == [("a", {HOST: "h1"}), ("b", {HOST: "h2"})]
 
 
+def test_no_pod_is_released_to_a_node_gone_or_not_ready() -> None:
+    """The failed node's pods wait gated for its replacement (docs/tas.md)."""
+    pods = [pod(f"p{i}") for i in range(3)]
+    plan = ungate_plan(workload((("h1",), 2), (("h2",), 1)), pods, lambda name: name != "h1")
+    assert names(plan) == [("p0", {HOST: "h2"})]
+
+
 def test_multi_level_domains_select_every_level() -> None:
     plan = ungate_plan(workload((("b1", "r1"), 1), levels=("block", RACK)), [pod("a")])
     assert names(plan) == [("a", {"block": "b1", RACK: "r1"})]
