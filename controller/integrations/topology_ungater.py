@@ -12,11 +12,14 @@ label (both put on the template at admission: framework/podset_info.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.aio import client as aio_client
+from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import (
     HOSTNAME_LABEL,
@@ -30,7 +33,7 @@ from controller.integrations.pod_units import ungate_patch
 from controller.integrations.pods import ungate_pod
 from controller.integrations.serial import SerialReconciler
 
-__all__ = ["TopologyUngater", "ungate_plan"]
+__all__ = ["TopologyUngater", "stray_pods", "ungate_plan"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +92,59 @@ def ungate_plan(
                     break
                 plan.append((gated.pop(0), dict(zip(assignment.levels, values, strict=True))))
     return plan
+
+
+def stray_pods(
+    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The released pods no scheduler will place any more: not bound, not finished, not
+    being deleted, their node selector naming a node their pod set's assignment no longer
+    holds (a failed node replaced). Kueue's node controller marks them Failed, so that
+    their job makes new ones, which go to the replacement."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    nodes: dict[str, set[str]] = {}
+    for psa in admission.get("podSetAssignments") or ():
+        topology = psa.get("topologyAssignment")
+        if topology:
+            assignment = decode(topology)
+            if assignment.levels and assignment.levels[-1] == HOSTNAME_LABEL:
+                nodes[str(psa.get("name"))] = {values[-1] for values, _ in assignment.domains}
+    out = []
+    for pod in pods:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        held = nodes.get(str((meta.get("labels") or {}).get(POD_SET_LABEL)))
+        selected = (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
+        if (
+            held is None
+            or _gated(pod)
+            or spec.get("nodeName")
+            or meta.get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase") in _TERMINAL
+            or selected is None
+            or selected in held
+        ):
+            continue
+        out.append(pod)
+    return out
+
+
+def _terminated_by_kueue(now: str) -> dict[str, Any]:
+    """The status that marks a stray pod Failed, as Kueue's node controller writes it."""
+    return {
+        "status": {
+            "phase": "Failed",
+            "conditions": [
+                {
+                    "type": "TerminatedByKueue",
+                    "status": "True",
+                    "reason": "UnschedulableOnAssignedNode",
+                    "message": "Pod terminated by quotagate: its node was replaced in the "
+                    "topology assignment",
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+    }
 
 
 def _admitted_by_tas(workload: Mapping[str, Any]) -> bool:
@@ -155,6 +211,18 @@ class TopologyUngater:
         if workload is None or not _admitted_by_tas(workload):
             return
         pods = [self.pods[k] for k in self.members.get(key, ()) if k in self.pods]
+        for pod in stray_pods(workload, pods):
+            meta = pod.get("metadata") or {}
+            log.info(
+                "pod %s/%s: its node left the topology assignment; marking it Failed",
+                meta.get("namespace"),
+                meta.get("name"),
+            )
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            with contextlib.suppress(ApiException):  # gone meanwhile
+                await self.core.patch_namespaced_pod_status(
+                    str(meta.get("name")), str(meta.get("namespace")), _terminated_by_kueue(now)
+                )
         for pod, selector in ungate_plan(workload, pods, self.view.node_usable):
             patch = ungate_patch(pod, selector, (), gate=TOPOLOGY_SCHEDULING_GATE)
             if patch:

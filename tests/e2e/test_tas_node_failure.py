@@ -36,6 +36,7 @@ from tests.integration.kueue import (
 BLOCK, RACK, HOST = "cloud.com/topology-block", "cloud.com/topology-rack", "kubernetes.io/hostname"
 POOL = "quotagate.test/tas-failure-pool"
 TAINT = {"key": "quotagate.test/tas-failure", "value": "true", "effect": "NoSchedule"}
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 RACK_A = ["nf-a-1", "nf-a-2", "nf-a-3"]
 RACK_B = ["nf-b-1", "nf-b-2"]
 
@@ -60,7 +61,9 @@ def failure_nodes(api_client: client.ApiClient) -> Iterator[None]:
 
 
 def set_ready(core: client.CoreV1Api, name: str, ready: bool) -> None:
-    """The node's Ready condition (a strategic merge by type keeps its others)."""
+    """The node's Ready condition (a strategic merge by type keeps its others), and the
+    taint kube-controller-manager's node lifecycle controller puts on a not-ready node
+    (not run here), so that kube-scheduler binds no new pod there."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     condition = {
         "type": "Ready",
@@ -71,6 +74,8 @@ def set_ready(core: client.CoreV1Api, name: str, ready: bool) -> None:
         "lastTransitionTime": now,
     }
     core.patch_node_status(name, {"status": {"conditions": [condition]}})
+    taints = [TAINT] if ready else [TAINT, NOT_READY_TAINT]
+    core.patch_node(name, {"spec": {"taints": taints}})
 
 
 def running_pods(core: client.CoreV1Api, namespace: str) -> list[Any]:
