@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from api.constants import POD_SET_REQUIRED_TOPOLOGY_ANNOTATION
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS, create_node, queued_job
+from tests.e2e.test_tas import BLOCK, RACK, topology
 from tests.integration.kueue import (
     ControllerProcess,
     Kueue,
@@ -33,7 +34,6 @@ from tests.integration.kueue import (
     maybe_workload,
 )
 
-BLOCK, RACK, HOST = "cloud.com/topology-block", "cloud.com/topology-rack", "kubernetes.io/hostname"
 POOL = "quotagate.test/tas-failure-pool"
 TAINT = {"key": "quotagate.test/tas-failure", "value": "true", "effect": "NoSchedule"}
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
@@ -109,19 +109,11 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
 ) -> None:
     kueue = Kueue(api_client)
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
-    rf, cq, topology = f"{namespace}-tas", f"{namespace}-cq", f"{namespace}-topology"
+    rf, cq, topology_name = f"{namespace}-tas", f"{namespace}-cq", f"{namespace}-topology"
     tas_flavor = flavor(rf, {POOL: "e2e"}, [{**TAINT, "operator": "Equal"}])
-    tas_flavor["spec"]["topologyName"] = topology
+    tas_flavor["spec"]["topologyName"] = topology_name
     kueue.custom.create_cluster_custom_object(
-        "kueue.x-k8s.io",
-        "v1beta2",
-        "topologies",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Topology",
-            "metadata": {"name": topology},
-            "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}, {"nodeLabel": HOST}]},
-        },
+        "kueue.x-k8s.io", "v1beta2", "topologies", topology(topology_name)
     )
     kueue.apply(tas_flavor, cluster_queue(cq, {rf: {"cpu": 32}}), local_queue(namespace, "lq", cq))
     job = queued_job("mend", parallelism=4)
