@@ -31,6 +31,7 @@ from controller.core.afs.usage import AdmissionFairSharing
 from controller.core.fairsharing.settings import ALLOWED_STRATEGIES, FairSharing, PreemptionStrategy
 from controller.core.model.selectors import LabelSelector
 from controller.core.state import ClusterState
+from controller.core.tas.node_failure import NodeFailureGates
 from controller.kube.leader import LeaderElection
 from controller.kueue_config import (
     EXTENSIONS_KEY,
@@ -420,11 +421,13 @@ class Visibility(_Section):
         return self
 
 
-IMPLEMENTED_FEATURE_GATES = {
+IMPLEMENTED_FEATURE_GATES: dict[str, bool] = {
     "PriorityBoost": False,
     "VisibilityOnDemand": True,
     "TASBalancedPlacement": False,
     "TASMultiLayerTopology": True,
+    # Failed nodes under TAS Workloads (controller/core/tas/node_failure.py).
+    **{name: bool(getattr(NodeFailureGates(), attr)) for name, attr in NodeFailureGates.GATES},
 }
 """Kueue's feature gates quotagate reads from `featureGates`, with Kueue's defaults."""
 
@@ -478,8 +481,12 @@ class ControllerConfig(_Section):
     feature_gates: dict[str, bool] = Field(
         default_factory=dict,
         alias="featureGates",
-        description="Kueue's featureGates; read: PriorityBoost (off), VisibilityOnDemand (on), "
-        "TASBalancedPlacement (off), TASMultiLayerTopology (on)",
+        description=(
+            "Kueue's featureGates; read: PriorityBoost (off), VisibilityOnDemand (on), "
+            "TASBalancedPlacement (off), TASMultiLayerTopology (on), "
+            "TASFailedNodeReplacement (on), TASFailedNodeReplacementFailFast (on), "
+            "TASReplaceNodeOnPodTermination (on), TASReplaceNodeDueToNotReadyOverFixedTime (off)"
+        ),
     )
     integrations: Integrations = Field(default_factory=lambda: Integrations())
     metrics_port: int = Field(8080, alias="metricsPort", ge=0, le=65535, description="0 = off")
@@ -729,6 +736,9 @@ def configure_state(config: ControllerConfig, state: ClusterState) -> ClusterSta
     state.tas.set_gates(
         balanced_placement=config.gate("TASBalancedPlacement"),
         multi_layer=config.gate("TASMultiLayerTopology"),
+    )
+    state.failed_nodes.gates = NodeFailureGates.from_gates(
+        {name: config.gate(name) for name, _ in NodeFailureGates.GATES}
     )
     state.fair_sharing = config.fair_sharing.core() if config.fair_sharing else None
     afs = config.admission_fair_sharing

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config_sections import default_namespace_selector
+from controller.core.tas.node_failure import NodeFailureGates
 from controller.kueue_config_schema import (
     FEATURE_GATES,
     LOCKED_GATES,
@@ -124,18 +125,20 @@ def translate(
     return out
 
 
-_READ_GATES = (
+READ_GATES = (
     "PriorityBoost",
     "VisibilityOnDemand",
     "TASBalancedPlacement",
     "TASMultiLayerTopology",
+    *(name for name, _ in NodeFailureGates.GATES),
 )
+"""The feature gates quotagate reads (the TAS ones: docs/tas.md)."""
 
 
 def _visibility(file: Mapping[str, Any], gates: Mapping[str, bool], out: Translation) -> None:
-    """The gates quotagate reads itself (`_READ_GATES`) and where the
+    """The gates quotagate reads itself (READ_GATES) and where the
     visibility API listens (`visibilityServer`; Kueue's defaults: every address, 8082)."""
-    read = {name: gates[name] for name in _READ_GATES if name in gates}
+    read = {name: gates[name] for name in READ_GATES if name in gates}
     if read:
         out.set("featureGates", read, True)
     server = file.get("visibilityServer") or {}

@@ -309,6 +309,12 @@ IMPLEMENTED_GATES = {
     "(off by default, as in Kueue; docs/tas.md)",
     "TASMultiLayerTopology": "slices in more than one layer are placed while true (Kueue's "
     "default); false: only the outermost layer",
+    "TASFailedNodeReplacement": "failed nodes under TAS Workloads replaced (docs/tas.md)",
+    "TASFailedNodeReplacementFailFast": "no replacement evicts at once (docs/tas.md)",
+    "TASReplaceNodeOnPodTermination": "a NotReady node fails once its pods are gone "
+    "(docs/tas.md)",
+    "TASReplaceNodeDueToNotReadyOverFixedTime": "a NotReady node fails after 30 s "
+    "(docs/tas.md)",
 }
 
 # Fields read into quotagate's settings (a list index is written `[]`).

@@ -15,7 +15,16 @@ from controller.core.preemption.types import Victim
 if TYPE_CHECKING:  # the scheduler's result, carried as it is: decisions sit below it
     from controller.core.scheduler.flavor_assignment import FlavorAssignment
 
-__all__ = ["Admit", "CycleResult", "Decision", "Evict", "Inadmissible", "Nomination", "Preempt"]
+__all__ = [
+    "Admit",
+    "CycleResult",
+    "Decision",
+    "Evict",
+    "Inadmissible",
+    "Nomination",
+    "Preempt",
+    "ReplaceNode",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +127,17 @@ class Nomination:
     usage: dict[FlavorResource, int]
 
 
+@dataclass(frozen=True, slots=True)
+class ReplaceNode:
+    """An admitted TAS Workload's pods on a failed node placed again: its admission with
+    the new `topologyAssignment`s (the same quota), written in place."""
+
+    workload_key: WorkloadKey
+    cluster_queue: str
+    admission: Admission
+    failed_node: str
+
+
 Decision = Admit | Inadmissible | Evict | Preempt
 
 
@@ -129,6 +149,7 @@ class CycleResult:
     requeued: tuple[str, ...] = ()  # heads that lost capacity to an earlier head this cycle
     changed: bool = False  # anything admitted, evicted, parked or explained differently
     preempting: tuple[Preempt, ...] = ()
+    replaced: tuple[ReplaceNode, ...] = ()  # failed nodes replaced (topology-aware)
 
     @property
     def decisions(self) -> tuple[Decision, ...]:

@@ -51,6 +51,7 @@ from controller.core.preemption.holds import PreemptionHolds
 from controller.core.preemption.preemptibility import resolve_preemptibility
 from controller.core.queue.manager import QueueManager
 from controller.core.tas.cache import TASCache
+from controller.core.tas.node_failure import FailedNodes
 
 __all__ = ["ClusterState", "UnknownWorkload"]
 
@@ -65,6 +66,9 @@ class ClusterState:
         self.holds = PreemptionHolds(self.cache)
         self.index = StatusIndex()
         self.tas = TASCache(self.objects.flavors)
+        # Failed nodes under admitted TAS Workloads (controller/core/tas/node_failure.py;
+        # the cycle replaces or evicts: controller/core/scheduler/node_failures.py).
+        self.failed_nodes = FailedNodes()
         self._evictions: set[WorkloadKey] = set()  # records with an eviction to issue
         # Kueue's requeuingStrategy.timestamp: a Workload evicted for PodsReadyTimeout is
         # ordered by that eviction's time ("Eviction", Kueue's default) or by its creation
@@ -151,24 +155,33 @@ class ClusterState:
     def set_node(self, node: Node) -> None:
         if self.tas.nodes.get(node.name) == node:
             return
-        was_ready = (old := self.tas.nodes.get(node.name)) is not None and old.ready
         self.tas.set_node(node)
-        if was_ready and not node.ready:
-            self._node_failed(node.name, "is not ready")
+        self.failed_nodes.node_changed(node, node.name)
         self._retry_tas()
 
     def remove_node(self, name: str) -> None:
         self.tas.remove_node(name)
-        self._node_failed(name, "was deleted")
+        self.failed_nodes.node_changed(None, name)
         self._retry_tas()
 
-    def _node_failed(self, name: str, what: str) -> None:
-        """Evict the TAS Workloads with pods assigned to a failed node, to be placed again
-        (Kueue's eviction for `NodeFailures`, without its replacement in the same domain)."""
-        for key in self.tas.workloads_on(name):
-            self._request_eviction(
-                key, "NodeFailures", f"Workload was evicted as node {name} {what}"
-            )
+    def set_tas_pod(self, key: str, node: str, workload: WorkloadKey) -> None:
+        """A TAS pod of `workload` running on `node` (bound, not finished, not deleted)."""
+        self.failed_nodes.set_pod(key, node, workload)
+
+    def remove_tas_pod(self, key: str) -> None:
+        self.failed_nodes.remove_pod(key)
+
+    def request_eviction(self, key: WorkloadKey, reason: str, message: str) -> None:
+        """Evict an admitted Workload in this cycle (a failed node's, without replacement)."""
+        self._request_eviction(key, reason, message)
+
+    def apply_replacement(self, key: WorkloadKey, admission: Admission) -> None:
+        """An admitted TAS Workload's new topology assignments (a failed node replaced):
+        the same quota, its pods counted on the new nodes."""
+        record = self.cache.record(key)
+        record.admission = admission
+        record.workload = replace(record.workload, admission=admission)
+        self.tas.reserve(key, admission, record.workload.pod_sets)
 
     def set_pod(self, key: str, node: str, requests: Mapping[str, int]) -> None:
         """A running pod that is not a TAS pod, on `node` (its usage counts in the view)."""

@@ -44,6 +44,11 @@ class ControllerView(Protocol):
         """The ResourceFlavor's placement (None: no such flavor)."""
         ...
 
+    def node_usable(self, name: str) -> bool:
+        """Whether the node is known and Ready (a TAS pod is released to no other: its
+        Workload's failed node is being replaced)."""
+        ...
+
     def priority_of_class(self, name: str) -> int | None:
         """The WorkloadPriorityClass's value (None: no such class)."""
         ...

@@ -12,20 +12,28 @@ label (both put on the template at admission: framework/podset_info.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.aio import client as aio_client
+from kubernetes.aio.client.exceptions import ApiException
 
-from api.constants import POD_SET_LABEL, TOPOLOGY_SCHEDULING_GATE, WORKLOAD_ANNOTATION
+from api.constants import (
+    HOSTNAME_LABEL,
+    POD_SET_LABEL,
+    TOPOLOGY_SCHEDULING_GATE,
+    WORKLOAD_ANNOTATION,
+)
 from controller.core.tas.encoding import decode
 from controller.integrations.host import ControllerView
 from controller.integrations.pod_units import ungate_patch
 from controller.integrations.pods import ungate_pod
 from controller.integrations.serial import SerialReconciler
 
-__all__ = ["TopologyUngater", "ungate_plan"]
+__all__ = ["TopologyUngater", "stray_pods", "ungate_plan"]
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +47,17 @@ def _gated(pod: Mapping[str, Any]) -> bool:
 
 
 def ungate_plan(
-    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+    workload: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    node_usable: Callable[[str], bool] = lambda _: True,
 ) -> list[tuple[Mapping[str, Any], dict[str, str]]]:
     """The gated pods to release now and each one's node selector: per pod set with a
     `topologyAssignment`, its domains in order, each given as many gated pods as it still
     lacks (its count minus the released pods already selecting it). Finished pods do not
-    count (they are replaced)."""
+    count (they are replaced). A domain that is a node (`kubernetes.io/hostname` the last
+    level) gets none while `node_usable` says it is gone or not Ready: its pods wait gated
+    for the replacement (docs/tas.md, Node failures), as Kueue's ungater holds them while
+    the node is in `unhealthyNodes`."""
     by_pod_set: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
         if (pod.get("status") or {}).get("phase") in _TERMINAL:
@@ -70,12 +83,68 @@ def ungate_plan(
                 selector = (pod.get("spec") or {}).get("nodeSelector") or {}
                 values = tuple(str(selector.get(level, "")) for level in assignment.levels)
                 placed[values] = placed.get(values, 0) + 1
+        by_node = bool(assignment.levels) and assignment.levels[-1] == HOSTNAME_LABEL
         for values, count in assignment.domains:
+            if by_node and not node_usable(values[-1]):
+                continue
             for _ in range(max(count - placed.get(values, 0), 0)):
                 if not gated:
                     break
                 plan.append((gated.pop(0), dict(zip(assignment.levels, values, strict=True))))
     return plan
+
+
+def stray_pods(
+    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The released pods no scheduler will place any more: not bound, not finished, not
+    being deleted, their node selector naming a node their pod set's assignment no longer
+    holds (a failed node replaced). Kueue's node controller marks them Failed, so that
+    their job makes new ones, which go to the replacement."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    nodes: dict[str, set[str]] = {}
+    for psa in admission.get("podSetAssignments") or ():
+        topology = psa.get("topologyAssignment")
+        if topology:
+            assignment = decode(topology)
+            if assignment.levels and assignment.levels[-1] == HOSTNAME_LABEL:
+                nodes[str(psa.get("name"))] = {values[-1] for values, _ in assignment.domains}
+    out = []
+    for pod in pods:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        held = nodes.get(str((meta.get("labels") or {}).get(POD_SET_LABEL)))
+        selected = (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
+        if (
+            held is None
+            or _gated(pod)
+            or spec.get("nodeName")
+            or meta.get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase") in _TERMINAL
+            or selected is None
+            or selected in held
+        ):
+            continue
+        out.append(pod)
+    return out
+
+
+def _terminated_by_kueue(now: str) -> dict[str, Any]:
+    """The status that marks a stray pod Failed, as Kueue's node controller writes it."""
+    return {
+        "status": {
+            "phase": "Failed",
+            "conditions": [
+                {
+                    "type": "TerminatedByKueue",
+                    "status": "True",
+                    "reason": "UnschedulableOnAssignedNode",
+                    "message": "Pod terminated by quotagate: its node was replaced in the "
+                    "topology assignment",
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+    }
 
 
 def _admitted_by_tas(workload: Mapping[str, Any]) -> bool:
@@ -142,7 +211,19 @@ class TopologyUngater:
         if workload is None or not _admitted_by_tas(workload):
             return
         pods = [self.pods[k] for k in self.members.get(key, ()) if k in self.pods]
-        for pod, selector in ungate_plan(workload, pods):
+        for pod in stray_pods(workload, pods):
+            meta = pod.get("metadata") or {}
+            log.info(
+                "pod %s/%s: its node left the topology assignment; marking it Failed",
+                meta.get("namespace"),
+                meta.get("name"),
+            )
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            with contextlib.suppress(ApiException):  # gone meanwhile
+                await self.core.patch_namespaced_pod_status(
+                    str(meta.get("name")), str(meta.get("namespace")), _terminated_by_kueue(now)
+                )
+        for pod, selector in ungate_plan(workload, pods, self.view.node_usable):
             patch = ungate_patch(pod, selector, (), gate=TOPOLOGY_SCHEDULING_GATE)
             if patch:
                 await ungate_pod(self.core, pod, patch)

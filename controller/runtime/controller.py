@@ -114,6 +114,10 @@ class Controller:
         """The newest copy of a Workload seen (None: not known)."""
         return self.sync.body(key)  # type: ignore[arg-type]
 
+    def node_usable(self, name: str) -> bool:
+        node = self.ctx.state.tas.nodes.get(name)
+        return node is not None and node.ready
+
     def flavor_placement(self, name: str) -> Placement | None:
         """Where the ResourceFlavor places pods: its node labels, and tolerations of its
         taints as a pod spec writes them (None: no such flavor)."""

@@ -2,7 +2,10 @@
 (controller/core/tas/cache.py): every Node, and every pod bound to a node and not
 finished (a server-side field selector: `spec.nodeName!=`, phase neither Succeeded nor
 Failed), all namespaces: a node's capacity is taken by pods of any namespace. TAS pods are
-left out (their admission counts them).
+left out of the capacity (their admission counts them); those running (bound, not being
+deleted) are followed per node and Workload, for the failed-node check (Kueue's
+TASReplaceNodeOnPodTermination: a not-ready node fails a Workload once none of its pods
+runs there).
 
 The feed keeps what it last saw, so that a new state (a new leader's) gets it at once.
 """
@@ -14,8 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.core.model import from_api
-from controller.core.model.nodes import node_from_api, pod_usage
+from controller.core.model.nodes import node_from_api, pod_usage, running_tas_pod
 from controller.core.model.topology import Node
+from controller.core.model.workloads import WorkloadKey
 from controller.core.state import ClusterState
 from controller.kube.client import NODES, PODS, SCHEDULED_PODS, Resource
 
@@ -39,12 +43,13 @@ class TopologyFeed:
         self.state, self.wake = state, wake
         self.nodes: dict[str, Node] = {}
         self.pods: dict[str, tuple[str, dict[str, int]]] = {}
+        self.tas_pods: dict[str, tuple[str, WorkloadKey]] = {}  # running TAS pods
 
     def sinks(self) -> list[tuple[Resource, _Sink, str | None]]:
         """(resource, sink, field selector) of the two informers the operator runs."""
         return [
             (NODES, _Sink(self.on_node, lambda: {f"/{n}" for n in self.nodes}), None),
-            (PODS, _Sink(self.on_pod, lambda: set(self.pods)), SCHEDULED_PODS),
+            (PODS, _Sink(self.on_pod, lambda: set(self.pods) | set(self.tas_pods)), SCHEDULED_PODS),
         ]
 
     def on_node(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -68,6 +73,7 @@ class TopologyFeed:
     def on_pod(self, event_type: str | None, body: dict[str, Any]) -> None:
         meta = body.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
+        self._follow_tas_pod(key, None if event_type == "DELETED" else running_tas_pod(body))
         usage = None
         if event_type != "DELETED":
             try:
@@ -85,9 +91,20 @@ class TopologyFeed:
         self.state().set_pod(key, *usage)
         self.wake()
 
+    def _follow_tas_pod(self, key: str, where: tuple[str, WorkloadKey] | None) -> None:
+        if where is None:
+            if self.tas_pods.pop(key, None) is not None:
+                self.state().remove_tas_pod(key)
+                self.wake()
+        elif self.tas_pods.get(key) != where:
+            self.tas_pods[key] = where
+            self.state().set_tas_pod(key, *where)
+
     def replay(self, state: ClusterState) -> None:
         """Give a new state everything seen so far."""
         for node in self.nodes.values():
             state.set_node(node)
         for key, (node_name, requests) in self.pods.items():
             state.set_pod(key, node_name, requests)
+        for key, (node_name, workload) in self.tas_pods.items():
+            state.set_tas_pod(key, node_name, workload)

@@ -16,7 +16,14 @@ from api import workload_status
 from api.constants import JOB_UID_LABEL
 from api.workload_status import admission_to_api, has_quota_reservation
 from controller.core.admission_checks import required_checks
-from controller.core.decisions import Admit, CycleResult, Evict, Inadmissible, Preempt
+from controller.core.decisions import (
+    Admit,
+    CycleResult,
+    Evict,
+    Inadmissible,
+    Preempt,
+    ReplaceNode,
+)
 from controller.core.model.workloads import WorkloadKey
 from controller.kube.client import API_ERRORS, outcome_unknown
 from controller.runtime.context import Context, priority_class_of
@@ -82,6 +89,9 @@ class DecisionWriter:
         for admit in result.admitted:
             self.sync.begin_write(admit.workload_key)
             spawn(self.write_admission(admit))
+        for replaced in result.replaced:
+            self.sync.begin_write(replaced.workload_key)
+            spawn(self.write_replacement(replaced))
         for pending in result.inadmissible:
             self.pending.want(pending)
 
@@ -131,6 +141,36 @@ class DecisionWriter:
         if result is not None and has_quota_reservation(result):
             self.pending.admitted(key)
             await self._record_admitted(result, admit)
+
+    async def write_replacement(self, replaced: ReplaceNode) -> None:
+        """Write the new `topologyAssignment`s of a Workload whose failed node was replaced
+        (the state already holds them), with `status.unhealthyNodes` cleared, as Kueue's
+        scheduler writes them; the topology ungater then releases its new pods onto the
+        replacement. On failure the API server's object is taken back."""
+        key = replaced.workload_key
+        admission = admission_to_api(replaced.admission)
+
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            if not has_quota_reservation(wl) or workload_status.is_finished(wl):
+                return None  # released meanwhile: nothing left to replace
+            status = workload_status.kueue_status(wl)
+            status["admission"] = dict(admission)
+            status.pop("unhealthyNodes", None)
+            return status
+
+        result: dict[str, Any] | None = None
+        try:
+            result = await self.sync.write(key, build, "replace-node")
+            log.info("%s: node %s replaced in its topology assignment", key, replaced.failed_node)
+        except API_ERRORS as exc:
+            log.warning(
+                "replacement of node %s for %s not written (%s)", replaced.failed_node, key, exc
+            )
+            self.sync.copies.pop(key, None)
+            self.ctx.state.remove_workload(key)
+            result = await self.sync.reread(key)
+        finally:
+            self.sync.end_write(key, result)
 
     async def _clear_stale_admission(self, key: WorkloadKey) -> None:
         """Remove a `status.admission` left behind without a reservation before admitting.

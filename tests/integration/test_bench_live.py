@@ -158,3 +158,69 @@ def test_a_tree_scenario_runs_live_on_its_cohorts_and_cleans_them_up(
             "kueue.x-k8s.io", "v1beta2", plural, label_selector=f"{RUN_LABEL}={report['run_id']}"
         )
         assert left["items"] == [], plural
+
+
+TAS = """\
+topology:
+  name: t
+  levels:
+    - {name: block, count: 1, nodeLabel: cloud.provider.com/topology-block}
+    - {name: rack, count: 2, nodeLabel: cloud.provider.com/topology-rack}
+    - {name: node, count: 2, nodeLabel: kubernetes.io/hostname, capacity: {cpu: "2"}}
+resourceFlavor: {name: tas, nodeLabel: tas-node-group, topologyName: t}
+cohorts:
+  - className: cohort
+    count: 1
+    queuesSets:
+      - className: cq
+        count: 2
+        nominalQuota: 4
+        reclaimWithinCohort: Any
+        withinClusterQueue: LowerPriority
+        workloadsSets:
+          - count: 3
+            creationIntervalMs: 100
+            workloads:
+              - {className: rack, runtimeMs: 300, priority: 1, request: 1, podCount: 4,
+                 tasConstraint: required, tasLevel: cloud.provider.com/topology-rack}
+              - {className: slices, runtimeMs: 300, priority: 1, request: 500m, podCount: 2,
+                 tasConstraint: balanced, tasLevel: cloud.provider.com/topology-rack,
+                 sliceSize: 1}
+"""
+
+
+def test_a_tas_scenario_runs_live_on_its_nodes_and_cleans_them_up(
+    controller: ControllerProcess,
+    kubeconfig_path: str,
+    api_client: client.ApiClient,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Four nodes of 2 cpus in two racks, created Ready by the run: each 4-pod Workload
+    fills one rack, so at most two run at once whatever the quota (8 cpus) says; every
+    Workload is admitted, none past a node's capacity, and the nodes go at cleanup."""
+    scenario = tmp_path / "tas.yaml"
+    scenario.write_text(TAS)
+    report_path = tmp_path / "tas.json"
+    code = main(
+        [
+            *(str(scenario), "--live", "--kubeconfig", kubeconfig_path),
+            *("--timeout", "90", "--json", str(report_path)),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "created 4 Ready nodes and Topology t-" in captured.err
+    assert "node over-use events" in captured.out
+    report = json.loads(report_path.read_text())
+    assert report["workloads"] == 12
+    assert report["classes"]["rack"]["admitted"] == 6
+    assert report["classes"]["slices"]["admitted"] == 6
+    assert report["overuse_events"] == 0 and report["node_overuse_events"] == 0
+    assert report["pods_placed"] >= 6 * 4 + 6 * 2  # every admission's topologyAssignment
+    selector = f"{RUN_LABEL}={report['run_id']}"
+    assert client.CoreV1Api(api_client).list_node(label_selector=selector).items == []
+    left = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "topologies", label_selector=selector
+    )
+    assert left["items"] == []

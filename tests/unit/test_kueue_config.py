@@ -167,6 +167,30 @@ def test_the_priority_boost_and_visibility_gates_and_the_visibility_server(
     assert fields(config) == []
 
 
+def test_the_failed_node_gates_of_topology_aware_scheduling_reach_the_engine(
+    tmp_path: Path,
+) -> None:
+    """Kueue's four failed-node gates (docs/tas.md), Kueue's defaults when not set."""
+    from controller.config import configure_state
+    from controller.core.state import ClusterState
+    from controller.core.tas.node_failure import NodeFailureGates
+
+    default = configure_state(load(tmp_path, {}), ClusterState())
+    assert default.failed_nodes.gates == NodeFailureGates(True, True, True, False)
+    config = load(
+        tmp_path,
+        {
+            "featureGates": {
+                "TASFailedNodeReplacementFailFast": False,
+                "TASReplaceNodeDueToNotReadyOverFixedTime": True,
+            }
+        },
+    )
+    assert fields(config) == []
+    gates = configure_state(config, ClusterState()).failed_nodes.gates
+    assert gates == NodeFailureGates(True, False, True, True)
+
+
 def test_quotagates_own_settings_go_under_their_own_key(tmp_path: Path) -> None:
     config = load(
         tmp_path,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from controller.kube.process import run_on_uvloop
-from tools.bench.report import Report, plot, render
+from tools.bench.report import NODE_OVERUSE, Report, overuse_of, plot, render
 from tools.bench.scenario import ScenarioError, load
 
 if TYPE_CHECKING:
@@ -127,10 +127,10 @@ def _bench(args: argparse.Namespace) -> int:
     if misplaced:
         print(f"bench: {misplaced}", file=sys.stderr)
         return 2
-    if scenario.tas is not None and not args.simulate:
+    if scenario.tas is not None and args.api_floor:
         print(
-            "bench: a topology-aware scenario (topology:) runs only with --simulate: the live "
-            "and API-floor benches create no nodes yet",
+            "bench: a topology-aware scenario (topology:) runs with --simulate or --live: the "
+            "API-floor bench creates no nodes",
             file=sys.stderr,
         )
         return 2
@@ -158,8 +158,12 @@ def _bench(args: argparse.Namespace) -> int:
         _write(render_floor(floor), floor.to_json(), args)
         return 0
     _output(report, args)
-    if report.overuse_events:
-        print(f"bench: {report.overuse_events} quota over-use events", file=sys.stderr)
+    if overuse_of(report):
+        print(
+            f"bench: {report.overuse_events} quota over-use events, "
+            f"{report.extra.get(NODE_OVERUSE, 0)} node over-use events",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -50,7 +50,7 @@ from tools.bench.comparison import (
     render_comparison,
 )
 from tools.bench.live import run_live
-from tools.bench.report import Report
+from tools.bench.report import Report, overuse_of
 from tools.bench.scenario import Scenario, ScenarioError, load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,6 +60,7 @@ KUEUE_CRD_FILES = tuple(
     f"kueue.x-k8s.io_{plural}.yaml"
     for plural in ("clusterqueues", "localqueues", "resourceflavors", "workloads")
 )
+KUEUE_TOPOLOGY_CRD = "kueue.x-k8s.io_topologies.yaml"  # a topology-aware scenario's
 
 
 class CompareError(RuntimeError):
@@ -76,9 +77,14 @@ class Contender:
     command: Callable[[Path], list[str]]
 
 
-def minimalkueue(path: Path, crds: Path) -> Contender:
-    """Kueue's scheduler-perf controller, started as Kueue's runner starts it."""
-    return Contender("Kueue", crds, lambda kubeconfig: [str(path), "--kubeconfig", str(kubeconfig)])
+def minimalkueue(path: Path, crds: Path, *, tas: bool = False) -> Contender:
+    """Kueue's scheduler-perf controller, started as Kueue's runner starts it; with
+    `-enableTAS` for a topology-aware scenario (without it minimalkueue runs no TAS
+    controllers and admits no TAS Workload)."""
+    flags = ["-enableTAS"] if tas else []
+    return Contender(
+        "Kueue", crds, lambda kubeconfig: [str(path), "--kubeconfig", str(kubeconfig), *flags]
+    )
 
 
 def quotagate(label: str = "quotagate") -> Contender:
@@ -130,8 +136,9 @@ def check_minimalkueue(value: str) -> Path:
     return path
 
 
-def check_kueue_crds(value: str) -> Path:
-    """The directory of Kueue's CRDs named by KUEUE_CRDS, or CompareError."""
+def check_kueue_crds(value: str, *, tas: bool = False) -> Path:
+    """The directory of Kueue's CRDs named by KUEUE_CRDS (with the Topology CRD for a
+    topology-aware scenario), or CompareError."""
     if not value:
         raise CompareError(
             "KUEUE_CRDS is not set: give the directory of Kueue's CRDs "
@@ -140,7 +147,8 @@ def check_kueue_crds(value: str) -> Path:
     path = Path(value).expanduser().resolve()
     if not path.is_dir():
         raise CompareError(f"KUEUE_CRDS={value}: no such directory")
-    missing = [name for name in KUEUE_CRD_FILES if not (path / name).is_file()]
+    wanted = KUEUE_CRD_FILES + ((KUEUE_TOPOLOGY_CRD,) if tas else ())
+    missing = [name for name in wanted if not (path / name).is_file()]
     if missing:
         raise CompareError(
             f"KUEUE_CRDS={value}: not Kueue's CRD directory (no {', '.join(missing)}; "
@@ -395,13 +403,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         scenario = load(Path(args.scenario))
-        if scenario.tas is not None:
-            raise CompareError(
-                "a topology-aware scenario (topology:) is not compared yet: the live bench "
-                "creates no nodes (run it with python -m tools.bench --simulate)"
-            )
+        tas = scenario.tas is not None
         binary = check_minimalkueue(args.minimalkueue)
-        crds = check_kueue_crds(args.kueue_crds)
+        crds = check_kueue_crds(args.kueue_crds, tas=tas)
     except (ScenarioError, CompareError) as exc:
         print(f"bench-compare: {exc}", file=sys.stderr)
         return 2
@@ -410,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ensure_binaries()  # the control plane's, built once (minutes) if missing
         reports = compare(
             scenario,
-            [minimalkueue(binary, crds), quotagate()],
+            [minimalkueue(binary, crds, tas=tas), quotagate()],
             out,
             timeout=args.timeout,
             restart_apiserver_at=args.restart_apiserver_at,
@@ -421,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_comparison(reports))
     document, picture = write(reports, out, scenario.name)
     print(f"\nJSON: {document}\nplot: {picture}")
-    overused = [label for label, report in reports.items() if report.overuse_events]
+    overused = [label for label, report in reports.items() if overuse_of(report)]
     if overused:
         print(f"bench-compare: quota over-use by {', '.join(overused)}", file=sys.stderr)
         return 1

@@ -13,7 +13,7 @@ from typing import Any
 from tools.bench.apiserver_requests import write_rows
 from tools.bench.outages import render_outages
 from tools.bench.preemptions import Verdict, judge
-from tools.bench.report import Report, admission_bars, pyplot, table
+from tools.bench.report import NODE_OVERUSE, Report, admission_bars, pyplot, table
 
 WRITES = "apiserver_writes"
 """The key of a report's `extra` with its API server writes by request."""
@@ -70,6 +70,19 @@ def rows(first: Report, second: Report) -> list[Row]:
         ),
         Row("preemptions", "", first.preemptions, second.preemptions, 0),
         Row("quota over-use events", "", first.overuse_events, second.overuse_events, 0),
+        *(
+            [
+                Row(
+                    "node over-use events",
+                    "",
+                    first.extra.get(NODE_OVERUSE),
+                    second.extra.get(NODE_OVERUSE),
+                    0,
+                )
+            ]
+            if NODE_OVERUSE in first.extra
+            else []
+        ),
         Row("kube-apiserver CPU", "s", first.apiserver_cpu_s, second.apiserver_cpu_s),
         Row(
             "kube-apiserver CPU per Workload",

@@ -17,12 +17,14 @@ from tools.bench.scenario import Scenario
 
 __all__ = [
     "KUEUE_REFERENCE",
+    "NODE_OVERUSE",
     "ClassFigures",
     "Job",
     "Progress",
     "Report",
     "Sample",
     "admission_bars",
+    "overuse_of",
     "plot",
     "pyplot",
     "render",
@@ -65,6 +67,15 @@ class Job:
     first_admitted_at: float | None = None
     finished_at: float | None = None
     epoch: int = 0  # bumps on every admission and release, so stale completions are ignored
+
+
+NODE_OVERUSE = "node_overuse_events"
+"""The key of a TAS live run's `extra`: admissions that put more on a node than it has."""
+
+
+def overuse_of(report: Report) -> int:
+    """Quota over-use events and, in a TAS live run, node over-use events."""
+    return report.overuse_events + int(report.extra.get(NODE_OVERUSE) or 0)
 
 
 @dataclass(frozen=True)
@@ -251,6 +262,8 @@ def render(report: Report) -> str:
         f"  {'preemptions':<26}{report.preemptions:9d}",
         f"  {'quota over-use events':<26}{report.overuse_events:9d}",
     ]
+    if NODE_OVERUSE in report.extra:
+        lines.append(f"  {'node over-use events':<26}{report.extra[NODE_OVERUSE]:9d}")
     cpu_label = "engine CPU" if report.mode == "simulate" else "controller CPU"
     lines.append(f"  {cpu_label:<26}{_seconds(report.cpu_s):>11}")
     if report.apiserver_cpu_s is not None:

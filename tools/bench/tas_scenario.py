@@ -26,9 +26,9 @@ from api.constants import HOSTNAME_LABEL
 from api.quantities import InvalidQuantity, Quantity
 from controller.core.model.topology import Node, TopologyRequest
 
-__all__ = ["TASSetup", "parse_class_topology", "parse_setup"]
+__all__ = ["PODS_PER_NODE", "TASSetup", "parse_class_topology", "parse_setup"]
 
-_PODS = 110_000  # Kueue's generator: 110 pods per node, in milli-units
+PODS_PER_NODE = 110  # Kueue's generator: 110 pods allocatable per node
 
 
 class TASScenarioError(ValueError):
@@ -55,7 +55,7 @@ class TASSetup:
                 name = "-".join(values)
                 if self.levels[-1][2] == HOSTNAME_LABEL:
                     labels[HOSTNAME_LABEL] = name
-                out.append(Node(name, labels, {**self.capacity, "pods": _PODS}))
+                out.append(Node(name, labels, {**self.capacity, "pods": PODS_PER_NODE * 1000}))
                 return
             level_name, count, _ = self.levels[depth]
             for i in range(count):

@@ -58,6 +58,10 @@ class Node:
     ready: bool = True
     unschedulable: bool = False
     taints: tuple[Taint, ...] = field(default=())
+    # When a node that is not ready became so (its Ready condition's lastTransitionTime,
+    # seconds since the epoch); None when ready, or when it has no Ready condition or no
+    # time (Kueue treats a node without a Ready condition as failed at once).
+    not_ready_since: float | None = None
 
 
 _TAS_POD_ANNOTATIONS = (

@@ -77,6 +77,7 @@ from controller.core.scheduler.flavor_assignment import (
     assign_flavors,
 )
 from controller.core.scheduler.memory import SchedulerMemory
+from controller.core.scheduler.node_failures import handle_node_failures
 from controller.core.scheduler.partial_admission import (
     can_be_partially_admitted,
     search,
@@ -172,6 +173,7 @@ def run_cycle(
     elif memory.state is not state:
         raise ValueError("the scheduler's memory is of another ClusterState")
     state.release_backoff(now)
+    replaced = handle_node_failures(state, now)
     evicted = state.take_evictions()
     inadmissible: list[Inadmissible] = []
     requeued: list[str] = []
@@ -179,7 +181,7 @@ def run_cycle(
     # Preemptors whose victims have released their quota are admitted first (their
     # capacity was held for them).
     settled, dropped = settle_nominations(state)
-    changed = bool(evicted or settled or dropped)
+    changed = bool(evicted or settled or dropped or replaced)
     state.queues.retry_protected(now)
     searches = VictimSearches(state, now, memory.contenders)
     if oracle is None:
@@ -348,6 +350,7 @@ def run_cycle(
         tuple(requeued),
         changed,
         tuple(preempting),
+        tuple(replaced),
     )
 
 

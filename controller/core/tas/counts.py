@@ -132,17 +132,31 @@ def fill_counts(
             domain.reset()
     excluded = state.excluded
     excluded.total_nodes += len(snapshot.leaves)
+    # Nodes are checked against the pod set only when something can exclude one (a taint,
+    # a selector, an affinity): the common case of none is a placement's hot loop.
+    selective = bool(workers.node_selector or workers.affinity_terms)
     for leaf in snapshot.leaves.values():
-        if snapshot.lowest_is_node and _excluded(leaf, workers, excluded):
+        if (
+            snapshot.lowest_is_node
+            and (selective or leaf.taints)
+            and _excluded(leaf, workers, excluded)
+        ):
             continue
-        free = dict(leaf.free)
-        for name, amount in (assumed.get(leaf.key) or {}).items():
-            free[name] = free.get(name, 0) - amount
+        taken = assumed.get(leaf.key)
+        free: Mapping[str, int] = leaf.free
+        if taken:
+            free = dict(free)
+            for name, amount in taken.items():
+                free[name] = free.get(name, 0) - amount
         leaf.pod_count, limit = count_with_limit(requests, free)
         if leaf.pod_count == 0 and limit:
             excluded.resources[limit] = excluded.resources.get(limit, 0) + 1
-        if leader_requests is not None and count_in(leader_requests, free) > 0:
+        if leader_requests is None:
+            leaf.pod_count_with_leader = leaf.pod_count  # nothing more taken
+            continue
+        if count_in(leader_requests, free) > 0:
             leaf.leader_count = 1
+            free = dict(free)
             for name, amount in leader_requests.items():
                 free[name] = free.get(name, 0) - amount
         leaf.pod_count_with_leader = count_in(requests, free)

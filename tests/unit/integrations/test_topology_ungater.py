@@ -16,7 +16,7 @@ from controller.core.tas.assignment import Assignment
 from controller.core.tas.encoding import encode
 from controller.integrations.framework.podset_info import from_admission
 from controller.integrations.pod_units import ungate_patch
-from controller.integrations.topology_ungater import ungate_plan
+from controller.integrations.topology_ungater import stray_pods, ungate_plan
 
 HOST = "kubernetes.io/hostname"
 RACK = "rack"
@@ -83,6 +83,30 @@ def test_released_pods_count_and_finished_ones_do_not() -> None:
     ]
     plan = ungate_plan(workload((("h1",), 2), (("h2",), 2)), pods)
     assert names(plan) == [("a", {HOST: "h1"}), ("b", {HOST: "h2"})]
+
+
+def test_no_pod_is_released_to_a_node_gone_or_not_ready() -> None:
+    """The failed node's pods wait gated for its replacement (docs/tas.md)."""
+    pods = [pod(f"p{i}") for i in range(3)]
+    plan = ungate_plan(workload((("h1",), 2), (("h2",), 1)), pods, lambda name: name != "h1")
+    assert names(plan) == [("p0", {HOST: "h2"})]
+
+
+def test_a_released_pod_left_on_a_replaced_node_is_a_stray_until_bound() -> None:
+    """Released to h1, then h1 left the assignment: it will never be placed (Kueue marks
+    such pods Failed). Bound, finished or gated pods, and pods of kept nodes, are not."""
+    bound = pod("bound", gated=False, selector={HOST: "h1"})
+    bound["spec"]["nodeName"] = "h1"
+    pods = [
+        pod("stray", gated=False, selector={HOST: "h1"}),
+        bound,
+        pod("done", gated=False, selector={HOST: "h1"}, phase="Failed"),
+        pod("kept", gated=False, selector={HOST: "h2"}),
+        pod("gated"),
+    ]
+    strays = stray_pods(workload((("h2",), 2), (("h3",), 2)), pods)
+    assert [p["metadata"]["name"] for p in strays] == ["stray"]
+    assert stray_pods(workload((("b1", "r1"), 1), levels=("block", RACK)), pods) == []
 
 
 def test_multi_level_domains_select_every_level() -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.core.model.nodes import node_from_api, pod_usage
+from controller.core.model.nodes import node_from_api, pod_usage, running_tas_pod
+from controller.core.model.workloads import WorkloadKey
 from controller.core.state import ClusterState
 from controller.runtime.topology_feed import TopologyFeed
 
@@ -72,3 +73,30 @@ def test_the_feed_fills_the_state_and_a_new_state_gets_it_again() -> None:
     feed.on_node("DELETED", {"metadata": {"name": "n1"}})
     assert state.tas.nodes == {}
     assert woken
+
+
+def test_a_not_ready_node_says_since_when_and_running_tas_pods_are_followed() -> None:
+    """For failed nodes (docs/tas.md): the Ready condition's lastTransitionTime, and the
+    TAS pods running per node and Workload (bound, not finished, not being deleted)."""
+    down = node("n1", ready="False")
+    down["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-27T10:00:00Z"
+    assert node_from_api(down).not_ready_since == 1795773600.0
+    assert node_from_api(node("n1")).not_ready_since is None
+    tas = {"kueue.x-k8s.io/podset-required-topology": "rack", "kueue.x-k8s.io/workload": "wl"}
+    assert running_tas_pod(pod("t", **tas)) == ("n1", "ns/wl")
+    assert running_tas_pod(pod("t", phase="Failed", **tas)) is None
+    assert running_tas_pod(pod("t", node_name=None, **tas)) is None
+    assert running_tas_pod(pod("plain", **{"kueue.x-k8s.io/workload": "wl"})) is None
+    leaving = pod("t", **tas)
+    leaving["metadata"]["deletionTimestamp"] = "2026-11-27T10:00:00Z"
+    assert running_tas_pod(leaving) is None
+    state = ClusterState()
+    feed = TopologyFeed(lambda: state, lambda: None)
+    feed.on_pod("ADDED", pod("t", **tas))
+    assert state.failed_nodes.progressing("n1", WorkloadKey("ns/wl"))
+    assert state.tas.node_usage == {}  # a TAS pod's usage is its admission's
+    fresh = ClusterState()
+    feed.replay(fresh)
+    assert fresh.failed_nodes.progressing("n1", WorkloadKey("ns/wl"))
+    feed.on_pod("DELETED", pod("t", **tas))
+    assert not state.failed_nodes.progressing("n1", WorkloadKey("ns/wl"))

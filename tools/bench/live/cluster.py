@@ -16,15 +16,16 @@ import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from api.quantities import Quantity
 from api.workload_status import is_true
-from controller.kube.client import KUEUE_GROUP, KUEUE_VERSION
+from controller.kube.client import KUEUE_GROUP, KUEUE_VERSION, Api
 from tools.bench.live.staging import LiveError
+from tools.bench.live.tas_nodes import TASObjects, topology_request
 from tools.bench.recorder import CLASS_LABEL
 from tools.bench.report import Job
 from tools.bench.scenario import ParentCohort, QueueSet, Scenario
@@ -157,6 +158,8 @@ class LiveCluster:
         self.scenario = scenario
         self.run_id = run_id
         self.gate = gate
+        self.api = Api(api_client)
+        self.tas = None if scenario.tas is None else TASObjects(scenario.tas, run_id, self.labels)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -187,9 +190,18 @@ class LiveCluster:
     def flavor(self) -> str:
         return f"{FLAVOR}-{self.run_id}"
 
-    async def setup(self, timeout: float) -> None:
-        """Flavor, Cohorts, namespaces and queues; then wait until every ClusterQueue is
-        Active (the Cohorts exist before any ClusterQueue names them)."""
+    async def setup(self, timeout: float, progress: TextIO | None = None) -> None:
+        """A TAS scenario's nodes and Topology; flavor, Cohorts, namespaces and queues; then
+        wait until every ClusterQueue is Active (the Cohorts exist before any ClusterQueue
+        names them)."""
+        if self.tas is not None:
+            started = time.monotonic()
+            nodes = await self.tas.create(self.api, self.gate)
+            if progress is not None:
+                progress.write(
+                    f"created {nodes} Ready nodes and Topology {self.tas.topology} in "
+                    f"{time.monotonic() - started:.1f}s\n"
+                )
         await self.custom.create_cluster_custom_object(
             KUEUE_GROUP,
             KUEUE_VERSION,
@@ -198,7 +210,7 @@ class LiveCluster:
                 "apiVersion": _API_VERSION,
                 "kind": "ResourceFlavor",
                 "metadata": {"name": self.flavor, "labels": self.labels},
-                "spec": {},
+                "spec": {} if self.tas is None else self.tas.flavor_spec(),
             },
         )
         await asyncio.gather(
@@ -291,11 +303,33 @@ class LiveCluster:
                 await self.custom.delete_collection_cluster_custom_object(
                     KUEUE_GROUP, KUEUE_VERSION, plural, label_selector=self.selector
                 )
+        if self.tas is not None:
+            await self.tas.cleanup(self.api, self.selector)
 
 
 def workload_body(job: Job, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
-    """The bare Workload of a scenario job, as Kueue's generator writes it: one pod with
-    the job's cpu request, `spec.priority`, and its class and runtime as labels."""
+    """The bare Workload of a scenario job, as Kueue's generator writes it: one pod set
+    `main` of the job's pods (one, or a TAS class's `podCount`, each with its share of the
+    cpu request, and its `topologyRequest`), `spec.priority`, and its class and runtime as
+    labels."""
+    pod_set: dict[str, Any] = {
+        "name": "main",
+        "count": job.pods,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "pause",
+                        "resources": {"requests": {RESOURCE: _cpu(job.request // job.pods)}},
+                    }
+                ],
+            }
+        },
+    }
+    if job.topology is not None:
+        pod_set["topologyRequest"] = topology_request(job.topology)
     return {
         "apiVersion": _API_VERSION,
         "kind": "Workload",
@@ -311,23 +345,6 @@ def workload_body(job: Job, namespace: str, labels: dict[str, str]) -> dict[str,
         "spec": {
             "queueName": namespace,
             "priority": job.priority,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "pause",
-                                    "resources": {"requests": {RESOURCE: _cpu(job.request)}},
-                                }
-                            ],
-                        }
-                    },
-                }
-            ],
+            "podSets": [pod_set],
         },
     }

@@ -20,12 +20,14 @@ from tools.bench.live.cluster import LiveCluster, workload_body
 from tools.bench.live.job_side import JobSide, Tracked
 from tools.bench.live.ledger import Ledger
 from tools.bench.live.staging import LiveError, follow, process_cpu, spent, staged
+from tools.bench.live.tas_nodes import NodeLedger
 from tools.bench.outages import Outages
 from tools.bench.preemptions import PreemptionLog
 from tools.bench.recorder import Recorder, cluster_queue_event, workload_event
 from tools.bench.report import Job, Progress, Report, Sample, summarize
 from tools.bench.scenario import Scenario
-from tools.bench.simulate import build, lower_bound
+from tools.bench.simulate import RESOURCE, build, lower_bound
+from tools.bench.tas_scenario import PODS_PER_NODE
 
 __all__ = ["LiveRun", "run_live"]
 
@@ -84,6 +86,10 @@ class LiveRun:
             for name, _, qs in scenario.queues()
         }
         self.ledger = Ledger(limits, capacity)
+        # A TAS scenario's placements, checked against its nodes' capacity.
+        self.nodes = NodeLedger(
+            {} if scenario.tas is None else {**scenario.tas.capacity, "pods": PODS_PER_NODE * 1000}
+        )
         self.nominal_total = sum(capacity.values())
         self.counters = {"created": 0, "admitted": 0, "finished": 0}
         self.preemptions = 0
@@ -105,7 +111,7 @@ class LiveRun:
         return time.monotonic() - self.t0
 
     async def setup(self) -> None:
-        await self.cluster.setup(self.setup_timeout)
+        await self.cluster.setup(self.setup_timeout, self.progress)
 
     async def cleanup(self) -> None:
         await self.cluster.cleanup()
@@ -161,6 +167,11 @@ class LiveRun:
             "finish_write_mean_s": _mean(self.job_side.finish_write),
             "finish_seen_mean_s": _mean(self.finish_seen),
             "run_id": self.run_id,
+            **(
+                {}
+                if self.scenario.tas is None
+                else {"node_overuse_events": self.nodes.overuse, "pods_placed": self.nodes.placed}
+            ),
             "api_outages": self.outages.to_json(),
             **self.preemption_log.to_json(
                 {
@@ -314,6 +325,7 @@ class LiveRun:
             if tracked.reserved:
                 tracked.reserved = False
                 self.ledger.charge(job, -1, t)
+                self.nodes.release(job.key)
             job.finished_at = t
             self.counters["finished"] += 1
             if self.counters["finished"] == len(self.jobs):
@@ -330,6 +342,7 @@ class LiveRun:
                 self.counters["admitted"] += 1
             self.pending[job.class_name] -= 1
             self.ledger.charge(job, 1, t)
+            self.nodes.admit(job.key, body, {RESOURCE: job.request // job.pods})
             self.outages.admitted(t)
             self._spawn(self.job_side.finish_later(tracked, job.epoch))
         elif not reserved and tracked.reserved:
@@ -337,6 +350,7 @@ class LiveRun:
             job.epoch += 1
             self.pending[job.class_name] += 1
             self.ledger.charge(job, -1, t)
+            self.nodes.release(job.key)
         if evicted and tracked.reserved and not tracked.evicted:
             tracked.evicted = True
             evicted_condition = workload_status.condition(body, "Evicted") or {}

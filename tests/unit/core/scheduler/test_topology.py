@@ -158,34 +158,6 @@ def test_the_admission_round_trips_through_the_api_with_its_topology_assignment(
     assert read == admit.admission
 
 
-def test_a_deleted_node_evicts_the_tas_workloads_on_it_and_they_are_placed_again() -> None:
-    state = add(tas_cluster(), tas_wl("a", 4, required=HOST), tas_wl("other", 1, required=HOST))
-    settle(state)
-    [host] = domains(state, "ns/a")
-    other_host = next(iter(domains(state, "ns/other")))
-    state.remove_node(host)
-    [evict] = run_cycle(state, 0).evicted
-    assert (evict.workload_key, evict.reason) == ("ns/a", "NodeFailures")
-    assert evict.message == f"Workload was evicted as node {host} was deleted"
-    state.release(evict.workload_key)  # the job's pods are gone: its quota comes back
-    settle(state)
-    [new_host] = domains(state, "ns/a")
-    assert new_host != host and host not in state.tas.nodes
-    assert next(iter(domains(state, "ns/other"))) == other_host  # untouched
-
-
-def test_a_node_going_not_ready_evicts_and_ready_nodes_do_not() -> None:
-    state = add(tas_cluster(), tas_wl("a", 2, required=HOST))
-    settle(state)
-    [host] = domains(state, "ns/a")
-    same = state.tas.nodes[host]
-    state.set_node(replace(same, labels={**same.labels, "extra": "x"}))  # still ready
-    assert run_cycle(state, 0).evicted == ()
-    state.set_node(replace(state.tas.nodes[host], ready=False))
-    [evict] = run_cycle(state, 0).evicted
-    assert evict.message == f"Workload was evicted as node {host} is not ready"
-
-
 def test_a_preferred_workload_is_not_parked_with_a_required_one_that_fits_no_rack() -> None:
     first = replace(tas_wl("required", 9, required=RACK), creation_timestamp=-1.0)
     state = add(tas_cluster(), first, tas_wl("preferred", 9, preferred=RACK))

@@ -1,0 +1,131 @@
+"""Failed nodes under admitted TAS Workloads, at the start of each cycle (Kueue's TAS node
+controller and its scheduler's replacement, controller/core/tas/node_failure.py): every
+node to look at is judged for each admitted Workload with pods assigned there; a failed one
+is replaced in its domain when the pods fit there (the admission rewritten in place), or
+the Workload is evicted (`NodeFailures`) and requeued, as Kueue's gates say."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from api.constants import EvictionReason
+from api.workload_status import Admission
+from controller.core.cache.records import Phase
+from controller.core.decisions import ReplaceNode
+from controller.core.model.workloads import WorkloadKey
+from controller.core.scheduler.topology import tas_requests
+from controller.core.state import ClusterState
+from controller.core.tas.assignment import Assignment, usage_of
+from controller.core.tas.encoding import decode, encode
+from controller.core.tas.node_failure import FAILED, WAIT, find_replacement, verdict
+
+__all__ = ["handle_node_failures"]
+
+_MULTIPLE = "Workload eviction triggered due to multiple TAS assigned node failures, including: "
+_NO_REPLACEMENT = "Workload was evicted as there was no replacement for unhealthy node(s): "
+
+
+def handle_node_failures(state: ClusterState, now: float) -> list[ReplaceNode]:
+    """Judge the nodes due for a look, then try the replacements owed; the replacements
+    made (applied to the state). Evictions are requested from the state (the cycle issues
+    them)."""
+    failed = state.failed_nodes
+    if not failed.suspects and not failed.unhealthy:
+        return []
+    gates = failed.gates
+    for name in failed.due(now):
+        node = state.tas.nodes.get(name)
+        again = WAIT
+        for key in state.tas.workloads_on(name):
+            record = state.cache.records.get(key)
+            if record is None or record.phase is not Phase.ADMITTED or not gates.replacement:
+                continue
+            if failed.unhealthy.get(key) == name:
+                continue
+            judged = verdict(node, now, failed.progressing(name, key), gates)
+            if judged == FAILED:
+                other = failed.unhealthy.get(key)
+                if other is not None:
+                    del failed.unhealthy[key]
+                    state.request_eviction(
+                        key, EvictionReason.NODE_FAILURES, _MULTIPLE + f"{other}, {name}"
+                    )
+                else:
+                    failed.unhealthy[key] = name
+            elif isinstance(judged, float):
+                again = min(again, judged)
+        if node is None:
+            failed.suspects.discard(name)  # deleted: judged once
+        else:
+            failed.look_at[name] = again
+    replaced: list[ReplaceNode] = []
+    for key, name in sorted(failed.unhealthy.items()):
+        record = state.cache.records.get(key)
+        if record is None or record.phase is not Phase.ADMITTED or record.admission is None:
+            del failed.unhealthy[key]
+            continue
+        found = _replacement(state, key, record.admission, name)
+        if isinstance(found, Admission):
+            del failed.unhealthy[key]
+            state.apply_replacement(key, found)
+            replaced.append(ReplaceNode(key, found.cluster_queue, found, name))
+        elif gates.fail_fast:
+            del failed.unhealthy[key]
+            state.request_eviction(key, EvictionReason.NODE_FAILURES, _NO_REPLACEMENT + name)
+    return replaced
+
+
+def _replacement(
+    state: ClusterState, key: WorkloadKey, admission: Admission, failed: str
+) -> Admission | str:
+    """The admission with `failed`'s pods placed again in every pod set, or why not."""
+    record = state.cache.records[key]
+    cq = state.objects.cluster_queues.get(admission.cluster_queue)
+    if cq is None:
+        return f"ClusterQueue {admission.cluster_queue} is gone"
+    chosen = [(psa.name, psa.count, psa.flavors) for psa in admission.pod_set_assignments]
+    by_name = {psa.name: psa for psa in admission.pod_set_assignments}
+    new: dict[str, Assignment] = {}
+    for flavor, requests in tas_requests(state, cq, record.workload, chosen).items():
+        view = state.tas.view(flavor)
+        if isinstance(view, str):
+            return view
+        taken: list[tuple[Assignment, dict[str, int]]] = []  # what this search added
+        try:
+            for request in requests:
+                encoded = by_name[request.name].topology_assignment
+                if encoded is None:
+                    continue
+                current = decode(encoded)
+                found = find_replacement(view, request, current, failed)
+                if isinstance(found, str):
+                    return f"pod set {request.name}: {found}"
+                if found != current:
+                    new[request.name] = found
+                    # The next pod set of this flavor sees these pods (the view counts
+                    # the current ones already).
+                    before = dict(current.domains)
+                    added = Assignment(
+                        found.levels,
+                        tuple(
+                            (leaf, count - before.get(leaf, 0))
+                            for leaf, count in found.domains
+                            if count > before.get(leaf, 0)
+                        ),
+                    )
+                    for leaf, usage in usage_of(added, request.requests).items():
+                        view.add_usage(leaf, usage)
+                    taken.append((added, dict(request.requests)))
+        finally:
+            for added, pod in taken:  # the view returns to what the cache holds
+                for leaf, usage in usage_of(added, pod).items():
+                    view.add_usage(leaf, usage, -1)
+    if not new:
+        return f"no pod assigned to node {failed}"
+    return Admission(
+        admission.cluster_queue,
+        tuple(
+            replace(psa, topology_assignment=encode(new[psa.name])) if psa.name in new else psa
+            for psa in admission.pod_set_assignments
+        ),
+    )
