@@ -165,6 +165,12 @@ class TopologyUngater:
         self.view = view
         self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
         self.members: dict[Key, set[str]] = {}  # Workload → pod keys
+        # Pods this process released whose release the watch has not shown yet → the
+        # node selector they got. Until it does, the cached copy still shows them gated,
+        # and a plan made from it would give their domains' places to other pods too (a
+        # domain over-filled: one pod more than its nodes hold, unschedulable); Kueue's
+        # ungater keeps the same expectations.
+        self.released: dict[str, dict[str, str]] = {}
         self._serial: SerialReconciler[Key] = SerialReconciler(
             self.reconcile,
             lambda: view.leading,
@@ -178,6 +184,8 @@ class TopologyUngater:
         workload = (meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
         owner = (str(meta.get("namespace")), str(workload)) if workload else None
         old = self.pods.pop(key, None)
+        if event_type == "DELETED" or not _gated(pod):
+            self.released.pop(key, None)
         if old is not None:
             old_meta = old.get("metadata") or {}
             old_owner = (old_meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
@@ -205,12 +213,29 @@ class TopologyUngater:
     def stop_leading(self) -> None:
         """The term ended: cancel the ungating in progress (`SerialReconciler.cancel_all`)."""
         self._serial.cancel_all()
+        self.released.clear()
+
+    def _seen(self, key: str) -> Mapping[str, Any]:
+        """The cached pod, or, when this process released it and the watch has not shown
+        that yet, the pod as released: without the gate, with the node selector given."""
+        pod = self.pods[key]
+        selector = self.released.get(key)
+        if selector is None or not _gated(pod):
+            return pod
+        spec = dict(pod.get("spec") or {})
+        spec["schedulingGates"] = [
+            g
+            for g in spec.get("schedulingGates") or ()
+            if g.get("name") != TOPOLOGY_SCHEDULING_GATE
+        ]
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **selector}
+        return {**pod, "spec": spec}
 
     async def reconcile(self, key: Key) -> None:
         workload = self.view.workload(f"{key[0]}/{key[1]}")
         if workload is None or not _admitted_by_tas(workload):
             return
-        pods = [self.pods[k] for k in self.members.get(key, ()) if k in self.pods]
+        pods = [self._seen(k) for k in self.members.get(key, ()) if k in self.pods]
         for pod in stray_pods(workload, pods):
             meta = pod.get("metadata") or {}
             log.info(
@@ -225,5 +250,6 @@ class TopologyUngater:
                 )
         for pod, selector in ungate_plan(workload, pods, self.view.node_usable):
             patch = ungate_patch(pod, selector, (), gate=TOPOLOGY_SCHEDULING_GATE)
-            if patch:
-                await ungate_pod(self.core, pod, patch)
+            if patch and await ungate_pod(self.core, pod, patch):
+                meta = pod.get("metadata") or {}
+                self.released[f"{meta.get('namespace')}/{meta.get('name')}"] = selector

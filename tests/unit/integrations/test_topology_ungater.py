@@ -136,3 +136,75 @@ def test_an_admission_without_a_topology_adds_no_gate() -> None:
     del body["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
     [info] = from_admission(body, lambda name: None)
     assert info.scheduling_gates == [] and WORKLOAD_ANNOTATION not in info.annotations
+
+
+class _Core:
+    """Records the ungating patches; the pod's new state reaches the ungater only when the
+    test delivers its watch event (as a lagging watch would)."""
+
+    def __init__(self) -> None:
+        self.released: list[tuple[str, str]] = []
+
+    async def patch_namespaced_pod(
+        self, name: str, namespace: str, patch: list[dict[str, Any]], **_: Any
+    ) -> None:
+        [selector] = [op["value"] for op in patch if op["path"] == "/spec/nodeSelector"]
+        self.released.append((name, selector[HOST]))
+
+
+class _View:
+    leading = True
+
+    def __init__(self, wl: dict[str, Any]) -> None:
+        self.wl = wl
+
+    def workload(self, key: str) -> dict[str, Any]:
+        return self.wl
+
+    def node_usable(self, name: str) -> bool:
+        return True
+
+
+def test_pods_released_before_their_watch_event_still_count() -> None:
+    """Two nodes of two pods each; two pods released to node a, then two more pods arrive
+    before the watch shows the first two released: the new ones go to node b, not a third
+    onto node a (which its scheduler could not place)."""
+    import asyncio
+
+    from controller.integrations.topology_ungater import TopologyUngater
+
+    wl = workload(((("a",), 2)), ((("b",), 2)))
+    wl["status"]["conditions"] = [{"type": "Admitted", "status": "True"}]
+    core = _Core()
+    ungater = TopologyUngater.__new__(TopologyUngater)
+    ungater.core = core  # type: ignore[assignment]
+    ungater.view = _View(wl)  # type: ignore[assignment]
+    ungater.pods, ungater.members, ungater.released = {}, {}, {}
+
+    def arrive(p: dict[str, Any]) -> None:
+        p["metadata"]["annotations"] = {WORKLOAD_ANNOTATION: "wl"}
+        ungater.pods[f"ns/{p['metadata']['name']}"] = p
+        ungater.members.setdefault(("ns", "wl"), set()).add(f"ns/{p['metadata']['name']}")
+
+    arrive(pod("p1"))
+    arrive(pod("p2"))
+    asyncio.run(ungater.reconcile(("ns", "wl")))
+    assert core.released == [("p1", "a"), ("p2", "a")]
+    arrive(pod("p0"))  # names that sort first, as the Job controller's random ones may
+    arrive(pod("p00"))
+    asyncio.run(ungater.reconcile(("ns", "wl")))  # p1, p2 still gated in the cache
+    assert core.released[2:] == [("p0", "b"), ("p00", "b")]
+    # the watch catches up: the cached copies are the truth again
+    ungater.on_pod_event(
+        "MODIFIED",
+        {
+            **pod("p1", gated=False, selector={HOST: "a"}),
+            "metadata": {
+                "name": "p1",
+                "namespace": "ns",
+                "labels": {POD_SET_LABEL: "main"},
+                "annotations": {WORKLOAD_ANNOTATION: "wl"},
+            },
+        },
+    )
+    assert "ns/p1" not in ungater.released and "ns/p2" in ungater.released
