@@ -51,6 +51,7 @@ from controller.core.preemption.holds import PreemptionHolds
 from controller.core.preemption.preemptibility import resolve_preemptibility
 from controller.core.queue.manager import QueueManager
 from controller.core.tas.cache import TASCache
+from controller.core.tas.holds import NodeHolds
 
 __all__ = ["ClusterState", "UnknownWorkload"]
 
@@ -65,6 +66,7 @@ class ClusterState:
         self.holds = PreemptionHolds(self.cache)
         self.index = StatusIndex()
         self.tas = TASCache(self.objects.flavors)
+        self.node_holds = NodeHolds(self.tas, self._leaving)
         self._evictions: set[WorkloadKey] = set()  # records with an eviction to issue
         # Kueue's requeuingStrategy.timestamp: a Workload evicted for PodsReadyTimeout is
         # ordered by that eviction's time ("Eviction", Kueue's default) or by its creation
@@ -178,6 +180,10 @@ class ClusterState:
     def remove_pod(self, key: str) -> None:
         self.tas.remove_pod(key)
         self._retry_tas()
+
+    def _leaving(self, key: WorkloadKey) -> bool:
+        record = self.cache.records.get(key)
+        return record is not None and record.evicting and record.holds_quota
 
     def _retry_tas(self) -> None:
         for name, flavor in self.objects.flavors.items():
@@ -448,6 +454,7 @@ class ClusterState:
     def _reserve(self, record: WorkloadRecord, admission: Admission, evicting: bool) -> None:
         usage = self.cache.reserve(record, admission, evicting)
         self.tas.reserve(record.key, admission, record.workload.pod_sets)
+        self.node_holds.victim_changed(record.key)
         self.queues.usage_ledger.reserve(record.key, record.local_queue, usage.items())
         self.holds.recover_for(record.key)
         if evicting:
@@ -464,6 +471,7 @@ class ClusterState:
         cluster_queue = record.cluster_queue
         usage = self.cache.unreserve(record)
         self.tas.unreserve(record.key)
+        self.node_holds.victim_changed(record.key)
         self.queues.usage_ledger.release(record.key)
         self._evictions.discard(record.key)
         self.holds.recover_for(record.key)
@@ -478,8 +486,13 @@ class ClusterState:
     def nominate(self, nomination: Nomination) -> None:
         """Hold a preemptor's capacity while its victims release theirs (controller/core/
         preemption/holds.py)."""
-        self.queues.unqueue(nomination.admit.workload_key)
+        key = nomination.admit.workload_key
+        self.queues.unqueue(key)
         self.holds.nominate(nomination)
+        if nomination.topology is not None:  # its place on the nodes, held too
+            admission = nomination.admit.with_topology(nomination.topology).admission
+            plan = self.tas.admission_usage(admission, self.cache.records[key].workload.pod_sets)
+            self.node_holds.hold(key, plan, (v.workload_key for v in nomination.victims))
 
     def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""
@@ -487,6 +500,9 @@ class ClusterState:
         if record is None or record.nomination is None:
             return None
         nomination = self.holds.end(record)
+        self.node_holds.release(key)
+        if nomination.topology is not None:  # the room it held on the nodes is free
+            self._retry_tas()
         self.queues.retry_inadmissible(nomination.admit.cluster_queue)
         if requeue:
             self.queues.place(key)
@@ -501,6 +517,7 @@ class ClusterState:
         if record.nomination is None:
             raise UnknownWorkload(f"{key} is not nominated")
         nomination = self.holds.end(record)
+        self.node_holds.release(key)
         admit = nomination.admit if topology is None else nomination.admit.with_topology(topology)
         self.apply_admit(admit)
         return admit
@@ -539,3 +556,4 @@ class ClusterState:
             return
         self.cache.cancel_eviction(record)
         self.holds.recover_for(key)  # it no longer covers its preemptor's hold
+        self.node_holds.victim_changed(key)

@@ -14,6 +14,7 @@ cycle has not decided to admit once they are gone.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy
 from controller.core.decisions import Admit, Nomination, Preempt
@@ -35,6 +36,7 @@ from controller.core.scheduler.flavor_assignment import (
 )
 from controller.core.scheduler.topology import place_topology
 from controller.core.state import ClusterState
+from controller.core.tas.holds import plan_fits
 
 __all__ = [
     "VictimSearches",
@@ -453,10 +455,12 @@ def nominate_victims(
     workload: Workload,
     assignment: FlavorAssignment,
     victims: tuple[Victim, ...],
+    topology: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Preempt:
-    """Nominate the preemptor (its capacity held) and decide its victims' eviction."""
+    """Nominate the preemptor (its capacity held; with `topology`, its TAS pod sets'
+    place once the victims are gone, held on the nodes) and decide its victims' eviction."""
     admit = Admit.from_assignment(workload.key, cq.name, assignment, borrowing=False)
-    state.nominate(Nomination(admit, victims, dict(assignment.usage)))
+    state.nominate(Nomination(admit, victims, dict(assignment.usage), topology))
     return Preempt(workload.key, cq.name, victims, admit)
 
 
@@ -475,14 +479,20 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
             state.drop_nomination(key)
             dropped.append(key)
             continue
-        nominated = state.holds.nominated[key].admit
+        nomination = state.holds.nominated[key]
+        nominated = nomination.admit
         cq_name = nominated.cluster_queue
-        topology = place_topology(
-            state,
-            state.objects.cluster_queues[cq_name],
-            state.cache.records[key].workload,
-            ((ps.name, ps.count, ps.flavors) for ps in nominated.pod_sets),
-        )
+        # Its planned place, held while the victims left (tas/holds.py); placed afresh
+        # only when the nodes changed and the plan no longer fits.
+        plan = state.node_holds.release(key)
+        topology: Mapping[str, Mapping[str, Any]] | str | None = nomination.topology
+        if plan is None or not plan_fits({f: state.tas.view(f) for f in plan}, plan):
+            topology = place_topology(
+                state,
+                state.objects.cluster_queues[cq_name],
+                state.cache.records[key].workload,
+                ((ps.name, ps.count, ps.flavors) for ps in nominated.pod_sets),
+            )
         if isinstance(topology, str):  # the victims freed quota, not room on the nodes
             state.drop_nomination(key)
             state.cache.records[key].reason = topology
