@@ -9,6 +9,7 @@ rack it evicted for while its victim terminates."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -38,24 +39,35 @@ TAINT = {"key": "quotagate.test/tas", "value": "true", "effect": "NoSchedule"}
 NODES = [f"tas-{b}-{r}-{h}" for b in ("b1", "b2") for r in ("r1", "r2") for h in ("h1", "h2")]
 
 
-@pytest.fixture(scope="module")
-def tas_nodes(api_client: client.ApiClient) -> Iterator[list[str]]:
+@contextmanager
+def tainted_nodes(
+    api_client: client.ApiClient, labels: dict[str, dict[str, str]]
+) -> Iterator[list[str]]:
+    """2-cpu fake nodes with these labels (by name), tainted so only TAS pods go there;
+    deleted afterwards."""
     core = client.CoreV1Api(api_client)
-    for name in NODES:
-        _, block, rack, _ = name.split("-")
-        create_node(
-            core, name, cpu="2", labels={BLOCK: block, RACK: f"{block}-{rack}", POOL: "e2e"}
-        )
+    for name, node_labels in labels.items():
+        create_node(core, name, cpu="2", labels=node_labels)
         core.patch_node(name, {"spec": {"taints": [TAINT]}})
     try:
-        yield NODES
+        yield list(labels)
     finally:
-        for name in NODES:
+        for name in labels:
             try:
                 core.delete_node(name)
             except ApiException as exc:
                 if exc.status != 404:
                     raise
+
+
+@pytest.fixture(scope="module")
+def tas_nodes(api_client: client.ApiClient) -> Iterator[list[str]]:
+    labels = {}
+    for name in NODES:
+        _, block, rack, _ = name.split("-")
+        labels[name] = {BLOCK: block, RACK: f"{block}-{rack}", POOL: "e2e"}
+    with tainted_nodes(api_client, labels) as names:
+        yield names
 
 
 def topology(name: str) -> dict[str, Any]:
@@ -144,22 +156,13 @@ HOLD_NODES = [f"hold-{r}-{h}" for r in ("r1", "r2") for h in ("h1", "h2")]
 
 @pytest.fixture
 def hold_nodes(api_client: client.ApiClient) -> Iterator[list[str]]:
-    """One block of two racks of two 2-cpu nodes, for this test alone (tainted: no other
-    test's pods land there)."""
-    core = client.CoreV1Api(api_client)
+    """One block of two racks of two nodes, for this test alone."""
+    labels = {}
     for name in HOLD_NODES:
         _, rack, _ = name.split("-")
-        create_node(core, name, cpu="2", labels={BLOCK: "hb", RACK: f"hb-{rack}", POOL: HOLD_POOL})
-        core.patch_node(name, {"spec": {"taints": [TAINT]}})
-    try:
-        yield HOLD_NODES
-    finally:
-        for name in HOLD_NODES:
-            try:
-                core.delete_node(name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+        labels[name] = {BLOCK: "hb", RACK: f"hb-{rack}", POOL: HOLD_POOL}
+    with tainted_nodes(api_client, labels) as names:
+        yield names
 
 
 def tas_workload(
