@@ -138,3 +138,27 @@ def test_a_dropped_nomination_gives_its_hold_back() -> None:
     settle(state)
     assert placed(state, "ns/late") == {"b1-r1-h2": 4}
     assert dict(state.tas.held("tas")) == {}
+
+
+def test_a_victim_already_leaving_frees_a_second_preemptor_only_what_the_first_does_not_hold() -> (
+    None
+):
+    """The priority-1 Workload on b1-r1-h1 leaves for the rack-wide preemptor, whose plan
+    covers all it frees. A second preemptor asking for one host may wait for a leaving
+    victim (ordered first), but this one frees it nothing: it evicts a priority-5 Workload
+    elsewhere, and both end where their plans put them, no host over-used."""
+    state = full_but({"b1-r1-h1": 1}, free=("b1-r1-h2",))
+    preempt_for_big(state)
+    add(state, tas_wl("second", 4, priority=10, required=HOST))
+    [preempt] = run_cycle(state, 0).preempting
+    victims = {v.workload_key for v in preempt.victims}
+    assert "ns/b1-r1-h1" not in victims and len(victims) == 1
+    for key in ("ns/b1-r1-h1", *victims):
+        state.release(key, requeue=False)
+    settle(state)
+    assert {rack(h) for h in placed(state, "ns/big")} == {"b1-r1"}
+    [host] = placed(state, "ns/second")
+    assert rack(host) != "b1-r1"
+    view = state.tas.view("tas")
+    assert not isinstance(view, str)
+    assert all(v >= 0 for leaf in view.leaves.values() for v in leaf.free.values())
