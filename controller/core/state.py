@@ -429,6 +429,7 @@ class ClusterState:
             record.workload, admission=admit.admission, evicted=False, quota_reserved_at=None
         )
         self.index.admitted_now(record.key)
+        self.holds.readmitted(record.key)
         self._reserve(record, admit.admission, evicting=False)
         self.queues.push_entry_penalty(record, admit.cluster_queue)
 

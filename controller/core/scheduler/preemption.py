@@ -514,18 +514,19 @@ def settle_action(state: ClusterState, key: WorkloadKey) -> str | None:
     or inactive, its queue gone or stopped, or a victim holds its quota and is no longer
     being evicted — its eviction was never recorded and the state was re-read: a later
     cycle decides afresh), "admit" (every victim has released what it had to), or None
-    (still waiting)."""
+    (still waiting). A victim that released its quota and was then admitted again by the
+    cycle (with quota and room the holds did not take) is no longer this preemptor's
+    victim."""
     nomination = state.holds.nominated[key]
     workload = state.cache.workloads.get(key)
     cq = state.objects.cluster_queues.get(nomination.admit.cluster_queue)
     if workload is None or not workload.active or cq is None or cq.stopped:
         return "drop"
-    if any(_abandoned(state, victim) for victim in nomination.victims):
+    left = state.holds.left(key)  # released, then admitted again: no longer a victim
+    waited = [v for v in nomination.victims if v.workload_key not in left]
+    if any(_abandoned(state, victim) for victim in waited):
         return "drop"
-    if all(
-        _released(state, victim.workload_key, victim.total_pods - victim.pods)
-        for victim in nomination.victims
-    ):
+    if all(_released(state, v.workload_key, v.total_pods - v.pods) for v in waited):
         return "admit"
     return None
 

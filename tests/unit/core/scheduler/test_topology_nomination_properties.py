@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from controller.core.model.topology import TopologyRequest
@@ -88,8 +88,31 @@ def _check_nodes(state: ClusterState) -> None:
     assert all(cpu <= CAPACITY for cpu in after.values()), after
 
 
+_H = ("required", HOST)
+_R = ("required", RACK)
+_SMALL = [("arrive", 1, 0, _H), ("arrive", 1, 0, _H), ("arrive", 2, 0, _H), ("arrive", 3, 0, _H)]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from([20, 64]), st.lists(step_st, min_size=10, max_size=50))
+# A victim gone and admitted again (room freed by a finished Workload) while another is
+# still leaving: the preemptor waits for the other one, and gets its plan.
+@example(
+    20,
+    [
+        *_SMALL,
+        *[("arrive", 7, 0, _R), ("arrive", 8, 1, _R), ("victim gone", 0)],
+        *[("arrive", 1, 0, _H), ("finish", 0), ("arrive", 1, 2, _H)],
+    ],
+)
+@example(
+    20,
+    [
+        *_SMALL,
+        *[("arrive", 7, 0, _R), ("victim gone", 0), ("arrive", 8, 1, _R)],
+        *[("victim gone", 0), ("finish", 2), ("victim gone", 0)],
+    ],
+)
 def test_holds_never_over_use_the_nodes_and_no_eviction_is_wasted(
     nominal: int, steps: list[tuple[Any, ...]]
 ) -> None:
