@@ -34,7 +34,7 @@ from controller.core.scheduler.flavor_assignment import (
     Preemptible,
     PreemptionOracle,
 )
-from controller.core.scheduler.topology import place_topology
+from controller.core.scheduler.topology import place_topology, tas_requests
 from controller.core.state import ClusterState
 from controller.core.tas.holds import plan_fits
 
@@ -485,14 +485,21 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
         # Its planned place, held while the victims left (tas/holds.py); placed afresh
         # only when the nodes changed and the plan no longer fits.
         plan = state.node_holds.release(key)
+        cq = state.objects.cluster_queues[cq_name]
+        workload = state.cache.records[key].workload
+        chosen = [(ps.name, ps.count, ps.flavors) for ps in nominated.pod_sets]
         topology: Mapping[str, Mapping[str, Any]] | str | None = nomination.topology
-        if plan is None or not plan_fits({f: state.tas.view(f) for f in plan}, plan):
-            topology = place_topology(
-                state,
-                state.objects.cluster_queues[cq_name],
-                state.cache.records[key].workload,
-                ((ps.name, ps.count, ps.flavors) for ps in nominated.pod_sets),
+        if (
+            plan is None
+            or nomination.topology is None
+            or not plan_fits(
+                {f: state.tas.view(f) for f in plan},
+                plan,
+                tas_requests(state, cq, workload, chosen),
+                nomination.topology,
             )
+        ):
+            topology = place_topology(state, cq, workload, chosen)
         if isinstance(topology, str):  # the victims freed quota, not room on the nodes
             state.drop_nomination(key)
             state.cache.records[key].reason = topology

@@ -24,11 +24,14 @@ for the rest of the cycle it is processed in (`ClusterQueueSnapshot.AddUsage` in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from controller.core.model.workloads import WorkloadKey
-from controller.core.tas.assignment import add_usage
+from controller.core.tas.assignment import PodSetRequest, add_usage
 from controller.core.tas.cache import TASCache
+from controller.core.tas.counts import admits
+from controller.core.tas.encoding import decode
 from controller.core.tas.snapshot import DomainID, TopologySnapshot
 
 __all__ = ["NodeHolds", "Plan", "plan_fits"]
@@ -37,8 +40,15 @@ Plan = dict[str, dict[DomainID, dict[str, int]]]
 """What a planned admission takes, per TAS flavor and leaf."""
 
 
-def plan_fits(views: Mapping[str, TopologySnapshot | str], plan: Plan) -> bool:
-    """Whether every leaf of the plan is still in its flavor's view with room for it."""
+def plan_fits(
+    views: Mapping[str, TopologySnapshot | str],
+    plan: Plan,
+    requests: Mapping[str, Sequence[PodSetRequest]],
+    topology: Mapping[str, Mapping[str, Any]],
+) -> bool:
+    """Whether a planned admission still fits the nodes as they now stand: every leaf it
+    uses still in its flavor's view, with room for it, and still one its pod set's pods may
+    go on (taints tolerated, labels selected)."""
     for flavor, usage in plan.items():
         view = views.get(flavor)
         if not isinstance(view, TopologySnapshot):
@@ -47,6 +57,18 @@ def plan_fits(views: Mapping[str, TopologySnapshot | str], plan: Plan) -> bool:
             leaf = view.leaves.get(leaf_key)
             if leaf is None or any(leaf.free.get(r, 0) < a for r, a in amounts.items()):
                 return False
+    for flavor, pod_sets in requests.items():
+        view = views.get(flavor)
+        if not isinstance(view, TopologySnapshot):
+            return False
+        for request in pod_sets:
+            encoded = topology.get(request.name)
+            if encoded is None:
+                return False
+            for values, _ in decode(encoded).domains:
+                leaf = view.leaves.get(values)
+                if leaf is None or not admits(view, leaf, request):
+                    return False
     return True
 
 

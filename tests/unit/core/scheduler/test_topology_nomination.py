@@ -10,7 +10,11 @@ names holds a priority-5 Workload of 4 pods."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+import pytest
+
+from controller.core.model.flavors import Taint
 from controller.core.model.topology import TopologyRequest
 from controller.core.model.workloads import PodSet, Workload
 from controller.core.scheduler.cycle import run_cycle
@@ -102,22 +106,20 @@ def test_the_hold_counts_the_leaving_victims_once() -> None:
     assert dict(state.tas.held("tas")) == {}
 
 
-def test_a_plan_the_nodes_no_longer_hold_is_placed_afresh() -> None:
-    """While the victim leaves, the planned rack loses a host (cordoned) and another rack
-    empties: the preemptor is placed there instead of being dropped."""
+@pytest.mark.parametrize(
+    "change",
+    [{"unschedulable": True}, {"taints": (Taint("example.com/maintenance"),)}],
+    ids=["cordoned", "tainted"],
+)
+def test_a_plan_the_nodes_no_longer_hold_is_placed_afresh(change: dict[str, Any]) -> None:
+    """While the victim leaves, a host of the planned rack is cordoned or tainted (the pods
+    do not tolerate it) and another rack empties: the preemptor is placed there instead of
+    being dropped, or sent to a node its pods may not go on."""
     state = full_but({"b1-r1-h1": 1}, free=("b1-r1-h2",))
     preempt_for_big(state)
+    labels = {"pool": "tas"}
     state.set_node(
-        node(
-            "b1-r1-h2",
-            "b1",
-            "r1",
-            "b1-r1-h2",
-            labels={"pool": "tas"},
-            unschedulable=True,
-            cpu="4",
-            pods="110",
-        )
+        node("b1-r1-h2", "b1", "r1", "b1-r1-h2", labels=labels, cpu="4", pods="110", **change)
     )
     for host in ("b2-r2-h1", "b2-r2-h2"):
         state.release(f"ns/{host}", requeue=False)
