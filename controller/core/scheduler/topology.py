@@ -58,6 +58,14 @@ def _largest_domain(view: TopologySnapshot, request: PodSetRequest) -> str:
     )
 
 
+def _held(view: TopologySnapshot, leaves: int) -> str:
+    """Where nominated preemptors hold room (controller/core/tas/holds.py), if anywhere."""
+    if not leaves:
+        return ""
+    where = "node(s)" if view.lowest_is_node else f"domain(s) at level {view.levels[-1]}"
+    return f"; room on {leaves} {where} is held for preempting Workloads waiting for their victims"
+
+
 Chosen = Iterable[tuple[str, int, Mapping[str, str]]]
 """Each pod set's name, pod count and flavors (resource → flavor), as assigned."""
 
@@ -99,6 +107,9 @@ def place_topology(
         found, reason = find_assignments(view, requests)
         if reason is not None:
             failed = next((r for r in requests if r.name not in found), requests[0])
-            return f"pod set {failed.name}: {reason}{_largest_domain(view, failed)}"
+            return (
+                f"pod set {failed.name}: {reason}{_largest_domain(view, failed)}"
+                f"{_held(view, len(state.tas.held(flavor_name)))}"
+            )
         out.update({name: encode(a) for name, a in found.items()})
     return out

@@ -67,6 +67,8 @@ def test_a_later_lower_priority_workload_does_not_take_the_free_part_of_the_plan
     add(state, tas_wl("late", 4, priority=0, required=HOST))
     settle(state)
     assert "ns/late" not in state.cache.admitted
+    reason = state.cache.records["ns/late"].reason
+    assert reason is not None and "room on 1 node(s) is held for preempting" in reason
     assert "ns/big" in state.holds.nominated
     state.release("ns/b1-r1-h1", requeue=False)
     settle(state)
