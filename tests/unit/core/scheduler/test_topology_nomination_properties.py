@@ -2,7 +2,7 @@
 (controller/core/tas/holds.py), over random sequences on the cluster of
 test_topology_preemption: TAS Workloads of random sizes, priorities and levels arrive;
 leaving victims finish terminating one at a time; admitted Workloads finish; now and then
-a host is cordoned; a cycle runs after each change.
+a host is cordoned; a cycle runs after each change; with or without fair sharing.
 
 Judged from scratch after every step, from the admissions and the nominations' plans:
 - no node is over-used now (what every Workload holding quota takes, the leaving victims
@@ -21,6 +21,7 @@ from typing import Any
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.topology import TopologyRequest
 from controller.core.model.workloads import PodSet
 from controller.core.scheduler.cycle import run_cycle
@@ -93,8 +94,8 @@ _R = ("required", RACK)
 _SMALL = [("arrive", 1, 0, _H), ("arrive", 1, 0, _H), ("arrive", 2, 0, _H), ("arrive", 3, 0, _H)]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.sampled_from([20, 64]), st.lists(step_st, min_size=10, max_size=50))
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from([20, 64]), st.lists(step_st, min_size=10, max_size=50), st.booleans())
 # A victim gone and admitted again (room freed by a finished Workload) while another is
 # still leaving: the preemptor waits for the other one, and gets its plan.
 @example(
@@ -104,6 +105,7 @@ _SMALL = [("arrive", 1, 0, _H), ("arrive", 1, 0, _H), ("arrive", 2, 0, _H), ("ar
         *[("arrive", 7, 0, _R), ("arrive", 8, 1, _R), ("victim gone", 0)],
         *[("arrive", 1, 0, _H), ("finish", 0), ("arrive", 1, 2, _H)],
     ],
+    False,
 )
 @example(
     20,
@@ -112,13 +114,16 @@ _SMALL = [("arrive", 1, 0, _H), ("arrive", 1, 0, _H), ("arrive", 2, 0, _H), ("ar
         *[("arrive", 7, 0, _R), ("victim gone", 0), ("arrive", 8, 1, _R)],
         *[("victim gone", 0), ("finish", 2), ("victim gone", 0)],
     ],
+    False,
 )
 def test_holds_never_over_use_the_nodes_and_no_eviction_is_wasted(
-    nominal: int, steps: list[tuple[Any, ...]]
+    nominal: int, steps: list[tuple[Any, ...]], fair: bool
 ) -> None:
     state = nodes(
         cluster(cq("cq", {"tas": {"cpu": str(nominal)}}, preemption=LOWER), flavors=[TAS])
     )
+    if fair:  # the fair-sharing search: victims kept only when the pods then fit
+        state.fair_sharing = FairSharing()
     plans: dict[str, tuple[Mapping[str, Any] | None, int]] = {}  # nominee → plan, cordons
     cordons = 0
     made = 0
