@@ -2,7 +2,8 @@
 (controller/core/tas/holds.py), over random sequences on the cluster of
 test_topology_preemption: TAS Workloads of random sizes, priorities and levels arrive;
 leaving victims finish terminating one at a time; admitted Workloads finish; now and then
-a host is cordoned; a cycle runs after each change; with or without fair sharing.
+a host is cordoned; a cycle runs after each change; with or without fair sharing, in one
+ClusterQueue or two of a cohort reclaiming from each other.
 
 Judged from scratch after every step, from the admissions and the nominations' plans:
 - no node is over-used now (what every Workload holding quota takes, the leaving victims
@@ -21,6 +22,7 @@ from typing import Any
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from api.constants import ReclaimWithinCohortPolicy
 from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.topology import TopologyRequest
 from controller.core.model.workloads import PodSet
@@ -40,6 +42,7 @@ arrive = st.tuples(
     st.sampled_from(
         [("required", HOST), ("required", RACK), ("required", BLOCK), ("preferred", RACK)]
     ),
+    st.booleans(),  # in the other ClusterQueue (when there are two)
 )
 gone = st.tuples(st.just("victim gone"), st.integers(0, 100))
 step_st = st.one_of(
@@ -91,37 +94,56 @@ def _check_nodes(state: ClusterState) -> None:
 
 _H = ("required", HOST)
 _R = ("required", RACK)
-_SMALL = [("arrive", 1, 0, _H), ("arrive", 1, 0, _H), ("arrive", 2, 0, _H), ("arrive", 3, 0, _H)]
+_SMALL = [
+    ("arrive", 1, 0, _H, False),
+    ("arrive", 1, 0, _H, False),
+    ("arrive", 2, 0, _H, False),
+    ("arrive", 3, 0, _H, False),
+]
 
 
 @settings(max_examples=600, deadline=None)
-@given(st.sampled_from([20, 64]), st.lists(step_st, min_size=10, max_size=50), st.booleans())
+@given(
+    st.sampled_from([20, 64]),
+    st.lists(step_st, min_size=10, max_size=50),
+    st.booleans(),
+    st.booleans(),
+)
 # A victim gone and admitted again (room freed by a finished Workload) while another is
 # still leaving: the preemptor waits for the other one, and gets its plan.
 @example(
     20,
     [
         *_SMALL,
-        *[("arrive", 7, 0, _R), ("arrive", 8, 1, _R), ("victim gone", 0)],
-        *[("arrive", 1, 0, _H), ("finish", 0), ("arrive", 1, 2, _H)],
+        *[("arrive", 7, 0, _R, False), ("arrive", 8, 1, _R, False), ("victim gone", 0)],
+        *[("arrive", 1, 0, _H, False), ("finish", 0), ("arrive", 1, 2, _H, False)],
     ],
+    False,
     False,
 )
 @example(
     20,
     [
         *_SMALL,
-        *[("arrive", 7, 0, _R), ("victim gone", 0), ("arrive", 8, 1, _R)],
+        *[("arrive", 7, 0, _R, False), ("victim gone", 0), ("arrive", 8, 1, _R, False)],
         *[("victim gone", 0), ("finish", 2), ("victim gone", 0)],
     ],
     False,
+    False,
 )
 def test_holds_never_over_use_the_nodes_and_no_eviction_is_wasted(
-    nominal: int, steps: list[tuple[Any, ...]], fair: bool
+    nominal: int, steps: list[tuple[Any, ...]], fair: bool, cohort: bool
 ) -> None:
-    state = nodes(
-        cluster(cq("cq", {"tas": {"cpu": str(nominal)}}, preemption=LOWER), flavors=[TAS])
-    )
+    if cohort:  # two queues sharing the nominal quota, reclaiming from each other
+        policy = replace(LOWER, reclaim_within_cohort=ReclaimWithinCohortPolicy.ANY)
+        half = str(nominal // 2)
+        queues = [
+            cq(name, {"tas": {"cpu": half}}, preemption=policy, cohort="all")
+            for name in ("cq", "other")
+        ]
+    else:
+        queues = [cq("cq", {"tas": {"cpu": str(nominal)}}, preemption=LOWER)]
+    state = nodes(cluster(*queues, flavors=[TAS]))
     if fair:  # the fair-sharing search: victims kept only when the pods then fit
         state.fair_sharing = FairSharing()
     plans: dict[str, tuple[Mapping[str, Any] | None, int]] = {}  # nominee → plan, cordons
@@ -130,11 +152,13 @@ def test_holds_never_over_use_the_nodes_and_no_eviction_is_wasted(
     for step in steps:
         kind = step[0]
         if kind == "arrive":
-            _, pods, priority, (how, level) = step
+            _, pods, priority, (how, level), other = step
             request = TopologyRequest(**{how: level})
             pod_set = PodSet("main", pods, {"cpu": 1000}, topology=request)
             made += 1
-            add(state, replace(wl(f"w{made}", pod_sets=[pod_set], created=made), priority=priority))
+            queue = "other" if cohort and other else "cq"
+            workload = wl(f"w{made}", queue, pod_sets=[pod_set], created=made)
+            add(state, replace(workload, priority=priority))
         elif kind == "victim gone":
             leaving = sorted(
                 k for k, r in state.cache.records.items() if r.holds_quota and r.evicting
