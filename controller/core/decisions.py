@@ -119,6 +119,9 @@ class Nomination:
     victims: tuple[Victim, ...]
     usage: dict[FlavorResource, int]
     topology: Mapping[str, Mapping[str, Any]] | None = None
+    # The TAS flavor and domain (its values from the top level) the victims were chosen
+    # in, when their search was split by domain
+    domain: tuple[str, tuple[str, ...]] | None = None
 
 
 Decision = Admit | Inadmissible | Evict | Preempt

@@ -456,11 +456,13 @@ def nominate_victims(
     assignment: FlavorAssignment,
     victims: tuple[Victim, ...],
     topology: Mapping[str, Mapping[str, Any]] | None = None,
+    domain: tuple[str, tuple[str, ...]] | None = None,
 ) -> Preempt:
     """Nominate the preemptor (its capacity held; with `topology`, its TAS pod sets'
-    place once the victims are gone, held on the nodes) and decide its victims' eviction."""
+    place once the victims are gone, held on the nodes, in the flavor's `domain` their
+    search chose) and decide its victims' eviction."""
     admit = Admit.from_assignment(workload.key, cq.name, assignment, borrowing=False)
-    state.nominate(Nomination(admit, victims, dict(assignment.usage), topology))
+    state.nominate(Nomination(admit, victims, dict(assignment.usage), topology, domain))
     return Preempt(workload.key, cq.name, victims, admit)
 
 
@@ -482,8 +484,9 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
         nomination = state.holds.nominated[key]
         nominated = nomination.admit
         cq_name = nominated.cluster_queue
-        # Its planned place, held while the victims left (tas/holds.py); placed afresh
-        # only when the nodes changed and the plan no longer fits.
+        # Its planned place, held while the victims left (tas/holds.py), is given back
+        # and it is placed again: in the planned domain while the plan still fits there,
+        # anywhere when the nodes changed and it no longer does.
         plan = state.node_holds.release(key)
         cq = state.objects.cluster_queues[cq_name]
         workload = state.cache.records[key].workload
@@ -500,6 +503,13 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
             )
         ):
             topology = place_topology(state, cq, workload, chosen)
+        else:
+            # Placed afresh, as Kueue places at admission (the nodes may have more room
+            # now than when it was nominated), in the domain its victims were chosen in
+            # when their search chose one; the plan, which fits, if that finds nothing.
+            fresh = place_topology(state, cq, workload, chosen, nomination.domain)
+            if fresh is not None and not isinstance(fresh, str):
+                topology = fresh
         if isinstance(topology, str):  # the victims freed quota, not room on the nodes
             state.drop_nomination(key)
             state.cache.records[key].reason = topology

@@ -223,4 +223,7 @@ def plan_topology_preemption(
     planned = _planned(searches, cq, short_of(state, assignment), victims, room)
     if planned is None:
         return None  # never evict for pods that would not fit once the victims are gone
-    return nominate_victims(state, cq, workload, assignment, victims, planned)
+    domain = None
+    if room.domain is not None:  # the search was split by domain: the one it chose
+        domain = (room.placements[0].flavor, room.domain[1])
+    return nominate_victims(state, cq, workload, assignment, victims, planned, domain)
