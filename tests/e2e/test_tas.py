@@ -229,7 +229,7 @@ def test_a_preemptor_keeps_the_rack_it_evicted_for_while_its_victim_terminates(
         what="the late Workload decided",
     )
     assert decided["status"] == "False", "the late Workload took the preemptor's node"
-    assert "fit" in decided["message"], decided
+    assert "is held for preempting Workloads" in decided["message"], decided
     assert not is_admitted(kueue.get_workload(namespace, "big"))
 
     kueue.acknowledge_eviction(namespace, "victim")
