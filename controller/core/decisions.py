@@ -120,11 +120,17 @@ class Preempt:
 
 @dataclass(frozen=True, slots=True)
 class Nomination:
-    """A preemptor waiting for its victims: the admission it gets and the usage held."""
+    """A preemptor waiting for its victims: the admission it gets and the usage held; a
+    topology-aware one also the `topologyAssignment` of each TAS pod set, where it goes
+    once they are gone (its node capacity held: controller/core/tas/holds.py)."""
 
     admit: Admit
     victims: tuple[Victim, ...]
     usage: dict[FlavorResource, int]
+    topology: Mapping[str, Mapping[str, Any]] | None = None
+    # The TAS flavor and domain (its values from the top level) the victims were chosen
+    # in, when their search was split by domain
+    domain: tuple[str, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

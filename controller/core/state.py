@@ -52,6 +52,7 @@ from controller.core.preemption.preemptibility import resolve_preemptibility
 from controller.core.queue.manager import QueueManager
 from controller.core.tas.cache import TASCache
 from controller.core.tas.node_failure import FailedNodes
+from controller.core.tas.holds import NodeHolds
 
 __all__ = ["ClusterState", "UnknownWorkload"]
 
@@ -69,6 +70,7 @@ class ClusterState:
         # Failed nodes under admitted TAS Workloads (controller/core/tas/node_failure.py;
         # the cycle replaces or evicts: controller/core/scheduler/node_failures.py).
         self.failed_nodes = FailedNodes()
+        self.node_holds = NodeHolds(self.tas, self._leaving)
         self._evictions: set[WorkloadKey] = set()  # records with an eviction to issue
         # Kueue's requeuingStrategy.timestamp: a Workload evicted for PodsReadyTimeout is
         # ordered by that eviction's time ("Eviction", Kueue's default) or by its creation
@@ -191,6 +193,10 @@ class ClusterState:
     def remove_pod(self, key: str) -> None:
         self.tas.remove_pod(key)
         self._retry_tas()
+
+    def _leaving(self, key: WorkloadKey) -> bool:
+        record = self.cache.records.get(key)
+        return record is not None and record.evicting and record.holds_quota
 
     def _retry_tas(self) -> None:
         for name, flavor in self.objects.flavors.items():
@@ -436,6 +442,7 @@ class ClusterState:
             record.workload, admission=admit.admission, evicted=False, quota_reserved_at=None
         )
         self.index.admitted_now(record.key)
+        self.holds.readmitted(record.key)
         self._reserve(record, admit.admission, evicting=False)
         self.queues.push_entry_penalty(record, admit.cluster_queue)
 
@@ -461,6 +468,7 @@ class ClusterState:
     def _reserve(self, record: WorkloadRecord, admission: Admission, evicting: bool) -> None:
         usage = self.cache.reserve(record, admission, evicting)
         self.tas.reserve(record.key, admission, record.workload.pod_sets)
+        self.node_holds.victim_changed(record.key)
         self.queues.usage_ledger.reserve(record.key, record.local_queue, usage.items())
         self.holds.recover_for(record.key)
         if evicting:
@@ -477,6 +485,7 @@ class ClusterState:
         cluster_queue = record.cluster_queue
         usage = self.cache.unreserve(record)
         self.tas.unreserve(record.key)
+        self.node_holds.victim_changed(record.key)
         self.queues.usage_ledger.release(record.key)
         self._evictions.discard(record.key)
         self.holds.recover_for(record.key)
@@ -491,8 +500,13 @@ class ClusterState:
     def nominate(self, nomination: Nomination) -> None:
         """Hold a preemptor's capacity while its victims release theirs (controller/core/
         preemption/holds.py)."""
-        self.queues.unqueue(nomination.admit.workload_key)
+        key = nomination.admit.workload_key
+        self.queues.unqueue(key)
         self.holds.nominate(nomination)
+        if nomination.topology is not None:  # its place on the nodes, held too
+            admission = nomination.admit.with_topology(nomination.topology).admission
+            plan = self.tas.admission_usage(admission, self.cache.records[key].workload.pod_sets)
+            self.node_holds.hold(key, plan, (v.workload_key for v in nomination.victims))
 
     def drop_nomination(self, key: WorkloadKey, requeue: bool = True) -> Nomination | None:
         """Give up a nomination (infeasible, or the preemptor is gone): its hold is returned."""
@@ -500,6 +514,9 @@ class ClusterState:
         if record is None or record.nomination is None:
             return None
         nomination = self.holds.end(record)
+        self.node_holds.release(key)
+        if nomination.topology is not None:  # the room it held on the nodes is free
+            self._retry_tas()
         self.queues.retry_inadmissible(nomination.admit.cluster_queue)
         if requeue:
             self.queues.place(key)
@@ -514,6 +531,7 @@ class ClusterState:
         if record.nomination is None:
             raise UnknownWorkload(f"{key} is not nominated")
         nomination = self.holds.end(record)
+        self.node_holds.release(key)
         admit = nomination.admit if topology is None else nomination.admit.with_topology(topology)
         self.apply_admit(admit)
         return admit
@@ -552,3 +570,4 @@ class ClusterState:
             return
         self.cache.cancel_eviction(record)
         self.holds.recover_for(key)  # it no longer covers its preemptor's hold
+        self.node_holds.victim_changed(key)

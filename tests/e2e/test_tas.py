@@ -3,11 +3,13 @@ block / rack / hostname (tainted, so only the TAS flavor's pods go there), a Top
 TAS ResourceFlavor. A Job asking for one rack is admitted with a topologyAssignment, its
 pods start held by the topology gate, quotagate releases each with its domain's node
 selector, and kube-scheduler places every pod in that one rack. A Job larger than any rack
-waits, its Workload naming the level and the largest free domain."""
+waits, its Workload naming the level and the largest free domain. A preemptor keeps the
+rack it evicted for while its victim terminates."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from api.constants import POD_SET_REQUIRED_TOPOLOGY_ANNOTATION, TOPOLOGY_SCHEDULING_GATE
+from controller.core.tas.encoding import decode
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS, create_node, queued_job
 from tests.integration.kueue import (
@@ -23,8 +26,11 @@ from tests.integration.kueue import (
     cluster_queue,
     condition,
     flavor,
+    is_admitted,
     local_queue,
     maybe_workload,
+    wait_admitted,
+    workload,
 )
 
 BLOCK, RACK, HOST = "cloud.com/topology-block", "cloud.com/topology-rack", "kubernetes.io/hostname"
@@ -33,24 +39,35 @@ TAINT = {"key": "quotagate.test/tas", "value": "true", "effect": "NoSchedule"}
 NODES = [f"tas-{b}-{r}-{h}" for b in ("b1", "b2") for r in ("r1", "r2") for h in ("h1", "h2")]
 
 
-@pytest.fixture(scope="module")
-def tas_nodes(api_client: client.ApiClient) -> Iterator[list[str]]:
+@contextmanager
+def tainted_nodes(
+    api_client: client.ApiClient, labels: dict[str, dict[str, str]]
+) -> Iterator[list[str]]:
+    """2-cpu fake nodes with these labels (by name), tainted so only TAS pods go there;
+    deleted afterwards."""
     core = client.CoreV1Api(api_client)
-    for name in NODES:
-        _, block, rack, _ = name.split("-")
-        create_node(
-            core, name, cpu="2", labels={BLOCK: block, RACK: f"{block}-{rack}", POOL: "e2e"}
-        )
+    for name, node_labels in labels.items():
+        create_node(core, name, cpu="2", labels=node_labels)
         core.patch_node(name, {"spec": {"taints": [TAINT]}})
     try:
-        yield NODES
+        yield list(labels)
     finally:
-        for name in NODES:
+        for name in labels:
             try:
                 core.delete_node(name)
             except ApiException as exc:
                 if exc.status != 404:
                     raise
+
+
+@pytest.fixture(scope="module")
+def tas_nodes(api_client: client.ApiClient) -> Iterator[list[str]]:
+    labels = {}
+    for name in NODES:
+        _, block, rack, _ = name.split("-")
+        labels[name] = {BLOCK: block, RACK: f"{block}-{rack}", POOL: "e2e"}
+    with tainted_nodes(api_client, labels) as names:
+        yield names
 
 
 def topology(name: str) -> dict[str, Any]:
@@ -131,3 +148,93 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     )
     assert "allows to fit only 4 out of 5 pod(s)" in pending["message"]
     assert f"the largest free domain at level {RACK} is" in pending["message"]
+
+
+HOLD_POOL = "e2e-hold"
+HOLD_NODES = [f"hold-{r}-{h}" for r in ("r1", "r2") for h in ("h1", "h2")]
+
+
+@pytest.fixture
+def hold_nodes(api_client: client.ApiClient) -> Iterator[list[str]]:
+    """One block of two racks of two nodes, for this test alone."""
+    labels = {}
+    for name in HOLD_NODES:
+        _, rack, _ = name.split("-")
+        labels[name] = {BLOCK: "hb", RACK: f"hb-{rack}", POOL: HOLD_POOL}
+    with tainted_nodes(api_client, labels) as names:
+        yield names
+
+
+def tas_workload(
+    namespace: str, name: str, pods: int, priority: int, level: str, host: str | None = None
+) -> dict[str, Any]:
+    """A bare Workload of `pods` one-cpu pods asking for one domain at `level` (pinned to a
+    host when given). Nobody runs it: an eviction lasts until the test acknowledges it."""
+    body = workload(namespace, name, "lq", count=pods, priority=priority)
+    [pod_set] = body["spec"]["podSets"]
+    pod_set["topologyRequest"] = {"required": level}
+    if host is not None:
+        pod_set["template"]["spec"]["nodeSelector"] = {HOST: host}
+    return body
+
+
+def hosts_of(admitted: dict[str, Any]) -> dict[str, int]:
+    [psa] = admitted["status"]["admission"]["podSetAssignments"]
+    return {values[-1]: n for values, n in decode(psa["topologyAssignment"]).domains}
+
+
+def test_a_preemptor_keeps_the_rack_it_evicted_for_while_its_victim_terminates(
+    webhook_controller: ControllerProcess,
+    hold_nodes: list[str],
+    api_client: client.ApiClient,
+    namespace: str,
+) -> None:
+    """Rack hb-r1 has one free node and one running priority-1 Workload; rack hb-r2 two
+    priority-5 ones. A 4-pod Workload asking for one rack (priority 10) evicts the
+    priority-1 one. While that eviction is not acknowledged (its owner has not stopped it),
+    a priority-0 Workload asking for one node arrives: the free node of hb-r1 is the
+    preemptor's, so it waits; once the victim is gone the preemptor runs in hb-r1."""
+    kueue = Kueue(api_client)
+    rf, cq = f"{namespace}-tas", f"{namespace}-cq"
+    tas_flavor = flavor(rf, {POOL: HOLD_POOL}, [{**TAINT, "operator": "Equal"}])
+    tas_flavor["spec"]["topologyName"] = f"{namespace}-topology"
+    kueue.custom.create_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "topologies", topology(f"{namespace}-topology")
+    )
+    kueue.apply(
+        tas_flavor,
+        cluster_queue(cq, {rf: {"cpu": 64}}, preemption={"withinClusterQueue": "LowerPriority"}),
+        local_queue(namespace, "lq", cq),
+    )
+    running = {"victim": ("hold-r1-h1", 1), "r2a": ("hold-r2-h1", 5), "r2b": ("hold-r2-h2", 5)}
+    for name, (host, priority) in running.items():
+        kueue.apply(tas_workload(namespace, name, 2, priority, HOST, host))
+        assert hosts_of(wait_admitted(kueue, namespace, name)) == {host: 2}
+
+    kueue.apply(tas_workload(namespace, "big", 4, 10, RACK))
+    wait_for(
+        lambda: (
+            (c := condition(kueue.get_workload(namespace, "victim"), "Evicted"))
+            and c["status"] == "True"
+        ),
+        timeout=60,
+        what="the priority-1 Workload evicted",
+    )
+    assert not is_admitted(kueue.get_workload(namespace, "big"))
+
+    kueue.apply(tas_workload(namespace, "late", 2, 0, HOST))
+    decided = wait_for(
+        lambda: condition(kueue.get_workload(namespace, "late"), "QuotaReserved"),
+        timeout=60,
+        what="the late Workload decided",
+    )
+    assert decided["status"] == "False", "the late Workload took the preemptor's node"
+    assert "is held for preempting Workloads" in decided["message"], decided
+    assert not is_admitted(kueue.get_workload(namespace, "big"))
+
+    kueue.acknowledge_eviction(namespace, "victim")
+    assert hosts_of(wait_admitted(kueue, namespace, "big", timeout=60)) == {
+        "hold-r1-h1": 2,
+        "hold-r1-h2": 2,
+    }
+    assert not is_admitted(kueue.get_workload(namespace, "late"))

@@ -63,6 +63,11 @@ class PreemptionHolds:
         # preemptors to look at again, because something they wait on changed.
         self._victim_of: dict[WorkloadKey, set[WorkloadKey]] = {}
         self._to_settle: set[WorkloadKey] = set()
+        # Per nominated preemptor, its victims that have released their quota since it was
+        # nominated, and of those the ones the cycle has admitted again since: done with,
+        # no longer its victims (`left`).
+        self._released: dict[WorkloadKey, set[WorkloadKey]] = {}
+        self._left: dict[WorkloadKey, set[WorkloadKey]] = {}
         # Moves on whenever a nominated preemptor's cover is taken or given back, or it
         # stops waiting for a victim (what a leaving victim `releases` and the awaited
         # victims change only then; a new nomination is covered at once); with the cache's
@@ -104,6 +109,8 @@ class PreemptionHolds:
         nomination, record.nomination = record.nomination, None
         assert nomination is not None
         self._nominated.discard(key)
+        self._released.pop(key, None)
+        self._left.pop(key, None)
         record.phase = Phase.QUEUED
         cache.quota.remove_usage(nomination.admit.cluster_queue, nomination.usage)
         for victim in nomination.victims:
@@ -263,7 +270,12 @@ class PreemptionHolds:
     def recover_for(self, victim: WorkloadKey) -> None:
         """A victim's quota changed: recompute the covers of the preemptors waiting for it,
         and look at its preemptors again in the next cycle (they may be done or dropped)."""
-        self._to_settle.update(self._victim_of.get(victim, ()))
+        waiting = self._victim_of.get(victim, ())
+        self._to_settle.update(waiting)
+        held = self._cache.records.get(victim)
+        if held is None or not held.holds_quota:
+            for key in waiting:
+                self._released.setdefault(key, set()).add(victim)
         keys = [key for key in sorted(self._awaited_by.get(victim, ())) if key in self._covers]
         for key in keys:
             self._uncover(key)
@@ -271,6 +283,19 @@ class PreemptionHolds:
             self._cover(key)
 
     # -- what the cycle looks at -------------------------------------------------------------
+
+    def readmitted(self, victim: WorkloadKey) -> None:
+        """The cycle admitted a Workload again: if it was a victim that had released its
+        quota, its preemptors are done with it (re-read from the API server instead, with
+        its old admission, it is an eviction that never happened: `settle_action`)."""
+        for key in self._victim_of.get(victim, ()):
+            if victim in self._released.get(key, ()):
+                self._left.setdefault(key, set()).add(victim)
+
+    def left(self, key: WorkloadKey) -> frozenset[WorkloadKey]:
+        """The victims of a nominated preemptor that released their quota and were then
+        admitted again by the cycle: no longer its victims."""
+        return frozenset(self._left.get(key, ()))
 
     def settle_all(self) -> None:
         """Something every preemptor may wait on changed (a ClusterQueue's quota)."""

@@ -19,13 +19,16 @@ from dataclasses import dataclass
 
 from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.types import Contender
-from controller.core.tas.assignment import PodSetRequest, find_assignments
+from controller.core.tas.assignment import Assignment, PodSetRequest, find_assignments
 from controller.core.tas.snapshot import DomainID, TopologySnapshot
 
 __all__ = ["NodeRoom", "Placement", "UsageOf"]
 
 UsageOf = Callable[[WorkloadKey, str], Mapping[DomainID, Mapping[str, int]]]
 """What an admitted Workload takes from each leaf of a flavor's view (`TASCache.usage_of`)."""
+Gone = Callable[[WorkloadKey, bool], None]
+"""Takes a leaving Workload out of the nominated preemptors' node holds, or puts it back
+(`NodeHolds.simulate_gone`): what it frees beyond their plans is all a search may use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,7 @@ class NodeRoom:
         "_version",
         "_views",
         "domain",
+        "gone",
         "inside",
         "placements",
         "usage_of",
@@ -62,9 +66,11 @@ class NodeRoom:
         usage_of: UsageOf,
         domain: tuple[int, DomainID] | None = None,
         inside: AbstractSet[WorkloadKey] | None = None,
+        gone: Gone | None = None,
     ) -> None:
         self.placements = tuple(placements)
         self.usage_of = usage_of
+        self.gone = gone
         self.domain = domain
         self.inside = inside  # the Workloads with pods in the domain, when known
         # `fits` is asked again after every move; only moves where the search looks (the
@@ -119,6 +125,8 @@ class NodeRoom:
         for placement, usage in zip(self.placements, self._taken(contender.key), strict=True):
             for leaf, amounts in usage.items():
                 placement.view.add_usage(leaf, amounts, sign)
+        if contender.leaving and self.gone is not None:
+            self.gone(contender.key, out)
 
     def restore(self) -> None:
         """Put back every Workload still taken out."""
@@ -136,6 +144,17 @@ class NodeRoom:
         )
         self._fit = (self._version, fit)
         return fit
+
+    def placed(self) -> list[dict[str, Assignment]] | None:
+        """Each placement's assignments (per pod set) on the nodes as they now stand (with
+        a domain: in that domain), or None when one does not fit."""
+        out = []
+        for view, placement in zip(self._views, self.placements, strict=True):
+            found, reason = find_assignments(view, placement.requests)
+            if reason is not None:
+                return None
+            out.append(found)
+        return out
 
     def could_fit(self, contenders: Iterable[Contender]) -> bool:
         """Whether the pod sets would fit were every one of `contenders` gone (a bound:

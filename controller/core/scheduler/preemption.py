@@ -14,6 +14,7 @@ cycle has not decided to admit once they are gone.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy
 from controller.core.decisions import Admit, Nomination, Preempt
@@ -33,8 +34,9 @@ from controller.core.scheduler.flavor_assignment import (
     Preemptible,
     PreemptionOracle,
 )
-from controller.core.scheduler.topology import place_topology
+from controller.core.scheduler.topology import place_topology, tas_requests
 from controller.core.state import ClusterState
+from controller.core.tas.holds import plan_fits
 
 __all__ = [
     "VictimSearches",
@@ -453,10 +455,14 @@ def nominate_victims(
     workload: Workload,
     assignment: FlavorAssignment,
     victims: tuple[Victim, ...],
+    topology: Mapping[str, Mapping[str, Any]] | None = None,
+    domain: tuple[str, tuple[str, ...]] | None = None,
 ) -> Preempt:
-    """Nominate the preemptor (its capacity held) and decide its victims' eviction."""
+    """Nominate the preemptor (its capacity held; with `topology`, its TAS pod sets'
+    place once the victims are gone, held on the nodes, in the flavor's `domain` their
+    search chose) and decide its victims' eviction."""
     admit = Admit.from_assignment(workload.key, cq.name, assignment, borrowing=False)
-    state.nominate(Nomination(admit, victims, dict(assignment.usage)))
+    state.nominate(Nomination(admit, victims, dict(assignment.usage), topology, domain))
     return Preempt(workload.key, cq.name, victims, admit)
 
 
@@ -475,14 +481,35 @@ def settle_nominations(state: ClusterState) -> tuple[list[Admit], list[str]]:
             state.drop_nomination(key)
             dropped.append(key)
             continue
-        nominated = state.holds.nominated[key].admit
+        nomination = state.holds.nominated[key]
+        nominated = nomination.admit
         cq_name = nominated.cluster_queue
-        topology = place_topology(
-            state,
-            state.objects.cluster_queues[cq_name],
-            state.cache.records[key].workload,
-            ((ps.name, ps.count, ps.flavors) for ps in nominated.pod_sets),
-        )
+        # Its planned place, held while the victims left (tas/holds.py), is given back
+        # and it is placed again: in the planned domain while the plan still fits there,
+        # anywhere when the nodes changed and it no longer does.
+        plan = state.node_holds.release(key)
+        cq = state.objects.cluster_queues[cq_name]
+        workload = state.cache.records[key].workload
+        chosen = [(ps.name, ps.count, ps.flavors) for ps in nominated.pod_sets]
+        topology: Mapping[str, Mapping[str, Any]] | str | None = nomination.topology
+        if (
+            plan is None
+            or nomination.topology is None
+            or not plan_fits(
+                {f: state.tas.view(f) for f in plan},
+                plan,
+                tas_requests(state, cq, workload, chosen),
+                nomination.topology,
+            )
+        ):
+            topology = place_topology(state, cq, workload, chosen)
+        else:
+            # Placed afresh, as Kueue places at admission (the nodes may have more room
+            # now than when it was nominated), in the domain its victims were chosen in
+            # when their search chose one; the plan, which fits, if that finds nothing.
+            fresh = place_topology(state, cq, workload, chosen, nomination.domain)
+            if fresh is not None and not isinstance(fresh, str):
+                topology = fresh
         if isinstance(topology, str):  # the victims freed quota, not room on the nodes
             state.drop_nomination(key)
             state.cache.records[key].reason = topology
@@ -504,18 +531,19 @@ def settle_action(state: ClusterState, key: WorkloadKey) -> str | None:
     or inactive, its queue gone or stopped, or a victim holds its quota and is no longer
     being evicted — its eviction was never recorded and the state was re-read: a later
     cycle decides afresh), "admit" (every victim has released what it had to), or None
-    (still waiting)."""
+    (still waiting). A victim that released its quota and was then admitted again by the
+    cycle (with quota and room the holds did not take) is no longer this preemptor's
+    victim."""
     nomination = state.holds.nominated[key]
     workload = state.cache.workloads.get(key)
     cq = state.objects.cluster_queues.get(nomination.admit.cluster_queue)
     if workload is None or not workload.active or cq is None or cq.stopped:
         return "drop"
-    if any(_abandoned(state, victim) for victim in nomination.victims):
+    left = state.holds.left(key)  # released, then admitted again: no longer a victim
+    waited = [v for v in nomination.victims if v.workload_key not in left]
+    if any(_abandoned(state, victim) for victim in waited):
         return "drop"
-    if all(
-        _released(state, victim.workload_key, victim.total_pods - victim.pods)
-        for victim in nomination.victims
-    ):
+    if all(_released(state, v.workload_key, v.total_pods - v.pods) for v in waited):
         return "admit"
     return None
 

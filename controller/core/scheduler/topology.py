@@ -58,6 +58,14 @@ def _largest_domain(view: TopologySnapshot, request: PodSetRequest) -> str:
     )
 
 
+def _held(view: TopologySnapshot, leaves: int) -> str:
+    """Where nominated preemptors hold room (controller/core/tas/holds.py), if anywhere."""
+    if not leaves:
+        return ""
+    where = "node(s)" if view.lowest_is_node else f"domain(s) at level {view.levels[-1]}"
+    return f"; room on {leaves} {where} is held for preempting Workloads waiting for their victims"
+
+
 Chosen = Iterable[tuple[str, int, Mapping[str, str]]]
 """Each pod set's name, pod count and flavors (resource → flavor), as assigned."""
 
@@ -84,10 +92,15 @@ def tas_requests(
 
 
 def place_topology(
-    state: ClusterState, cq: ClusterQueue, workload: Workload, chosen: Chosen
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    chosen: Chosen,
+    within: tuple[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Mapping[str, Any]] | str | None:
-    """The `topologyAssignment` of each pod set in a TAS flavor, why they do not fit, or
-    None when no pod set uses a TAS flavor (nothing to do)."""
+    """The `topologyAssignment` of each pod set in a TAS flavor (in the flavor's domain
+    `within`, when given: its values from the top level), why they do not fit, or None
+    when no pod set uses a TAS flavor (nothing to do)."""
     by_flavor = tas_requests(state, cq, workload, chosen)
     if not by_flavor:
         return None
@@ -96,9 +109,14 @@ def place_topology(
         view = state.tas.view(flavor_name)
         if isinstance(view, str):
             return view
+        if within is not None and within[0] == flavor_name:
+            view = view.restricted(within[1])
         found, reason = find_assignments(view, requests)
         if reason is not None:
             failed = next((r for r in requests if r.name not in found), requests[0])
-            return f"pod set {failed.name}: {reason}{_largest_domain(view, failed)}"
+            return (
+                f"pod set {failed.name}: {reason}{_largest_domain(view, failed)}"
+                f"{_held(view, len(state.tas.held(flavor_name)))}"
+            )
         out.update({name: encode(a) for name, a in found.items()})
     return out

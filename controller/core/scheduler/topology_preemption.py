@@ -23,6 +23,7 @@ over domains the pods never use.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from controller.core.decisions import Preempt
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
@@ -34,6 +35,7 @@ from controller.core.scheduler.flavor_assignment import FlavorAssignment, Mode
 from controller.core.scheduler.preemption import VictimSearches, nominate_victims
 from controller.core.scheduler.topology import tas_requests
 from controller.core.state import ClusterState
+from controller.core.tas.encoding import encode
 from controller.core.tas.snapshot import DomainID
 
 __all__ = [
@@ -127,6 +129,18 @@ def topology_victims(
 ) -> tuple[Victim, ...] | None:
     """The cheapest domain's minimal victim set for a TAS Workload, or None when no domain
     can be freed (or the Workload has no TAS pod set)."""
+    found = _victims_where(state, cq, workload, assignment, searches)
+    return found[0] if found is not None else None
+
+
+def _victims_where(
+    state: ClusterState,
+    cq: ClusterQueue,
+    workload: Workload,
+    assignment: FlavorAssignment,
+    searches: VictimSearches,
+) -> tuple[tuple[Victim, ...], NodeRoom] | None:
+    """`topology_victims`, with the nodes as their search saw them (the domain chosen)."""
     if not cq.preemption.may_preempt():
         return None
     placements = topology_placements(state, cq, workload, assignment)
@@ -137,21 +151,24 @@ def topology_victims(
     if searches.victims(cq, workload, usage, short) is None:
         # not even freeing the quota alone is possible: nothing frees quota and nodes
         return None
-    whole = NodeRoom(placements, state.tas.usage_of)
+    gone = state.node_holds.simulate_gone
+    whole = NodeRoom(placements, state.tas.usage_of, gone=gone)
     if len(placements) != 1 or (assignment.mode is Mode.PREEMPT and whole.fits()):
         # only quota is short, or pods in several flavors: one search over every candidate
-        return searches.topology_victims(cq, workload, usage, short, whole) or None
+        victims = searches.topology_victims(cq, workload, usage, short, whole)
+        return (victims, whole) if victims else None
     contenders = searches.contenders.in_reach(state, cq.name, short)
     split = _domains(state, placements[0], contenders)
     if split is None:
         return None
     level, domains = split
     by_key = {c.key: c for members in contenders.values() for c in members}
-    best: tuple[_Cost, tuple[Victim, ...]] | None = None
+    best: tuple[_Cost, tuple[Victim, ...], NodeRoom] | None = None
     orders: dict[bool, Ordered | None] = {}  # the candidates' order, kept across domains
     for domain in sorted(domains):
         inside = domains[domain]
-        room = NodeRoom(placements, state.tas.usage_of, (level, domain), {c.key for c in inside})
+        keys = {c.key for c in inside}
+        room = NodeRoom(placements, state.tas.usage_of, (level, domain), keys, gone)
         if not room.could_fit(inside):
             continue  # not even with every Workload there gone
         victims = searches.topology_victims(cq, workload, usage, short, room, orders)
@@ -159,10 +176,34 @@ def topology_victims(
             continue
         cost = _cost(victims, by_key, domain)
         if best is None or cost < best[0]:
-            best = (cost, victims)
+            best = (cost, victims, room)
     if best is None:  # no single domain: a placement over several (preferred), if any
-        return searches.topology_victims(cq, workload, usage, short, whole) or None
-    return best[1]
+        victims = searches.topology_victims(cq, workload, usage, short, whole)
+        return (victims, whole) if victims else None
+    return best[1], best[2]
+
+
+def _planned(
+    searches: VictimSearches,
+    cq: ClusterQueue,
+    short: frozenset[FlavorResource],
+    victims: tuple[Victim, ...],
+    room: NodeRoom,
+) -> dict[str, Mapping[str, Any]] | None:
+    """Where the pods go once the victims are gone (in the domain their search chose), as
+    each TAS pod set's `topologyAssignment`; None when they would not fit even then."""
+    gone = {v.workload_key for v in victims if v.whole}
+    in_reach = searches.contenders.in_reach(searches.state, cq.name, short)
+    contenders = [c for members in in_reach.values() for c in members if c.key in gone]
+    for contender in contenders:
+        room.move(contender, out=True)
+    try:
+        placed = room.placed()
+    finally:
+        room.restore()
+    if placed is None:
+        return None
+    return {name: encode(a) for found in placed for name, a in found.items()}
 
 
 def plan_topology_preemption(
@@ -173,8 +214,16 @@ def plan_topology_preemption(
     searches: VictimSearches,
 ) -> Preempt | None:
     """Victims for a TAS Workload that lacks quota or room on the nodes, the cheapest
-    domain's nominated at once; None when no domain can be freed."""
-    victims = topology_victims(state, cq, workload, assignment, searches)
-    if victims is None:
+    domain's nominated at once with the place its pods take once they are gone (held on the
+    nodes meanwhile: controller/core/tas/holds.py); None when no domain can be freed."""
+    found = _victims_where(state, cq, workload, assignment, searches)
+    if found is None:
         return None
-    return nominate_victims(state, cq, workload, assignment, victims)
+    victims, room = found
+    planned = _planned(searches, cq, short_of(state, assignment), victims, room)
+    if planned is None:
+        return None  # never evict for pods that would not fit once the victims are gone
+    domain = None
+    if room.domain is not None:  # the search was split by domain: the one it chose
+        domain = (room.placements[0].flavor, room.domain[1])
+    return nominate_victims(state, cq, workload, assignment, victims, planned, domain)

@@ -36,6 +36,9 @@ class TASCache:
         self._workloads: dict[WorkloadKey, dict[str, _Usage]] = {}  # flavor → leaf usage
         self.flavor_usage: dict[str, _Usage] = {}
         self._views: dict[str, TopologySnapshot] = {}
+        # Per flavor, the node capacity nominated preemptors hold beyond what their leaving
+        # victims still take (controller/core/tas/holds.py keeps it)
+        self._held: dict[str, _Usage] = {}
         # Kueue's feature gates of the placement (configure_state sets them)
         self.balanced_placement = False  # TASBalancedPlacement
         self.multi_layer = True  # TASMultiLayerTopology
@@ -94,6 +97,17 @@ class TASCache:
 
     def reserve(self, key: WorkloadKey, admission: Admission, pod_sets: Iterable[PodSet]) -> None:
         """Count what an admission's topology assignments take (nothing without one)."""
+        taken = self.admission_usage(admission, pod_sets)
+        if not taken:
+            return
+        self.unreserve(key)
+        self._workloads[key] = taken
+        self._move(taken, 1)
+
+    def admission_usage(
+        self, admission: Admission, pod_sets: Iterable[PodSet]
+    ) -> dict[str, _Usage]:
+        """What an admission's topology assignments take, per flavor and leaf."""
         by_name = {ps.name: ps for ps in pod_sets}
         taken: dict[str, _Usage] = {}
         for psa in admission.pod_set_assignments:
@@ -105,11 +119,7 @@ class TASCache:
                 continue
             usage = usage_of(decode(psa.topology_assignment), pod_set.requests)
             add_usage(taken.setdefault(flavor, {}), usage)
-        if not taken:
-            return
-        self.unreserve(key)
-        self._workloads[key] = taken
-        self._move(taken, 1)
+        return taken
 
     def unreserve(self, key: WorkloadKey) -> None:
         taken = self._workloads.pop(key, None)
@@ -127,6 +137,21 @@ class TASCache:
             if view is not None:
                 for leaf, amounts in usage.items():
                     view.add_usage(leaf, amounts, sign)
+
+    def set_held(self, flavor: str, held: _Usage) -> None:
+        """Replace what nominated preemptors hold of a flavor's leaves (tas/holds.py)."""
+        view = self._views.get(flavor)
+        old = self._held.pop(flavor, {})
+        if held:
+            self._held[flavor] = held
+        if view is not None:
+            for leaf, amounts in old.items():
+                view.add_usage(leaf, amounts, -1)
+            for leaf, amounts in held.items():
+                view.add_usage(leaf, amounts)
+
+    def held(self, flavor: str) -> Mapping[DomainID, Mapping[str, int]]:
+        return self._held.get(flavor, {})
 
     # -- reading --------------------------------------------------------------------------
 
@@ -157,6 +182,8 @@ class TASCache:
             non_tas_usage=self.node_usage,
             tas_usage=self.flavor_usage.get(flavor_name),
         )
+        for leaf, amounts in self._held.get(flavor_name, {}).items():
+            view.add_usage(leaf, amounts)
         view.balanced_placement = self.balanced_placement
         view.multi_layer = self.multi_layer
         self._views[flavor_name] = view

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the request types are the search's
 __all__ = [
     "Exclusions",
     "SearchState",
+    "admits",
     "count_with_limit",
     "fill_counts",
     "refill",
@@ -116,6 +117,12 @@ def _excluded(leaf: Domain, request: PodSetRequest, excluded: Exclusions) -> boo
         excluded.affinity += 1
         return True
     return False
+
+
+def admits(snapshot: TopologySnapshot, leaf: Domain, request: PodSetRequest) -> bool:
+    """Whether a pod set's pods may go on a leaf of the view: on nodes, its taints
+    tolerated and its labels selected (as the placement search leaves them out)."""
+    return not (snapshot.lowest_is_node and _excluded(leaf, request, Exclusions()))
 
 
 def fill_counts(

@@ -67,7 +67,10 @@ def from_admission(
     """Per pod set of an admitted Workload, in `status.admission.podSetAssignments` order:
     the admitted count (the pod set's count when the assignment omits it), the node
     labels and tolerations of its flavors (each flavor once, as Kueue's `FromAssignment`),
-    the pod set label, and for a pod set with a topology assignment the topology gate. A flavor that no longer exists adds nothing."""
+    the pod set label, the Workload's name as `kueue.x-k8s.io/workload` (on every pod
+    set's pods, as Kueue's `getPodSetsInfoFromStatus` while TopologyAwareScheduling is on:
+    here it always is), and for a pod set with a topology assignment the topology gate. A
+    flavor that no longer exists adds nothing."""
     pod_sets = {str(ps.get("name")): ps for ps in (workload.get("spec") or {}).get("podSets") or ()}
     admission = (workload.get("status") or {}).get("admission") or {}
     infos = []
@@ -75,10 +78,8 @@ def from_admission(
         name = str(assignment.get("name"))
         info = from_assignment(pod_sets.get(name) or {}, assignment, placement)
         info.labels[POD_SET_LABEL] = name
-        if assignment.get("topologyAssignment"):
-            # named after their Workload: the ungater releases each into its domain
-            meta = workload.get("metadata") or {}
-            info.annotations[WORKLOAD_ANNOTATION] = str(meta.get("name"))
+        # named after their Workload: the ungater releases each into its domain
+        info.annotations[WORKLOAD_ANNOTATION] = str((workload.get("metadata") or {}).get("name"))
         _apply_check_updates(info, workload)
         infos.append(info)
     return infos

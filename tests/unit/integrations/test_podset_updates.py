@@ -17,6 +17,7 @@ from controller.integrations.framework.podset_info import (
 
 def workload(*updates: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     return {
+        "metadata": {"name": "wl"},
         "spec": {"podSets": [{"name": "main", "count": 2}, {"name": "aux", "count": 1}]},
         "status": {
             "admission": {
@@ -57,14 +58,16 @@ def test_each_checks_updates_reach_their_pod_set() -> None:
     main, aux = from_admission(wl, placement)
     assert main.labels == {"a": "1", "b": "2", "kueue.x-k8s.io/podset": "main"}
     assert main.annotations == {
-        "cluster-autoscaler.kubernetes.io/consume-provisioning-request": "p"
+        "cluster-autoscaler.kubernetes.io/consume-provisioning-request": "p",
+        "kueue.x-k8s.io/workload": "wl",  # every pod set's, as Kueue's with TAS on
     }
     assert main.node_selector == {"pool": "spot", "zone": "z1"}
     assert main.tolerations == [
         {"key": "spot", "operator": "Exists"},
         {"key": "gpu", "operator": "Exists"},
     ]
-    assert aux.node_selector == {"pool": "spot"} and aux.annotations == {}
+    assert aux.node_selector == {"pool": "spot"}
+    assert aux.annotations == {"kueue.x-k8s.io/workload": "wl"}
 
 
 @pytest.mark.parametrize(

@@ -131,11 +131,14 @@ def test_an_admission_with_a_topology_gates_the_template_and_names_the_workload(
     assert info.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] == "true"
 
 
-def test_an_admission_without_a_topology_adds_no_gate() -> None:
+def test_an_admission_without_a_topology_adds_no_gate_but_names_the_workload() -> None:
+    """As Kueue's `getPodSetsInfoFromStatus` with TopologyAwareScheduling on (it always is
+    here): every pod set's pods carry the Workload's name, placed by topology or not."""
     body = workload((("h1",), 4))
     del body["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
     [info] = from_admission(body, lambda name: None)
-    assert info.scheduling_gates == [] and WORKLOAD_ANNOTATION not in info.annotations
+    assert info.scheduling_gates == []
+    assert info.annotations[WORKLOAD_ANNOTATION] == "wl"
 
 
 class _Core:
