@@ -51,8 +51,8 @@ from controller.core.preemption.holds import PreemptionHolds
 from controller.core.preemption.preemptibility import resolve_preemptibility
 from controller.core.queue.manager import QueueManager
 from controller.core.tas.cache import TASCache
-from controller.core.tas.node_failure import FailedNodes
 from controller.core.tas.holds import NodeHolds
+from controller.core.tas.node_failure import FailedNodes
 
 __all__ = ["ClusterState", "UnknownWorkload"]
 
