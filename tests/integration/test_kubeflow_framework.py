@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from api.constants import POD_SET_LABEL, QUEUE_NAME_LABEL
+from api.constants import POD_SET_LABEL, QUEUE_NAME_LABEL, WORKLOAD_ANNOTATION
 from tests.cluster.fixtures import install_crds, wait_for
 from tests.cluster.modules import ensure_module
 from tests.integration.conftest import StartConfigured
@@ -171,7 +171,11 @@ def test_a_trainjob_waits_for_its_runtime_runs_in_its_kueue_patch_and_is_restore
         (
             name,
             {
-                "metadata": {"labels": {POD_SET_LABEL: name}},
+                "metadata": {
+                    # Kueue names the Workload on every pod set while TAS is on
+                    "annotations": {WORKLOAD_ANNOTATION: "trainjob-train"},
+                    "labels": {POD_SET_LABEL: name},
+                },
                 "spec": {"nodeSelector": {ZONE: "zone-a"}},
             },
         )
