@@ -50,7 +50,7 @@ from tools.bench.comparison import (
     render_comparison,
 )
 from tools.bench.live import run_live
-from tools.bench.report import Report, overuse_of
+from tools.bench.report import Report, overuse_kinds, overuse_of
 from tools.bench.scenario import Scenario, ScenarioError, load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -425,9 +425,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_comparison(reports))
     document, picture = write(reports, out, scenario.name)
     print(f"\nJSON: {document}\nplot: {picture}")
-    overused = [label for label, report in reports.items() if overuse_of(report)]
+    overused = [
+        f"{label} ({overuse_kinds(report)})"
+        for label, report in reports.items()
+        if overuse_of(report)
+    ]
     if overused:
-        print(f"bench-compare: quota over-use by {', '.join(overused)}", file=sys.stderr)
+        print(f"bench-compare: over-use by {', '.join(overused)}", file=sys.stderr)
         return 1
     return 0
 

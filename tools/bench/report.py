@@ -78,6 +78,19 @@ def overuse_of(report: Report) -> int:
     return report.overuse_events + int(report.extra.get(NODE_OVERUSE) or 0)
 
 
+def overuse_kinds(report: Report) -> str:
+    """What `overuse_of` counted, in words: "3 quota, 9 node over-use events"."""
+    kinds = [
+        f"{count} {kind}"
+        for kind, count in (
+            ("quota", report.overuse_events),
+            ("node", int(report.extra.get(NODE_OVERUSE) or 0)),
+        )
+        if count
+    ]
+    return f"{', '.join(kinds)} over-use events"
+
+
 @dataclass(frozen=True)
 class Sample:
     t: float

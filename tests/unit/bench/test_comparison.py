@@ -105,3 +105,16 @@ def test_bad_arguments_exit_2_with_one_line(
     assert err.startswith("bench-compare: MINIMALKUEUE is not set") and err.count("\n") == 1
     assert main([str(tmp_path / "none.yaml"), "--minimalkueue", "/bin/true"]) == 2
     assert "none.yaml: cannot read" in capsys.readouterr().err
+
+
+def test_over_use_is_named_by_kind(reports: dict[str, Report]) -> None:
+    """bench-compare's exit message says whether a run over-used quota or nodes."""
+    from dataclasses import replace
+
+    from tools.bench.report import NODE_OVERUSE, overuse_kinds, overuse_of
+
+    [one, *_] = reports.values()
+    nodes = replace(one, overuse_events=0, extra={NODE_OVERUSE: 9})
+    assert (overuse_of(nodes), overuse_kinds(nodes)) == (9, "9 node over-use events")
+    both = replace(one, overuse_events=2, extra={NODE_OVERUSE: 1})
+    assert overuse_kinds(both) == "2 quota, 1 node over-use events"
