@@ -587,8 +587,8 @@ def evict(
     requeue_state: Mapping[str, Any] | None = None,
 ) -> Status:
     """Evicted=True (and Preempted=True with its variant for a preemption), the eviction
-    counted as (reason, underlying_cause). Quota stays reserved until the Workload's owner
-    releases it (`release`).
+    counted as (reason, underlying_cause), `unhealthyNodes` dropped. Quota stays reserved
+    until the Workload's owner releases it (`release`).
 
     As Kueue's deactivation: a Deactivated eviction with a cause carries the condition
     reason `DeactivatedDueTo<cause>`, and removes the DeactivationTarget condition and
@@ -605,6 +605,7 @@ def evict(
     if requeue_state is not None:
         status["requeueState"] = dict(requeue_state)
     _reset_checks_on_eviction(status, now)
+    status.pop("unhealthyNodes", None)  # Kueue's resetUnhealthyNodes
     _with_condition(wl, status, Condition.EVICTED, True, condition_reason, message, now)
     if preemption_reason is not None:
         _with_condition(wl, status, Condition.PREEMPTED, True, preemption_reason, message, now)

@@ -485,7 +485,8 @@ class ControllerConfig(_Section):
             "Kueue's featureGates; read: PriorityBoost (off), VisibilityOnDemand (on), "
             "TASBalancedPlacement (off), TASMultiLayerTopology (on), "
             "TASFailedNodeReplacement (on), TASFailedNodeReplacementFailFast (on), "
-            "TASReplaceNodeOnPodTermination (on), TASReplaceNodeDueToNotReadyOverFixedTime (off)"
+            "TASReplaceNodeOnPodTermination (on), TASReplaceNodeDueToNotReadyOverFixedTime (off), "
+            "TASReplaceNodeOnNodeTaints (on)"
         ),
     )
     integrations: Integrations = Field(default_factory=lambda: Integrations())

@@ -311,10 +311,10 @@ IMPLEMENTED_GATES = {
     "default); false: only the outermost layer",
     "TASFailedNodeReplacement": "failed nodes under TAS Workloads replaced (docs/tas.md)",
     "TASFailedNodeReplacementFailFast": "no replacement evicts at once (docs/tas.md)",
-    "TASReplaceNodeOnPodTermination": "a NotReady node fails once its pods are gone "
-    "(docs/tas.md)",
-    "TASReplaceNodeDueToNotReadyOverFixedTime": "a NotReady node fails after 30 s "
-    "(docs/tas.md)",
+    "TASReplaceNodeOnPodTermination": "a NotReady node fails once its pods are gone (docs/tas.md)",
+    "TASReplaceNodeDueToNotReadyOverFixedTime": "a NotReady node fails after 30 s (docs/tas.md)",
+    "TASReplaceNodeOnNodeTaints": "a Ready node's untolerated NoSchedule/NoExecute taints "
+    "fail it (docs/tas.md)",
 }
 
 # Fields read into quotagate's settings (a list index is written `[]`).

@@ -24,6 +24,7 @@ __all__ = [
     "Nomination",
     "Preempt",
     "ReplaceNode",
+    "UnhealthyNodes",
 ]
 
 
@@ -144,6 +145,15 @@ class ReplaceNode:
     failed_node: str
 
 
+@dataclass(frozen=True, slots=True)
+class UnhealthyNodes:
+    """`status.unhealthyNodes` of an admitted TAS Workload to write: the failed node whose
+    replacement it waits for, or () once that node is healthy again for it."""
+
+    workload_key: WorkloadKey
+    nodes: tuple[str, ...]
+
+
 Decision = Admit | Inadmissible | Evict | Preempt
 
 
@@ -156,6 +166,7 @@ class CycleResult:
     changed: bool = False  # anything admitted, evicted, parked or explained differently
     preempting: tuple[Preempt, ...] = ()
     replaced: tuple[ReplaceNode, ...] = ()  # failed nodes replaced (topology-aware)
+    unhealthy_nodes: tuple[UnhealthyNodes, ...] = ()  # waiting for a replacement, or no more
 
     @property
     def decisions(self) -> tuple[Decision, ...]:

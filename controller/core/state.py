@@ -52,7 +52,7 @@ from controller.core.preemption.preemptibility import resolve_preemptibility
 from controller.core.queue.manager import QueueManager
 from controller.core.tas.cache import TASCache
 from controller.core.tas.holds import NodeHolds
-from controller.core.tas.node_failure import FailedNodes
+from controller.core.tas.node_failure import FailedNodes, admission_nodes
 
 __all__ = ["ClusterState", "UnknownWorkload"]
 
@@ -378,6 +378,10 @@ class ClusterState:
             else:  # Kueue: the cause is the DeactivationTarget condition's reason
                 message = f"The workload is deactivated due to {target.message}"
                 self._request_eviction(key, "Deactivated", message, target.reason)
+        if workload.unhealthy_nodes and record.phase is Phase.ADMITTED and record.admission:
+            # Waiting for a failed node's replacement, as written before a restart.
+            nodes = admission_nodes(record.admission)
+            self.failed_nodes.recover(key, workload.unhealthy_nodes, nodes)
 
     def queue_order_time(self, workload: Workload) -> float:
         """Kueue's `GetQueueOrderTimestamp`: the time of an eviction for PodsReadyTimeout

@@ -55,9 +55,9 @@ def ungate_plan(
     `topologyAssignment`, its domains in order, each given as many gated pods as it still
     lacks (its count minus the released pods already selecting it). Finished pods do not
     count (they are replaced). A domain that is a node (`kubernetes.io/hostname` the last
-    level) gets none while `node_usable` says it is gone or not Ready: its pods wait gated
-    for the replacement (docs/tas.md, Node failures), as Kueue's ungater holds them while
-    the node is in `unhealthyNodes`."""
+    level) gets none while the Workload's `status.unhealthyNodes` lists it (as Kueue's
+    ungater holds them) or `node_usable` says it is gone or not Ready: its pods wait gated
+    for the replacement (docs/tas.md, Node failures)."""
     by_pod_set: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
         if (pod.get("status") or {}).get("phase") in _TERMINAL:
@@ -65,7 +65,9 @@ def ungate_plan(
         name = ((pod.get("metadata") or {}).get("labels") or {}).get(POD_SET_LABEL)
         if name is not None:
             by_pod_set.setdefault(str(name), []).append(pod)
-    admission = (workload.get("status") or {}).get("admission") or {}
+    status = workload.get("status") or {}
+    admission = status.get("admission") or {}
+    unhealthy = {str(n.get("name")) for n in status.get("unhealthyNodes") or ()}
     plan: list[tuple[Mapping[str, Any], dict[str, str]]] = []
     for psa in admission.get("podSetAssignments") or ():
         topology = psa.get("topologyAssignment")
@@ -85,7 +87,7 @@ def ungate_plan(
                 placed[values] = placed.get(values, 0) + 1
         by_node = bool(assignment.levels) and assignment.levels[-1] == HOSTNAME_LABEL
         for values, count in assignment.domains:
-            if by_node and not node_usable(values[-1]):
+            if by_node and (values[-1] in unhealthy or not node_usable(values[-1])):
                 continue
             for _ in range(max(count - placed.get(values, 0), 0)):
                 if not gated:
@@ -99,9 +101,12 @@ def stray_pods(
 ) -> list[Mapping[str, Any]]:
     """The released pods no scheduler will place any more: not bound, not finished, not
     being deleted, their node selector naming a node their pod set's assignment no longer
-    holds (a failed node replaced). Kueue's node controller marks them Failed, so that
-    their job makes new ones, which go to the replacement."""
-    admission = (workload.get("status") or {}).get("admission") or {}
+    holds (a failed node replaced) or one `status.unhealthyNodes` lists (failed, its
+    replacement awaited). Kueue's node controller marks them Failed, so that their job
+    makes new ones, which go to the replacement."""
+    status = workload.get("status") or {}
+    admission = status.get("admission") or {}
+    unhealthy = {str(n.get("name")) for n in status.get("unhealthyNodes") or ()}
     nodes: dict[str, set[str]] = {}
     for psa in admission.get("podSetAssignments") or ():
         topology = psa.get("topologyAssignment")
@@ -121,7 +126,7 @@ def stray_pods(
             or meta.get("deletionTimestamp")
             or (pod.get("status") or {}).get("phase") in _TERMINAL
             or selected is None
-            or selected in held
+            or (selected in held and selected not in unhealthy)
         ):
             continue
         out.append(pod)

@@ -23,6 +23,7 @@ from controller.core.decisions import (
     Inadmissible,
     Preempt,
     ReplaceNode,
+    UnhealthyNodes,
 )
 from controller.core.model.workloads import WorkloadKey
 from controller.kube.client import API_ERRORS, outcome_unknown
@@ -92,6 +93,9 @@ class DecisionWriter:
         for replaced in result.replaced:
             self.sync.begin_write(replaced.workload_key)
             spawn(self.write_replacement(replaced))
+        for unhealthy in result.unhealthy_nodes:
+            self.sync.begin_write(unhealthy.workload_key)
+            spawn(self.write_unhealthy_nodes(unhealthy))
         for pending in result.inadmissible:
             self.pending.want(pending)
 
@@ -168,6 +172,39 @@ class DecisionWriter:
             )
             self.sync.copies.pop(key, None)
             self.ctx.state.remove_workload(key)
+            result = await self.sync.reread(key)
+        finally:
+            self.sync.end_write(key, result)
+
+    async def write_unhealthy_nodes(self, unhealthy: UnhealthyNodes) -> None:
+        """Write `status.unhealthyNodes` (`[{name: NODE}]`, or none) of a Workload holding
+        quota, as Kueue's TAS node controller writes it: the failed node whose replacement
+        it waits for, or none once that node is healthy again. The field is how the waiting
+        survives a restart (ClusterState.upsert_workload reads it back), and the topology
+        ungater releases no pod to a node it lists."""
+        key = unhealthy.workload_key
+        wanted = [{"name": name} for name in unhealthy.nodes]
+
+        def build(wl: dict[str, Any]) -> dict[str, Any] | None:
+            if not has_quota_reservation(wl) or workload_status.is_finished(wl):
+                return None  # released meanwhile: nothing waits
+            status = workload_status.kueue_status(wl)
+            if (status.get("unhealthyNodes") or []) == wanted:
+                return None
+            if wanted:
+                status["unhealthyNodes"] = wanted
+            else:
+                status.pop("unhealthyNodes", None)
+            return status
+
+        result: dict[str, Any] | None = None
+        try:
+            result = await self.sync.write(key, build, "unhealthy-nodes")
+        except API_ERRORS as exc:
+            log.warning("status.unhealthyNodes of %s not written (%s); again next cycle", key, exc)
+            failed = self.ctx.state.failed_nodes
+            if failed.unhealthy.get(key) == next(iter(unhealthy.nodes), None):
+                failed.written.setdefault(key, unhealthy.nodes)  # still what is wanted
             result = await self.sync.reread(key)
         finally:
             self.sync.end_write(key, result)

@@ -170,25 +170,27 @@ def test_the_priority_boost_and_visibility_gates_and_the_visibility_server(
 def test_the_failed_node_gates_of_topology_aware_scheduling_reach_the_engine(
     tmp_path: Path,
 ) -> None:
-    """Kueue's four failed-node gates (docs/tas.md), Kueue's defaults when not set."""
+    """Kueue's five failed-node gates (docs/tas.md), Kueue's defaults when not set; none
+    is reported as not implemented."""
     from controller.config import configure_state
     from controller.core.state import ClusterState
     from controller.core.tas.node_failure import NodeFailureGates
 
     default = configure_state(load(tmp_path, {}), ClusterState())
-    assert default.failed_nodes.gates == NodeFailureGates(True, True, True, False)
+    assert default.failed_nodes.gates == NodeFailureGates(True, True, True, False, True)
     config = load(
         tmp_path,
         {
             "featureGates": {
                 "TASFailedNodeReplacementFailFast": False,
                 "TASReplaceNodeDueToNotReadyOverFixedTime": True,
+                "TASReplaceNodeOnNodeTaints": False,
             }
         },
     )
     assert fields(config) == []
     gates = configure_state(config, ClusterState()).failed_nodes.gates
-    assert gates == NodeFailureGates(True, False, True, True)
+    assert gates == NodeFailureGates(True, False, True, True, False)
 
 
 def test_quotagates_own_settings_go_under_their_own_key(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from api.constants import CheckState
 
 if TYPE_CHECKING:  # api_fields imports the Workload model, which holds CheckStatus
     from controller.core.model.api_fields import FieldReader
+    from controller.core.model.workloads import Toleration
 
 __all__ = [
     "AdmissionCheck",
@@ -64,6 +65,9 @@ class CheckStatus:
     last_transition: float = 0.0
     requeue_after_seconds: int | None = None
     retry_count: int = 0
+    # podSetUpdates[].tolerations, by pod set: what the check adds to its pods' tolerations
+    # (read by the TAS node-taint check, controller/core/tas/node_taints.py)
+    pod_set_tolerations: tuple[tuple[str, tuple[Toleration, ...]], ...] = ()
 
 
 def admission_check_from_api(
@@ -121,6 +125,23 @@ def check_statuses_from_api(r: FieldReader, status: Mapping[str, Any]) -> tuple[
                     item.get("requeueAfterSeconds"), f"{path}.requeueAfterSeconds"
                 ),
                 retry_count=retry_count or 0,
+                pod_set_tolerations=_pod_set_tolerations(r, item, path),
             )
         )
+    return tuple(found)
+
+
+def _pod_set_tolerations(
+    r: FieldReader, item: Mapping[str, Any], path: str
+) -> tuple[tuple[str, tuple[Toleration, ...]], ...]:
+    """`podSetUpdates[]`'s tolerations, by pod set (those that add any)."""
+    found = []
+    for j, raw in enumerate(r.seq(item.get("podSetUpdates"), f"{path}.podSetUpdates")):
+        update = r.obj(raw, f"{path}.podSetUpdates[{j}]")
+        if update.get("tolerations"):
+            name = r.text(update.get("name"), f"{path}.podSetUpdates[{j}].name")
+            tolerations = r.tolerations(
+                update["tolerations"], f"{path}.podSetUpdates[{j}].tolerations"
+            )
+            found.append((name, tolerations))
     return tuple(found)

@@ -146,6 +146,7 @@ class FieldReader:
                     str(t.get("operator") or "Equal"),
                     str(t.get("value") or ""),
                     str(t.get("effect") or ""),
+                    self.integer(t.get("tolerationSeconds"), f"{path}[{i}].tolerationSeconds"),
                 )
             )
         return tuple(out)

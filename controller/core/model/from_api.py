@@ -599,6 +599,13 @@ def _workload(
             if admission is not None
             else None
         ),
+        unhealthy_nodes=tuple(
+            r.text(
+                r.obj(item, f"status.unhealthyNodes[{i}]").get("name"),
+                f"status.unhealthyNodes[{i}].name",
+            )
+            for i, item in enumerate(r.seq(status.get("unhealthyNodes"), "status.unhealthyNodes"))
+        ),
     )
 
 

@@ -66,6 +66,7 @@ class Toleration:
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
+    seconds: int | None = None  # tolerationSeconds (NoExecute): None = for ever
 
     def tolerates(self, key: str, value: str, effect: str) -> bool:
         """Kubernetes `ToleratesTaint`: empty effect matches all; empty key + Exists matches all."""
@@ -162,6 +163,9 @@ class Workload:
     admission_checks: tuple[CheckStatus, ...] = ()
     admitted: bool = False
     admitted_at: float | None = None  # Admitted=True lastTransitionTime
+    # status.unhealthyNodes: the failed node whose replacement it waits for (topology-aware
+    # scheduling; controller/core/tas/node_failure.py), as last written
+    unhealthy_nodes: tuple[str, ...] = ()
     maximum_execution_time_seconds: int | None = None  # spec.maximumExecutionTimeSeconds
     accumulated_past_execution_time_seconds: int = 0  # status.accumulatedPastExecutionTimeSeconds
     # EXPECTED_RUNTIME_ANNOTATION as written: what its owner expects it to run. Read only

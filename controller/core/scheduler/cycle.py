@@ -173,7 +173,7 @@ def run_cycle(
     elif memory.state is not state:
         raise ValueError("the scheduler's memory is of another ClusterState")
     state.release_backoff(now)
-    replaced = handle_node_failures(state, now)
+    replaced, unhealthy_nodes = handle_node_failures(state, now)
     evicted = state.take_evictions()
     inadmissible: list[Inadmissible] = []
     requeued: list[str] = []
@@ -181,7 +181,7 @@ def run_cycle(
     # Preemptors whose victims have released their quota are admitted first (their
     # capacity was held for them).
     settled, dropped = settle_nominations(state)
-    changed = bool(evicted or settled or dropped or replaced)
+    changed = bool(evicted or settled or dropped or replaced or unhealthy_nodes)
     state.queues.retry_protected(now)
     searches = VictimSearches(state, now, memory.contenders)
     if oracle is None:
@@ -351,6 +351,7 @@ def run_cycle(
         changed,
         tuple(preempting),
         tuple(replaced),
+        tuple(unhealthy_nodes),
     )
 
 

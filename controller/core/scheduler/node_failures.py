@@ -11,13 +11,21 @@ from dataclasses import replace
 from api.constants import EvictionReason
 from api.workload_status import Admission
 from controller.core.cache.records import Phase
-from controller.core.decisions import ReplaceNode
-from controller.core.model.workloads import WorkloadKey
+from controller.core.decisions import ReplaceNode, UnhealthyNodes
+from controller.core.model.topology import Node
+from controller.core.model.workloads import Toleration, WorkloadKey
 from controller.core.scheduler.topology import tas_requests
 from controller.core.state import ClusterState
 from controller.core.tas.assignment import Assignment, usage_of
 from controller.core.tas.encoding import decode, encode
-from controller.core.tas.node_failure import FAILED, WAIT, find_replacement, verdict
+from controller.core.tas.node_failure import (
+    FAILED,
+    HEALTHY,
+    WAIT,
+    assigned_nodes,
+    find_replacement,
+    verdict,
+)
 
 __all__ = ["handle_node_failures"]
 
@@ -25,13 +33,15 @@ _MULTIPLE = "Workload eviction triggered due to multiple TAS assigned node failu
 _NO_REPLACEMENT = "Workload was evicted as there was no replacement for unhealthy node(s): "
 
 
-def handle_node_failures(state: ClusterState, now: float) -> list[ReplaceNode]:
+def handle_node_failures(
+    state: ClusterState, now: float
+) -> tuple[list[ReplaceNode], list[UnhealthyNodes]]:
     """Judge the nodes due for a look, then try the replacements owed; the replacements
-    made (applied to the state). Evictions are requested from the state (the cycle issues
-    them)."""
+    made (applied to the state) and the `status.unhealthyNodes` to write. Evictions are
+    requested from the state (the cycle issues them)."""
     failed = state.failed_nodes
-    if not failed.suspects and not failed.unhealthy:
-        return []
+    if not failed.suspects and not failed.unhealthy and not failed.written:
+        return [], []
     gates = failed.gates
     for name in failed.due(now):
         node = state.tas.nodes.get(name)
@@ -40,18 +50,17 @@ def handle_node_failures(state: ClusterState, now: float) -> list[ReplaceNode]:
             record = state.cache.records.get(key)
             if record is None or record.phase is not Phase.ADMITTED or not gates.replacement:
                 continue
-            if failed.unhealthy.get(key) == name:
-                continue
-            judged = verdict(node, now, failed.progressing(name, key), gates)
-            if judged == FAILED:
-                other = failed.unhealthy.get(key)
-                if other is not None:
-                    del failed.unhealthy[key]
-                    state.request_eviction(
-                        key, EvictionReason.NODE_FAILURES, _MULTIPLE + f"{other}, {name}"
-                    )
-                else:
-                    failed.unhealthy[key] = name
+            judged = _judge(state, key, name, node, now)
+            waiting = failed.unhealthy.get(key)
+            if judged == FAILED and waiting is None:
+                failed.wait_for_replacement(key, name)
+            elif judged == FAILED and waiting != name:
+                failed.forget(key)
+                state.request_eviction(
+                    key, EvictionReason.NODE_FAILURES, _MULTIPLE + f"{waiting}, {name}"
+                )
+            elif judged == HEALTHY and waiting == name:
+                failed.healthy_again(key)  # Kueue's handleHealthyNode
             elif isinstance(judged, float):
                 again = min(again, judged)
         if node is None:
@@ -62,17 +71,64 @@ def handle_node_failures(state: ClusterState, now: float) -> list[ReplaceNode]:
     for key, name in sorted(failed.unhealthy.items()):
         record = state.cache.records.get(key)
         if record is None or record.phase is not Phase.ADMITTED or record.admission is None:
-            del failed.unhealthy[key]
+            failed.forget(key)
+            continue
+        node = state.tas.nodes.get(name)
+        if node is not None and _judge(state, key, name, node, now) == HEALTHY:
+            failed.healthy_again(key)  # back (or read back from a status it no longer fits)
             continue
         found = _replacement(state, key, record.admission, name)
         if isinstance(found, Admission):
-            del failed.unhealthy[key]
+            failed.forget(key)
             state.apply_replacement(key, found)
             replaced.append(ReplaceNode(key, found.cluster_queue, found, name))
         elif gates.fail_fast:
-            del failed.unhealthy[key]
+            failed.forget(key)
             state.request_eviction(key, EvictionReason.NODE_FAILURES, _NO_REPLACEMENT + name)
-    return replaced
+    marks = [UnhealthyNodes(key, nodes) for key, nodes in sorted(failed.written.items())]
+    failed.written.clear()
+    return replaced, marks
+
+
+def _judge(
+    state: ClusterState, key: WorkloadKey, name: str, node: Node | None, now: float
+) -> str | float:
+    """The verdict on node `name` for an admitted Workload."""
+    failed = state.failed_nodes
+    tolerations: list[tuple[Toleration, ...]] = []
+    if node is not None and node.ready and failed.gates.judges_taints(node):
+        tolerations = _tolerations_on(state, key, name)
+    return verdict(node, now, failed.progressing(name, key), failed.gates, tolerations)
+
+
+def _tolerations_on(
+    state: ClusterState, key: WorkloadKey, name: str
+) -> list[tuple[Toleration, ...]]:
+    """The tolerations of each pod set of the Workload with pods assigned to node `name`:
+    its template's, its flavors' and those its admission checks add (Kueue's effective
+    tolerations, `podSetsWithEffectiveTolerationsOnNode`)."""
+    record = state.cache.records[key]
+    if record.admission is None:
+        return []
+    pod_sets = {ps.name: ps for ps in record.workload.pod_sets}
+    out = []
+    for psa in record.admission.pod_set_assignments:
+        pod_set = pod_sets.get(psa.name)
+        if pod_set is None or psa.topology_assignment is None:
+            continue
+        if name not in assigned_nodes(decode(psa.topology_assignment)):
+            continue
+        tolerations = list(pod_set.tolerations)
+        for flavor_name in sorted(set(psa.flavors.values())):
+            flavor = state.objects.flavors.get(flavor_name)
+            if flavor is not None:
+                tolerations += flavor.tolerations
+        for check in record.workload.admission_checks:
+            for pod_set_name, added in check.pod_set_tolerations:
+                if pod_set_name == psa.name:
+                    tolerations += added
+        out.append(tuple(tolerations))
+    return out
 
 
 def _replacement(

@@ -10,6 +10,12 @@ Kueue's feature gates:
   or, with `TASReplaceNodeDueToNotReadyOverFixedTime` (off since Kueue 0.19), once it has
   been not ready for `NODE_FAILURE_DELAY`; without `TASReplaceNodeOnPodTermination`, once it
   has been not ready for `NODE_FAILURE_DELAY`.
+- A Ready node with NoSchedule/NoExecute taints, with `TASReplaceNodeOnNodeTaints` (on
+  since Kueue 0.17), by the tolerations of the Workload's pod sets there
+  (controller/core/tas/node_taints.py): a taint one of them does not tolerate fails the
+  node once the Workload has no pod left running there (at once without
+  `TASReplaceNodeOnPodTermination`); one tolerated only for `tolerationSeconds`, once no
+  pod is left running there; taints tolerated for ever, never.
 - The replacement (`find_replacement`): the failed node's pods placed again, in the domain
   the request binds them to — the domain at the `required` level that holds the pod set's
   other pods; for slices, the slice-level domain whose slice the failed node broke — or
@@ -17,18 +23,24 @@ Kueue's feature gates:
   pods stay where they are. The new domains are merged into the assignment.
 - No replacement: with `TASFailedNodeReplacementFailFast` (on) the Workload is evicted
   (reason `NodeFailures`) and requeued; without it, it keeps its quota and the failed node
-  (`status.unhealthyNodes`) and the replacement is tried again. A second failed node under
-  a Workload still waiting for one evicts it.
+  (`status.unhealthyNodes`, written by the engine: `FailedNodes.written`) and the
+  replacement is tried again. A second failed node under a Workload still waiting for one
+  evicts it. A node healthy again for the Workload (Kueue's `handleHealthyNode`) takes it
+  off `status.unhealthyNodes`. After a restart the waiting state is read back from
+  `status.unhealthyNodes` (`FailedNodes.recover`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from api.workload_status import Admission
 from controller.core.model.topology import Node, TopologyRequest
-from controller.core.model.workloads import WorkloadKey
+from controller.core.model.workloads import Toleration, WorkloadKey
 from controller.core.tas.assignment import Assignment, PodSetRequest, find_assignment
+from controller.core.tas.encoding import decode
+from controller.core.tas.node_taints import TaintHold, has_scheduling_taints, taint_hold
 from controller.core.tas.snapshot import DomainID, TopologySnapshot
 
 __all__ = [
@@ -38,6 +50,8 @@ __all__ = [
     "WAIT",
     "FailedNodes",
     "NodeFailureGates",
+    "admission_nodes",
+    "assigned_nodes",
     "find_replacement",
     "merge",
     "verdict",
@@ -61,35 +75,54 @@ class NodeFailureGates:
     fail_fast: bool = True  # TASFailedNodeReplacementFailFast
     on_pod_termination: bool = True  # TASReplaceNodeOnPodTermination
     not_ready_fixed_time: bool = False  # TASReplaceNodeDueToNotReadyOverFixedTime
+    node_taints: bool = True  # TASReplaceNodeOnNodeTaints
 
     GATES = (
         ("TASFailedNodeReplacement", "replacement"),
         ("TASFailedNodeReplacementFailFast", "fail_fast"),
         ("TASReplaceNodeOnPodTermination", "on_pod_termination"),
         ("TASReplaceNodeDueToNotReadyOverFixedTime", "not_ready_fixed_time"),
+        ("TASReplaceNodeOnNodeTaints", "node_taints"),
     )
 
     @classmethod
     def from_gates(cls, gates: Mapping[str, bool]) -> NodeFailureGates:
         """The gates as configured (Kueue's `featureGates`), Kueue's defaults otherwise. A
-        gate needs TASFailedNodeReplacement (Kueue's dependencies)."""
+        gate needs TASFailedNodeReplacement (Kueue's dependencies; TASReplaceNodeOnNodeTaints
+        does not name it, but without it Kueue's node controller ignores node events)."""
         defaults = cls()
         values = {attr: gates.get(name, getattr(defaults, attr)) for name, attr in cls.GATES}
         if not values["replacement"]:
             values = dict.fromkeys(values, False)
         return cls(**values)
 
+    def judges_taints(self, node: Node) -> bool:
+        """Whether a Ready `node` is judged by its taints (TASReplaceNodeOnNodeTaints)."""
+        return self.node_taints and has_scheduling_taints(node.taints)
+
 
 def verdict(
-    node: Node | None, now: float, progressing: bool, gates: NodeFailureGates
+    node: Node | None,
+    now: float,
+    progressing: bool,
+    gates: NodeFailureGates,
+    tolerations: Sequence[Sequence[Toleration]] = (),
 ) -> str | float:
     """Whether `node` (None: deleted) counts as failed for a Workload now: FAILED, HEALTHY
     (nothing to do until the node or the Workload's pods on it change), or the time to
-    look again. `progressing`: the Workload still has a pod running there."""
+    look again. `progressing`: the Workload still has a pod running there; `tolerations`:
+    those of each of its pod sets with pods assigned there (the flavor's included)."""
     if node is None:
         return FAILED
     if node.ready:
-        return HEALTHY
+        if not gates.judges_taints(node):
+            return HEALTHY
+        hold = taint_hold(node.taints, tolerations)
+        if hold is TaintHold.NONE:
+            return HEALTHY
+        if hold is TaintHold.UNTOLERATED and not gates.on_pod_termination:
+            return FAILED
+        return HEALTHY if progressing else FAILED
     if node.not_ready_since is None:
         return FAILED  # no Ready condition (or no time to wait from)
     expires = node.not_ready_since + NODE_FAILURE_DELAY
@@ -103,31 +136,59 @@ def verdict(
 
 
 class FailedNodes:
-    """What the engine follows of failed nodes: the nodes to look at (not ready, or
-    deleted, under an admitted TAS Workload), when to look again, the running TAS pods
-    (to tell whether a Workload still has a pod on a not-ready node), and each Workload's
-    failed node while its replacement is tried again (Kueue's `status.unhealthyNodes`,
-    one node: a second one evicts)."""
+    """What the engine follows of failed nodes: the nodes to look at (not ready, deleted,
+    or tainted, under an admitted TAS Workload), when to look again, the running TAS pods
+    (to tell whether a Workload still has a pod on a node), and each Workload's failed
+    node while its replacement is tried again (Kueue's `status.unhealthyNodes`, one node:
+    a second one evicts), with what `status.unhealthyNodes` is to say where that changed
+    (`written`: the engine's writes to make)."""
 
     def __init__(self) -> None:
         self.gates = NodeFailureGates()
         self.suspects: set[str] = set()
         self.look_at: dict[str, float] = {}  # node → when to look again
         self.unhealthy: dict[WorkloadKey, str] = {}  # Workload → its failed node
+        # Workloads whose `status.unhealthyNodes` is to be written: → the nodes it lists
+        self.written: dict[WorkloadKey, tuple[str, ...]] = {}
         self._pods: dict[str, tuple[str, WorkloadKey]] = {}  # pod key → (node, Workload)
         self._running: dict[tuple[str, WorkloadKey], int] = {}  # (node, Workload) → pods
 
     def node_changed(self, node: Node | None, name: str) -> None:
         """A node's new state (None: deleted)."""
-        if node is not None and node.ready:
+        self.look_at.pop(name, None)
+        if node is not None and node.ready and not self.gates.judges_taints(node):
             self.suspects.discard(name)
-            self.look_at.pop(name, None)
             # Kueue's handleHealthyNode: back in time, it is no longer to be replaced.
             for key in [k for k, failed in self.unhealthy.items() if failed == name]:
-                del self.unhealthy[key]
+                self.healthy_again(key)
         else:
             self.suspects.add(name)
-            self.look_at.pop(name, None)
+
+    def wait_for_replacement(self, key: WorkloadKey, node: str) -> None:
+        """The Workload keeps its quota and waits for a replacement of `node`."""
+        self.unhealthy[key] = node
+        self.written[key] = (node,)
+
+    def healthy_again(self, key: WorkloadKey) -> None:
+        """Its failed node is healthy again for the Workload: off `status.unhealthyNodes`."""
+        del self.unhealthy[key]
+        self.written[key] = ()
+
+    def forget(self, key: WorkloadKey) -> None:
+        """No longer waiting: replaced, evicted (either write clears the field) or gone."""
+        self.unhealthy.pop(key, None)
+        self.written.pop(key, None)
+
+    def recover(self, key: WorkloadKey, listed: tuple[str, ...], assigned: set[str]) -> None:
+        """After a restart (or a write the engine did not make): the Workload's
+        `status.unhealthyNodes` (`listed`) as its waiting state, when its topology
+        assignment still names that node (Kueue's `HasTopologyAssignmentWithUnhealthyNode`)
+        and it is not already waiting for another."""
+        if key in self.unhealthy or key in self.written:
+            return
+        node = next((name for name in listed if name in assigned), None)
+        if node is not None:
+            self.unhealthy[key] = node
 
     def set_pod(self, key: str, node: str, workload: WorkloadKey) -> None:
         """A TAS pod of `workload` bound to `node`, neither finished nor being deleted."""
@@ -159,6 +220,21 @@ class FailedNodes:
     def next_time(self) -> float | None:
         """When a timer (Kueue's NodeFailureDelay) next needs a look, if any."""
         return min((t for t in self.look_at.values() if t != WAIT), default=None)
+
+
+def assigned_nodes(assignment: Assignment) -> set[str]:
+    """The values of the assignment's lowest level: its nodes, when that level is the
+    hostname (Kueue's `LowestLevelValues`)."""
+    return {key[-1] for key, _ in assignment.domains if key}
+
+
+def admission_nodes(admission: Admission) -> set[str]:
+    """The nodes an admission's topology assignments name."""
+    out: set[str] = set()
+    for psa in admission.pod_set_assignments:
+        if psa.topology_assignment is not None:
+            out |= assigned_nodes(decode(psa.topology_assignment))
+    return out
 
 
 def _slice_size(topology: TopologyRequest) -> int:

@@ -109,6 +109,19 @@ def test_a_released_pod_left_on_a_replaced_node_is_a_stray_until_bound() -> None
     assert stray_pods(workload((("b1", "r1"), 1), levels=("block", RACK)), pods) == []
 
 
+def test_a_node_in_unhealthy_nodes_gets_no_pod_and_its_released_pods_are_strays() -> None:
+    """Kueue's ungater skips a node `status.unhealthyNodes` lists, Ready or not (a tainted
+    node is Ready); a pod released there before, still unbound, is marked Failed (Kueue's
+    node controller) so that its job makes a new one, which waits gated."""
+    wl = workload((("h1",), 2), (("h2",), 2))
+    wl["status"]["unhealthyNodes"] = [{"name": "h1"}]
+    plan = ungate_plan(wl, [pod(f"p{i}") for i in range(3)])
+    assert names(plan) == [("p0", {HOST: "h2"}), ("p1", {HOST: "h2"})]
+    released = pod("left", gated=False, selector={HOST: "h1"})
+    kept = pod("kept", gated=False, selector={HOST: "h2"})
+    assert [p["metadata"]["name"] for p in stray_pods(wl, [released, kept])] == ["left"]
+
+
 def test_multi_level_domains_select_every_level() -> None:
     plan = ungate_plan(workload((("b1", "r1"), 1), levels=("block", RACK)), [pod("a")])
     assert names(plan) == [("a", {"block": "b1", RACK: "r1"})]

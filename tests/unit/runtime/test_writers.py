@@ -12,7 +12,7 @@ import pytest
 from api import workload_status
 from api.constants import PreemptionReason
 from controller.config import ControllerConfig
-from controller.core.decisions import Admit, Evict, Preempt
+from controller.core.decisions import Admit, Evict, Preempt, UnhealthyNodes
 from controller.core.model.cohorts import Cohort
 from controller.core.model.workloads import WorkloadKey
 from controller.core.preemption.types import Victim
@@ -419,3 +419,31 @@ def test_a_refused_admission_gives_its_quota_back_at_once(monkeypatch: pytest.Mo
     asyncio.run(scenario())
     assert "ns/w1" not in controller.state.cache.admitted
     assert controller.sync.copies["ns/w1"].rv == 60
+
+
+def test_unhealthy_nodes_are_written_as_kueue_writes_them_and_an_eviction_drops_them() -> None:
+    """`status.unhealthyNodes: [{name: NODE}]` while a Workload waits for a replacement;
+    `[]` removes the field; nothing is sent when it already says so; an eviction clears
+    it (Kueue's resetUnhealthyNodes)."""
+    api = RecordingApi()
+    controller = Controller(api, ControllerConfig())  # type: ignore[arg-type]
+    controller.apply_event("ADDED", workload_body("w", admitted_status()))
+    writers = controller.writers
+
+    asyncio.run(writers.write_unhealthy_nodes(UnhealthyNodes(WorkloadKey("ns/w"), ("n1",))))
+    [(_, _, status)] = api.patches
+    assert status["unhealthyNodes"] == [{"name": "n1"}]
+    assert controller.sync.copies["ns/w"].body["status"]["unhealthyNodes"] == [{"name": "n1"}]
+    asyncio.run(writers.write_unhealthy_nodes(UnhealthyNodes(WorkloadKey("ns/w"), ("n1",))))
+    assert len(api.patches) == 1  # already so: nothing sent
+    asyncio.run(writers.write_eviction(Evict("ns/w", "cq", "NodeFailures", "no replacement")))
+    assert "unhealthyNodes" not in api.patches[-1][2]
+    assert workload_status.is_evicted({"status": api.patches[-1][2]})
+
+    api.patches.clear()
+    controller.apply_event(
+        "ADDED", workload_body("v", {**admitted_status(), "unhealthyNodes": [{"name": "n2"}]})
+    )
+    asyncio.run(writers.write_unhealthy_nodes(UnhealthyNodes(WorkloadKey("ns/v"), ())))
+    [(_, name, status)] = api.patches
+    assert name == "v" and "unhealthyNodes" not in status

@@ -150,6 +150,35 @@ def test_admitted_workload_usage_from_status() -> None:
     assert w.evicted and w.preemption_cost == 2000
 
 
+def test_what_the_tas_node_failure_handling_reads_of_a_workload() -> None:
+    """`status.unhealthyNodes`, `tolerationSeconds`, and the tolerations an admission
+    check's `podSetUpdates` add."""
+    body = workload(
+        unhealthyNodes=[{"name": "n1"}],
+        admissionChecks=[
+            {
+                "name": "prov",
+                "state": "Ready",
+                "podSetUpdates": [
+                    {"name": "main", "tolerations": [{"key": "k", "operator": "Exists"}]},
+                    {"name": "other", "labels": {"a": "b"}},
+                ],
+            }
+        ],
+    )
+    body["spec"]["podSets"][0]["template"]["spec"]["tolerations"] = [
+        {"key": "spot", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    ]
+    w = convert(body)
+    assert isinstance(w, Workload)
+    assert w.unhealthy_nodes == ("n1",)
+    [toleration] = w.pod_sets[0].tolerations
+    assert toleration.seconds == 30
+    [check] = w.admission_checks
+    [(name, (added,))] = check.pod_set_tolerations
+    assert name == "main" and (added.key, added.operator, added.seconds) == ("k", "Exists", None)
+
+
 def test_problems_name_every_field() -> None:
     bad = workload()
     bad["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = (

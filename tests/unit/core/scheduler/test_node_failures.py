@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core.model.flavors import ResourceFlavor
+from api.constants import CheckState
+from controller.core.decisions import UnhealthyNodes
+from controller.core.model.admission_checks import CheckStatus
+from controller.core.model.flavors import ResourceFlavor, Taint
 from controller.core.model.topology import Topology, TopologyRequest
-from controller.core.model.workloads import PodSet, Workload, WorkloadKey
+from controller.core.model.workloads import PodSet, Toleration, Workload, WorkloadKey
 from controller.core.scheduler.cycle import run_cycle
 from controller.core.state import ClusterState
 from controller.core.tas.encoding import decode
@@ -189,13 +192,13 @@ def test_without_failed_node_replacement_nothing_happens() -> None:
 
 
 def test_the_gates_default_as_kueues_and_need_failed_node_replacement() -> None:
-    assert NodeFailureGates.from_gates({}) == NodeFailureGates(True, True, True, False)
+    assert NodeFailureGates.from_gates({}) == NodeFailureGates(True, True, True, False, True)
     assert NodeFailureGates.from_gates(
         {"TASFailedNodeReplacement": False, "TASFailedNodeReplacementFailFast": True}
-    ) == NodeFailureGates(False, False, False, False)
+    ) == NodeFailureGates(False, False, False, False, False)
     assert NodeFailureGates.from_gates(
         {"TASReplaceNodeDueToNotReadyOverFixedTime": True, "TASReplaceNodeOnPodTermination": False}
-    ) == NodeFailureGates(True, True, False, True)
+    ) == NodeFailureGates(True, True, False, True, True)
 
 
 def test_an_implied_pod_set_of_a_tas_only_queue_is_replaced_anywhere() -> None:
@@ -210,3 +213,143 @@ def test_an_implied_pod_set_of_a_tas_only_queue_is_replaced_anywhere() -> None:
     after = placed(state, "ns/plain")
     assert host not in after and sum(after.values()) == 2
 
+
+# -- status.unhealthyNodes: written while waiting, cleared, read back after a restart -------
+
+
+def waiting_a() -> tuple[ClusterState, str]:
+    """Workload a waiting for a replacement of its deleted node (fail-fast off, its rack
+    full)."""
+    state, host = admitted_a(pods=6, nodes_per_rack=2)
+    state.failed_nodes.gates = NodeFailureGates(fail_fast=False)
+    state.remove_node(host)
+    result = run_cycle(state, 0)
+    assert result.replaced == () and result.evicted == ()
+    assert result.unhealthy_nodes == (UnhealthyNodes(A, (host,)),)
+    return state, host
+
+
+def test_waiting_for_a_replacement_is_written_once_and_the_replacement_clears_it() -> None:
+    """Kueue's node controller writes `[{name: NODE}]`; its scheduler's admission with the
+    replacement clears it (here: the replacement's own write, ReplaceNode)."""
+    state, host = waiting_a()
+    assert run_cycle(state, 1).unhealthy_nodes == ()  # written once
+    rack = rack_of(host)
+    spare = f"{rack}-h9"
+    state.set_node(node(spare, "b1", rack, spare, labels={"pool": "tas"}, cpu="4", pods="9"))
+    result = run_cycle(state, 2)
+    assert [r.failed_node for r in result.replaced] == [host]
+    assert result.unhealthy_nodes == ()  # the replacement's write clears the field
+
+
+def test_the_waiting_state_is_read_back_after_a_restart() -> None:
+    """A new engine (a restart) sees the admitted Workload with `status.unhealthyNodes`
+    and no event of the deleted node: it waits for the replacement again, and replaces
+    the node once its rack has room; with fail-fast it is evicted."""
+    state, host = waiting_a()
+    written = replace(state.cache.records[A].workload, unhealthy_nodes=(host,))
+    for fail_fast in (False, True):
+        restarted = racks(nodes_per_rack=2)
+        restarted.failed_nodes.gates = NodeFailureGates(fail_fast=fail_fast)
+        restarted.tas.remove_node(host)  # gone before the restart: no event for it
+        restarted.upsert_workload(written)
+        assert restarted.failed_nodes.unhealthy == {A: host}
+        result = run_cycle(restarted, 0)
+        if fail_fast:
+            [evict] = result.evicted
+            assert evict.message.endswith(f"unhealthy node(s): {host}")
+            continue
+        assert result.evicted == () and result.unhealthy_nodes == ()  # already written
+        rack = rack_of(host)
+        spare = f"{rack}-h9"
+        restarted.set_node(
+            node(spare, "b1", rack, spare, labels={"pool": "tas"}, cpu="4", pods="9")
+        )
+        [replaced] = run_cycle(restarted, 1).replaced
+        assert replaced.failed_node == host and spare in placed(restarted)
+
+
+def test_a_status_naming_a_node_the_assignment_does_not_hold_is_not_read_back() -> None:
+    state, host = admitted_a()
+    stale = replace(state.cache.records[A].workload, unhealthy_nodes=("elsewhere",))
+    state.upsert_workload(stale)
+    assert state.failed_nodes.unhealthy == {}
+    result = run_cycle(state, 0)
+    assert result.evicted == () and result.replaced == () and host in placed(state)
+
+
+def test_a_node_healthy_again_takes_the_waiting_workload_off_unhealthy_nodes() -> None:
+    """Kueue's handleHealthyNode: the node Ready again (or, read back from a status, found
+    Ready) removes it from `status.unhealthyNodes`; the Workload keeps its assignment."""
+    state, host = admitted_a(pods=6, nodes_per_rack=2)
+    state.failed_nodes.gates = NodeFailureGates(fail_fast=False)
+    ready = state.tas.nodes[host]
+    not_ready(state, host)
+    assert run_cycle(state, 0).unhealthy_nodes == (UnhealthyNodes(A, (host,)),)
+    state.set_node(ready)
+    result = run_cycle(state, 1)
+    assert result.unhealthy_nodes == (UnhealthyNodes(A, ()),) and result.evicted == ()
+    assert host in placed(state) and state.failed_nodes.unhealthy == {}
+    # Read back from a status after a restart while the node is Ready: cleared as well.
+    state.upsert_workload(replace(state.cache.records[A].workload, unhealthy_nodes=(host,)))
+    assert run_cycle(state, 2).unhealthy_nodes == (UnhealthyNodes(A, ()),)
+
+
+# -- TASReplaceNodeOnNodeTaints -------------------------------------------------------------
+
+BROKEN = Taint("example.com/broken", "", "NoExecute")
+
+
+def taint(state: ClusterState, host: str, *taints: Taint) -> None:
+    state.set_node(replace(state.tas.nodes[host], taints=taints))
+
+
+def test_an_untolerated_taint_fails_the_node_once_the_pods_there_are_gone() -> None:
+    state, host = admitted_a()
+    state.set_tas_pod("ns/a-0", host, A)
+    taint(state, host, BROKEN)
+    assert run_cycle(state, 0).replaced == ()  # its pod still runs there
+    state.remove_tas_pod("ns/a-0")  # evicted by the NoExecute taint
+    [replaced] = run_cycle(state, 1).replaced
+    assert replaced.failed_node == host and host not in placed(state)
+
+
+def test_a_taint_the_flavor_tolerates_for_ever_or_the_gate_off_changes_nothing() -> None:
+    state, host = admitted_a()
+    tolerant = replace(TAS, tolerations=(Toleration("example.com/broken", "Exists"),))
+    state.set_flavor(tolerant)
+    taint(state, host, BROKEN)
+    assert run_cycle(state, 0).replaced == () and host in placed(state)
+    state.set_flavor(TAS)
+    state.failed_nodes.gates = NodeFailureGates(node_taints=False)
+    taint(state, host, BROKEN, Taint("example.com/other", "", "NoSchedule"))
+    result = run_cycle(state, 1)
+    assert result.replaced == () and result.evicted == () and host in placed(state)
+
+
+def test_a_timed_toleration_waits_for_the_pods_even_without_pod_termination() -> None:
+    """tolerationSeconds: the pods stay until their time runs out; the node fails once
+    none is left (Kueue's checkPodsOnNode), TASReplaceNodeOnPodTermination or not. A
+    toleration an admission check adds (podSetUpdates) counts."""
+    state, host = admitted_a()
+    state.failed_nodes.gates = NodeFailureGates(on_pod_termination=False)
+    timed = Toleration("example.com/broken", "Exists", "", "NoExecute", seconds=60)
+    record = state.cache.records[A]
+    check = CheckStatus("prov", CheckState.READY, pod_set_tolerations=(("main", (timed,)),))
+    state.upsert_workload(replace(record.workload, admission_checks=(check,)))
+    state.set_tas_pod("ns/a-0", host, A)
+    taint(state, host, BROKEN)
+    assert run_cycle(state, 0).replaced == ()
+    state.remove_tas_pod("ns/a-0")
+    [replaced] = run_cycle(state, 100).replaced
+    assert replaced.failed_node == host
+
+
+def test_waiting_for_a_tainted_node_ends_when_the_taint_goes() -> None:
+    state, host = admitted_a(pods=6, nodes_per_rack=2)
+    state.failed_nodes.gates = NodeFailureGates(fail_fast=False)
+    taint(state, host, BROKEN)
+    assert run_cycle(state, 0).unhealthy_nodes == (UnhealthyNodes(A, (host,)),)
+    taint(state, host)
+    assert run_cycle(state, 1).unhealthy_nodes == (UnhealthyNodes(A, ()),)
+    assert host in placed(state)

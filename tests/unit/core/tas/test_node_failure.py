@@ -10,8 +10,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.core.model.flavors import Taint
 from controller.core.model.topology import Node, TopologyRequest
-from controller.core.model.workloads import WorkloadKey
+from controller.core.model.workloads import Toleration, WorkloadKey
 from controller.core.tas.assignment import Assignment, PodSetRequest, find_assignment, usage_of
 from controller.core.tas.node_failure import (
     FAILED,
@@ -46,6 +47,52 @@ def test_the_verdict_of_each_gate() -> None:
     assert verdict(down, 129, True, fixed) == 130
     assert verdict(down, 130, True, fixed) == FAILED
     assert verdict(down, 1, False, fixed) == FAILED
+
+
+def test_the_verdict_on_a_ready_tainted_node() -> None:
+    """TASReplaceNodeOnNodeTaints (on): a NoSchedule/NoExecute taint a pod set does not
+    tolerate fails the node once no pod of the Workload runs there (at once without
+    TASReplaceNodeOnPodTermination); one tolerated only for tolerationSeconds, once no pod
+    runs there, whatever the other gate; tolerated for ever, or the gate off: healthy."""
+    broken = Taint("example.com/broken", "", "NoExecute")
+    tainted = node("n", "b", "r", "n", cpu="1", taints=(broken,))
+    timed = Toleration("example.com/broken", "Exists", "", "NoExecute", seconds=60)
+    forever = Toleration("example.com/broken", "Exists")
+    assert verdict(tainted, 0, True, DEFAULT, [()]) == HEALTHY  # its pods still run
+    assert verdict(tainted, 0, False, DEFAULT, [()]) == FAILED
+    no_termination = NodeFailureGates(on_pod_termination=False)
+    assert verdict(tainted, 0, True, no_termination, [()]) == FAILED
+    assert verdict(tainted, 0, True, no_termination, [(timed,)]) == HEALTHY
+    assert verdict(tainted, 0, False, no_termination, [(timed,)]) == FAILED
+    assert verdict(tainted, 0, False, DEFAULT, [(forever,)]) == HEALTHY
+    assert verdict(tainted, 0, False, NodeFailureGates(node_taints=False), [()]) == HEALTHY
+    soft = replace(tainted, taints=(Taint("example.com/broken", "", "PreferNoSchedule"),))
+    assert verdict(soft, 0, False, DEFAULT, [()]) == HEALTHY
+
+
+def test_a_tainted_node_stays_a_suspect_and_a_waiting_workload_is_remembered() -> None:
+    """A Ready node with a taint that counts is looked at (per Workload, by tolerations);
+    untainted, it is not, and the Workloads waiting for its replacement are taken off
+    `status.unhealthyNodes` (`written`). What a status lists is read back only for a node
+    the assignment names."""
+    failed = FailedNodes()
+    a, b = WorkloadKey("ns/a"), WorkloadKey("ns/b")
+    tainted = node("n1", cpu="1", taints=(Taint("k", "", "NoSchedule"),))
+    failed.node_changed(tainted, "n1")
+    assert failed.suspects == {"n1"}
+    failed.wait_for_replacement(a, "n1")
+    assert failed.written == {a: ("n1",)}
+    failed.written.clear()
+    failed.node_changed(replace(tainted, taints=()), "n1")
+    assert failed.suspects == set() and failed.unhealthy == {} and failed.written == {a: ()}
+    failed.gates = NodeFailureGates(node_taints=False)
+    failed.node_changed(tainted, "n1")
+    assert failed.suspects == set()
+    failed.recover(b, ("gone", "n2"), {"n2", "n3"})
+    assert failed.unhealthy == {b: "n2"}
+    failed.recover(a, ("n1",), {"n1"})  # its clearing not written yet: not read back
+    failed.recover(WorkloadKey("ns/c"), ("n9",), {"n1"})
+    assert failed.unhealthy == {b: "n2"}
 
 
 def test_failed_nodes_follow_running_pods_and_readiness() -> None:
