@@ -129,16 +129,34 @@ class ClusterState:
     # send every parked Workload of the queue back for another assessment.
 
     def set_flavor(self, flavor: ResourceFlavor) -> None:
-        if self.objects.flavors.get(flavor.name) == flavor:
+        old = self.objects.flavors.get(flavor.name)
+        if old == flavor:
             return
         self.objects.set_flavor(flavor)
         self.tas.flavor_changed()
+        if (old.topology_name if old else None) != flavor.topology_name:
+            self._recount_topology_usage(flavor.name)
         self.queues.retry_using_flavor(flavor.name)
 
     def remove_flavor(self, name: str) -> None:
+        old = self.objects.flavors.get(name)
         self.objects.remove_flavor(name)
         self.tas.flavor_changed()
+        if old is not None and old.topology_name is not None:
+            self._recount_topology_usage(name)
         self.queues.retry_using_flavor(name)
+
+    def _recount_topology_usage(self, flavor: str) -> None:
+        """What the admitted Workloads using `flavor` take on its nodes, counted again: a
+        Workload seen before its flavor (a watch event while a new leader lists the flavors)
+        or a flavor that gained or lost its Topology would otherwise be counted wrongly."""
+        for key, record in self.cache.records.items():
+            admission = record.admission
+            if not record.holds_quota or admission is None:
+                continue
+            if any(flavor in psa.flavors.values() for psa in admission.pod_set_assignments):
+                self.tas.unreserve(key)
+                self.tas.reserve(key, admission, record.workload.pod_sets)
 
     # -- topology-aware scheduling: Topologies, nodes, the pods it does not place ----------
 

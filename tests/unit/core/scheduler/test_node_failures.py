@@ -269,6 +269,21 @@ def test_the_waiting_state_is_read_back_after_a_restart() -> None:
         assert replaced.failed_node == host and spare in placed(restarted)
 
 
+def test_an_admitted_workload_seen_before_its_flavor_is_counted_on_the_nodes() -> None:
+    """A new leader may get a Workload's event before it has listed the flavors: once the
+    flavor comes, the Workload's pods count on its nodes (else a replacement, or another
+    Workload, would be placed onto them)."""
+    state, host = admitted_a(pods=6, nodes_per_rack=2)
+    admitted = state.cache.records[A].workload
+    restarted = cluster(cq("cq", {"tas": {"cpu": "100"}}), flavors=[])
+    restarted.upsert_workload(admitted)
+    assert restarted.tas.flavor_usage == {}
+    restarted.set_flavor(TAS)
+    assert restarted.tas.flavor_usage == state.tas.flavor_usage
+    restarted.remove_flavor("tas")
+    assert not any(restarted.tas.flavor_usage.get("tas", {}).get((host,), {}).values())
+
+
 def test_a_status_naming_a_node_the_assignment_does_not_hold_is_not_read_back() -> None:
     state, host = admitted_a()
     stale = replace(state.cache.records[A].workload, unhealthy_nodes=("elsewhere",))
