@@ -101,6 +101,33 @@ def assignment_hosts(workload: dict[str, Any]) -> list[str]:
     return out
 
 
+def rack_job_on_pool(
+    api_client: client.ApiClient,
+    namespace: str,
+    pool: str,
+    taint: dict[str, str],
+    name: str,
+    pods: int,
+) -> None:
+    """A TAS flavor of the nodes labelled `pool` (tolerating their `taint`), its Topology
+    and queues, and a Job `name` of `pods` one-cpu pods in one rack, running 10 minutes."""
+    kueue = Kueue(api_client)
+    rf, cq, topology_name = f"{namespace}-tas", f"{namespace}-cq", f"{namespace}-topology"
+    tas_flavor = flavor(rf, {pool: "e2e"}, [{**taint, "operator": "Equal"}])
+    tas_flavor["spec"]["topologyName"] = topology_name
+    kueue.custom.create_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "topologies", topology(topology_name)
+    )
+    kueue.apply(tas_flavor, cluster_queue(cq, {rf: {"cpu": 32}}), local_queue(namespace, "lq", cq))
+    job = queued_job(name, parallelism=pods)
+    job["spec"]["template"]["metadata"]["annotations"] = {
+        RUN_SECONDS: "600",
+        POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: RACK,
+    }
+    job["spec"]["backoffLimit"] = 20
+    client.BatchV1Api(api_client).create_namespaced_job(namespace, job)
+
+
 def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
     webhook_controller: ControllerProcess,
     failure_nodes: None,
@@ -108,21 +135,8 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
     namespace: str,
 ) -> None:
     kueue = Kueue(api_client)
-    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
-    rf, cq, topology_name = f"{namespace}-tas", f"{namespace}-cq", f"{namespace}-topology"
-    tas_flavor = flavor(rf, {POOL: "e2e"}, [{**TAINT, "operator": "Equal"}])
-    tas_flavor["spec"]["topologyName"] = topology_name
-    kueue.custom.create_cluster_custom_object(
-        "kueue.x-k8s.io", "v1beta2", "topologies", topology(topology_name)
-    )
-    kueue.apply(tas_flavor, cluster_queue(cq, {rf: {"cpu": 32}}), local_queue(namespace, "lq", cq))
-    job = queued_job("mend", parallelism=4)
-    job["spec"]["template"]["metadata"]["annotations"] = {
-        RUN_SECONDS: "600",
-        POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: RACK,
-    }
-    job["spec"]["backoffLimit"] = 20
-    batch.create_namespaced_job(namespace, job)
+    core = client.CoreV1Api(api_client)
+    rack_job_on_pool(api_client, namespace, POOL, TAINT, "mend", 4)
 
     def on_nodes(expected: int = 4) -> dict[str, int] | None:
         pods = running_pods(core, namespace)

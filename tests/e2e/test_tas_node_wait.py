@@ -27,20 +27,17 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from api.constants import POD_SET_REQUIRED_TOPOLOGY_ANNOTATION, TOPOLOGY_SCHEDULING_GATE
+from api.constants import TOPOLOGY_SCHEDULING_GATE
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import wait_for
-from tests.cluster.nodes import RUN_SECONDS, create_node, queued_job
+from tests.cluster.nodes import create_node
 from tests.e2e.conftest import webhook_controller_running
-from tests.e2e.test_tas import BLOCK, RACK, topology
-from tests.e2e.test_tas_node_failure import assignment_hosts
+from tests.e2e.test_tas import BLOCK, RACK
+from tests.e2e.test_tas_node_failure import assignment_hosts, rack_job_on_pool
 from tests.integration.kueue import (
     ControllerProcess,
     Kueue,
-    cluster_queue,
     condition,
-    flavor,
-    local_queue,
     maybe_workload,
 )
 
@@ -132,21 +129,8 @@ def test_a_workload_waits_for_a_replacement_across_a_restart_and_a_tainted_node(
     namespace: str,
 ) -> None:
     kueue = Kueue(api_client)
-    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
-    rf, cq, topology_name = f"{namespace}-tas", f"{namespace}-cq", f"{namespace}-topology"
-    tas_flavor = flavor(rf, {POOL: "e2e"}, [{**TAINT, "operator": "Equal"}])
-    tas_flavor["spec"]["topologyName"] = topology_name
-    kueue.custom.create_cluster_custom_object(
-        "kueue.x-k8s.io", "v1beta2", "topologies", topology(topology_name)
-    )
-    kueue.apply(tas_flavor, cluster_queue(cq, {rf: {"cpu": 32}}), local_queue(namespace, "lq", cq))
-    job = queued_job("wait", parallelism=2)
-    job["spec"]["template"]["metadata"]["annotations"] = {
-        RUN_SECONDS: "600",
-        POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: RACK,
-    }
-    job["spec"]["backoffLimit"] = 20
-    batch.create_namespaced_job(namespace, job)
+    core = client.CoreV1Api(api_client)
+    rack_job_on_pool(api_client, namespace, POOL, TAINT, "wait", 2)
 
     def workload() -> dict[str, Any] | None:
         return maybe_workload(kueue, namespace, "job-wait")
