@@ -184,6 +184,27 @@ class ClusterState:
         self.failed_nodes.node_changed(None, name)
         self._retry_tas()
 
+    def mark_nodes_listed(self) -> None:
+        """The node view has been fully listed: a node an admitted Workload's assignment
+        names that is not in it was deleted unseen (while no controller watched)."""
+        if self.failed_nodes.nodes_listed:
+            return
+        self.failed_nodes.nodes_listed = True
+        for key in self.cache.admitted:
+            self._look_at_nodes_of(self.cache.records[key])
+
+    def _look_at_nodes_of(self, record: WorkloadRecord) -> None:
+        """An Admitted Workload's assigned nodes that are failing or missing, to be judged
+        (again) for it: before it was Admitted it was left out."""
+        if record.phase is not Phase.ADMITTED or record.admission is None:
+            return
+        if not record.workload.admitted:
+            return
+        failed = self.failed_nodes
+        for name in admission_nodes(record.admission):
+            if name in failed.suspects or (failed.nodes_listed and name not in self.tas.nodes):
+                failed.look_again(name)
+
     def set_tas_pod(self, key: str, node: str, workload: WorkloadKey) -> None:
         """A TAS pod of `workload` running on `node` (bound, not finished, not deleted)."""
         self.failed_nodes.set_pod(key, node, workload)
@@ -340,6 +361,7 @@ class ClusterState:
         cache, queues, ledger = self.cache, self.queues, self.queues.usage_ledger
         key = workload.key
         record = cache.records.get(key)
+        was_admitted = record is not None and record.workload.admitted
         if (
             record is None
             or workload.priority != record.workload.priority
@@ -396,10 +418,13 @@ class ClusterState:
             else:  # Kueue: the cause is the DeactivationTarget condition's reason
                 message = f"The workload is deactivated due to {target.message}"
                 self._request_eviction(key, "Deactivated", message, target.reason)
-        if workload.unhealthy_nodes and record.phase is Phase.ADMITTED and record.admission:
-            # Waiting for a failed node's replacement, as written before a restart.
-            nodes = admission_nodes(record.admission)
-            self.failed_nodes.recover(key, workload.unhealthy_nodes, nodes)
+        if workload.admitted and record.phase is Phase.ADMITTED and record.admission:
+            if workload.unhealthy_nodes:
+                # Waiting for a failed node's replacement, as written before a restart.
+                nodes = admission_nodes(record.admission)
+                self.failed_nodes.recover(key, workload.unhealthy_nodes, nodes)
+            if not was_admitted:
+                self._look_at_nodes_of(record)
 
     def queue_order_time(self, workload: Workload) -> float:
         """Kueue's `GetQueueOrderTimestamp`: the time of an eviction for PodsReadyTimeout

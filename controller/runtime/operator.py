@@ -388,6 +388,7 @@ async def _run(
                     sink,
                     None,
                     field_selector=selector,
+                    on_listed=sink.on_listed,
                     observer=metrics.watches,
                 ).run(),
             )

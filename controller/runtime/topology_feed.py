@@ -5,7 +5,8 @@ Failed), all namespaces: a node's capacity is taken by pods of any namespace. TA
 left out of the capacity (their admission counts them); those running (bound, not being
 deleted) are followed per node and Workload, for the failed-node check (Kueue's
 TASReplaceNodeOnPodTermination: a not-ready node fails a Workload once none of its pods
-runs there).
+runs there). Once the nodes have been fully listed, the state is told
+(`ClusterState.mark_nodes_listed`): a node missing from them was deleted unseen.
 
 The feed keeps what it last saw, so that a new state (a new leader's) gets it at once.
 """
@@ -30,9 +31,12 @@ log = logging.getLogger(__name__)
 
 class _Sink:
     def __init__(
-        self, apply: Callable[[str | None, dict[str, Any]], None], keys: Callable[[], set[str]]
+        self,
+        apply: Callable[[str | None, dict[str, Any]], None],
+        keys: Callable[[], set[str]],
+        on_listed: Callable[[], None] | None = None,
     ) -> None:
-        self.apply_event, self.known_keys = apply, keys
+        self.apply_event, self.known_keys, self.on_listed = apply, keys, on_listed
 
 
 class TopologyFeed:
@@ -44,11 +48,17 @@ class TopologyFeed:
         self.nodes: dict[str, Node] = {}
         self.pods: dict[str, tuple[str, dict[str, int]]] = {}
         self.tas_pods: dict[str, tuple[str, WorkloadKey]] = {}  # running TAS pods
+        # The nodes have been fully listed once: a node missing from them is deleted.
+        self.nodes_listed = False
 
     def sinks(self) -> list[tuple[Resource, _Sink, str | None]]:
         """(resource, sink, field selector) of the two informers the operator runs."""
         return [
-            (NODES, _Sink(self.on_node, lambda: {f"/{n}" for n in self.nodes}), None),
+            (
+                NODES,
+                _Sink(self.on_node, lambda: {f"/{n}" for n in self.nodes}, self.on_nodes_listed),
+                None,
+            ),
             (PODS, _Sink(self.on_pod, lambda: set(self.pods) | set(self.tas_pods)), SCHEDULED_PODS),
         ]
 
@@ -68,6 +78,15 @@ class TopologyFeed:
             return
         self.nodes[name] = node
         self.state().set_node(node)
+        self.wake()
+
+    def on_nodes_listed(self) -> None:
+        """The node informer's list is complete (judging a node absent from a partial one
+        as deleted would fail nodes that exist)."""
+        if self.nodes_listed:
+            return
+        self.nodes_listed = True
+        self.state().mark_nodes_listed()
         self.wake()
 
     def on_pod(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -104,6 +123,8 @@ class TopologyFeed:
         """Give a new state everything seen so far."""
         for node in self.nodes.values():
             state.set_node(node)
+        if self.nodes_listed:
+            state.mark_nodes_listed()
         for key, (node_name, requests) in self.pods.items():
             state.set_pod(key, node_name, requests)
         for key, (node_name, workload) in self.tas_pods.items():

@@ -14,7 +14,10 @@ before it makes a new pod grows with every failed pod).
    (TASReplaceNodeOnNodeTaints) and its pod goes (as the taint eviction would): again no
    room, so `unhealthyNodes` names that node, which is still Ready; the topology ungater
    keeps the Job's new pod gated rather than release it there. The taint is removed:
-   the node is healthy again, `unhealthyNodes` is cleared and the pod runs there."""
+   the node is healthy again, `unhealthyNodes` is cleared and the pod runs there.
+4. The controller is stopped, the third node deleted (its pod with it), the controller
+   started: no event of the node reaches it, but the node is missing from the nodes it
+   lists, so `unhealthyNodes` names it (no room left in rack A)."""
 
 from __future__ import annotations
 
@@ -193,3 +196,12 @@ def test_a_workload_waits_for_a_replacement_across_a_restart_and_a_tainted_node(
         what=f"pods running on {SECOND} again",
     )
     assert final == {SECOND: 1, THIRD: 1}
+
+    # 4. A node deleted while no controller runs: no event of it ever comes; the new
+    # controller finds it missing from the nodes it lists, and the Workload waits for it.
+    waiting_controller.stop()
+    core.delete_node(THIRD)
+    remove_pods_on(core, namespace, THIRD)
+    waiting_controller.start()
+    w = wait_for(lambda: waiting_for(THIRD), timeout=90, what=f"unhealthyNodes [{THIRD}]")
+    assert holds_quota(w) and sorted(assignment_hosts(w)) == [SECOND, THIRD]

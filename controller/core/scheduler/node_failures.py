@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from api.constants import EvictionReason
 from api.workload_status import Admission
-from controller.core.cache.records import Phase
+from controller.core.cache.records import Phase, WorkloadRecord
 from controller.core.decisions import ReplaceNode, UnhealthyNodes
 from controller.core.model.topology import Node
 from controller.core.model.workloads import Toleration, WorkloadKey
@@ -48,8 +48,8 @@ def handle_node_failures(
         again = WAIT
         for key in state.tas.workloads_on(name):
             record = state.cache.records.get(key)
-            if record is None or record.phase is not Phase.ADMITTED or not gates.replacement:
-                continue
+            if record is None or not _admitted(record) or not gates.replacement:
+                continue  # Kueue's node controller: only Admitted Workloads (IsAdmittedByTAS)
             judged = _judge(state, key, name, node, now)
             waiting = failed.unhealthy.get(key)
             if judged == FAILED and waiting is None:
@@ -73,6 +73,8 @@ def handle_node_failures(
         if record is None or record.phase is not Phase.ADMITTED or record.admission is None:
             failed.forget(key)
             continue
+        if not record.workload.admitted:
+            continue  # Kueue's HasTopologyAssignmentWithUnhealthyNode: once Admitted again
         node = state.tas.nodes.get(name)
         if node is not None and _judge(state, key, name, node, now) == HEALTHY:
             failed.healthy_again(key)  # back (or read back from a status it no longer fits)
@@ -88,6 +90,11 @@ def handle_node_failures(
     marks = [UnhealthyNodes(key, nodes) for key, nodes in sorted(failed.written.items())]
     failed.written.clear()
     return replaced, marks
+
+
+def _admitted(record: WorkloadRecord) -> bool:
+    """Holds quota and is Admitted (Kueue's `IsAdmitted`: every admission check Ready)."""
+    return record.phase is Phase.ADMITTED and record.workload.admitted
 
 
 def _judge(

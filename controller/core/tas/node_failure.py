@@ -28,6 +28,16 @@ Kueue's feature gates:
   evicts it. A node healthy again for the Workload (Kueue's `handleHealthyNode`) takes it
   off `status.unhealthyNodes`. After a restart the waiting state is read back from
   `status.unhealthyNodes` (`FailedNodes.recover`).
+- Only Workloads Admitted (the Admitted condition, Kueue's `IsAdmitted`: quota reserved and
+  every admission check Ready) are judged, replaced or evicted: Kueue's node controller
+  finds the Workloads on a node by `TASAssignedNodeNames` (`IsAdmittedByTAS`), its
+  scheduler replaces by `HasTopologyAssignmentWithUnhealthyNode` (`IsAdmitted` too). One
+  that becomes Admitted has its assigned nodes looked at again (`look_again`): Kueue's
+  node controller sees its ungated pods pinned to such a node (`nodeFailurePodHandler`).
+- A node deleted while no controller watched has no delete event: once the node view has
+  been fully listed (`nodes_listed`), a node an admitted Workload's assignment names that
+  is not in it counts as deleted (Kueue reaches it by the pods pinned to or bound there,
+  whose events queue the node, and finds it NotFound).
 """
 
 from __future__ import annotations
@@ -145,6 +155,9 @@ class FailedNodes:
 
     def __init__(self) -> None:
         self.gates = NodeFailureGates()
+        # The node view has been fully listed: a node not in it is deleted (before, a node
+        # missing from the view may merely not be listed yet).
+        self.nodes_listed = False
         self.suspects: set[str] = set()
         self.look_at: dict[str, float] = {}  # node → when to look again
         self.unhealthy: dict[WorkloadKey, str] = {}  # Workload → its failed node
@@ -163,6 +176,11 @@ class FailedNodes:
                 self.healthy_again(key)
         else:
             self.suspects.add(name)
+
+    def look_again(self, name: str) -> None:
+        """Judge node `name` again in the next cycle (a Workload on it became Admitted)."""
+        self.suspects.add(name)
+        self.look_at.pop(name, None)
 
     def wait_for_replacement(self, key: WorkloadKey, node: str) -> None:
         """The Workload keeps its quota and waits for a replacement of `node`."""

@@ -100,3 +100,20 @@ def test_a_not_ready_node_says_since_when_and_running_tas_pods_are_followed() ->
     assert fresh.failed_nodes.progressing("n1", WorkloadKey("ns/wl"))
     feed.on_pod("DELETED", pod("t", **tas))
     assert not state.failed_nodes.progressing("n1", WorkloadKey("ns/wl"))
+
+
+def test_the_state_is_told_once_the_nodes_are_fully_listed() -> None:
+    """Only then is a node missing from the view taken as deleted (docs/tas.md); a new
+    state gets it with the nodes."""
+    state = ClusterState()
+    woken: list[bool] = []
+    feed = TopologyFeed(lambda: state, lambda: woken.append(True))
+    [(_, nodes, _), _] = feed.sinks()
+    nodes.apply_event(None, node("n1"))
+    assert not state.failed_nodes.nodes_listed and not feed.nodes_listed
+    assert nodes.on_listed is not None
+    nodes.on_listed()
+    assert state.failed_nodes.nodes_listed and woken
+    fresh = ClusterState()
+    feed.replay(fresh)
+    assert fresh.failed_nodes.nodes_listed and set(fresh.tas.nodes) == {"n1"}

@@ -32,6 +32,7 @@ def racks(nodes_per_rack: int = 3) -> ClusterState:
         for h in range(1, nodes_per_rack + 1):
             name = f"{r}-h{h}"
             state.set_node(node(name, "b1", r, name, labels={"pool": "tas"}, cpu="4", pods="110"))
+    state.mark_nodes_listed()  # as the node informer says after its list
     return state
 
 
@@ -52,10 +53,18 @@ def rack_of(host: str) -> str:
     return host.split("-")[0]
 
 
+def seen_admitted(state: ClusterState, key: str = A) -> None:
+    """The watch brings the Workload back Admitted (quota reserved, no admission check
+    left): only then is a failed node under it handled (Kueue's `IsAdmitted`)."""
+    written = state.cache.records[WorkloadKey(key)].workload
+    state.upsert_workload(replace(written, admitted=True))
+
+
 def admitted_a(pods: int = 6, nodes_per_rack: int = 3) -> tuple[ClusterState, str]:
     """Workload a admitted in one rack over two nodes; its node with the fewest pods."""
     state = add(racks(nodes_per_rack), rack_wl("a", pods))
     settle(state)
+    seen_admitted(state)
     hosts = placed(state)
     assert len(hosts) == 2 and len({rack_of(h) for h in hosts}) == 1, hosts
     return state, min(hosts, key=lambda h: (hosts[h], h))
@@ -206,6 +215,7 @@ def test_an_implied_pod_set_of_a_tas_only_queue_is_replaced_anywhere() -> None:
     unconstrained, so its replacement is bound to no domain."""
     state = add(racks(), wl("plain", pod_sets=[PodSet("main", 2, {"cpu": m("1")})]))
     settle(state)
+    seen_admitted(state, "ns/plain")
     [host] = placed(state, "ns/plain")
     state.remove_node(host)
     [replaced] = run_cycle(state, 0).replaced
@@ -368,3 +378,80 @@ def test_waiting_for_a_tainted_node_ends_when_the_taint_goes() -> None:
     taint(state, host)
     assert run_cycle(state, 1).unhealthy_nodes == (UnhealthyNodes(A, ()),)
     assert host in placed(state)
+
+
+# -- only Admitted Workloads; nodes deleted while no controller watched ---------------------
+
+
+def test_a_workload_holding_quota_with_a_check_pending_is_left_alone_until_admitted() -> None:
+    """Kueue's node controller finds the Workloads on a node among the Admitted ones
+    (`TASAssignedNodeNames`: `IsAdmittedByTAS`), its scheduler replaces only Admitted ones
+    (`HasTopologyAssignmentWithUnhealthyNode`): quota reserved with a check still Pending
+    is not enough. Once Admitted, the node that failed meanwhile is judged for it."""
+    state = add(racks(), rack_wl("a", 6))
+    settle(state)
+    pending = CheckStatus("prov", CheckState.PENDING)
+    written = state.cache.records[A].workload
+    state.upsert_workload(replace(written, admission_checks=(pending,)))
+    hosts = placed(state)
+    deleted, down = sorted(hosts)
+    state.remove_node(deleted)
+    not_ready(state, down)  # no pod of a runs there (its pods are still gated)
+    for now in (0, NODE_FAILURE_DELAY + 1):
+        result = run_cycle(state, now)
+        assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
+    assert placed(state) == hosts and state.failed_nodes.unhealthy == {}
+    ready = CheckStatus("prov", CheckState.READY)
+    state.upsert_workload(replace(written, admission_checks=(ready,), admitted=True))
+    result = run_cycle(state, NODE_FAILURE_DELAY + 2)
+    # Two failed nodes under one Workload: the second evicts it (Kueue's node controller).
+    [evict] = result.evicted
+    assert (evict.workload_key, evict.reason) == (A, "NodeFailures")
+    assert deleted in evict.message and down in evict.message
+
+
+def restarted_without(host: str, written: Workload, listed_first: bool) -> ClusterState:
+    """A new engine after a restart during which `host` was deleted: no event of it ever
+    comes; the node informer's list completes before or after the Workload is read."""
+    restarted = racks(nodes_per_rack=2)
+    restarted.failed_nodes = type(restarted.failed_nodes)()  # nothing listed yet
+    restarted.failed_nodes.gates = NodeFailureGates(fail_fast=False)
+    restarted.tas.remove_node(host)  # never seen
+    if listed_first:
+        restarted.mark_nodes_listed()
+    restarted.upsert_workload(written)
+    return restarted
+
+
+def test_a_node_deleted_while_no_controller_watched_counts_as_failed_once_nodes_are_listed() -> (
+    None
+):
+    """After a restart, an Admitted Workload whose assignment names a node that no longer
+    exists and whose status lists no unhealthy node: the node counts as deleted once the
+    node view is complete (Kueue queues the node from the pods pinned to or bound there
+    and finds it NotFound), never from a view still being listed."""
+    state, host = admitted_a(pods=6, nodes_per_rack=2)
+    written = state.cache.records[A].workload
+    assert written.admitted and written.unhealthy_nodes == ()
+    restarted = restarted_without(host, written, listed_first=False)
+    result = run_cycle(restarted, 0)  # the node list has not completed: no verdict
+    assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
+    restarted.mark_nodes_listed()
+    result = run_cycle(restarted, 1)
+    assert result.unhealthy_nodes == (UnhealthyNodes(A, (host,)),)  # its rack is full
+    assert restarted.failed_nodes.unhealthy == {A: host}
+    assert run_cycle(restarted, 2).unhealthy_nodes == ()  # written once, as before
+    again = restarted_without(host, written, listed_first=True)
+    result = run_cycle(again, 0)
+    assert result.unhealthy_nodes == (UnhealthyNodes(A, (host,)),)
+
+
+def test_a_restart_with_every_assigned_node_present_fails_nothing() -> None:
+    state, host = admitted_a()
+    written = state.cache.records[A].workload
+    restarted = racks()
+    restarted.upsert_workload(written)
+    result = run_cycle(restarted, 0)
+    assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
+    assert host in placed(restarted)
+    assert restarted.failed_nodes.suspects == set()
