@@ -455,3 +455,20 @@ def test_a_restart_with_every_assigned_node_present_fails_nothing() -> None:
     assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
     assert host in placed(restarted)
     assert restarted.failed_nodes.suspects == set()
+
+
+def test_a_waiting_workload_no_longer_admitted_is_replaced_only_once_admitted_again() -> None:
+    """Kueue's scheduler replaces only an Admitted Workload
+    (`HasTopologyAssignmentWithUnhealthyNode`); the node stays in `status.unhealthyNodes`."""
+    state, host = waiting_a()
+    written = state.cache.records[A].workload
+    state.upsert_workload(replace(written, admitted=False))
+    rack = rack_of(host)
+    spare = f"{rack}-h9"
+    state.set_node(node(spare, "b1", rack, spare, labels={"pool": "tas"}, cpu="4", pods="9"))
+    result = run_cycle(state, 1)
+    assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
+    assert state.failed_nodes.unhealthy == {A: host}
+    state.upsert_workload(replace(written, admitted=True))
+    [replaced] = run_cycle(state, 2).replaced
+    assert replaced.failed_node == host and spare in placed(state)
