@@ -196,9 +196,7 @@ class ClusterState:
     def _look_at_nodes_of(self, record: WorkloadRecord) -> None:
         """An Admitted Workload's assigned nodes that are failing or missing, to be judged
         (again) for it: before it was Admitted it was left out."""
-        if record.phase is not Phase.ADMITTED or record.admission is None:
-            return
-        if not record.workload.admitted:
+        if not record.admitted or record.admission is None:
             return
         failed = self.failed_nodes
         for name in admission_nodes(record.admission):
@@ -418,7 +416,7 @@ class ClusterState:
             else:  # Kueue: the cause is the DeactivationTarget condition's reason
                 message = f"The workload is deactivated due to {target.message}"
                 self._request_eviction(key, "Deactivated", message, target.reason)
-        if workload.admitted and record.phase is Phase.ADMITTED and record.admission:
+        if record.admitted and record.admission:
             if workload.unhealthy_nodes:
                 # Waiting for a failed node's replacement, as written before a restart.
                 nodes = admission_nodes(record.admission)

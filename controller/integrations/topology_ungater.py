@@ -41,6 +41,16 @@ _TERMINAL = frozenset({"Succeeded", "Failed"})
 Key = tuple[str, str]  # (namespace, Workload name)
 
 
+def _admission_and_unhealthy_nodes(
+    workload: Mapping[str, Any],
+) -> tuple[Mapping[str, Any], set[str]]:
+    """The Workload's `status.admission` ({} without one) and the nodes its
+    `status.unhealthyNodes` lists (failed, their replacement awaited)."""
+    status = workload.get("status") or {}
+    unhealthy = {str(n.get("name")) for n in status.get("unhealthyNodes") or ()}
+    return status.get("admission") or {}, unhealthy
+
+
 def _gated(pod: Mapping[str, Any]) -> bool:
     gates = (pod.get("spec") or {}).get("schedulingGates") or ()
     return any(g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in gates)
@@ -65,9 +75,7 @@ def ungate_plan(
         name = ((pod.get("metadata") or {}).get("labels") or {}).get(POD_SET_LABEL)
         if name is not None:
             by_pod_set.setdefault(str(name), []).append(pod)
-    status = workload.get("status") or {}
-    admission = status.get("admission") or {}
-    unhealthy = {str(n.get("name")) for n in status.get("unhealthyNodes") or ()}
+    admission, unhealthy = _admission_and_unhealthy_nodes(workload)
     plan: list[tuple[Mapping[str, Any], dict[str, str]]] = []
     for psa in admission.get("podSetAssignments") or ():
         topology = psa.get("topologyAssignment")
@@ -104,9 +112,7 @@ def stray_pods(
     holds (a failed node replaced) or one `status.unhealthyNodes` lists (failed, its
     replacement awaited). Kueue's node controller marks them Failed, so that their job
     makes new ones, which go to the replacement."""
-    status = workload.get("status") or {}
-    admission = status.get("admission") or {}
-    unhealthy = {str(n.get("name")) for n in status.get("unhealthyNodes") or ()}
+    admission, unhealthy = _admission_and_unhealthy_nodes(workload)
     nodes: dict[str, set[str]] = {}
     for psa in admission.get("podSetAssignments") or ():
         topology = psa.get("topologyAssignment")

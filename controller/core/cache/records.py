@@ -112,6 +112,13 @@ class WorkloadRecord:
         return self.phase is Phase.ADMITTED or self.phase is Phase.EVICTING
 
     @property
+    def admitted(self) -> bool:
+        """Holds quota, not being evicted, and its Admitted condition is True (Kueue's
+        `IsAdmitted`: every admission check Ready): what Kueue's TAS node controller and
+        failed-node replacement look at."""
+        return self.phase is Phase.ADMITTED and self.workload.admitted
+
+    @property
     def evicting(self) -> bool:
         return self.phase is Phase.EVICTING
 

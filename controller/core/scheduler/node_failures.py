@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from api.constants import EvictionReason
 from api.workload_status import Admission
-from controller.core.cache.records import Phase, WorkloadRecord
+from controller.core.cache.records import Phase
 from controller.core.decisions import ReplaceNode, UnhealthyNodes
 from controller.core.model.topology import Node
 from controller.core.model.workloads import Toleration, WorkloadKey
@@ -48,7 +48,7 @@ def handle_node_failures(
         again = WAIT
         for key in state.tas.workloads_on(name):
             record = state.cache.records.get(key)
-            if record is None or not _admitted(record) or not gates.replacement:
+            if record is None or not record.admitted or not gates.replacement:
                 continue  # Kueue's node controller: only Admitted Workloads (IsAdmittedByTAS)
             judged = _judge(state, key, name, node, now)
             waiting = failed.unhealthy.get(key)
@@ -73,7 +73,7 @@ def handle_node_failures(
         if record is None or record.phase is not Phase.ADMITTED or record.admission is None:
             failed.forget(key)
             continue
-        if not record.workload.admitted:
+        if not record.admitted:
             continue  # Kueue's HasTopologyAssignmentWithUnhealthyNode: once Admitted again
         node = state.tas.nodes.get(name)
         if node is not None and _judge(state, key, name, node, now) == HEALTHY:
@@ -90,11 +90,6 @@ def handle_node_failures(
     marks = [UnhealthyNodes(key, nodes) for key, nodes in sorted(failed.written.items())]
     failed.written.clear()
     return replaced, marks
-
-
-def _admitted(record: WorkloadRecord) -> bool:
-    """Holds quota and is Admitted (Kueue's `IsAdmitted`: every admission check Ready)."""
-    return record.phase is Phase.ADMITTED and record.workload.admitted
 
 
 def _judge(
