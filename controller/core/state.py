@@ -200,7 +200,7 @@ class ClusterState:
             return
         failed = self.failed_nodes
         for name in admission_nodes(record.admission):
-            if name in failed.suspects or (failed.nodes_listed and name not in self.tas.nodes):
+            if name in failed.suspects or (failed.nodes_listed and not self.tas.has_node(name)):
                 failed.look_again(name)
 
     def set_tas_pod(self, key: str, node: str, workload: WorkloadKey) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from api.constants import HOSTNAME_LABEL
 from api.workload_status import Admission
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.topology import Node, Topology
@@ -31,6 +32,8 @@ class TASCache:
         self._flavors = flavors
         self.topologies: dict[str, Topology] = {}
         self.nodes: dict[str, Node] = {}
+        # How many nodes carry each `kubernetes.io/hostname` value (`has_node`)
+        self._hostnames: dict[str, int] = {}
         self._pods: dict[str, tuple[str, dict[str, int]]] = {}
         self.node_usage: dict[str, dict[str, int]] = {}
         self._workloads: dict[WorkloadKey, dict[str, _Usage]] = {}  # flavor → leaf usage
@@ -59,12 +62,33 @@ class TASCache:
         self._views.clear()
 
     def set_node(self, node: Node) -> None:
+        self._forget_hostname(self.nodes.get(node.name))
         self.nodes[node.name] = node
+        hostname = node.labels.get(HOSTNAME_LABEL)
+        if hostname is not None:
+            self._hostnames[hostname] = self._hostnames.get(hostname, 0) + 1
         self._views.clear()
 
     def remove_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
+        self._forget_hostname(self.nodes.pop(name, None))
         self._views.clear()
+
+    def _forget_hostname(self, node: Node | None) -> None:
+        hostname = None if node is None else node.labels.get(HOSTNAME_LABEL)
+        if hostname is None:
+            return
+        left = self._hostnames[hostname] - 1
+        if left:
+            self._hostnames[hostname] = left
+        else:
+            del self._hostnames[hostname]
+
+    def has_node(self, name: str) -> bool:
+        """Whether a node an assignment names is in the view: a node of that name, or one
+        whose `kubernetes.io/hostname` label has that value (an assignment writes the
+        label's value, which a kubelet's `--hostname-override` can set apart from the
+        node's name)."""
+        return name in self.nodes or name in self._hostnames
 
     def set_pod(self, key: str, node: str, requests: Mapping[str, int]) -> None:
         """A running pod quotagate does not place (not a TAS pod) on `node`: what it

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from api.constants import HOSTNAME_LABEL
 from api.workload_status import Admission
 from controller.core.model.topology import Node, TopologyRequest
 from controller.core.model.workloads import Toleration, WorkloadKey
@@ -241,9 +242,12 @@ class FailedNodes:
 
 
 def assigned_nodes(assignment: Assignment) -> set[str]:
-    """The values of the assignment's lowest level: its nodes, when that level is the
-    hostname (Kueue's `LowestLevelValues`)."""
-    return {key[-1] for key, _ in assignment.domains if key}
+    """The nodes an assignment names: the values of its lowest level when that level is
+    the hostname, none otherwise (a rack or block value names no node), as Kueue's
+    `TASAssignedNodeNames` (`IsLowestLevelHostname`)."""
+    if not assignment.levels or assignment.levels[-1] != HOSTNAME_LABEL:
+        return set()
+    return {key[-1] for key, count in assignment.domains if key and count > 0}
 
 
 def admission_nodes(admission: Admission) -> set[str]:

@@ -5,7 +5,8 @@ assignment works on.
 
 Which nodes count: ready, schedulable, carrying every label of the flavor's `nodeLabels`
 and every level's label. When the lowest level is `kubernetes.io/hostname` each leaf is one
-node; otherwise a leaf sums the nodes that share its level values.
+node (nodes sharing a hostname are one leaf, as in Kueue); otherwise a leaf sums the nodes
+that share its level values.
 
 Values are milli-units (`pods` too: one pod is 1000), so the arithmetic stays exact.
 """
@@ -103,13 +104,19 @@ class TopologySnapshot:
             if any(level not in node.labels for level in self.levels):
                 continue
             self.node_count += 1
-            leaf = self._leaf(tuple(node.labels[level] for level in self.levels))
+            values = tuple(node.labels[level] for level in self.levels)
+            # As Kueue's topology tree: at the node level a leaf is a hostname, so nodes
+            # sharing one (never in a real cluster; Kueue's perf runner makes them) are
+            # one leaf with their capacities summed, where the first of them is.
+            leaf = (self.leaves.get(values[-1:]) if self.lowest_is_node else None) or self._leaf(
+                values
+            )
             for name, amount in node.allocatable.items():
                 leaf.free[name] = leaf.free.get(name, 0) + amount
             for name, amount in (non_tas.get(node.name) or {}).items():
                 leaf.free[name] = leaf.free.get(name, 0) - amount
             leaf.taints = (*leaf.taints, *node.taints)
-            if self.lowest_is_node:
+            if self.lowest_is_node and not leaf.labels:
                 leaf.labels = node.labels
         for domain_id, usage in (tas_usage or {}).items():
             self.add_usage(domain_id, usage)

@@ -18,7 +18,7 @@ from controller.core.state import ClusterState
 from controller.core.tas.encoding import decode
 from controller.core.tas.node_failure import NODE_FAILURE_DELAY, NodeFailureGates
 from tests.unit.core.builders import add, cluster, cq, m, settle, wl
-from tests.unit.core.tas.builders import RACK, THREE_LEVELS, node
+from tests.unit.core.tas.builders import RACK, THREE_LEVELS, TWO_LEVELS, node
 
 TAS = ResourceFlavor("tas", {"pool": "tas"}, topology_name="default")
 A = WorkloadKey("ns/a")
@@ -472,3 +472,60 @@ def test_a_waiting_workload_no_longer_admitted_is_replaced_only_once_admitted_ag
     state.upsert_workload(replace(written, admitted=True))
     [replaced] = run_cycle(state, 2).replaced
     assert replaced.failed_node == host and spare in placed(state)
+
+
+def test_nodes_named_apart_from_their_hostname_label_are_not_taken_for_deleted() -> None:
+    """An assignment writes the `kubernetes.io/hostname` value, which a kubelet's
+    `--hostname-override` (or Kueue's perf runner, `node-<i>` in every rack) sets apart from
+    the node's name: after a restart those nodes are present, none fails, nothing moves."""
+
+    def cluster_named_apart() -> ClusterState:
+        state = cluster(cq("cq", {"tas": {"cpu": "100"}}), flavors=[TAS])
+        state.set_topology(Topology("default", THREE_LEVELS))
+        for r in ("r1", "r2"):
+            for h in range(1, 4):
+                host = f"{r}-h{h}"
+                state.set_node(
+                    node(f"node-{host}", "b1", r, host, labels={"pool": "tas"}, cpu="4", pods="9")
+                )
+        state.mark_nodes_listed()
+        return state
+
+    state = add(cluster_named_apart(), rack_wl("a", 6))
+    settle(state)
+    seen_admitted(state)
+    hosts = placed(state)
+    assert all(not h.startswith("node-") for h in hosts)
+    restarted = cluster_named_apart()
+    restarted.upsert_workload(state.cache.records[A].workload)
+    for now in (0, 1):
+        result = run_cycle(restarted, now)
+        assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
+    assert restarted.failed_nodes.suspects == set() and placed(restarted) == hosts
+
+
+def test_an_assignment_whose_lowest_level_is_a_rack_names_no_node() -> None:
+    """Without the hostname level an assignment names racks, not nodes (Kueue's
+    `TASAssignedNodeNames` reads only hostname-level assignments): a restart with every node
+    listed fails nothing."""
+
+    def two_level_racks() -> ClusterState:
+        state = cluster(cq("cq", {"tas": {"cpu": "100"}}), flavors=[TAS])
+        state.set_topology(Topology("default", TWO_LEVELS))
+        for r in ("r1", "r2"):
+            for h in range(1, 4):
+                name = f"{r}-h{h}"
+                state.set_node(node(name, "b1", r, labels={"pool": "tas"}, cpu="4", pods="9"))
+        state.mark_nodes_listed()
+        return state
+
+    state = add(two_level_racks(), rack_wl("a", 6))
+    settle(state)
+    seen_admitted(state)
+    racks_placed = placed(state)
+    assert set(racks_placed) <= {"r1", "r2"}
+    restarted = two_level_racks()
+    restarted.upsert_workload(state.cache.records[A].workload)
+    result = run_cycle(restarted, 0)
+    assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
+    assert restarted.failed_nodes.suspects == set() and placed(restarted) == racks_placed

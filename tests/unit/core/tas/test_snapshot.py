@@ -41,6 +41,30 @@ def test_node_leaves_are_known_by_hostname() -> None:
     assert view.leaves[("h1",)].id == ("b1", "r1", "h1")
 
 
+def test_nodes_sharing_a_hostname_are_one_leaf_where_the_first_is() -> None:
+    """As Kueue's topology tree (a leaf per hostname at the node level): Kueue's perf runner
+    labels `node-<i>` in every rack; their capacities are summed under the first node's
+    rack, and usage read back from an assignment (the hostname alone) lands on that leaf."""
+    view = snapshot(
+        (
+            node("node-r1-n0", "b1", "r1", "node-0", cpu="1", pods="10"),
+            node("node-r2-n0", "b1", "r2", "node-0", cpu="2", pods="10"),
+            node("node-r2-n1", "b1", "r2", "node-1", cpu="4", pods="10"),
+        ),
+        THREE_LEVELS,
+    )
+    assert sorted(view.leaves) == [("node-0",), ("node-1",)]
+    assert view.leaves[("node-0",)].id == ("b1", "r1", "node-0")
+    assert view.leaves[("node-0",)].free == milli({"cpu": "3", "pods": "20"})
+    assert view.node_count == 3
+    view.add_usage(("node-0",), milli({"cpu": "3"}))
+    assert view.leaves[("node-0",)].free["cpu"] == 0
+    assert [d.id for d in view.domains_per_level[2].values()] == [
+        ("b1", "r1", "node-0"),
+        ("b1", "r2", "node-1"),
+    ]
+
+
 def test_free_capacity_is_allocatable_minus_non_tas_pods_minus_tas_usage() -> None:
     view = TopologySnapshot(
         "t",
