@@ -18,20 +18,24 @@ from controller.core.state import ClusterState
 from controller.core.tas.encoding import decode
 from controller.core.tas.node_failure import NODE_FAILURE_DELAY, NodeFailureGates
 from tests.unit.core.builders import add, cluster, cq, m, settle, wl
-from tests.unit.core.tas.builders import RACK, THREE_LEVELS, TWO_LEVELS, node
+from tests.unit.core.tas.builders import HOST, RACK, THREE_LEVELS, TWO_LEVELS, node
 
 TAS = ResourceFlavor("tas", {"pool": "tas"}, topology_name="default")
 A = WorkloadKey("ns/a")
 
 
-def racks(nodes_per_rack: int = 3) -> ClusterState:
-    """Two racks of `nodes_per_rack` nodes of 4 cpus (r1-h1 …)."""
+def racks(
+    nodes_per_rack: int = 3, levels: tuple[str, ...] = THREE_LEVELS, prefix: str = ""
+) -> ClusterState:
+    """Two racks of `nodes_per_rack` nodes of 4 cpus, hostnames r1-h1 …, named `prefix` and
+    the hostname; `levels` without the hostname: no hostname label."""
     state = cluster(cq("cq", {"tas": {"cpu": "100"}}), flavors=[TAS])
-    state.set_topology(Topology("default", THREE_LEVELS))
+    state.set_topology(Topology("default", levels))
     for r in ("r1", "r2"):
         for h in range(1, nodes_per_rack + 1):
-            name = f"{r}-h{h}"
-            state.set_node(node(name, "b1", r, name, labels={"pool": "tas"}, cpu="4", pods="110"))
+            host = f"{r}-h{h}" if HOST in levels else None
+            name = prefix + f"{r}-h{h}"
+            state.set_node(node(name, "b1", r, host, labels={"pool": "tas"}, cpu="4", pods="110"))
     state.mark_nodes_listed()  # as the node informer says after its list
     return state
 
@@ -478,25 +482,12 @@ def test_nodes_named_apart_from_their_hostname_label_are_not_taken_for_deleted()
     """An assignment writes the `kubernetes.io/hostname` value, which a kubelet's
     `--hostname-override` (or Kueue's perf runner, `node-<i>` in every rack) sets apart from
     the node's name: after a restart those nodes are present, none fails, nothing moves."""
-
-    def cluster_named_apart() -> ClusterState:
-        state = cluster(cq("cq", {"tas": {"cpu": "100"}}), flavors=[TAS])
-        state.set_topology(Topology("default", THREE_LEVELS))
-        for r in ("r1", "r2"):
-            for h in range(1, 4):
-                host = f"{r}-h{h}"
-                state.set_node(
-                    node(f"node-{host}", "b1", r, host, labels={"pool": "tas"}, cpu="4", pods="9")
-                )
-        state.mark_nodes_listed()
-        return state
-
-    state = add(cluster_named_apart(), rack_wl("a", 6))
+    state = add(racks(prefix="node-"), rack_wl("a", 6))
     settle(state)
     seen_admitted(state)
     hosts = placed(state)
     assert all(not h.startswith("node-") for h in hosts)
-    restarted = cluster_named_apart()
+    restarted = racks(prefix="node-")
     restarted.upsert_workload(state.cache.records[A].workload)
     for now in (0, 1):
         result = run_cycle(restarted, now)
@@ -508,23 +499,12 @@ def test_an_assignment_whose_lowest_level_is_a_rack_names_no_node() -> None:
     """Without the hostname level an assignment names racks, not nodes (Kueue's
     `TASAssignedNodeNames` reads only hostname-level assignments): a restart with every node
     listed fails nothing."""
-
-    def two_level_racks() -> ClusterState:
-        state = cluster(cq("cq", {"tas": {"cpu": "100"}}), flavors=[TAS])
-        state.set_topology(Topology("default", TWO_LEVELS))
-        for r in ("r1", "r2"):
-            for h in range(1, 4):
-                name = f"{r}-h{h}"
-                state.set_node(node(name, "b1", r, labels={"pool": "tas"}, cpu="4", pods="9"))
-        state.mark_nodes_listed()
-        return state
-
-    state = add(two_level_racks(), rack_wl("a", 6))
+    state = add(racks(levels=TWO_LEVELS), rack_wl("a", 6))
     settle(state)
     seen_admitted(state)
     racks_placed = placed(state)
     assert set(racks_placed) <= {"r1", "r2"}
-    restarted = two_level_racks()
+    restarted = racks(levels=TWO_LEVELS)
     restarted.upsert_workload(state.cache.records[A].workload)
     result = run_cycle(restarted, 0)
     assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
