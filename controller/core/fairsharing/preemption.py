@@ -12,7 +12,7 @@ with quotagate's own rules inside it.
    first, lower priority, lower preemption cost — KEP-7990 —, single-pod before gangs,
    newest), and grouped by ClusterQueue keeping that order.
 3. With the preemptor's request added to its queue, target queues are visited in Kueue's
-   order (`_Targets`): from the root down, at each cohort into the child with the largest
+   order (`targets.py`): from the root down, at each cohort into the child with the largest
    share (cohorts and queues that no longer borrow are pruned, except on the preemptor's
    own path). From the preemptor's own queue a candidate is simply taken
    (`InClusterQueue`). If the preemptor stays within its nominal quota of what it is
@@ -37,7 +37,7 @@ once its victims are gone. The quota tree is left exactly as it was.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from api.constants import (
     Preemptibility,
@@ -48,7 +48,8 @@ from api.constants import (
 )
 from controller.core.cache.quota_tree import QuotaTree
 from controller.core.fairsharing.settings import PreemptionStrategy
-from controller.core.fairsharing.shares import NEGATIVE, Share, Shares, compare
+from controller.core.fairsharing.shares import Share, Shares, compare
+from controller.core.fairsharing.targets import Targets
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.preemption.minimum_runtime import RuntimeProtection
 from controller.core.preemption.ordering import by_local_queue_usage
@@ -220,7 +221,7 @@ class _Search:
         """Kueue's `runFirstFsStrategy`: whether the preemptor fits, and the candidates
         the strategy refused (for rule S2-b)."""
         retry: list[Choice] = []
-        targets = _Targets(self.shares, self.cq.name, groups)
+        targets = Targets(self.shares, self.cq.name, groups)
         for target in targets:
             queue = groups[target]
             if target == self.cq.name or within_nominal:
@@ -249,7 +250,7 @@ class _Search:
         groups: dict[str, deque[Choice]] = {}
         for choice in retry:
             groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
-        targets = _Targets(self.shares, self.cq.name, groups)
+        targets = Targets(self.shares, self.cq.name, groups)
         for target in targets:
             preemptor_share, target_share = targets.shares_at_lca(target)
             choice = groups[target].popleft()
@@ -263,111 +264,3 @@ def _passes(strategy: PreemptionStrategy, preemptor: Share, before: Share, after
     if strategy is PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
         return compare(preemptor, after) <= 0
     return compare(preemptor, before) < 0
-
-
-class _Targets:
-    """Kueue's `TargetClusterQueueOrdering`: the next ClusterQueue to take a candidate
-    from, found from the root down by the largest share; a queue (other than the
-    preemptor's) or a cohort (off the preemptor's path) that no longer borrows is pruned,
-    and so is a queue without candidates left or a cohort whose children are all pruned.
-    The same queue may come again while it stays the largest."""
-
-    def __init__(self, shares: Shares, preemptor_cq: str, groups: dict[str, deque[Choice]]):
-        self.shares = shares
-        self.tree = shares.tree
-        self.preemptor_cq = preemptor_cq
-        self.groups = groups
-        self.path = self.tree.path(preemptor_cq)
-        self.ancestors = set(self.path)
-        self.pruned_queues: set[str] = set()
-        self.pruned_cohorts: set[str] = set()
-
-    def __iter__(self) -> Iterator[str]:
-        if not self.path:  # no cohort: only the preemptor's own queue
-            while self.preemptor_cq not in self.pruned_queues and self.groups.get(
-                self.preemptor_cq
-            ):
-                yield self.preemptor_cq
-            return
-        root = self.path[-1]
-        while root not in self.pruned_cohorts:
-            target = self._next(root)
-            if target is not None:
-                yield target
-
-    def drop(self, queue: str) -> None:
-        self.pruned_queues.add(queue)
-
-    def _next(self, cohort: str) -> str | None:
-        tree, shares = self.tree, self.shares
-        best_queue: str | None = None
-        best_queue_share = NEGATIVE
-        for queue in tree.child_queues(cohort):
-            if queue in self.pruned_queues:
-                continue
-            share = shares.queue(queue)
-            if (not share.borrowing and queue != self.preemptor_cq) or not self.groups.get(queue):
-                self.pruned_queues.add(queue)
-                continue
-            order = compare(share, best_queue_share)
-            if order == 0 and best_queue is not None:
-                # Equal shares: the queue whose first candidate goes first (Kueue's
-                # CandidatesOrdering, here with quotagate's cost key).
-                if self._first_key(queue) < self._first_key(best_queue):
-                    best_queue = queue
-            elif order > 0:
-                best_queue, best_queue_share = queue, share
-        best_cohort: str | None = None
-        best_cohort_share = NEGATIVE
-        for child in tree.child_cohorts(cohort):
-            if child in self.pruned_cohorts:
-                continue
-            share = shares.cohort(child)
-            if not share.borrowing and child not in self.ancestors:
-                self.pruned_cohorts.add(child)
-            elif compare(share, best_cohort_share) >= 0:
-                best_cohort, best_cohort_share = child, share
-        if best_cohort is None and best_queue is None:
-            self.pruned_cohorts.add(cohort)
-            return None
-        # On a tie the cohort: the most unfair node within it can then be chosen.
-        if best_cohort is not None and compare(best_cohort_share, best_queue_share) >= 0:
-            return self._next(best_cohort)
-        return best_queue
-
-    def _first_key(self, queue: str) -> tuple[object, ...]:
-        contender = self.groups[queue][0].contender
-        return contender.sort_key(queue == self.preemptor_cq)
-
-    def _almost_lca(self, queue: str, lca: str) -> Share:
-        """The share of the node just below `lca` on `queue`'s side (Kueue's almostLCA)."""
-        path = self.tree.path(queue)
-        if path[0] == lca:
-            return self.shares.queue(queue)
-        child = path[0]
-        for node in path[1:]:
-            if node == lca:
-                break
-            child = node
-        return self.shares.cohort(child)
-
-    def _lca(self, queue: str) -> str:
-        for node in self.tree.path(queue):
-            if node in self.ancestors:
-                return node
-        raise AssertionError(f"{queue} is not in the tree of {self.preemptor_cq}")
-
-    def shares_at_lca(self, target: str) -> tuple[Share, Share]:
-        """(the preemptor's share, the target's share), each at the child of their lowest
-        common cohort on its side (Kueue's `ComputeShares`)."""
-        lca = self._lca(target)
-        return self._almost_lca(self.preemptor_cq, lca), self._almost_lca(target, lca)
-
-    def share_without(self, target: str, contender: Contender) -> Share:
-        """The target's share at the lowest common cohort once `contender` is gone."""
-        tree = self.tree
-        tree.add_usage(target, contender.usage, sign=-1)
-        try:
-            return self.shares_at_lca(target)[1]
-        finally:
-            tree.add_usage(target, contender.usage)
