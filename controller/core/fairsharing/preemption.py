@@ -30,14 +30,24 @@ with quotagate's own rules inside it.
    many as needed, and from the last taken to the first every victim the preemptor fits
    without is spared (Kueue's `fillBackWorkloads`, KEP-5710's walk-back).
 
+6. A topology-aware preemptor (`nodes`, preemption/nodes.py) fits only when its pod sets
+   also find a place on the nodes once the victims are gone — in one domain, for one
+   domain's search (KEP-5710's split by domain, controller/core/scheduler/
+   topology_preemption.py). The walk goes on past the quota as Kueue's does (its
+   `workloadFits` places the pods); once the quota fits, a candidate that frees no room
+   where the search looks is passed over (it could only be spared again). Targets and
+   strategies are as above for every candidate taken. When that walk finds nothing, a
+   second one puts, within each queue, the Workloads with pods in the domain first.
+
 A non-preemptible preemptor never borrows: it must fit within its queue's nominal quota
-once its victims are gone. The quota tree is left exactly as it was.
+once its victims are gone. The quota tree and the nodes are left exactly as they were.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from api.constants import (
     Preemptibility,
@@ -52,6 +62,7 @@ from controller.core.fairsharing.shares import Share, Shares, compare
 from controller.core.fairsharing.targets import Targets
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.ordering import by_local_queue_usage
 from controller.core.preemption.policy import CandidateVariant, Eligibility, Preemptor, satisfies
 from controller.core.preemption.simulation import (
@@ -64,13 +75,23 @@ from controller.core.preemption.simulation import (
 )
 from controller.core.preemption.types import Contender, Victim
 
-__all__ = ["find_fair_victims"]
+__all__ = ["FairOrder", "find_fair_victims"]
 
 _VARIANT_REASON = {
     CandidateVariant.WITHIN_CLUSTER_QUEUE: PreemptionReason.IN_CLUSTER_QUEUE,
     CandidateVariant.HIERARCHICAL_RECLAIM: PreemptionReason.IN_COHORT_RECLAMATION,
     CandidateVariant.FAIR_SHARING: PreemptionReason.IN_COHORT_FAIR_SHARING,
 }
+
+
+@dataclass(slots=True, eq=False)
+class FairOrder:
+    """The ordered candidates of one preemptor's search, kept between the searches of its
+    domains (the tree is the same for each: every simulation is undone)."""
+
+    built: bool = False
+    within_nominal: bool = False
+    choices: list[Choice] = field(default_factory=list)
 
 
 def find_fair_victims(
@@ -84,39 +105,95 @@ def find_fair_victims(
     strategies: Sequence[PreemptionStrategy],
     protection: RuntimeProtection | None = None,
     local_queue_usage: Callable[[Contender], float | None] | None = None,
+    nodes: NodeRoom | None = None,
+    order: FairOrder | None = None,
 ) -> tuple[Victim, ...] | None:
     """The victims that let a Workload needing `usage` in `cq` fit under fair sharing, or
     None. `contenders` are the admitted Workloads in reach, per ClusterQueue (its own queue
     and the borrowing queues of its tree); `short` the pairs it lacks. With admission fair
     sharing, `local_queue_usage` orders a queue's candidates of different LocalQueues by
     usage, as in the classical search (Kueue's CandidatesOrdering is the same for both).
-    Unless `may_borrow`, the preemptor must end up within its nominal quota."""
+    Unless `may_borrow`, the preemptor must end up within its nominal quota. With `nodes`,
+    its pod sets must also find a place on the nodes (step 6). `order` keeps the ordered
+    candidates between calls that differ only in `nodes` (one search per domain)."""
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
     tree = shares.tree
-    allow_borrowing = may_borrow
-    with tree.simulate({cq.name: usage}, sign=1):
-        within_nominal = not any(tree.borrowing(cq.name, fr) for fr in short)
-    groups = _candidates(
-        tree, cq, short, preemptor, contenders, within_nominal, protection, local_queue_usage
-    )
-    if not groups:
+    if order is None or not order.built:
+        with tree.simulate({cq.name: usage}, sign=1):
+            within_nominal = not any(tree.borrowing(cq.name, fr) for fr in short)
+        choices = _candidates(
+            tree, cq, short, preemptor, contenders, within_nominal, protection, local_queue_usage
+        )
+        if order is not None:
+            order.built, order.within_nominal, order.choices = True, within_nominal, choices
+    else:
+        within_nominal, choices = order.within_nominal, order.choices
+    if not choices:
         return None
-    with simulating(tree) as simulation:
-        search = _Search(shares, cq, usage, allow_borrowing, simulation)
-        simulation.charge(cq.name, usage)  # shares are judged with the preemptor admitted
-        found, retry = search.first(groups, strategies[0], within_nominal)
-        if not found and len(strategies) > 1 and retry:
-            found = search.second(retry)
-        simulation.charge(cq.name, usage, sign=-1)
-        if not found:
-            return None
+    walks = [_grouped(choices)]
+    if nodes is not None and nodes.domain is not None:
+        inside_first = _grouped(choices, nodes)
+        if inside_first != walks[0]:
+            walks.append(inside_first)
+    for groups in walks:
+        found = _walk(shares, cq, usage, may_borrow, groups, strategies, within_nominal, nodes)
+        if found is not None:
+            return found
+    return None
 
-        def preemptor_fits() -> bool:
-            return fits(tree, cq, usage, allow_borrowing)
 
-        spare(simulation, search.taken, preemptor_fits)
-        return victims(search.taken)
+def _walk(
+    shares: Shares,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    allow_borrowing: bool,
+    groups: dict[str, deque[Choice]],
+    strategies: Sequence[PreemptionStrategy],
+    within_nominal: bool,
+    nodes: NodeRoom | None,
+) -> tuple[Victim, ...] | None:
+    """Steps 3-5 over the candidates grouped by queue. Every choice taken is given its pods
+    back (`Choice.pods` 0) before returning: the choices may be walked again."""
+    tree = shares.tree
+    search: _Search | None = None
+    try:
+        with simulating(tree, nodes) as simulation:
+            search = _Search(shares, cq, usage, allow_borrowing, simulation)
+            simulation.charge(cq.name, usage)  # shares are judged with the preemptor admitted
+            found, retry = search.first(groups, strategies[0], within_nominal)
+            if not found and len(strategies) > 1 and retry:
+                found = search.second(retry)
+            simulation.charge(cq.name, usage, sign=-1)
+            if not found:
+                return None
+
+            def preemptor_fits() -> bool:
+                return fits(tree, cq, usage, allow_borrowing) and (nodes is None or nodes.fits())
+
+            spare(simulation, search.taken, preemptor_fits)
+            return victims(search.taken)
+    finally:
+        if search is not None:
+            for choice in search.taken:
+                choice.pods = 0
+
+
+def _grouped(choices: list[Choice], nodes: NodeRoom | None = None) -> dict[str, deque[Choice]]:
+    """The candidates by ClusterQueue, in their order; with `nodes`, within each queue those
+    that free room where the search looks first."""
+    groups: dict[str, deque[Choice]] = {}
+    later: dict[str, list[Choice]] = {}
+    for choice in choices:
+        queue = choice.contender.cluster_queue
+        group = groups.setdefault(queue, deque())
+        if nodes is None or nodes.helps(choice.contender):
+            group.append(choice)
+        else:
+            later.setdefault(queue, []).append(choice)
+    for queue, rest in later.items():
+        groups[queue].extend(rest)
+    return groups
 
 
 def _candidates(
@@ -128,8 +205,8 @@ def _candidates(
     within_nominal: bool,
     protection: RuntimeProtection | None,
     local_queue_usage: Callable[[Contender], float | None] | None,
-) -> dict[str, deque[Choice]]:
-    """Kueue's `findCandidates`, ordered and grouped by ClusterQueue."""
+) -> list[Choice]:
+    """Kueue's `findCandidates`, first-to-go first."""
     policy = cq.preemption
     in_cohort = tree.cohort_of(cq.name) is not None
     other_variant = (
@@ -172,10 +249,7 @@ def _candidates(
             lambda c: (c.contender.evicted, c.contender.cluster_queue),
             lambda c: usage_of(c.contender),
         )
-    groups: dict[str, deque[Choice]] = {}
-    for choice in ordered:
-        groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
-    return groups
+    return ordered
 
 
 class _Search:
@@ -198,14 +272,34 @@ class _Search:
         self.simulation = simulation
         self.taken: list[Choice] = []
 
-    def fits(self) -> bool:
-        """Whether the preemptor fits now (its own charge taken off for the check)."""
+    def quota_fits(self) -> bool:
+        """Whether the preemptor's quota fits now (its own charge taken off for the check)."""
         tree, name = self.tree, self.cq.name
         tree.add_usage(name, self.usage, sign=-1)
         try:
             return fits(tree, self.cq, self.usage, self.allow_borrowing)
         finally:
             tree.add_usage(name, self.usage)
+
+    def fits(self) -> bool:
+        """Whether the preemptor fits now: its quota, and its pods on the nodes."""
+        nodes = self.simulation.nodes
+        return self.quota_fits() and (nodes is None or nodes.fits())
+
+    def _useless(self, choice: Choice) -> bool:
+        """Whether taking `choice` cannot help: the quota fits already and it frees no room
+        where a topology-aware search looks."""
+        nodes = self.simulation.nodes
+        return nodes is not None and not nodes.helps(choice.contender) and self.quota_fits()
+
+    def _next(self, queue: deque[Choice]) -> Choice | None:
+        """The queue's first candidate that may help, passing over (and dropping) the
+        others."""
+        while queue:
+            choice = queue.popleft()
+            if not self._useless(choice):
+                return choice
+        return None
 
     def _take(self, choice: Choice) -> bool:
         self.simulation.remove(choice, self.fits)
@@ -225,7 +319,8 @@ class _Search:
         for target in targets:
             queue = groups[target]
             if target == self.cq.name or within_nominal:
-                if self._take(queue.popleft()):
+                choice = self._next(queue)
+                if choice is not None and self._take(choice):
                     return True, retry
                 continue
             preemptor_share, target_share = targets.shares_at_lca(target)
@@ -233,8 +328,7 @@ class _Search:
                 retry.extend(queue)  # no candidate of this queue can pass either strategy
                 queue.clear()
                 continue
-            while queue:
-                choice = queue.popleft()
+            while (choice := self._next(queue)) is not None:
                 after = targets.share_without(target, choice.contender)
                 if _passes(strategy, preemptor_share, target_share, after):
                     if self._take(choice):
@@ -245,16 +339,20 @@ class _Search:
 
     def second(self, retry: list[Choice]) -> bool:
         """Kueue's `runSecondFsStrategy` (rule S2-b on the refused candidates): at most one
-        candidate per queue, the first, while the preemptor's share is below the
-        target's."""
+        candidate per queue, the first (that may help: step 6), while the preemptor's
+        share is below the target's (the rule does not depend on the candidate)."""
         groups: dict[str, deque[Choice]] = {}
-        for choice in retry:
-            groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
+        for refused in retry:
+            groups.setdefault(refused.contender.cluster_queue, deque()).append(refused)
         targets = Targets(self.shares, self.cq.name, groups)
         for target in targets:
             preemptor_share, target_share = targets.shares_at_lca(target)
-            choice = groups[target].popleft()
-            if compare(preemptor_share, target_share) < 0 and self._take(choice):
+            choice = self._next(groups[target])
+            if (
+                choice is not None
+                and compare(preemptor_share, target_share) < 0
+                and self._take(choice)
+            ):
                 return True
             targets.drop(target)
         return False
