@@ -76,6 +76,18 @@ def test_quota_fits_and_the_nodes_do_not() -> None:
     assert {v.workload_key for v in preempt.victims} == {"ns/b2-r1-h1", "ns/b2-r1-h2"}
 
 
+def frees_one_rack(state: ClusterState, where: str, reason: PreemptionReason) -> None:
+    """One cycle preempts the two Workloads of rack `where`, for `reason`; once they are
+    gone the preemptor `mine-wl` runs there."""
+    [preempt] = run_cycle(state, 0).preempting
+    assert {v.workload_key for v in preempt.victims} == {f"ns/{where}-h1", f"ns/{where}-h2"}
+    assert {v.reason for v in preempt.victims} == {reason}
+    for victim in preempt.victims:
+        state.release(victim.workload_key, requeue=False)
+    settle(state)
+    assert {rack(h) for h in placed(state, "ns/mine-wl")} == {where}
+
+
 def fair_cohort(
     weight: str = "1", strategies: tuple[PreemptionStrategy, ...] | None = None
 ) -> ClusterState:
@@ -102,13 +114,7 @@ def test_reclaimed_within_nominal_from_one_rack_only() -> None:
         record = state.cache.records[f"ns/{host}"]
         state.upsert_workload(replace(record.workload, preemption_cost=costs.get(host, 9)))
     add(state, tas_wl("mine-wl", 8, "mine", required=RACK))
-    [preempt] = run_cycle(state, 0).preempting
-    assert {v.workload_key for v in preempt.victims} == {"ns/b1-r2-h1", "ns/b1-r2-h2"}
-    assert {v.reason for v in preempt.victims} == {PreemptionReason.IN_COHORT_RECLAMATION}
-    for victim in preempt.victims:
-        state.release(victim.workload_key, requeue=False)
-    settle(state)
-    assert {rack(h) for h in placed(state, "ns/mine-wl")} == {"b1-r2"}
+    frees_one_rack(state, "b1-r2", PreemptionReason.IN_COHORT_RECLAMATION)
 
 
 def three_queues(
@@ -143,13 +149,7 @@ def test_a_borrowing_preemptor_takes_one_rack_that_the_strategy_allows() -> None
     """With weight 4, `mine` borrowing 12 has a quarter of `other`'s share: the strategy
     lets it take `other`'s Workloads, and it takes one rack's, the cheapest (b1-r2)."""
     state = three_queues("4")
-    [preempt] = run_cycle(state, 0).preempting
-    assert {v.workload_key for v in preempt.victims} == {"ns/b1-r2-h1", "ns/b1-r2-h2"}
-    assert {v.reason for v in preempt.victims} == {PreemptionReason.IN_COHORT_FAIR_SHARING}
-    for victim in preempt.victims:
-        state.release(victim.workload_key, requeue=False)
-    settle(state)
-    assert {rack(h) for h in placed(state, "ns/mine-wl")} == {"b1-r2"}
+    frees_one_rack(state, "b1-r2", PreemptionReason.IN_COHORT_FAIR_SHARING)
 
 
 def test_the_strategies_refuse_a_preemptor_that_would_be_as_unfair() -> None:
