@@ -16,11 +16,13 @@ then fewest victims, then the domain's values. When the nodes already hold the p
 one search with the pods placed anywhere is made. Under fair sharing each of these searches
 is the fair-sharing one (fairsharing/preemption.py): its target queues and strategies
 decide every victim, and it goes on past the quota until the pods fit in the domain.
-The cost: the candidates are ordered once per preemptor (kept across its domains); each
-domain's walk looks at each candidate at most once (a quota check, and under fair
-sharing the target's share) and places the pods again only after a victim with pods in
-the domain is taken out — O(D·(n + k·P)) for D domains, n candidates, k victims taken
-and P one placement in a domain.
+The cost: the candidates are ordered once per preemptor, O(n log n), and kept across its
+domains; each domain's walk (at most two, each with Kueue's attempts or strategies) looks
+at each candidate at most once — a quota check, and under fair sharing a share (once more
+for the second strategy) — and places the pods again only after a victim with pods in
+the domain is taken out, and in the walk-back: O(D·(n·s + k·P)) for D domains, n
+candidates, s one share or quota check, k victims taken (and target choices, under fair
+sharing) and P one placement in a domain.
 
 Kueue runs one search whose fit test places the pods anywhere
 (`preemption.go`'s `workloadFits`, for the classical and the fair-sharing search alike);
