@@ -27,7 +27,7 @@ from tests.unit.core.scheduler.test_topology_preemption import (
     rack,
     tas_wl,
 )
-from tests.unit.core.tas.builders import HOST, RACK
+from tests.unit.core.tas.builders import BLOCK, HOST, RACK
 
 FAIR = PreemptionPolicy(
     within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY,
@@ -175,3 +175,43 @@ def test_a_queue_within_its_nominal_quota_loses_nothing() -> None:
     result = run_cycle(state, 0)
     assert result.preempting == ()
     assert "ns/mine-wl" not in state.cache.admitted
+
+
+def test_the_domains_workloads_first_when_the_order_leaves_no_share_for_them() -> None:
+    """`mine` (nominal 8, weight 2) and `other` (nominal 7) with a lender (17), under
+    `LessThanOrEqualToFinalShare` alone. `other` holds 18 cpus (borrowing 11): 4-pod
+    Workloads on b1-r1-h1, b1-r1-h2, b1-r2-h1 and b2-r1-h1 and a 2-pod one on b2-r2-h1;
+    `mine` 10, of priority 9. The 6-pod preemptor needs one block; with it `mine` borrows
+    8 (share 4 once weighted). In `other`'s order the first Workload is in b1: taken, it
+    frees the quota and leaves `other` borrowing 7, and then no b2 Workload passes the
+    strategy. Walked again with b2's Workloads first, b2-r1-h1's passes (7 ≥ 4) and frees
+    both the quota and the block. b1 cannot be freed (its second Workload would leave
+    `other` a share of 3)."""
+    mine = replace(
+        cq("mine", {"tas": {"cpu": "8"}}, cohort="all", preemption=FAIR),
+        fair_weight=Fraction(2),
+    )
+    other = cq("other", {"tas": {"cpu": "7"}}, cohort="all", preemption=FAIR)
+    lender = cq("lender", {"tas": {"cpu": "17"}}, cohort="all")
+    state = nodes(cluster(mine, other, lender, flavors=[TAS]))
+    state.fair_sharing = FairSharing((PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))
+    layout = {  # host: (pods, queue, priority)
+        "b1-r1-h1": (4, "other", 0),
+        "b1-r1-h2": (4, "other", 0),
+        "b1-r2-h1": (4, "other", 0),
+        "b1-r2-h2": (3, "mine", 9),
+        "b2-r1-h1": (4, "other", 0),
+        "b2-r1-h2": (4, "mine", 9),
+        "b2-r2-h1": (2, "other", 2),
+        "b2-r2-h2": (3, "mine", 9),
+    }
+    for host, (pods, queue, priority) in layout.items():
+        workload = tas_wl(host, pods, queue, priority, required=HOST)
+        pod_set = replace(workload.pod_sets[0], node_selector={HOST: host})
+        add(state, replace(workload, pod_sets=(pod_set,)))
+        settle(state)
+        assert placed(state, f"ns/{host}") == {host: pods}
+    add(state, tas_wl("mine-wl", 6, "mine", 3, required=BLOCK))
+    [preempt] = run_cycle(state, 0).preempting
+    assert [v.workload_key for v in preempt.victims] == ["ns/b2-r1-h1"]
+    assert state.holds.nominated["ns/mine-wl"].domain == ("tas", ("b2",))
