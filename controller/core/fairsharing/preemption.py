@@ -29,7 +29,6 @@ with quotagate's own rules inside it.
    that may lose pods one by one (`disruptionMode: Pod`, semi-preemptible) loses only as
    many as needed, and from the last taken to the first every victim the preemptor fits
    without is spared (Kueue's `fillBackWorkloads`, KEP-5710's walk-back).
-
 6. A topology-aware preemptor (`nodes`, preemption/nodes.py) fits only when its pod sets
    also find a place on the nodes once the victims are gone — in one domain, for one
    domain's search (KEP-5710's split by domain, controller/core/scheduler/
