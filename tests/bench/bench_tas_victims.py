@@ -5,7 +5,10 @@ with quotagate's own order and code, it is not Kueue) — on random full cluster
 of two racks of two 4-cpu hosts, Workloads pinned to hosts with random sizes, priorities
 and costs, and a preemptor asking for a host, a rack or a block.
 
-    .venv/bin/python tests/bench/bench_tas_victims.py [--cases N] [--seed S]
+    .venv/bin/python tests/bench/bench_tas_victims.py [--cases N] [--seed S] [--fair-sharing]
+
+With `--fair-sharing` both are the fair-sharing search (Kueue's fair-sharing preemption
+also places the pods in its fit test).
 
 Prints, over the cases where both find victims, the evictions and the pods evicted by
 each, how often each evicts fewer Workloads, and how often the split picks victims of a
@@ -18,7 +21,10 @@ import argparse
 import random
 from dataclasses import dataclass, replace
 
+import pytest
+
 from api.constants import HOSTNAME_LABEL, WithinClusterQueuePolicy
+from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.clusterqueues import (
     ClusterQueue,
     FlavorQuotas,
@@ -46,8 +52,9 @@ BLOCK, RACK = "cloud.com/topology-block", "cloud.com/topology-rack"
 HOSTS = [f"b{b}-r{r}-h{h}" for b in (1, 2) for r in (1, 2) for h in (1, 2)]
 
 
-def _state(rng: random.Random) -> ClusterState:
+def _state(rng: random.Random, fair_sharing: bool) -> ClusterState:
     state = ClusterState()
+    state.fair_sharing = FairSharing() if fair_sharing else None
     state.set_flavor(ResourceFlavor("tas", {"pool": "tas"}, topology_name="default"))
     quota = FlavorQuotas("tas", {"cpu": ResourceQuota(rng.choice([16, 24, 32]) * 1000)})
     policy = PreemptionPolicy(within_cluster_queue=WithinClusterQueuePolicy.LOWER_PRIORITY)
@@ -88,8 +95,8 @@ class Tally:
     whole_lower_priority: int = 0
 
 
-def _case(rng: random.Random, tally: Tally) -> None:
-    state = _state(rng)
+def _case(rng: random.Random, tally: Tally, fair_sharing: bool) -> None:
+    state = _state(rng, fair_sharing)
     for i in range(rng.randint(6, 16)):
         host = rng.choice(HOSTS)
         workload = _workload(
@@ -143,16 +150,17 @@ def _case(rng: random.Random, tally: Tally) -> None:
     tally.whole_lower_priority += top(whole) < top(split)
 
 
-def run(cases: int, seed: int) -> Tally:
+def run(cases: int, seed: int, fair_sharing: bool = False) -> Tally:
     rng = random.Random(seed)
     tally = Tally()
     for _ in range(cases):
-        _case(rng, tally)
+        _case(rng, tally, fair_sharing)
     return tally
 
 
-def test_tas_victims_benchmark_small() -> None:
-    tally = run(60, 1)
+@pytest.mark.parametrize("fair_sharing", [False, True])
+def test_tas_victims_benchmark_small(fair_sharing: bool) -> None:
+    tally = run(60, 1, fair_sharing)
     assert tally.cases > 0  # both searches found victims somewhere: the script still works
 
 
@@ -160,9 +168,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fair-sharing", action="store_true")
     args = parser.parse_args()
-    t = run(args.cases, args.seed)
-    print(f"{args.cases} random clusters, {t.cases} where both searches find victims")
+    t = run(args.cases, args.seed, args.fair_sharing)
+    search = "fair-sharing" if args.fair_sharing else "classical"
+    print(f"{args.cases} random clusters, {t.cases} where both {search} searches find victims")
     print(f"  evictions: split by domain {t.split_evictions}, one walk {t.whole_evictions}")
     print(f"  pods evicted: split by domain {t.split_pods}, one walk {t.whole_pods}")
     print(f"  fewer evictions: split by domain {t.split_fewer}, one walk {t.whole_fewer}")

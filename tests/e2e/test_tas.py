@@ -79,6 +79,24 @@ def topology(name: str) -> dict[str, Any]:
     }
 
 
+def tas_queue(
+    kueue: Kueue, namespace: str, pool: str, cpu: int, preemption: dict[str, str] | None = None
+) -> None:
+    """A Topology, a TAS flavor of the `pool` nodes (tolerating their taint), the
+    ClusterQueue `<namespace>-cq` with `cpu` of it and the LocalQueue `lq`."""
+    rf, cq = f"{namespace}-tas", f"{namespace}-cq"
+    tas_flavor = flavor(rf, {POOL: pool}, [{**TAINT, "operator": "Equal"}])
+    tas_flavor["spec"]["topologyName"] = f"{namespace}-topology"
+    kueue.custom.create_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "topologies", topology(f"{namespace}-topology")
+    )
+    kueue.apply(
+        tas_flavor,
+        cluster_queue(cq, {rf: {"cpu": cpu}}, preemption=preemption),
+        local_queue(namespace, "lq", cq),
+    )
+
+
 def rack_job(name: str, pods: int) -> dict[str, Any]:
     job = queued_job(name, parallelism=pods)
     job["spec"]["template"]["metadata"]["annotations"] = {
@@ -96,17 +114,7 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
 ) -> None:
     kueue = Kueue(api_client)
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
-    rf, cq = f"{namespace}-tas", f"{namespace}-cq"
-    tas_flavor = flavor(rf, {POOL: "e2e"}, [{**TAINT, "operator": "Equal"}])
-    tas_flavor["spec"]["topologyName"] = f"{namespace}-topology"
-    kueue.custom.create_cluster_custom_object(
-        "kueue.x-k8s.io", "v1beta2", "topologies", topology(f"{namespace}-topology")
-    )
-    kueue.apply(
-        tas_flavor,
-        cluster_queue(cq, {rf: {"cpu": 32}}),
-        local_queue(namespace, "lq", cq),
-    )
+    tas_queue(kueue, namespace, "e2e", 32)
     batch.create_namespaced_job(namespace, rack_job("fits", 4))
     admitted = wait_for(
         lambda: (
@@ -195,17 +203,7 @@ def test_a_preemptor_keeps_the_rack_it_evicted_for_while_its_victim_terminates(
     a priority-0 Workload asking for one node arrives: the free node of hb-r1 is the
     preemptor's, so it waits; once the victim is gone the preemptor runs in hb-r1."""
     kueue = Kueue(api_client)
-    rf, cq = f"{namespace}-tas", f"{namespace}-cq"
-    tas_flavor = flavor(rf, {POOL: HOLD_POOL}, [{**TAINT, "operator": "Equal"}])
-    tas_flavor["spec"]["topologyName"] = f"{namespace}-topology"
-    kueue.custom.create_cluster_custom_object(
-        "kueue.x-k8s.io", "v1beta2", "topologies", topology(f"{namespace}-topology")
-    )
-    kueue.apply(
-        tas_flavor,
-        cluster_queue(cq, {rf: {"cpu": 64}}, preemption={"withinClusterQueue": "LowerPriority"}),
-        local_queue(namespace, "lq", cq),
-    )
+    tas_queue(kueue, namespace, HOLD_POOL, 64, {"withinClusterQueue": "LowerPriority"})
     running = {"victim": ("hold-r1-h1", 1), "r2a": ("hold-r2-h1", 5), "r2b": ("hold-r2-h2", 5)}
     for name, (host, priority) in running.items():
         kueue.apply(tas_workload(namespace, name, 2, priority, HOST, host))

@@ -12,7 +12,7 @@ with quotagate's own rules inside it.
    first, lower priority, lower preemption cost — KEP-7990 —, single-pod before gangs,
    newest), and grouped by ClusterQueue keeping that order.
 3. With the preemptor's request added to its queue, target queues are visited in Kueue's
-   order (`_Targets`): from the root down, at each cohort into the child with the largest
+   order (`targets.py`): from the root down, at each cohort into the child with the largest
    share (cohorts and queues that no longer borrow are pruned, except on the preemptor's
    own path). From the preemptor's own queue a candidate is simply taken
    (`InClusterQueue`). If the preemptor stays within its nominal quota of what it is
@@ -29,15 +29,24 @@ with quotagate's own rules inside it.
    that may lose pods one by one (`disruptionMode: Pod`, semi-preemptible) loses only as
    many as needed, and from the last taken to the first every victim the preemptor fits
    without is spared (Kueue's `fillBackWorkloads`, KEP-5710's walk-back).
+6. A topology-aware preemptor (`nodes`, preemption/nodes.py) fits only when its pod sets
+   also find a place on the nodes once the victims are gone — in one domain, for one
+   domain's search (KEP-5710's split by domain, controller/core/scheduler/
+   topology_preemption.py). The walk goes on past the quota as Kueue's does (its
+   `workloadFits` places the pods); once the quota fits, a candidate that frees no room
+   where the search looks is passed over (it could only be spared again). Targets and
+   strategies are as above for every candidate taken. When that walk finds nothing, a
+   second one puts, within each queue, the Workloads with pods in the domain first.
 
 A non-preemptible preemptor never borrows: it must fit within its queue's nominal quota
-once its victims are gone. The quota tree is left exactly as it was.
+once its victims are gone. The quota tree and the nodes are left exactly as they were.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from api.constants import (
     Preemptibility,
@@ -48,9 +57,11 @@ from api.constants import (
 )
 from controller.core.cache.quota_tree import QuotaTree
 from controller.core.fairsharing.settings import PreemptionStrategy
-from controller.core.fairsharing.shares import NEGATIVE, Share, Shares, compare
+from controller.core.fairsharing.shares import Share, Shares, compare
+from controller.core.fairsharing.targets import Targets
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.preemption.minimum_runtime import RuntimeProtection
+from controller.core.preemption.nodes import NodeRoom
 from controller.core.preemption.ordering import by_local_queue_usage
 from controller.core.preemption.policy import CandidateVariant, Eligibility, Preemptor, satisfies
 from controller.core.preemption.simulation import (
@@ -63,13 +74,23 @@ from controller.core.preemption.simulation import (
 )
 from controller.core.preemption.types import Contender, Victim
 
-__all__ = ["find_fair_victims"]
+__all__ = ["FairOrder", "find_fair_victims"]
 
 _VARIANT_REASON = {
     CandidateVariant.WITHIN_CLUSTER_QUEUE: PreemptionReason.IN_CLUSTER_QUEUE,
     CandidateVariant.HIERARCHICAL_RECLAIM: PreemptionReason.IN_COHORT_RECLAMATION,
     CandidateVariant.FAIR_SHARING: PreemptionReason.IN_COHORT_FAIR_SHARING,
 }
+
+
+@dataclass(slots=True, eq=False)
+class FairOrder:
+    """The ordered candidates of one preemptor's search, kept between the searches of its
+    domains (the tree is the same for each: every simulation is undone)."""
+
+    built: bool = False
+    within_nominal: bool = False
+    choices: list[Choice] = field(default_factory=list)
 
 
 def find_fair_victims(
@@ -83,39 +104,95 @@ def find_fair_victims(
     strategies: Sequence[PreemptionStrategy],
     protection: RuntimeProtection | None = None,
     local_queue_usage: Callable[[Contender], float | None] | None = None,
+    nodes: NodeRoom | None = None,
+    order: FairOrder | None = None,
 ) -> tuple[Victim, ...] | None:
     """The victims that let a Workload needing `usage` in `cq` fit under fair sharing, or
     None. `contenders` are the admitted Workloads in reach, per ClusterQueue (its own queue
     and the borrowing queues of its tree); `short` the pairs it lacks. With admission fair
     sharing, `local_queue_usage` orders a queue's candidates of different LocalQueues by
     usage, as in the classical search (Kueue's CandidatesOrdering is the same for both).
-    Unless `may_borrow`, the preemptor must end up within its nominal quota."""
+    Unless `may_borrow`, the preemptor must end up within its nominal quota. With `nodes`,
+    its pod sets must also find a place on the nodes (step 6). `order` keeps the ordered
+    candidates between calls that differ only in `nodes` (one search per domain)."""
     if preemptor.preemption_policy == PriorityClassPreemptionPolicy.NEVER:
         return None
     tree = shares.tree
-    allow_borrowing = may_borrow
-    with tree.simulate({cq.name: usage}, sign=1):
-        within_nominal = not any(tree.borrowing(cq.name, fr) for fr in short)
-    groups = _candidates(
-        tree, cq, short, preemptor, contenders, within_nominal, protection, local_queue_usage
-    )
-    if not groups:
+    if order is None or not order.built:
+        with tree.simulate({cq.name: usage}, sign=1):
+            within_nominal = not any(tree.borrowing(cq.name, fr) for fr in short)
+        choices = _candidates(
+            tree, cq, short, preemptor, contenders, within_nominal, protection, local_queue_usage
+        )
+        if order is not None:
+            order.built, order.within_nominal, order.choices = True, within_nominal, choices
+    else:
+        within_nominal, choices = order.within_nominal, order.choices
+    if not choices:
         return None
-    with simulating(tree) as simulation:
-        search = _Search(shares, cq, usage, allow_borrowing, simulation)
-        simulation.charge(cq.name, usage)  # shares are judged with the preemptor admitted
-        found, retry = search.first(groups, strategies[0], within_nominal)
-        if not found and len(strategies) > 1 and retry:
-            found = search.second(retry)
-        simulation.charge(cq.name, usage, sign=-1)
-        if not found:
-            return None
+    walks = [_grouped(choices)]
+    if nodes is not None and nodes.domain is not None:
+        inside_first = _grouped(choices, nodes)
+        if inside_first != walks[0]:
+            walks.append(inside_first)
+    for groups in walks:
+        found = _walk(shares, cq, usage, may_borrow, groups, strategies, within_nominal, nodes)
+        if found is not None:
+            return found
+    return None
 
-        def preemptor_fits() -> bool:
-            return fits(tree, cq, usage, allow_borrowing)
 
-        spare(simulation, search.taken, preemptor_fits)
-        return victims(search.taken)
+def _walk(
+    shares: Shares,
+    cq: ClusterQueue,
+    usage: Mapping[FlavorResource, int],
+    allow_borrowing: bool,
+    groups: dict[str, deque[Choice]],
+    strategies: Sequence[PreemptionStrategy],
+    within_nominal: bool,
+    nodes: NodeRoom | None,
+) -> tuple[Victim, ...] | None:
+    """Steps 3-5 over the candidates grouped by queue. Every choice taken is given its pods
+    back (`Choice.pods` 0) before returning: the choices may be walked again."""
+    tree = shares.tree
+    search: _Search | None = None
+    try:
+        with simulating(tree, nodes) as simulation:
+            search = _Search(shares, cq, usage, allow_borrowing, simulation)
+            simulation.charge(cq.name, usage)  # shares are judged with the preemptor admitted
+            found, retry = search.first(groups, strategies[0], within_nominal)
+            if not found and len(strategies) > 1 and retry:
+                found = search.second(retry)
+            simulation.charge(cq.name, usage, sign=-1)
+            if not found:
+                return None
+
+            def preemptor_fits() -> bool:
+                return fits(tree, cq, usage, allow_borrowing) and (nodes is None or nodes.fits())
+
+            spare(simulation, search.taken, preemptor_fits)
+            return victims(search.taken)
+    finally:
+        if search is not None:
+            for choice in search.taken:
+                choice.pods = 0
+
+
+def _grouped(choices: list[Choice], nodes: NodeRoom | None = None) -> dict[str, deque[Choice]]:
+    """The candidates by ClusterQueue, in their order; with `nodes`, within each queue those
+    that free room where the search looks first."""
+    groups: dict[str, deque[Choice]] = {}
+    later: dict[str, list[Choice]] = {}
+    for choice in choices:
+        queue = choice.contender.cluster_queue
+        group = groups.setdefault(queue, deque())
+        if nodes is None or nodes.helps(choice.contender):
+            group.append(choice)
+        else:
+            later.setdefault(queue, []).append(choice)
+    for queue, rest in later.items():
+        groups[queue].extend(rest)
+    return groups
 
 
 def _candidates(
@@ -127,8 +204,8 @@ def _candidates(
     within_nominal: bool,
     protection: RuntimeProtection | None,
     local_queue_usage: Callable[[Contender], float | None] | None,
-) -> dict[str, deque[Choice]]:
-    """Kueue's `findCandidates`, ordered and grouped by ClusterQueue."""
+) -> list[Choice]:
+    """Kueue's `findCandidates`, first-to-go first."""
     policy = cq.preemption
     in_cohort = tree.cohort_of(cq.name) is not None
     other_variant = (
@@ -171,10 +248,7 @@ def _candidates(
             lambda c: (c.contender.evicted, c.contender.cluster_queue),
             lambda c: usage_of(c.contender),
         )
-    groups: dict[str, deque[Choice]] = {}
-    for choice in ordered:
-        groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
-    return groups
+    return ordered
 
 
 class _Search:
@@ -197,14 +271,34 @@ class _Search:
         self.simulation = simulation
         self.taken: list[Choice] = []
 
-    def fits(self) -> bool:
-        """Whether the preemptor fits now (its own charge taken off for the check)."""
+    def quota_fits(self) -> bool:
+        """Whether the preemptor's quota fits now (its own charge taken off for the check)."""
         tree, name = self.tree, self.cq.name
         tree.add_usage(name, self.usage, sign=-1)
         try:
             return fits(tree, self.cq, self.usage, self.allow_borrowing)
         finally:
             tree.add_usage(name, self.usage)
+
+    def fits(self) -> bool:
+        """Whether the preemptor fits now: its quota, and its pods on the nodes."""
+        nodes = self.simulation.nodes
+        return self.quota_fits() and (nodes is None or nodes.fits())
+
+    def _useless(self, choice: Choice) -> bool:
+        """Whether taking `choice` cannot help: the quota fits already and it frees no room
+        where a topology-aware search looks."""
+        nodes = self.simulation.nodes
+        return nodes is not None and not nodes.helps(choice.contender) and self.quota_fits()
+
+    def _next(self, queue: deque[Choice]) -> Choice | None:
+        """The queue's first candidate that may help, passing over (and dropping) the
+        others."""
+        while queue:
+            choice = queue.popleft()
+            if not self._useless(choice):
+                return choice
+        return None
 
     def _take(self, choice: Choice) -> bool:
         self.simulation.remove(choice, self.fits)
@@ -220,11 +314,12 @@ class _Search:
         """Kueue's `runFirstFsStrategy`: whether the preemptor fits, and the candidates
         the strategy refused (for rule S2-b)."""
         retry: list[Choice] = []
-        targets = _Targets(self.shares, self.cq.name, groups)
+        targets = Targets(self.shares, self.cq.name, groups)
         for target in targets:
             queue = groups[target]
             if target == self.cq.name or within_nominal:
-                if self._take(queue.popleft()):
+                choice = self._next(queue)
+                if choice is not None and self._take(choice):
                     return True, retry
                 continue
             preemptor_share, target_share = targets.shares_at_lca(target)
@@ -232,8 +327,7 @@ class _Search:
                 retry.extend(queue)  # no candidate of this queue can pass either strategy
                 queue.clear()
                 continue
-            while queue:
-                choice = queue.popleft()
+            while (choice := self._next(queue)) is not None:
                 after = targets.share_without(target, choice.contender)
                 if _passes(strategy, preemptor_share, target_share, after):
                     if self._take(choice):
@@ -244,16 +338,20 @@ class _Search:
 
     def second(self, retry: list[Choice]) -> bool:
         """Kueue's `runSecondFsStrategy` (rule S2-b on the refused candidates): at most one
-        candidate per queue, the first, while the preemptor's share is below the
-        target's."""
+        candidate per queue, the first (that may help: step 6), while the preemptor's
+        share is below the target's (the rule does not depend on the candidate)."""
         groups: dict[str, deque[Choice]] = {}
-        for choice in retry:
-            groups.setdefault(choice.contender.cluster_queue, deque()).append(choice)
-        targets = _Targets(self.shares, self.cq.name, groups)
+        for refused in retry:
+            groups.setdefault(refused.contender.cluster_queue, deque()).append(refused)
+        targets = Targets(self.shares, self.cq.name, groups)
         for target in targets:
             preemptor_share, target_share = targets.shares_at_lca(target)
-            choice = groups[target].popleft()
-            if compare(preemptor_share, target_share) < 0 and self._take(choice):
+            choice = self._next(groups[target])
+            if (
+                choice is not None
+                and compare(preemptor_share, target_share) < 0
+                and self._take(choice)
+            ):
                 return True
             targets.drop(target)
         return False
@@ -263,111 +361,3 @@ def _passes(strategy: PreemptionStrategy, preemptor: Share, before: Share, after
     if strategy is PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
         return compare(preemptor, after) <= 0
     return compare(preemptor, before) < 0
-
-
-class _Targets:
-    """Kueue's `TargetClusterQueueOrdering`: the next ClusterQueue to take a candidate
-    from, found from the root down by the largest share; a queue (other than the
-    preemptor's) or a cohort (off the preemptor's path) that no longer borrows is pruned,
-    and so is a queue without candidates left or a cohort whose children are all pruned.
-    The same queue may come again while it stays the largest."""
-
-    def __init__(self, shares: Shares, preemptor_cq: str, groups: dict[str, deque[Choice]]):
-        self.shares = shares
-        self.tree = shares.tree
-        self.preemptor_cq = preemptor_cq
-        self.groups = groups
-        self.path = self.tree.path(preemptor_cq)
-        self.ancestors = set(self.path)
-        self.pruned_queues: set[str] = set()
-        self.pruned_cohorts: set[str] = set()
-
-    def __iter__(self) -> Iterator[str]:
-        if not self.path:  # no cohort: only the preemptor's own queue
-            while self.preemptor_cq not in self.pruned_queues and self.groups.get(
-                self.preemptor_cq
-            ):
-                yield self.preemptor_cq
-            return
-        root = self.path[-1]
-        while root not in self.pruned_cohorts:
-            target = self._next(root)
-            if target is not None:
-                yield target
-
-    def drop(self, queue: str) -> None:
-        self.pruned_queues.add(queue)
-
-    def _next(self, cohort: str) -> str | None:
-        tree, shares = self.tree, self.shares
-        best_queue: str | None = None
-        best_queue_share = NEGATIVE
-        for queue in tree.child_queues(cohort):
-            if queue in self.pruned_queues:
-                continue
-            share = shares.queue(queue)
-            if (not share.borrowing and queue != self.preemptor_cq) or not self.groups.get(queue):
-                self.pruned_queues.add(queue)
-                continue
-            order = compare(share, best_queue_share)
-            if order == 0 and best_queue is not None:
-                # Equal shares: the queue whose first candidate goes first (Kueue's
-                # CandidatesOrdering, here with quotagate's cost key).
-                if self._first_key(queue) < self._first_key(best_queue):
-                    best_queue = queue
-            elif order > 0:
-                best_queue, best_queue_share = queue, share
-        best_cohort: str | None = None
-        best_cohort_share = NEGATIVE
-        for child in tree.child_cohorts(cohort):
-            if child in self.pruned_cohorts:
-                continue
-            share = shares.cohort(child)
-            if not share.borrowing and child not in self.ancestors:
-                self.pruned_cohorts.add(child)
-            elif compare(share, best_cohort_share) >= 0:
-                best_cohort, best_cohort_share = child, share
-        if best_cohort is None and best_queue is None:
-            self.pruned_cohorts.add(cohort)
-            return None
-        # On a tie the cohort: the most unfair node within it can then be chosen.
-        if best_cohort is not None and compare(best_cohort_share, best_queue_share) >= 0:
-            return self._next(best_cohort)
-        return best_queue
-
-    def _first_key(self, queue: str) -> tuple[object, ...]:
-        contender = self.groups[queue][0].contender
-        return contender.sort_key(queue == self.preemptor_cq)
-
-    def _almost_lca(self, queue: str, lca: str) -> Share:
-        """The share of the node just below `lca` on `queue`'s side (Kueue's almostLCA)."""
-        path = self.tree.path(queue)
-        if path[0] == lca:
-            return self.shares.queue(queue)
-        child = path[0]
-        for node in path[1:]:
-            if node == lca:
-                break
-            child = node
-        return self.shares.cohort(child)
-
-    def _lca(self, queue: str) -> str:
-        for node in self.tree.path(queue):
-            if node in self.ancestors:
-                return node
-        raise AssertionError(f"{queue} is not in the tree of {self.preemptor_cq}")
-
-    def shares_at_lca(self, target: str) -> tuple[Share, Share]:
-        """(the preemptor's share, the target's share), each at the child of their lowest
-        common cohort on its side (Kueue's `ComputeShares`)."""
-        lca = self._lca(target)
-        return self._almost_lca(self.preemptor_cq, lca), self._almost_lca(target, lca)
-
-    def share_without(self, target: str, contender: Contender) -> Share:
-        """The target's share at the lowest common cohort once `contender` is gone."""
-        tree = self.tree
-        tree.add_usage(target, contender.usage, sign=-1)
-        try:
-            return self.shares_at_lca(target)[1]
-        finally:
-            tree.add_usage(target, contender.usage)

@@ -14,11 +14,12 @@ cycle has not decided to admit once they are gone.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from api.constants import Preemptibility, ReclaimWithinCohortPolicy
 from controller.core.decisions import Admit, Nomination, Preempt
-from controller.core.fairsharing.preemption import find_fair_victims
+from controller.core.fairsharing.preemption import FairOrder, find_fair_victims
 from controller.core.fairsharing.shares import shares_of
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
@@ -39,6 +40,7 @@ from controller.core.state import ClusterState
 from controller.core.tas.holds import plan_fits
 
 __all__ = [
+    "DomainOrders",
     "VictimSearches",
     "may_preempt",
     "nominate_victims",
@@ -69,6 +71,15 @@ def _freed_by(
             amount = used * victim.pods // max(1, victim.total_pods)
             bucket[pair] = bucket.get(pair, 0) + amount
     return freed
+
+
+@dataclass(slots=True, eq=False)
+class DomainOrders:
+    """The ordered candidates kept between the victim searches of one topology-aware
+    preemptor's domains: the classical search's per `may_borrow`, the fair-sharing one's."""
+
+    classical: dict[bool, Ordered | None] = field(default_factory=dict)
+    fair: FairOrder = field(default_factory=FairOrder)
 
 
 class VictimSearches:
@@ -161,7 +172,7 @@ class VictimSearches:
         usage: dict[FlavorResource, int],
         short: frozenset[FlavorResource],
         nodes: NodeRoom,
-        orders: dict[bool, Ordered | None] | None = None,
+        orders: DomainOrders | None = None,
     ) -> tuple[Victim, ...] | None:
         """The minimal victim set that lets a topology-aware `workload` use `usage` in `cq`
         and place its pods on the nodes as `nodes` sees them (one domain's search). Not kept:
@@ -178,7 +189,7 @@ class VictimSearches:
         short: frozenset[FlavorResource],
         protection: RuntimeProtection,
         nodes: NodeRoom | None = None,
-        orders: dict[bool, Ordered | None] | None = None,
+        orders: DomainOrders | None = None,
     ) -> tuple[tuple[Victim, ...] | None, str | None]:
         """The minimal victim set that lets `workload` use `usage` in `cq`, lacking `short`
         (under fair sharing when the state has it); and the queue that kept the preemptor
@@ -224,12 +235,12 @@ class VictimSearches:
         in_reach: dict[str, list[Contender]],
         protection: RuntimeProtection,
         nodes: NodeRoom | None = None,
-        orders: dict[bool, Ordered | None] | None = None,
+        orders: DomainOrders | None = None,
     ) -> tuple[Victim, ...] | None:
         state = self.state
         usage_of = self.local_queue_usage if state.admission_fair_sharing is not None else None
         if self.shares is not None and state.fair_sharing is not None:
-            found = find_fair_victims(
+            return find_fair_victims(
                 self.shares,
                 cq,
                 usage,
@@ -240,10 +251,9 @@ class VictimSearches:
                 state.fair_sharing.preemption_strategies,
                 protection,
                 usage_of,
+                nodes,
+                orders.fair if orders is not None else None,
             )
-            if found and nodes is not None and not _nodes_fit_without(nodes, in_reach, found):
-                return None  # fair sharing frees quota only: never where the pods cannot go
-            return found
         return find_victims(
             state.cache.quota,
             cq,
@@ -255,7 +265,7 @@ class VictimSearches:
             protection,
             usage_of,
             nodes,
-            orders,
+            orders.classical if orders is not None else None,
         )
 
     def _contested_after(
@@ -372,21 +382,6 @@ class VictimSearches:
             cached.sort()
             self._pending[(cluster_queue, resource)] = cached
         return cached
-
-
-def _nodes_fit_without(
-    nodes: NodeRoom, in_reach: Mapping[str, list[Contender]], victims: tuple[Victim, ...]
-) -> bool:
-    """Whether the preemptor's pods find a place on the nodes once `victims` are gone."""
-    gone = {v.workload_key for v in victims}
-    for members in in_reach.values():
-        for contender in members:
-            if contender.key in gone:
-                nodes.move(contender, out=True)
-    try:
-        return nodes.fits()
-    finally:
-        nodes.restore()
 
 
 def preemption_oracle(state: ClusterState, searches: VictimSearches) -> PreemptionOracle:

@@ -13,11 +13,20 @@ that could not hold them even with all its Workloads gone is skipped. The domain
 victim set is cheapest wins: lowest highest priority, then lowest total `preemptionCost`,
 then fewest victims, then the domain's values. When the nodes already hold the pod sets
 (only quota is short), or no single domain can be freed (a preferred request may spread),
-one search with the pods placed anywhere is made.
+one search with the pods placed anywhere is made. Under fair sharing each of these searches
+is the fair-sharing one (fairsharing/preemption.py): its target queues and strategies
+decide every victim, and it goes on past the quota until the pods fit in the domain.
+The cost: the candidates are ordered once per preemptor, O(n log n), and kept across its
+domains; each domain's walk (at most two, each with Kueue's attempts or strategies) looks
+at each candidate at most once — a quota check, and under fair sharing a share (once more
+for the second strategy) — and places the pods again only after a victim with pods in
+the domain is taken out, and in the walk-back: O(D·(n·s + k·P)) for D domains, n
+candidates, s one share or quota check, k victims taken (and target choices, under fair
+sharing) and P one placement in a domain.
 
 Kueue runs one search whose fit test places the pods anywhere
-(`preemption.go`'s `workloadFits`); its victims follow the quota order and may be spread
-over domains the pods never use.
+(`preemption.go`'s `workloadFits`, for the classical and the fair-sharing search alike);
+its victims follow the quota order and may be spread over domains the pods never use.
 """
 
 from __future__ import annotations
@@ -29,10 +38,9 @@ from controller.core.decisions import Preempt
 from controller.core.model.clusterqueues import ClusterQueue, FlavorResource
 from controller.core.model.workloads import Workload, WorkloadKey
 from controller.core.preemption.nodes import NodeRoom, Placement
-from controller.core.preemption.search import Ordered
 from controller.core.preemption.types import Contender, Victim
 from controller.core.scheduler.flavor_assignment import FlavorAssignment, Mode
-from controller.core.scheduler.preemption import VictimSearches, nominate_victims
+from controller.core.scheduler.preemption import DomainOrders, VictimSearches, nominate_victims
 from controller.core.scheduler.topology import tas_requests
 from controller.core.state import ClusterState
 from controller.core.tas.encoding import encode
@@ -164,7 +172,7 @@ def _victims_where(
     level, domains = split
     by_key = {c.key: c for members in contenders.values() for c in members}
     best: tuple[_Cost, tuple[Victim, ...], NodeRoom] | None = None
-    orders: dict[bool, Ordered | None] = {}  # the candidates' order, kept across domains
+    orders = DomainOrders()  # the candidates' order, kept across domains
     for domain in sorted(domains):
         inside = domains[domain]
         keys = {c.key for c in inside}

@@ -16,7 +16,6 @@ from api.constants import (
     ReclaimWithinCohortPolicy,
     WithinClusterQueuePolicy,
 )
-from controller.core.fairsharing.settings import FairSharing
 from controller.core.model.clusterqueues import PreemptionPolicy
 from controller.core.model.flavors import ResourceFlavor
 from controller.core.model.topology import Topology, TopologyRequest
@@ -222,21 +221,6 @@ def test_a_block_request_is_split_by_block() -> None:
     add(state, tas_wl("big", 16, priority=10, required=BLOCK))
     [preempt] = run_cycle(state, 0).preempting
     assert {v.workload_key for v in preempt.victims} == {f"ns/{h}" for h in HOSTS[4:]}
-
-
-def test_under_fair_sharing_victims_that_leave_no_rack_are_not_evicted() -> None:
-    """The fair-sharing search frees quota by its own order (the two priority-1
-    Workloads, in different racks); their leaving would give the 8-pod preemptor no rack,
-    so nothing is evicted."""
-    state = nodes(cluster(cq("cq", {"tas": {"cpu": "32"}}, preemption=LOWER), flavors=[TAS]))
-    state.fair_sharing = FairSharing()
-    priorities = dict.fromkeys(HOSTS, 5)
-    priorities.update({"b1-r1-h1": 1, "b1-r2-h1": 1})
-    fill_in_order(state, "cq", priorities)
-    add(state, tas_wl("big", 8, priority=10, required=RACK))
-    result = run_cycle(state, 0)
-    assert result.preempting == ()  # the fair search is not split by domain (docs/tas.md)
-    assert "ns/big" not in state.cache.admitted
 
 
 def test_pod_sets_in_two_tas_flavors_get_victims_in_both() -> None:
