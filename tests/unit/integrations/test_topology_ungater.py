@@ -312,3 +312,26 @@ def test_a_leader_and_its_workers_grouped_share_the_ranks() -> None:
 
 
 WORKER = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def test_a_jobsets_pods_rank_by_job_index_then_completion_index() -> None:
+    """The pod set's `subGroupIndexLabel` and `subGroupCount` (a replicated Job of 2 Jobs
+    of 2 pods): job 0's pods take the first two places, job 1's the next two."""
+    wl = workload((("h1",), 1), (("h2",), 2), (("h3",), 1))
+    wl["spec"]["podSets"][0]["topologyRequest"] = {
+        "required": RACK,
+        "podIndexLabel": COMPLETION,
+        "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+        "subGroupCount": 2,
+    }
+    pods = []  # named so that the fill by name would reverse them
+    for name, job, index in (("a", 1, 1), ("b", 0, 1), ("c", 1, 0), ("d", 0, 0)):
+        p = indexed(name, index)
+        p["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] = str(job)
+        pods.append(p)
+    assert sorted(names(ungate_plan(wl, pods))) == [
+        ("a", {HOST: "h3"}),
+        ("b", {HOST: "h2"}),
+        ("c", {HOST: "h2"}),
+        ("d", {HOST: "h1"}),
+    ]
