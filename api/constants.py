@@ -379,6 +379,9 @@ TOPOLOGY_SCHEDULING_GATE: Final = "kueue.x-k8s.io/topology"
 WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/workload"
 """On an admitted TAS pod set's pods: the name of their Workload (the topology ungater
 finds them by it)."""
+POD_INDEX_OFFSET_ANNOTATION: Final = "kueue.x-k8s.io/pod-index-offset"
+"""On a pod: what its pod index label counts beyond its rank in the pod set (the topology
+ungater subtracts it)."""
 POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
 POD_SET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
 POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"

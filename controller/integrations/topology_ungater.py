@@ -2,9 +2,10 @@
 admitted TAS pod set are created held by the `kueue.x-k8s.io/topology` scheduling gate;
 each is released with the node selector of one domain of its pod set's
 `topologyAssignment` (the domain's values at the assignment's levels), so the scheduler
-places it there. Domains are filled in the assignment's order, counting the pods already
-released into each (Kueue's greedy assignment; its rank-based one, by pod index, is not
-implemented: which pod goes to which domain differs, the counts per domain do not).
+places it there. Which pod goes where is `controller.core.tas.ranks`' decision (Kueue's):
+by the pod's rank (its pod index label) when the pod set has one, consecutive ranks in
+one domain; else the domains in the assignment's order, counting the pods already released
+into each.
 
 Pods are found by their `kueue.x-k8s.io/workload` annotation and `kueue.x-k8s.io/podset`
 label (both put on the template at admission: framework/podset_info.py).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,11 +24,21 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import (
     HOSTNAME_LABEL,
+    POD_INDEX_OFFSET_ANNOTATION,
     POD_SET_LABEL,
     TOPOLOGY_SCHEDULING_GATE,
     WORKLOAD_ANNOTATION,
 )
 from controller.core.tas.encoding import decode
+from controller.core.tas.ranks import (
+    PodFacts,
+    RankLabels,
+    RankRange,
+    parse_offset,
+    rank_ranges,
+    releases,
+)
+from controller.core.tas.snapshot import DomainID
 from controller.integrations.host import ControllerView
 from controller.integrations.pod_units import ungate_patch
 from controller.integrations.pods import ungate_pod
@@ -56,18 +67,57 @@ def _gated(pod: Mapping[str, Any]) -> bool:
     return any(g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in gates)
 
 
+def _rank_labels(pod_set: Mapping[str, Any]) -> RankLabels | None:
+    """Where the pod set's pods carry their rank: its `topologyRequest.podIndexLabel` (and
+    `subGroupIndexLabel`, `subGroupCount`), which its integration writes."""
+    request = pod_set.get("topologyRequest") or {}
+    if request.get("podIndexLabel") is None:
+        return None
+    count = request.get("subGroupCount")
+    return RankLabels(
+        str(request["podIndexLabel"]),
+        None if request.get("subGroupIndexLabel") is None else str(request["subGroupIndexLabel"]),
+        None if count is None else int(count),
+    )
+
+
+def _pod_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name"))
+
+
+def _offset(pods: Sequence[Mapping[str, Any]]) -> int:
+    """The pod set's `kueue.x-k8s.io/pod-index-offset`, read from its first pod (Kueue
+    assumes every pod carries the same); ValueError naming the pod when not a number."""
+    if not pods:
+        return 0
+    value = ((pods[0].get("metadata") or {}).get("annotations") or {}).get(
+        POD_INDEX_OFFSET_ANNOTATION
+    )
+    if value is None:
+        return 0
+    try:
+        return parse_offset(str(value))
+    except ValueError as exc:
+        raise ValueError(
+            f"pod {_pod_name(pods[0])}: annotation {POD_INDEX_OFFSET_ANNOTATION}: {exc}"
+        ) from exc
+
+
 def ungate_plan(
     workload: Mapping[str, Any],
     pods: Iterable[Mapping[str, Any]],
     node_usable: Callable[[str], bool] = lambda _: True,
 ) -> list[tuple[Mapping[str, Any], dict[str, str]]]:
-    """The gated pods to release now and each one's node selector: per pod set with a
-    `topologyAssignment`, its domains in order, each given as many gated pods as it still
-    lacks (its count minus the released pods already selecting it). Finished pods do not
-    count (they are replaced). A domain that is a node (`kubernetes.io/hostname` the last
-    level) gets none while the Workload's `status.unhealthyNodes` lists it (as Kueue's
-    ungater holds them) or `node_usable` says it is gone or not Ready: its pods wait gated
-    for the replacement (docs/tas.md, Node failures)."""
+    """The gated pods to release now and each one's node selector, per pod set with a
+    `topologyAssignment` (`controller.core.tas.ranks.releases`): by rank when the pod set
+    names a pod index label and its pods' ranks are usable (the pod of rank r to the
+    domain of the r-th place), else its domains in order, each given as many gated pods as
+    it still lacks. Finished pods do not count (they are replaced). A domain that is a node
+    (`kubernetes.io/hostname` the last level) gets none while the Workload's
+    `status.unhealthyNodes` lists it (as Kueue's ungater holds them) or `node_usable` says
+    it is gone or not Ready: its pods wait gated for the replacement (docs/tas.md, Node
+    failures). ValueError when a pod's `kueue.x-k8s.io/pod-index-offset` is not a number
+    (Kueue then releases none of the Workload's pods)."""
     by_pod_set: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
         if (pod.get("status") or {}).get("phase") in _TERMINAL:
@@ -76,32 +126,71 @@ def ungate_plan(
         if name is not None:
             by_pod_set.setdefault(str(name), []).append(pod)
     admission, unhealthy = _admission_and_unhealthy_nodes(workload)
+    spec_pod_sets = {
+        str(ps.get("name")): ps for ps in (workload.get("spec") or {}).get("podSets") or ()
+    }
+    assignments = list(admission.get("podSetAssignments") or ())
+    counts = {
+        str(psa.get("name")): int(
+            psa["count"]
+            if psa.get("count") is not None
+            else spec_pod_sets.get(str(psa.get("name")), {}).get("count", 1)
+        )
+        for psa in assignments
+    }
+    ranges = rank_ranges(
+        [
+            (
+                name,
+                counts[name],
+                ((spec_pod_sets.get(name) or {}).get("topologyRequest") or {}).get(
+                    "podSetGroupName"
+                ),
+            )
+            for name in (str(psa.get("name")) for psa in assignments)
+        ]
+    )
     plan: list[tuple[Mapping[str, Any], dict[str, str]]] = []
-    for psa in admission.get("podSetAssignments") or ():
+    for psa in assignments:
         topology = psa.get("topologyAssignment")
         if not topology:
             continue
+        name = str(psa.get("name"))
         assignment = decode(topology)
-        members = sorted(
-            by_pod_set.get(str(psa.get("name")), []),
-            key=lambda p: str((p.get("metadata") or {}).get("name")),
-        )
-        gated = [p for p in members if _gated(p)]
-        placed: dict[tuple[str, ...], int] = {}
-        for pod in members:
-            if not _gated(pod):
-                selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-                values = tuple(str(selector.get(level, "")) for level in assignment.levels)
-                placed[values] = placed.get(values, 0) + 1
+        members = sorted(by_pod_set.get(name, []), key=_pod_name)
+        offset = _offset(members)
+        ranks = ranges.get(name, RankRange(0, 0))
+        facts = [_facts(pod, assignment.levels) for pod in members]
         by_node = bool(assignment.levels) and assignment.levels[-1] == HOSTNAME_LABEL
-        for values, count in assignment.domains:
-            if by_node and (values[-1] in unhealthy or not node_usable(values[-1])):
-                continue
-            for _ in range(max(count - placed.get(values, 0), 0)):
-                if not gated:
-                    break
-                plan.append((gated.pop(0), dict(zip(assignment.levels, values, strict=True))))
+
+        def usable(values: DomainID, by_node: bool = by_node) -> bool:
+            return not by_node or (values[-1] not in unhealthy and node_usable(values[-1]))
+
+        release = releases(
+            assignment,
+            facts,
+            _rank_labels(spec_pod_sets.get(name) or {}),
+            counts[name],
+            RankRange(ranks.offset + offset, ranks.bound + offset),
+            usable,
+        )
+        if release.fallback is not None:
+            log.debug(
+                "pod set %s: ranks not used (%s); domains filled in order", name, release.fallback
+            )
+        for position, values in release.pods:
+            plan.append((members[position], dict(zip(assignment.levels, values, strict=True))))
     return plan
+
+
+def _facts(pod: Mapping[str, Any], levels: Sequence[str]) -> PodFacts:
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return PodFacts(
+        {str(k): str(v) for k, v in labels.items()},
+        _gated(pod),
+        tuple(str(selector.get(level, "")) for level in levels),
+    )
 
 
 def stray_pods(
@@ -259,7 +348,12 @@ class TopologyUngater:
                 await self.core.patch_namespaced_pod_status(
                     str(meta.get("name")), str(meta.get("namespace")), _terminated_by_kueue(now)
                 )
-        for pod, selector in ungate_plan(workload, pods, self.view.node_usable):
+        try:
+            plan = ungate_plan(workload, pods, self.view.node_usable)
+        except ValueError as exc:  # Kueue's ungater fails the same way, releasing none
+            log.error("Workload %s/%s: its pods stay gated: %s", key[0], key[1], exc)
+            return
+        for pod, selector in plan:
             patch = ungate_patch(pod, selector, (), gate=TOPOLOGY_SCHEDULING_GATE)
             if patch and await ungate_pod(self.core, pod, patch):
                 meta = pod.get("metadata") or {}

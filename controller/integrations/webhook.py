@@ -157,6 +157,7 @@ def job_patch(
         return []
     if not job.is_suspended():
         job.suspend()
+    job.default()
     return json_patch(obj, job.obj)
 
 

@@ -41,14 +41,16 @@ NODES = [f"tas-{b}-{r}-{h}" for b in ("b1", "b2") for r in ("r1", "r2") for h in
 
 @contextmanager
 def tainted_nodes(
-    api_client: client.ApiClient, labels: dict[str, dict[str, str]]
+    api_client: client.ApiClient,
+    labels: dict[str, dict[str, str]],
+    taint: dict[str, str] = TAINT,
 ) -> Iterator[list[str]]:
     """2-cpu fake nodes with these labels (by name), tainted so only TAS pods go there;
     deleted afterwards."""
     core = client.CoreV1Api(api_client)
     for name, node_labels in labels.items():
         create_node(core, name, cpu="2", labels=node_labels)
-        core.patch_node(name, {"spec": {"taints": [TAINT]}})
+        core.patch_node(name, {"spec": {"taints": [taint]}})
     try:
         yield list(labels)
     finally:

@@ -101,6 +101,21 @@ def assignment_hosts(workload: dict[str, Any]) -> list[str]:
     return out
 
 
+def tas_queues(
+    api_client: client.ApiClient, namespace: str, pool: str, taint: dict[str, str]
+) -> None:
+    """A TAS flavor of the nodes labelled `pool` (tolerating their `taint`), its Topology,
+    a ClusterQueue of 32 cpus and the LocalQueue `lq`."""
+    kueue = Kueue(api_client)
+    rf, cq, topology_name = f"{namespace}-tas", f"{namespace}-cq", f"{namespace}-topology"
+    tas_flavor = flavor(rf, {pool: "e2e"}, [{**taint, "operator": "Equal"}])
+    tas_flavor["spec"]["topologyName"] = topology_name
+    kueue.custom.create_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "topologies", topology(topology_name)
+    )
+    kueue.apply(tas_flavor, cluster_queue(cq, {rf: {"cpu": 32}}), local_queue(namespace, "lq", cq))
+
+
 def rack_job_on_pool(
     api_client: client.ApiClient,
     namespace: str,
@@ -111,14 +126,7 @@ def rack_job_on_pool(
 ) -> None:
     """A TAS flavor of the nodes labelled `pool` (tolerating their `taint`), its Topology
     and queues, and a Job `name` of `pods` one-cpu pods in one rack, running 10 minutes."""
-    kueue = Kueue(api_client)
-    rf, cq, topology_name = f"{namespace}-tas", f"{namespace}-cq", f"{namespace}-topology"
-    tas_flavor = flavor(rf, {pool: "e2e"}, [{**taint, "operator": "Equal"}])
-    tas_flavor["spec"]["topologyName"] = topology_name
-    kueue.custom.create_cluster_custom_object(
-        "kueue.x-k8s.io", "v1beta2", "topologies", topology(topology_name)
-    )
-    kueue.apply(tas_flavor, cluster_queue(cq, {rf: {"cpu": 32}}), local_queue(namespace, "lq", cq))
+    tas_queues(api_client, namespace, pool, taint)
     job = queued_job(name, parallelism=pods)
     job["spec"]["template"]["metadata"]["annotations"] = {
         RUN_SECONDS: "600",

@@ -157,6 +157,11 @@ class GenericJob(ABC):
         """What the kind adds to pod set `index`'s topology request."""
         return TopologyHints()
 
+    def default(self) -> None:
+        """What the kind's webhook changes on a queued object being created, beyond
+        suspending it (Kueue's per-kind `Default`); nothing by default."""
+        return None
+
     def validate_on_create(self) -> list[str]:
         """Why the webhook refuses the object on creation, each `field: message` (Kueue's
         `JobWithCustomValidation`); empty: allowed."""

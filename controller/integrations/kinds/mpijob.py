@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from api.constants import POD_INDEX_OFFSET_ANNOTATION, POD_SET_GROUP_NAME_ANNOTATION
 from controller.integrations.framework.generic_job import (
     Finished,
     GenericJob,
@@ -117,6 +118,24 @@ class MPIJob(GenericJob):
 
     def topology_hints(self, index: int) -> TopologyHints:
         return TopologyHints(pod_index_label=REPLICA_INDEX_LABEL)
+
+    def default(self) -> None:
+        """With `runLauncherAsWorker`, the launcher is rank 0 and the workers' replica
+        indexes count from 1: the worker template gets `kueue.x-k8s.io/pod-index-offset:
+        "1"` so that the topology ungater ranks them from 0 (Kueue's MPIJob webhook; not
+        when the launcher's template names a pod set group, whose ranks the ungater
+        offsets itself)."""
+        specs = self.spec.get("mpiReplicaSpecs") or {}
+        launcher, worker = specs.get("Launcher"), specs.get("Worker")
+        if self.spec.get("runLauncherAsWorker") is not True or launcher is None or worker is None:
+            return
+        launcher_annotations = ((launcher.get("template") or {}).get("metadata") or {}).get(
+            "annotations"
+        ) or {}
+        if POD_SET_GROUP_NAME_ANNOTATION in launcher_annotations:
+            return
+        meta = self._template(worker).setdefault("metadata", {})
+        meta.setdefault("annotations", {})[POD_INDEX_OFFSET_ANNOTATION] = "1"
 
 
 FRAMEWORK = register(Framework("kubeflow.org/mpijob", MPIJOBS, job=MPIJob))

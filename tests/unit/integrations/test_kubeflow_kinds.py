@@ -371,6 +371,32 @@ def test_the_webhook_creates_queue_labelled_kubeflow_jobs_suspended() -> None:
     ]
 
 
+def test_the_webhook_offsets_the_workers_of_a_launcher_run_as_worker() -> None:
+    """Kueue's MPIJob webhook with topology-aware scheduling: `runLauncherAsWorker` makes
+    the launcher rank 0, so the worker template gets `kueue.x-k8s.io/pod-index-offset:
+    "1"`; not without a launcher, nor when the launcher names a pod set group."""
+    body = mpijob()
+    body["metadata"]["labels"] = {QUEUE_NAME_LABEL: "lq"}
+    body["spec"]["runLauncherAsWorker"] = True
+    answer = review_response(review(MPI_KIND, body))["response"]
+    assert json.loads(base64.b64decode(answer["patch"])) == [
+        {
+            "op": "add",
+            "path": "/spec/mpiReplicaSpecs/Worker/template/metadata",
+            "value": {"annotations": {"kueue.x-k8s.io/pod-index-offset": "1"}},
+        }
+    ]
+    for change in ("no launcher", "group", "not as worker"):
+        job = MPIJob(mpijob(launcher=change != "no launcher"))
+        job.spec["runLauncherAsWorker"] = change != "not as worker"
+        if change == "group":
+            job.spec["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
+                "annotations": {"kueue.x-k8s.io/podset-group-name": "g"}
+            }
+        job.default()
+        assert "metadata" not in job.spec["mpiReplicaSpecs"]["Worker"]["template"], change
+
+
 @pytest.mark.parametrize(
     ("kind", "body", "name"),
     [

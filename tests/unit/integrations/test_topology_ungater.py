@@ -4,7 +4,10 @@ finished pods do not. And what an admission with a topology puts into a pod temp
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import pytest
 
 from api.constants import (
     POD_SET_LABEL,
@@ -224,3 +227,111 @@ def test_pods_released_before_their_watch_event_still_count() -> None:
         },
     )
     assert "ns/p1" not in ungater.released and "ns/p2" in ungater.released
+
+
+COMPLETION = "batch.kubernetes.io/job-completion-index"
+
+
+def indexed(name: str, index: int, **extra: Any) -> dict[str, Any]:
+    p = pod(name, **extra)
+    p["metadata"]["labels"][COMPLETION] = str(index)
+    return p
+
+
+def test_a_pod_set_with_a_pod_index_label_is_released_by_rank() -> None:
+    """Names sorting out of index order (a Job's `-10-` before `-2-`): index i still goes
+    to the i-th place of the assignment."""
+    wl = workload((("h1",), 2), (("h2",), 2))
+    wl["spec"]["podSets"][0]["topologyRequest"] = {"required": RACK, "podIndexLabel": COMPLETION}
+    pods = [indexed("j-10", 3), indexed("j-2", 0), indexed("j-3", 1), indexed("j-9", 2)]
+    assert names(ungate_plan(wl, pods)) == [
+        ("j-2", {HOST: "h1"}),
+        ("j-3", {HOST: "h1"}),
+        ("j-9", {HOST: "h2"}),
+        ("j-10", {HOST: "h2"}),
+    ]
+    # without the label named in the topology request, the domains fill in name order
+    del wl["spec"]["podSets"][0]["topologyRequest"]["podIndexLabel"]
+    assert [s[HOST] for _, s in names(ungate_plan(wl, pods))] == ["h1", "h1", "h2", "h2"]
+    assert [n for n, _ in names(ungate_plan(wl, pods))] == ["j-10", "j-2", "j-3", "j-9"]
+
+
+def test_an_offset_annotation_shifts_ranks_and_a_bad_one_releases_nothing() -> None:
+    wl = workload((("h1",), 1), (("h2",), 3))
+    wl["spec"]["podSets"][0]["topologyRequest"] = {"podIndexLabel": COMPLETION}
+    pods = [indexed(f"w{i}", i) for i in (4, 3, 2, 1)]
+    for p in pods:
+        p["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-index-offset": "1"}
+    assert names(ungate_plan(wl, pods))[0] == ("w1", {HOST: "h1"})
+    # Kueue reads the first pod's (here, by name); not a number: none of the pods go
+    pods[3]["metadata"]["annotations"]["kueue.x-k8s.io/pod-index-offset"] = "one"
+    with pytest.raises(
+        ValueError, match=re.escape("pod w1: annotation kueue.x-k8s.io/pod-index-offset")
+    ):
+        ungate_plan(wl, pods)
+
+
+def test_a_leader_and_its_workers_grouped_share_the_ranks() -> None:
+    """A LeaderWorkerSet with a pod set group: the leader (worker index 0) holds rank 0,
+    the workers 1..3 ranks 0..2 of their own assignment."""
+    leader_topology = encode(Assignment((HOST,), ((("h1",), 1),)))
+    worker_topology = encode(Assignment((HOST,), ((("h1",), 1), (("h2",), 2))))
+    request = {"required": RACK, "podIndexLabel": WORKER, "podSetGroupName": "g"}
+    wl = {
+        "metadata": {"name": "wl", "namespace": "ns"},
+        "spec": {
+            "podSets": [
+                {"name": "leader", "count": 1, "template": {}, "topologyRequest": request},
+                {"name": "worker", "count": 3, "template": {}, "topologyRequest": request},
+            ]
+        },
+        "status": {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {"name": "leader", "count": 1, "topologyAssignment": leader_topology},
+                    {"name": "worker", "count": 3, "topologyAssignment": worker_topology},
+                ],
+            }
+        },
+    }
+
+    def member(name: str, pod_set: str, index: int) -> dict[str, Any]:
+        p = pod(name)
+        p["metadata"]["labels"] = {POD_SET_LABEL: pod_set, WORKER: str(index)}
+        return p
+
+    pods = [member("a", "worker", 3), member("b", "worker", 1), member("c", "worker", 2)]
+    pods.append(member("z", "leader", 0))
+    assert sorted(names(ungate_plan(wl, pods))) == [
+        ("a", {HOST: "h2"}),
+        ("b", {HOST: "h1"}),
+        ("c", {HOST: "h2"}),
+        ("z", {HOST: "h1"}),
+    ]
+
+
+WORKER = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def test_a_jobsets_pods_rank_by_job_index_then_completion_index() -> None:
+    """The pod set's `subGroupIndexLabel` and `subGroupCount` (a replicated Job of 2 Jobs
+    of 2 pods): job 0's pods take the first two places, job 1's the next two."""
+    wl = workload((("h1",), 1), (("h2",), 2), (("h3",), 1))
+    wl["spec"]["podSets"][0]["topologyRequest"] = {
+        "required": RACK,
+        "podIndexLabel": COMPLETION,
+        "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+        "subGroupCount": 2,
+    }
+    pods = []  # named so that the fill by name would reverse them
+    for name, job, index in (("a", 1, 1), ("b", 0, 1), ("c", 1, 0), ("d", 0, 0)):
+        p = indexed(name, index)
+        p["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] = str(job)
+        pods.append(p)
+    assert sorted(names(ungate_plan(wl, pods))) == [
+        ("a", {HOST: "h3"}),
+        ("b", {HOST: "h2"}),
+        ("c", {HOST: "h2"}),
+        ("d", {HOST: "h1"}),
+    ]
