@@ -39,6 +39,7 @@ from controller.integrations.host import ControllerView
 from controller.integrations.pod_units import ungate_patch
 from controller.integrations.pods import ungate_pod
 from controller.integrations.serial import SerialReconciler
+from controller.kube.client import STRATEGIC_MERGE_PATCH
 
 __all__ = ["TopologyUngater", "pods_to_fail", "ungate_plan"]
 
@@ -319,7 +320,10 @@ class TopologyUngater:
             patch["metadata"] = {"resourceVersion": meta["resourceVersion"]}
         try:
             await self.core.patch_namespaced_pod_status(
-                str(meta.get("name")), str(meta.get("namespace")), patch
+                str(meta.get("name")),
+                str(meta.get("namespace")),
+                patch,
+                _content_type=STRATEGIC_MERGE_PATCH,  # conditions merged by type
             )
         except ApiException as exc:
             if exc.status != 404:  # gone meanwhile: nothing to mark

@@ -275,10 +275,12 @@ class _StatusCore(_Core):
         self.gone = gone
 
     async def patch_namespaced_pod_status(
-        self, name: str, namespace: str, body: dict[str, Any], **_: Any
+        self, name: str, namespace: str, body: dict[str, Any], _content_type: str
     ) -> None:
         from kubernetes.aio.client.exceptions import ApiException
 
+        # a strategic merge: the pod's other conditions (PodScheduled) are kept
+        assert _content_type == "application/strategic-merge-patch+json"
         if name in self.gone:
             raise ApiException(status=404)
         self.statuses.append((name, body))
