@@ -49,6 +49,12 @@ class ControllerView(Protocol):
         Workload's failed node is being replaced)."""
         ...
 
+    def pinned_pods_termination(self, workload: str, node: str) -> str | None:
+        """Why the Workload's released, unbound Pending pods pinned to `node` are to be
+        marked Failed now (not Ready, or a taint they do not tolerate), or None
+        (controller/core/tas/pod_termination.py)."""
+        ...
+
     def priority_of_class(self, name: str) -> int | None:
         """The WorkloadPriorityClass's value (None: no such class)."""
         ...

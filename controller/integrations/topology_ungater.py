@@ -9,11 +9,17 @@ into each.
 
 Pods are found by their `kueue.x-k8s.io/workload` annotation and `kueue.x-k8s.io/podset`
 label (both put on the template at admission: framework/podset_info.py).
+
+It also does the pod part of Kueue's TAS node controller: a released pod still Pending and
+unbound whose node is replaced, failed (`status.unhealthyNodes`), not Ready or tainted
+against the pod (controller/core/tas/pod_termination.py) is marked Failed
+(`TerminatedByKueue`), so that its job makes a new one (`pods_to_fail`). A change of such a
+node, or an event of such a pod, has its Workload looked at.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -30,6 +36,7 @@ from api.constants import (
     WORKLOAD_ANNOTATION,
 )
 from controller.core.tas.encoding import decode
+from controller.core.tas.pod_termination import CONDITION_REASON, CONDITION_TYPE, EVENT_REASON
 from controller.core.tas.ranks import (
     PodFacts,
     RankLabels,
@@ -43,8 +50,9 @@ from controller.integrations.host import ControllerView
 from controller.integrations.pod_units import ungate_patch
 from controller.integrations.pods import ungate_pod
 from controller.integrations.serial import SerialReconciler
+from controller.kube.client import STRATEGIC_MERGE_PATCH
 
-__all__ = ["TopologyUngater", "stray_pods", "ungate_plan"]
+__all__ = ["TopologyUngater", "pods_to_fail", "ungate_plan"]
 
 log = logging.getLogger(__name__)
 
@@ -193,14 +201,35 @@ def _facts(pod: Mapping[str, Any], levels: Sequence[str]) -> PodFacts:
     )
 
 
-def stray_pods(
-    workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
-) -> list[Mapping[str, Any]]:
-    """The released pods no scheduler will place any more: not bound, not finished, not
-    being deleted, their node selector naming a node their pod set's assignment no longer
-    holds (a failed node replaced) or one `status.unhealthyNodes` lists (failed, its
-    replacement awaited). Kueue's node controller marks them Failed, so that their job
-    makes new ones, which go to the replacement."""
+def _pinned(pod: Mapping[str, Any]) -> str | None:
+    """The node a released pod is pinned to by its node selector while it is still waiting
+    for one (Pending, unbound, not being deleted), else None."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    if (
+        _gated(pod)
+        or spec.get("nodeName")
+        or meta.get("deletionTimestamp")
+        or (pod.get("status") or {}).get("phase") in _TERMINAL
+    ):
+        return None
+    selected = (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
+    return None if selected is None else str(selected)
+
+
+def pods_to_fail(
+    workload: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    termination: Callable[[str], str | None] = lambda _: None,
+) -> list[tuple[Mapping[str, Any], str]]:
+    """The released pods to mark Failed, each with why (Kueue's node controller marks them
+    Failed, so that their job makes new ones): not bound, not finished, not being deleted,
+    their node selector naming
+    - a node their pod set's assignment no longer holds (a failed node replaced), or one
+      `status.unhealthyNodes` lists (failed, its replacement awaited): strays no
+      scheduler will place;
+    - a node of the assignment for which `termination` gives a cause: not Ready, or with a
+      taint the pods do not tolerate, before the node counts as failed
+      (controller/core/tas/pod_termination.py)."""
     admission, unhealthy = _admission_and_unhealthy_nodes(workload)
     nodes: dict[str, set[str]] = {}
     for psa in admission.get("podSetAssignments") or ():
@@ -209,37 +238,37 @@ def stray_pods(
             assignment = decode(topology)
             if assignment.levels and assignment.levels[-1] == HOSTNAME_LABEL:
                 nodes[str(psa.get("name"))] = {values[-1] for values, _ in assignment.domains}
+    causes: dict[str, str | None] = {}
     out = []
     for pod in pods:
-        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        held = nodes.get(str((meta.get("labels") or {}).get(POD_SET_LABEL)))
-        selected = (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
-        if (
-            held is None
-            or _gated(pod)
-            or spec.get("nodeName")
-            or meta.get("deletionTimestamp")
-            or (pod.get("status") or {}).get("phase") in _TERMINAL
-            or selected is None
-            or (selected in held and selected not in unhealthy)
-        ):
+        held = nodes.get(str(((pod.get("metadata") or {}).get("labels") or {}).get(POD_SET_LABEL)))
+        selected = _pinned(pod)
+        if held is None or selected is None:
             continue
-        out.append(pod)
+        if selected not in held:
+            out.append((pod, f"its node {selected} is no longer in the topology assignment"))
+        elif selected in unhealthy:
+            out.append((pod, f"its node {selected} failed (status.unhealthyNodes)"))
+        else:
+            if selected not in causes:
+                causes[selected] = termination(selected)
+            cause = causes[selected]
+            if cause is not None:
+                out.append((pod, cause))
     return out
 
 
-def _terminated_by_kueue(now: str) -> dict[str, Any]:
-    """The status that marks a stray pod Failed, as Kueue's node controller writes it."""
+def _terminated_by_kueue(now: str, message: str) -> dict[str, Any]:
+    """The status that marks a pod Failed, as Kueue's node controller writes it."""
     return {
         "status": {
             "phase": "Failed",
             "conditions": [
                 {
-                    "type": "TerminatedByKueue",
+                    "type": CONDITION_TYPE,
                     "status": "True",
-                    "reason": "UnschedulableOnAssignedNode",
-                    "message": "Pod terminated by quotagate: its node was replaced in the "
-                    "topology assignment",
+                    "reason": CONDITION_REASON,
+                    "message": message,
                     "lastTransitionTime": now,
                 }
             ],
@@ -271,6 +300,9 @@ class TopologyUngater:
         # domain over-filled: one pod more than its nodes hold, unschedulable); Kueue's
         # ungater keeps the same expectations.
         self.released: dict[str, dict[str, str]] = {}
+        # Released pods still waiting for their node (`_pinned`): node → pod keys, so
+        # that a node turning NotReady or tainted has their Workloads looked at.
+        self.pinned: dict[str, set[str]] = {}
         self._serial: SerialReconciler[Key] = SerialReconciler(
             self.reconcile,
             lambda: view.leading,
@@ -291,11 +323,31 @@ class TopologyUngater:
             old_owner = (old_meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
             if old_owner:
                 self.members.get((str(old_meta.get("namespace")), old_owner), set()).discard(key)
+            old_node = _pinned(old)
+            if old_node is not None:
+                self.pinned.get(old_node, set()).discard(key)
         if event_type == "DELETED" or owner is None:
             return
         self.pods[key] = pod
         self.members.setdefault(owner, set()).add(key)
-        if _gated(pod):
+        node = _pinned(pod)
+        if node is not None:
+            self.pinned.setdefault(node, set()).add(key)
+        if _gated(pod) or (
+            node is not None and self.view.pinned_pods_termination(f"{owner[0]}/{owner[1]}", node)
+        ):
+            self._serial.kick(owner)
+
+    def on_node_event(self, name: str) -> None:
+        """Node `name` changed (Ready, taints): the Workloads with released pods waiting
+        for it are looked at (Kueue's node controller reconciles the node)."""
+        owners = set()
+        for key in self.pinned.get(name, ()):
+            meta = (self.pods.get(key) or {}).get("metadata") or {}
+            workload = (meta.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
+            if workload:
+                owners.add((str(meta.get("namespace")), str(workload)))
+        for owner in sorted(owners):
             self._serial.kick(owner)
 
     def known_keys(self) -> set[str]:
@@ -336,18 +388,9 @@ class TopologyUngater:
         if workload is None or not _admitted_by_tas(workload):
             return
         pods = [self._seen(k) for k in self.members.get(key, ()) if k in self.pods]
-        for pod in stray_pods(workload, pods):
-            meta = pod.get("metadata") or {}
-            log.info(
-                "pod %s/%s: its node left the topology assignment; marking it Failed",
-                meta.get("namespace"),
-                meta.get("name"),
-            )
-            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            with contextlib.suppress(ApiException):  # gone meanwhile
-                await self.core.patch_namespaced_pod_status(
-                    str(meta.get("name")), str(meta.get("namespace")), _terminated_by_kueue(now)
-                )
+        cause = functools.partial(self.view.pinned_pods_termination, f"{key[0]}/{key[1]}")
+        for pod, why in pods_to_fail(workload, pods, cause):
+            await self._mark_failed(pod, f"Pod terminated by quotagate: {why}")
         try:
             plan = ungate_plan(workload, pods, self.view.node_usable)
         except ValueError as exc:  # Kueue's ungater fails the same way, releasing none
@@ -358,3 +401,27 @@ class TopologyUngater:
             if patch and await ungate_pod(self.core, pod, patch):
                 meta = pod.get("metadata") or {}
                 self.released[f"{meta.get('namespace')}/{meta.get('name')}"] = selector
+
+    async def _mark_failed(self, pod: Mapping[str, Any], message: str) -> None:
+        """Phase Failed with the `TerminatedByKueue` condition (a status patch, as Kueue's
+        `markPodsFailed`), and its Event on the pod."""
+        meta = pod.get("metadata") or {}
+        log.info("pod %s/%s marked Failed: %s", meta.get("namespace"), meta.get("name"), message)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        patch = _terminated_by_kueue(now, message)
+        # Only the pod as seen (Kueue's strict patch): one bound meanwhile is left (409).
+        if meta.get("resourceVersion"):
+            patch["metadata"] = {"resourceVersion": meta["resourceVersion"]}
+        try:
+            await self.core.patch_namespaced_pod_status(
+                str(meta.get("name")),
+                str(meta.get("namespace")),
+                patch,
+                _content_type=STRATEGIC_MERGE_PATCH,  # conditions merged by type
+            )
+        except ApiException as exc:
+            if exc.status != 404:  # gone meanwhile: nothing to mark
+                raise
+            return
+        if self.view.events:
+            await self.view.events(dict(pod), "Normal", EVENT_REASON, message)

@@ -23,6 +23,8 @@ from typing import Any
 
 from controller.config import ControllerConfig
 from controller.core.engine import Engine
+from controller.core.model.workloads import WorkloadKey
+from controller.core.scheduler.node_failures import pinned_pods_termination
 from controller.core.state import ClusterState
 from controller.integrations.host import Placement
 from controller.kube.client import Api
@@ -117,6 +119,9 @@ class Controller:
     def node_usable(self, name: str) -> bool:
         node = self.ctx.state.tas.nodes.get(name)
         return node is not None and node.ready
+
+    def pinned_pods_termination(self, workload: str, node: str) -> str | None:
+        return pinned_pods_termination(self.ctx.state, WorkloadKey(workload), node)
 
     def flavor_placement(self, name: str) -> Placement | None:
         """Where the ResourceFlavor places pods: its node labels, and tolerations of its

@@ -222,6 +222,7 @@ async def _run(
         controller.workload_listeners.append(integration.on_workload_event)
     ungater = TopologyUngater(api_client, controller)
     controller.workload_listeners.append(ungater.on_workload_event)
+    controller.topology.node_listeners.append(ungater.on_node_event)
     log.info("integrations enabled: %s", ", ".join(enabled))
     webhook = (
         WebhookServer(config, api_client, readiness, controller) if config.webhook.enabled else None

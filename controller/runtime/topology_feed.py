@@ -50,6 +50,9 @@ class TopologyFeed:
         self.tas_pods: dict[str, tuple[str, WorkloadKey]] = {}  # running TAS pods
         # The nodes have been fully listed once: a node missing from them is deleted.
         self.nodes_listed = False
+        # Told the name of a node that changed (not deleted), once the state has it: the
+        # topology ungater's look at the pods waiting for it.
+        self.node_listeners: list[Callable[[str], None]] = []
 
     def sinks(self) -> list[tuple[Resource, _Sink, str | None]]:
         """(resource, sink, field selector) of the two informers the operator runs."""
@@ -79,6 +82,8 @@ class TopologyFeed:
         self.nodes[name] = node
         self.state().set_node(node)
         self.wake()
+        for listener in self.node_listeners:
+            listener(name)
 
     def on_nodes_listed(self) -> None:
         """The node informer's list is complete (judging a node absent from a partial one

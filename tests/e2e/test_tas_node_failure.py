@@ -2,10 +2,13 @@
 rack A of three 2-cpu nodes, rack B of two 1-cpu nodes (too small for the Job). The Job's
 4 one-cpu pods run in rack A on two nodes.
 
-1. One of those nodes goes NotReady and its pods are deleted (as kube-controller-manager's
-   eviction of a not-ready node's pods would): the node counts as failed (Kueue's
-   TASReplaceNodeOnPodTermination), the Workload's topologyAssignment names the rack's third
-   node instead, and the Job's new pods land there, in rack A.
+1. One of those nodes is cordoned and one of its two pods succeeds: the Job's new pod is
+   released to it and waits there unbound. The node goes NotReady: that pod is marked
+   Failed (`TerminatedByKueue`, as Kueue's node controller does), though the node does not
+   count as failed yet (the Job's other pod still runs there). That pod is deleted too (as
+   kube-controller-manager's eviction of a not-ready node's pods would): the node counts as
+   failed (Kueue's TASReplaceNodeOnPodTermination), the Workload's topologyAssignment names
+   the rack's third node instead, and the Job's new pods land there, in rack A.
 2. Another of the Job's nodes is deleted: rack A has no room left for its pods, so the
    Workload is evicted (NodeFailures) and requeued; it waits (no rack holds 4 pods) until
    the not-ready node is Ready again, then runs in rack A once more."""
@@ -20,7 +23,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from api.constants import POD_SET_REQUIRED_TOPOLOGY_ANNOTATION
+from api.constants import HOSTNAME_LABEL, POD_SET_REQUIRED_TOPOLOGY_ANNOTATION
+from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS, create_node, queued_job
 from tests.e2e.test_tas import BLOCK, RACK, topology
@@ -78,11 +82,13 @@ def set_ready(core: client.CoreV1Api, name: str, ready: bool) -> None:
     core.patch_node(name, {"spec": {"taints": taints}})
 
 
-def running_pods(core: client.CoreV1Api, namespace: str) -> list[Any]:
+def job_pods(core: client.CoreV1Api, namespace: str) -> list[Any]:
     pods = core.list_namespaced_pod(namespace, label_selector="job-name=mend").items
-    return [
-        p for p in pods if p.metadata.deletion_timestamp is None and p.status.phase == "Running"
-    ]
+    return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+
+def running_pods(core: client.CoreV1Api, namespace: str) -> list[Any]:
+    return [p for p in job_pods(core, namespace) if p.status.phase == "Running"]
 
 
 def assignment_hosts(workload: dict[str, Any]) -> list[str]:
@@ -123,9 +129,11 @@ def rack_job_on_pool(
     taint: dict[str, str],
     name: str,
     pods: int,
+    completions: int | None = None,
 ) -> None:
     """A TAS flavor of the nodes labelled `pool` (tolerating their `taint`), its Topology
-    and queues, and a Job `name` of `pods` one-cpu pods in one rack, running 10 minutes."""
+    and queues, and a Job `name` of `pods` one-cpu pods in one rack, running 10 minutes
+    (`completions`: `pods` unless given)."""
     tas_queues(api_client, namespace, pool, taint)
     job = queued_job(name, parallelism=pods)
     job["spec"]["template"]["metadata"]["annotations"] = {
@@ -133,10 +141,12 @@ def rack_job_on_pool(
         POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: RACK,
     }
     job["spec"]["backoffLimit"] = 20
+    job["spec"]["completions"] = completions or pods
     client.BatchV1Api(api_client).create_namespaced_job(namespace, job)
 
 
 def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
+    full_cluster: ControlPlane,
     webhook_controller: ControllerProcess,
     failure_nodes: None,
     api_client: client.ApiClient,
@@ -144,7 +154,9 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
 ) -> None:
     kueue = Kueue(api_client)
     core = client.CoreV1Api(api_client)
-    rack_job_on_pool(api_client, namespace, POOL, TAINT, "mend", 4)
+    # More completions than pods: a pod that succeeds is followed by a new one at once
+    # (one that fails, after the Job controller's backoff).
+    rack_job_on_pool(api_client, namespace, POOL, TAINT, "mend", 4, completions=8)
 
     def on_nodes(expected: int = 4) -> dict[str, int] | None:
         pods = running_pods(core, namespace)
@@ -160,8 +172,58 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
     [spare] = [n for n in RACK_A if n not in first]
     failing, other = sorted(first)
 
-    # 1. Not ready, and its pods gone: replaced by the rack's third node.
+    # 1. A pod released to the node and not yet bound when it goes NotReady is marked
+    # Failed; the node is not failed while the Job's other pod runs there.
+    core.patch_node(failing, {"spec": {"unschedulable": True}})  # binds no new pod there
+    [leaving, staying] = [p for p in running_pods(core, namespace) if p.spec.node_name == failing]
+    full_cluster.lifecycle.complete(namespace, leaving.metadata.name)  # type: ignore[attr-defined]
+    pinned = wait_for(
+        lambda: next(
+            (
+                p
+                for p in job_pods(core, namespace)
+                if p.status.phase == "Pending"
+                and not p.spec.node_name
+                and not p.spec.scheduling_gates
+                and (p.spec.node_selector or {}).get(HOSTNAME_LABEL) == failing
+            ),
+            None,
+        ),
+        timeout=90,
+        what=f"a new pod released to {failing}, unbound",
+    )
     set_ready(core, failing, False)
+    marked = wait_for(
+        lambda: (
+            (p := core.read_namespaced_pod(pinned.metadata.name, namespace)).status.phase
+            == "Failed"
+            and p
+        ),
+        timeout=60,
+        what=f"the pod pinned to the NotReady {failing} marked Failed",
+    )
+    [terminated] = [c for c in marked.status.conditions if c.type == "TerminatedByKueue"]
+    assert (terminated.status, terminated.reason) == ("True", "UnschedulableOnAssignedNode")
+    assert terminated.message == f"Pod terminated by quotagate: its node {failing} is not Ready"
+    wait_for(
+        lambda: (
+            core.list_namespaced_event(
+                namespace,
+                field_selector=f"involvedObject.name={pinned.metadata.name},"
+                "reason=PodTerminatedByKueue",
+            ).items
+        ),
+        timeout=30,
+        what="the PodTerminatedByKueue Event on the pod",
+    )
+    workload = maybe_workload(kueue, namespace, "job-mend")
+    assert workload and sorted(set(assignment_hosts(workload))) == sorted(first)
+    assert (condition(workload, "Evicted") or {}).get("status") != "True"
+    assert "unhealthyNodes" not in workload["status"]
+    assert staying.metadata.name in {p.metadata.name for p in running_pods(core, namespace)}
+    core.patch_node(failing, {"spec": {"unschedulable": False}})  # not Ready: still no pod
+
+    # Its pods gone: replaced by the rack's third node.
     for pod in running_pods(core, namespace):
         if pod.spec.node_name == failing:
             core.delete_namespaced_pod(pod.metadata.name, namespace)

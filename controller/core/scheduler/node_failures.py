@@ -22,12 +22,14 @@ from controller.core.tas.node_failure import (
     FAILED,
     HEALTHY,
     WAIT,
+    admission_nodes,
     assigned_nodes,
     find_replacement,
     verdict,
 )
+from controller.core.tas.pod_termination import termination_cause
 
-__all__ = ["handle_node_failures"]
+__all__ = ["handle_node_failures", "pinned_pods_termination"]
 
 _MULTIPLE = "Workload eviction triggered due to multiple TAS assigned node failures, including: "
 _NO_REPLACEMENT = "Workload was evicted as there was no replacement for unhealthy node(s): "
@@ -101,6 +103,24 @@ def _judge(
     if node is not None and node.ready and failed.gates.judges_taints(node):
         tolerations = _tolerations_on(state, key, name)
     return verdict(node, now, failed.progressing(name, key), failed.gates, tolerations)
+
+
+def pinned_pods_termination(state: ClusterState, key: WorkloadKey, name: str) -> str | None:
+    """Why the released, unbound Pending pods of Workload `key` pinned to node `name` are
+    to be marked Failed now (controller/core/tas/pod_termination.py), or None. Only for an
+    Admitted Workload whose assignment names the node (Kueue's `HasTASAssignmentOnNode`),
+    with failed-node handling on."""
+    record = state.cache.records.get(key)
+    gates = state.failed_nodes.gates
+    if record is None or not record.admitted or record.admission is None:
+        return None
+    if not gates.replacement or name not in admission_nodes(record.admission):
+        return None
+    node = state.tas.nodes.get(name)
+    tolerations: list[tuple[Toleration, ...]] = []
+    if node is not None and node.ready and gates.judges_taints(node):
+        tolerations = _tolerations_on(state, key, name)
+    return termination_cause(node, gates, tolerations)
 
 
 def _tolerations_on(

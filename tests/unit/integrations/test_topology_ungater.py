@@ -19,7 +19,7 @@ from controller.core.tas.assignment import Assignment
 from controller.core.tas.encoding import encode
 from controller.integrations.framework.podset_info import from_admission
 from controller.integrations.pod_units import ungate_patch
-from controller.integrations.topology_ungater import stray_pods, ungate_plan
+from controller.integrations.topology_ungater import pods_to_fail, ungate_plan
 
 HOST = "kubernetes.io/hostname"
 RACK = "rack"
@@ -67,6 +67,10 @@ def names(plan: list[tuple[Any, dict[str, str]]]) -> list[tuple[str, dict[str, s
     return [(p["metadata"]["name"], selector) for p, selector in plan]
 
 
+def failed(found: list[tuple[Any, str]]) -> list[tuple[str, str]]:
+    return [(p["metadata"]["name"], why) for p, why in found]
+
+
 def test_gated_pods_fill_the_domains_in_order() -> None:
     plan = ungate_plan(workload((("h1",), 3), (("h2",), 1)), [pod(f"p{i}") for i in range(4)])
     assert names(plan) == [
@@ -107,9 +111,9 @@ def test_a_released_pod_left_on_a_replaced_node_is_a_stray_until_bound() -> None
         pod("kept", gated=False, selector={HOST: "h2"}),
         pod("gated"),
     ]
-    strays = stray_pods(workload((("h2",), 2), (("h3",), 2)), pods)
-    assert [p["metadata"]["name"] for p in strays] == ["stray"]
-    assert stray_pods(workload((("b1", "r1"), 1), levels=("block", RACK)), pods) == []
+    strays = pods_to_fail(workload((("h2",), 2), (("h3",), 2)), pods)
+    assert failed(strays) == [("stray", "its node h1 is no longer in the topology assignment")]
+    assert pods_to_fail(workload((("b1", "r1"), 1), levels=("block", RACK)), pods) == []
 
 
 def test_a_node_in_unhealthy_nodes_gets_no_pod_and_its_released_pods_are_strays() -> None:
@@ -122,7 +126,33 @@ def test_a_node_in_unhealthy_nodes_gets_no_pod_and_its_released_pods_are_strays(
     assert names(plan) == [("p0", {HOST: "h2"}), ("p1", {HOST: "h2"})]
     released = pod("left", gated=False, selector={HOST: "h1"})
     kept = pod("kept", gated=False, selector={HOST: "h2"})
-    assert [p["metadata"]["name"] for p in stray_pods(wl, [released, kept])] == ["left"]
+    assert failed(pods_to_fail(wl, [released, kept])) == [
+        ("left", "its node h1 failed (status.unhealthyNodes)")
+    ]
+
+
+def test_a_released_pod_pinned_to_a_failing_node_of_the_assignment_fails() -> None:
+    """Kueue's `getPodsToTerminate`: pending, unbound, released pods pinned to a node of
+    the assignment that is not Ready or tainted (`termination` says why), though the node
+    has not failed; the cause is asked once per node."""
+    asked: list[str] = []
+
+    def termination(node: str) -> str | None:
+        asked.append(node)
+        return "its node h1 is not Ready" if node == "h1" else None
+
+    bound = pod("bound", gated=False, selector={HOST: "h1"}, phase="Running")
+    bound["spec"]["nodeName"] = "h1"
+    pods = [
+        pod("p1", gated=False, selector={HOST: "h1"}),
+        pod("p2", gated=False, selector={HOST: "h1"}),
+        pod("fine", gated=False, selector={HOST: "h2"}),
+        bound,
+        pod("gated"),
+    ]
+    found = pods_to_fail(workload((("h1",), 3), (("h2",), 1)), pods, termination)
+    assert failed(found) == [("p1", "its node h1 is not Ready"), ("p2", "its node h1 is not Ready")]
+    assert sorted(asked) == ["h1", "h2"]
 
 
 def test_multi_level_domains_select_every_level() -> None:
@@ -173,15 +203,30 @@ class _Core:
 
 class _View:
     leading = True
+    events = None
 
-    def __init__(self, wl: dict[str, Any]) -> None:
+    def __init__(self, wl: dict[str, Any], not_ready: frozenset[str] = frozenset()) -> None:
         self.wl = wl
+        self.not_ready = not_ready
 
     def workload(self, key: str) -> dict[str, Any]:
         return self.wl
 
     def node_usable(self, name: str) -> bool:
-        return True
+        return name not in self.not_ready
+
+    def pinned_pods_termination(self, workload: str, node: str) -> str | None:
+        return f"its node {node} is not Ready" if node in self.not_ready else None
+
+
+def _ungater(wl: dict[str, Any], core: Any, view: _View) -> Any:
+    from controller.integrations.topology_ungater import TopologyUngater
+
+    ungater = TopologyUngater.__new__(TopologyUngater)
+    ungater.core = core
+    ungater.view = view  # type: ignore[assignment]
+    ungater.pods, ungater.members, ungater.released, ungater.pinned = {}, {}, {}, {}
+    return ungater
 
 
 def test_pods_released_before_their_watch_event_still_count() -> None:
@@ -190,15 +235,10 @@ def test_pods_released_before_their_watch_event_still_count() -> None:
     onto node a (which its scheduler could not place)."""
     import asyncio
 
-    from controller.integrations.topology_ungater import TopologyUngater
-
     wl = workload(((("a",), 2)), ((("b",), 2)))
     wl["status"]["conditions"] = [{"type": "Admitted", "status": "True"}]
     core = _Core()
-    ungater = TopologyUngater.__new__(TopologyUngater)
-    ungater.core = core  # type: ignore[assignment]
-    ungater.view = _View(wl)  # type: ignore[assignment]
-    ungater.pods, ungater.members, ungater.released = {}, {}, {}
+    ungater = _ungater(wl, core, _View(wl))
 
     def arrive(p: dict[str, Any]) -> None:
         p["metadata"]["annotations"] = {WORKLOAD_ANNOTATION: "wl"}
@@ -335,3 +375,82 @@ def test_a_jobsets_pods_rank_by_job_index_then_completion_index() -> None:
         ("c", {HOST: "h2"}),
         ("d", {HOST: "h1"}),
     ]
+
+
+class _StatusCore(_Core):
+    """Records the status patches; a pod in `gone` answers 404."""
+
+    def __init__(self, gone: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.statuses: list[tuple[str, dict[str, Any]]] = []
+        self.gone = gone
+
+    async def patch_namespaced_pod_status(
+        self, name: str, namespace: str, body: dict[str, Any], _content_type: str
+    ) -> None:
+        from kubernetes.aio.client.exceptions import ApiException
+
+        # a strategic merge: the pod's other conditions (PodScheduled) are kept
+        assert _content_type == "application/strategic-merge-patch+json"
+        if name in self.gone:
+            raise ApiException(status=404)
+        self.statuses.append((name, body))
+
+
+class _Kicks:
+    def __init__(self) -> None:
+        self.kicked: list[tuple[str, str]] = []
+
+    def kick(self, key: tuple[str, str]) -> None:
+        self.kicked.append(key)
+
+
+def test_pods_pinned_to_a_failing_node_are_marked_failed_as_kueue_marks_them() -> None:
+    """Node a turned NotReady after two pods were released to it and before they were
+    bound: a node change looks at their Workload, which marks them Failed by a status
+    patch of the pod as seen (its resourceVersion) with Kueue's condition, and an Event on
+    each pod; a pod gone meanwhile is skipped. No pod is released to node a."""
+    import asyncio
+
+    wl = workload(((("a",), 2)), ((("b",), 2)))
+    wl["status"]["conditions"] = [{"type": "Admitted", "status": "True"}]
+    core = _StatusCore(gone=frozenset({"p2"}))
+    view = _View(wl)
+    events: list[tuple[str, str, str, str]] = []
+
+    async def record(obj: dict[str, Any], kind: str, reason: str, message: str) -> None:
+        events.append((obj["metadata"]["name"], kind, reason, message))
+
+    view.events = record  # type: ignore[assignment]
+    ungater = _ungater(wl, core, view)
+    ungater._serial = _Kicks()
+    pods = [
+        pod("p1", gated=False, selector={HOST: "a"}),
+        pod("p2", gated=False, selector={HOST: "a"}),
+        pod("p3"),
+    ]
+    for p in pods:
+        p["metadata"]["annotations"] = {WORKLOAD_ANNOTATION: "wl"}
+        p["metadata"]["resourceVersion"] = "7"
+        ungater.on_pod_event("ADDED", p)
+    assert ungater._serial.kicked == [("ns", "wl")]  # for the gated one only
+    ungater.on_node_event("b")
+    assert ungater._serial.kicked == [("ns", "wl")]  # no pod waits for node b
+    view.not_ready = frozenset({"a"})
+    ungater.on_node_event("a")
+    ungater.on_pod_event("MODIFIED", pods[0])  # a pod event finds it too
+    assert ungater._serial.kicked == [("ns", "wl")] * 3
+    asyncio.run(ungater.reconcile(("ns", "wl")))
+    message = "Pod terminated by quotagate: its node a is not Ready"
+    [(name, body)] = core.statuses
+    assert name == "p1" and body["metadata"] == {"resourceVersion": "7"}
+    assert body["status"]["phase"] == "Failed"
+    [condition] = body["status"]["conditions"]
+    assert {k: v for k, v in condition.items() if k != "lastTransitionTime"} == {
+        "type": "TerminatedByKueue",
+        "status": "True",
+        "reason": "UnschedulableOnAssignedNode",
+        "message": message,
+    }
+    assert events == [("p1", "Normal", "PodTerminatedByKueue", message)]
+    assert core.released == [("p3", "b")]  # the gated pod goes to node b only

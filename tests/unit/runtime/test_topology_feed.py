@@ -117,3 +117,17 @@ def test_the_state_is_told_once_the_nodes_are_fully_listed() -> None:
     fresh = ClusterState()
     feed.replay(fresh)
     assert fresh.failed_nodes.nodes_listed and set(fresh.tas.nodes) == {"n1"}
+
+
+def test_a_node_that_changed_is_told_to_the_listeners_once_the_state_has_it() -> None:
+    """The topology ungater looks at the pods waiting for a node that turned NotReady or
+    tainted; an event that changes nothing of the node, or a deletion, is not told."""
+    state = ClusterState()
+    feed = TopologyFeed(lambda: state, lambda: None)
+    told: list[tuple[str, bool]] = []
+    feed.node_listeners.append(lambda name: told.append((name, state.tas.nodes[name].ready)))
+    feed.on_node("ADDED", node("n1"))
+    feed.on_node("MODIFIED", node("n1"))
+    feed.on_node("MODIFIED", node("n1", ready="False"))
+    feed.on_node("DELETED", {"metadata": {"name": "n1"}})
+    assert told == [("n1", True), ("n1", False)]

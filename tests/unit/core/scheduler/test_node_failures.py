@@ -14,6 +14,7 @@ from controller.core.model.flavors import ResourceFlavor, Taint
 from controller.core.model.topology import Topology, TopologyRequest
 from controller.core.model.workloads import PodSet, Toleration, Workload, WorkloadKey
 from controller.core.scheduler.cycle import run_cycle
+from controller.core.scheduler.node_failures import pinned_pods_termination
 from controller.core.state import ClusterState
 from controller.core.tas.encoding import decode
 from controller.core.tas.node_failure import NODE_FAILURE_DELAY, NodeFailureGates
@@ -509,3 +510,54 @@ def test_an_assignment_whose_lowest_level_is_a_rack_names_no_node() -> None:
     result = run_cycle(restarted, 0)
     assert (result.replaced, result.evicted, result.unhealthy_nodes) == ((), (), ())
     assert restarted.failed_nodes.suspects == set() and placed(restarted) == racks_placed
+
+
+# -- released pods pinned to a failing node (Kueue's getPodsToTerminate) --------------------
+
+
+def test_pods_pinned_to_a_not_ready_node_fail_while_the_workloads_pods_still_run_there() -> None:
+    """The node does not count as failed while a pod of the Workload runs there, but the
+    pods released to it and still pending are failed (TASReplaceNodeOnPodTermination)."""
+    state, host = admitted_a()
+    state.set_tas_pod("ns/a-0", host, A)
+    assert pinned_pods_termination(state, A, host) is None  # Ready, untainted
+    not_ready(state, host)
+    assert pinned_pods_termination(state, A, host) == f"its node {host} is not Ready"
+    assert run_cycle(state, 1000).replaced == ()  # not failed: a pod still runs there
+    state.failed_nodes.gates = NodeFailureGates(on_pod_termination=False)
+    assert pinned_pods_termination(state, A, host) is None
+    state.failed_nodes.gates = NodeFailureGates(replacement=False)
+    assert pinned_pods_termination(state, A, host) is None
+
+
+def test_pods_pinned_to_a_tainted_node_fail_by_the_workloads_tolerations_there() -> None:
+    """The flavor's tolerations and those an admission check adds count, as for the
+    node's verdict."""
+    state, host = admitted_a()
+    taint(state, host, BROKEN)
+    untolerated = f"its node {host} has a taint the pod does not tolerate"
+    assert pinned_pods_termination(state, A, host) == untolerated
+    state.set_flavor(replace(TAS, tolerations=(Toleration("example.com/broken", "Exists"),)))
+    assert pinned_pods_termination(state, A, host) is None
+    state.set_flavor(TAS)
+    timed = Toleration("example.com/broken", "Exists", "", "NoExecute", seconds=60)
+    check = CheckStatus("prov", CheckState.READY, pod_set_tolerations=(("main", (timed,)),))
+    state.upsert_workload(replace(state.cache.records[A].workload, admission_checks=(check,)))
+    assert pinned_pods_termination(state, A, host) == (
+        f"its node {host} has a taint the pod tolerates only for a while"
+    )
+
+
+def test_pinned_pods_fail_only_for_an_admitted_workload_on_its_assigned_nodes() -> None:
+    """Kueue's node controller looks at the Admitted Workloads whose assignment names the
+    node; a pod pinned to another node is the stray check's."""
+    state, host = admitted_a()
+    other = next(n for n in state.tas.nodes if n not in placed(state))
+    not_ready(state, host)
+    not_ready(state, other)
+    assert pinned_pods_termination(state, A, other) is None
+    assert pinned_pods_termination(state, WorkloadKey("ns/unknown"), host) is None
+    pending = CheckStatus("prov", CheckState.PENDING)
+    written = state.cache.records[A].workload
+    state.upsert_workload(replace(written, admission_checks=(pending,), admitted=False))
+    assert pinned_pods_termination(state, A, host) is None
