@@ -182,9 +182,12 @@ class DecisionWriter:
             log.warning(
                 "replacement of node %s for %s not written (%s)", replaced.failed_node, key, exc
             )
+            # It stays admitted, its quota counted while it is read again; then the API
+            # server's object (or, unreadable, the copy the replacement was built on)
+            # takes the place of the assumed assignment.
+            result = await self.sync.reread(key) or self.sync.body(key)
             self.sync.copies.pop(key, None)
             self.ctx.state.remove_workload(key)
-            result = await self.sync.reread(key)
         finally:
             self.sync.end_write(key, result)
 

@@ -519,3 +519,47 @@ def test_an_admission_made_by_an_attempt_whose_answer_was_lost_keeps_its_quota(
     asyncio.run(scenario())
     assert controller.sync.copies["ns/w1"].rv == 60
     assert "ns/w1" in controller.state.cache.admitted
+
+
+@pytest.mark.parametrize("answered", [True, False])
+def test_a_failed_node_replacement_keeps_the_workloads_quota_while_it_is_read_again(
+    answered: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write of w1's new topology assignment fails; w1 stays admitted all along (the
+    replacement changes where its pods go, not its quota), so its quota stays counted while
+    it is read again (w2 would fit only in it). Then the API server's object is taken, or,
+    when it cannot be read, the copy the replacement was built on."""
+    from controller.core.decisions import ReplaceNode
+
+    class Api(_InDoubtApi):
+        async def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
+            found = await super().get_workload(namespace, name)
+            if not answered:
+                raise ConnectionRefusedError("the API server is down")
+            return found
+
+    monkeypatch.setattr("controller.kube.client.retry_wait", lambda attempt: 0.0)
+    api = Api()
+    held = admitted_status()
+    held["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "2"}
+    api.objects["ns/w1"] = workload_body("w1", held, rv="60", cpu="2")
+    controller = leading_controller(api)  # cq: 2 cpu
+    controller.apply_event("ADDED", workload_body("w1", held, rv="5", cpu="2"))
+    admission = controller.state.cache.admitted["ns/w1"].admission
+    replaced = ReplaceNode(WorkloadKey("ns/w1"), "cq", admission, "node-a")
+
+    async def scenario() -> None:
+        controller.sync.begin_write(replaced.workload_key)
+        replacement = asyncio.ensure_future(controller.writers.write_replacement(replaced))
+        while api.reads == 0:
+            await asyncio.sleep(0)
+        controller.apply_event("ADDED", workload_body("w2", rv="2", cpu="1"))
+        controller.schedule_once()  # w2 would fit only in w1's quota
+        assert "ns/w2" not in controller.sync.in_flight  # no write for it
+        assert "ns/w1" in controller.state.cache.admitted
+        api.answer.set()
+        await replacement
+
+    asyncio.run(scenario())
+    assert "ns/w1" in controller.state.cache.admitted
+    assert controller.sync.copies["ns/w1"].rv == (60 if answered else 5)
