@@ -174,11 +174,27 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, CONNECTION_ERRORS)
 
 
+class WriteInDoubt(ApiException):
+    """A write refused (its last answer's status and reason) after an earlier attempt of it
+    failed with its outcome unknown: that attempt may have been made, whatever the last
+    answer says (a 409 may even be that attempt's own doing). `outcome_unknown` is True."""
+
+    def __init__(self, refusal: ApiException) -> None:
+        super().__init__(
+            status=refusal.status,
+            reason=f"{refusal.reason} (after an attempt whose outcome is unknown)",
+            body=refusal.body,
+        )
+
+
 def outcome_unknown(exc: BaseException) -> bool:
     """Whether a write that failed with `exc` may still have been made: the connection
     broke or timed out after the request may have reached the server, or the server gave up
-    waiting for its storage (500, 504: etcd may still commit it). A refusal (4xx, 429, and
-    503, which the API server answers before it reaches its storage) was not made."""
+    waiting for its storage (500, 504: etcd may still commit it), or an earlier attempt did
+    (`WriteInDoubt`). A refusal (4xx, 429, and 503, which the API server answers before it
+    reaches its storage) was not made."""
+    if isinstance(exc, WriteInDoubt):
+        return True
     if isinstance(exc, ApiException):
         return exc.status in (0, 500, 504)
     return isinstance(exc, CONNECTION_ERRORS)

@@ -229,6 +229,7 @@ class Informer:
         } or None
         started = time.monotonic()
         listing: Any = await retrying(lambda: self.api.request("GET", collection, params=params))
+        version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
         present: set[str] = set()
         for item in listing.get("items") or ():
             item.setdefault("kind", resource.kind)
@@ -239,7 +240,12 @@ class Informer:
         for key in self.sink.known_keys() - present:
             ns, _, name = key.partition("/")
             if namespace is None or ns == namespace:
-                gone = {"namespace": ns, "name": name} if ns else {"name": name}
+                # Gone as of the list's resourceVersion: a sink that keeps the newest copy
+                # (the Workloads') drops an older one, keeps one that is newer (made again
+                # after the list).
+                gone: dict[str, str] = {"namespace": ns, "name": name} if ns else {"name": name}
+                if version:
+                    gone["resourceVersion"] = version
                 self.sink.apply_event(
                     "DELETED",
                     {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": gone},
@@ -252,7 +258,7 @@ class Informer:
             self.observer.relisted(resource.plural, seconds, len(present))
         if self.on_listed is not None:
             self.on_listed()
-        return str((listing.get("metadata") or {}).get("resourceVersion") or "")
+        return version
 
     async def _watch(self, namespace: str | None, version: str) -> str:
         """Apply events from `version` until the server ends the watch; the version to go

@@ -33,7 +33,14 @@ from controller.core.model.unsupported import (
 )
 from controller.core.model.workloads import Workload, WorkloadKey, workload_key
 from controller.core.state import ClusterState
-from controller.kube.client import API_ERRORS, CONNECTION_ERRORS, FIELD_MANAGER, retrying
+from controller.kube.client import (
+    API_ERRORS,
+    CONNECTION_ERRORS,
+    FIELD_MANAGER,
+    WriteInDoubt,
+    outcome_unknown,
+    retrying,
+)
 from controller.runtime.context import Context, priority_class_of
 
 log = logging.getLogger(__name__)
@@ -423,16 +430,19 @@ class WorkloadSync:
         resolvedPreemptibility riding along. On a conflict the Workload is re-read and the
         status recomputed (`refetch`). `build` returning None = nothing to write. Counted
         and timed as `write` in the metrics. An `information` write (no decision rides on
-        it) takes one of the slots kept for information (`WriteSlots`)."""
+        it) takes one of the slots kept for information (`WriteSlots`). A refusal after an
+        attempt whose outcome is unknown raises `WriteInDoubt`: that attempt may have been
+        made."""
         namespace, name = key.split("/", 1)
         if key not in self.copies:
             return None
         ctx = self.ctx
         body: dict[str, Any] = {}
         sent = False
+        in_doubt = False  # an attempt failed with its outcome unknown
 
         async def attempt() -> dict[str, Any] | None:
-            nonlocal body, sent
+            nonlocal body, sent, in_doubt
             status = build(body)
             if status is None:
                 # Nothing to write, or nothing any more: after a conflict the Workload as
@@ -446,8 +456,9 @@ class WorkloadSync:
             sent = True
             try:
                 return await ctx.api.apply_workload_status(apply_body(body, status))
-            except ApiException as exc:
-                if exc.status == 409 and refetch:
+            except API_ERRORS as exc:
+                in_doubt = in_doubt or outcome_unknown(exc)
+                if isinstance(exc, ApiException) and exc.status == 409 and refetch:
                     body = await ctx.api.get_workload(namespace, name)
                 raise
 
@@ -471,6 +482,8 @@ class WorkloadSync:
                 )
             except ApiException as exc:
                 metrics.api_writes.labels(write, f"error{exc.status}").inc()
+                if in_doubt and not outcome_unknown(exc):
+                    raise WriteInDoubt(exc) from exc
                 raise
             except CONNECTION_ERRORS:
                 metrics.api_writes.labels(write, "connection-error").inc()

@@ -35,10 +35,13 @@ log = logging.getLogger(__name__)
 
 
 class _Superseded(Exception):
-    """The Workload changed under us so that the decision no longer applies."""
+    """The Workload changed under us so that the decision no longer applies: `workload`,
+    the API server's object as last read, already holds quota or finished."""
 
+    def __init__(self, key: WorkloadKey, workload: dict[str, Any]) -> None:
+        super().__init__(key)
+        self.workload = workload
 
-_ADMISSION_FAILURES: tuple[type[BaseException], ...] = (_Superseded, *API_ERRORS)
 
 _PREEMPTION_TEXT = {
     "InClusterQueue": "prioritization in the ClusterQueue",
@@ -112,14 +115,23 @@ class DecisionWriter:
 
         def build(wl: dict[str, Any]) -> dict[str, Any] | None:
             if has_quota_reservation(wl) or workload_status.is_finished(wl):
-                raise _Superseded(key)
+                raise _Superseded(key, wl)
             return workload_status.admit(wl, admission, now, checks)
 
         result: dict[str, Any] | None = None
         try:
             await self._clear_stale_admission(key)
             result = await self.sync.write(key, build, "admit")
-        except _ADMISSION_FAILURES as exc:
+        except _Superseded as exc:
+            # The API server's object decides, as read: not read again, which would leave
+            # the quota it holds uncounted meanwhile (when it holds it by an earlier
+            # attempt of this very write, whose answer was lost, another admission could
+            # be written into that quota).
+            log.info("admission of %s superseded: it holds quota or finished", key)
+            self.sync.copies.pop(key, None)
+            self.ctx.state.remove_workload(key)
+            result = exc.workload
+        except API_ERRORS as exc:
             if outcome_unknown(exc):
                 # The admission may have been written (the connection broke after the
                 # request went out): it keeps its quota until the API server says, or
@@ -170,9 +182,12 @@ class DecisionWriter:
             log.warning(
                 "replacement of node %s for %s not written (%s)", replaced.failed_node, key, exc
             )
+            # It stays admitted, its quota counted while it is read again; then the API
+            # server's object (or, unreadable, the copy the replacement was built on)
+            # takes the place of the assumed assignment.
+            result = await self.sync.reread(key) or self.sync.body(key)
             self.sync.copies.pop(key, None)
             self.ctx.state.remove_workload(key)
-            result = await self.sync.reread(key)
         finally:
             self.sync.end_write(key, result)
 

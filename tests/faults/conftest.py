@@ -4,6 +4,8 @@ whose invariants are checked when it ends (tests/faults/replay.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,6 +33,7 @@ class Scenario:
 
     def __init__(self, cluster: FaultCluster, workdir: Path, nominal: int) -> None:
         self.cluster = cluster
+        self.workdir = workdir
         self.faults = cluster.faults
         self.started = time.monotonic()
         self.load = Load(cluster, f"f{uuid.uuid4().hex[:6]}", nominal)
@@ -94,9 +97,20 @@ class Scenario:
             f"peak {result.peak}, ends {ends}, recorder reconnects {self.recorder.reconnects}, "
             f"exit statuses {statuses}, {time.monotonic() - self.started:.1f}s ({', '.join(times)})"
         )
-        assert not result.violations, "\n".join(result.violations)
+        if result.violations:
+            kept = self.keep_history()
+            raise AssertionError("\n".join([*result.violations, f"etcd's history: {kept}"]))
         assert all(code == 0 for code in statuses.values()), statuses
         return result
+
+    def keep_history(self) -> Path:
+        """The recorded history, one change a line (JSON), beside the replicas' logs in the
+        test's directory (kept by pytest; `--basetemp` to choose where)."""
+        path = self.workdir / "etcd-history.jsonl"
+        with path.open("w") as out:
+            for change in sorted(self.recorder.changes, key=lambda c: c.revision):
+                out.write(json.dumps(dataclasses.asdict(change)) + "\n")
+        return path
 
     def close(self) -> None:
         self.load.stop_job_side()

@@ -80,7 +80,7 @@ def test_a_relist_of_cluster_scoped_queues_deletes_only_those_gone() -> None:
     sink = _relisted(CLUSTER_QUEUES, [{"metadata": {"name": "kept"}}], {"/kept", "/gone"})
     assert [(t, b["metadata"]) for t, b in sink.events] == [
         (None, {"name": "kept"}),
-        ("DELETED", {"name": "gone"}),
+        ("DELETED", {"name": "gone", "resourceVersion": "7"}),
     ]
     assert all(b["kind"] == "ClusterQueue" for _, b in sink.events)
 
@@ -90,7 +90,7 @@ def test_a_relist_of_namespaced_queues_deletes_by_namespace_and_name() -> None:
     sink = _relisted(LOCAL_QUEUES, items, {"a/lq", "b/lq"})
     assert [(t, b["metadata"]) for t, b in sink.events] == [
         (None, {"namespace": "a", "name": "lq"}),
-        ("DELETED", {"namespace": "b", "name": "lq"}),
+        ("DELETED", {"namespace": "b", "name": "lq", "resourceVersion": "7"}),
     ]
 
 

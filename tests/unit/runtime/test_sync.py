@@ -5,6 +5,7 @@ those newer than the write's answer are applied afterwards."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -13,8 +14,15 @@ import pytest
 from controller.config import ControllerConfig
 from controller.core.model.workloads import WorkloadKey
 from controller.core.scheduler.cycle import run_cycle
+from controller.kube.client import WORKLOADS, Api
+from controller.kube.informer import Informer
 from controller.runtime.controller import Controller
-from tests.unit.runtime.workloads import admitted_status, fair_queue_objects, workload_body
+from tests.unit.runtime.workloads import (
+    admitted_status,
+    fair_queue_objects,
+    leading_controller,
+    workload_body,
+)
 
 
 def _body(rv: str, generation: int | None, cpu: str = "1", uid: str = "u1") -> dict[str, Any]:
@@ -157,3 +165,25 @@ def test_a_workload_seen_admitted_settles_its_entry_penalty() -> None:
     restarted = Controller(None, config, clock=lambda: 600.0)  # type: ignore[arg-type]
     restarted.apply_event("ADDED", workload_body("w", admitted_status(), rv="2", uid="u1"))
     assert restarted.state.queues.usage_ledger.entry("ns/lq") is None
+
+
+@pytest.mark.parametrize(("copy_rv", "gone"), [("5", True), ("9", False)])
+def test_a_workload_missing_from_a_relist_is_deleted_unless_seen_after_it(
+    copy_rv: str, gone: bool
+) -> None:
+    """A Workload deleted while the watch was broken is missing from the re-list (at
+    resourceVersion 7): it is deleted, its quota freed (it was kept, holding its quota, until
+    the next term). A copy newer than the list (made again after it) is kept."""
+    controller = leading_controller(None)
+    controller.apply_event(None, workload_body("w", admitted_status(), rv=copy_rv))
+    assert "ns/w" in controller.state.cache.admitted
+    informer = Informer(None, WORKLOADS, controller)  # type: ignore[arg-type]
+
+    async def request(method: str, path: str, **_: Any) -> dict[str, Any]:
+        assert (method, path) == ("GET", Api.path(WORKLOADS, None))
+        return {"metadata": {"resourceVersion": "7"}, "items": []}
+
+    informer.api.request = request  # type: ignore[method-assign]
+    asyncio.run(informer._relist(None))
+    assert ("ns/w" in controller.state.cache.admitted) is not gone
+    assert (W in controller.sync.copies) is not gone

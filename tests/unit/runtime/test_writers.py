@@ -394,14 +394,19 @@ def test_an_admission_in_doubt_holds_its_quota_until_the_api_server_answers(
     assert ("ns/w1" in controller.state.cache.admitted) is written
 
 
-def test_a_refused_admission_gives_its_quota_back_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A refusal (here 422) was not written: the assumed quota is released before the
-    re-read answers."""
+@pytest.mark.parametrize("refusal", [422, 503])
+def test_a_refused_admission_gives_its_quota_back_at_once(
+    refusal: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal (422 at once; 503 on every try) was not written: the assumed quota is
+    released before the re-read answers."""
     from kubernetes.aio.client.exceptions import ApiException
+
+    monkeypatch.setattr("controller.kube.client.retry_wait", lambda attempt: 0.0)
 
     class Refusing(_InDoubtApi):
         async def apply_workload_status(self, body: dict[str, Any], **_: Any) -> dict[str, Any]:
-            raise ApiException(status=422, reason="Unprocessable Entity")
+            raise ApiException(status=refusal, reason="refused")
 
     api = Refusing()
     api.objects["ns/w1"] = workload_body("w1", rv="60", cpu="2")
@@ -447,3 +452,114 @@ def test_unhealthy_nodes_are_written_as_kueue_writes_them_and_an_eviction_drops_
     asyncio.run(writers.write_unhealthy_nodes(UnhealthyNodes(WorkloadKey("ns/v"), ())))
     [(_, name, status)] = api.patches
     assert name == "v" and "unhealthyNodes" not in status
+
+
+class _MadeThenRefusedApi(RecordingApi):
+    """The first admission write is made (the Workload holds quota at resourceVersion 60)
+    but its answer is lost: kube-apiserver was killed after etcd committed it. Every later
+    attempt is refused with `refusal`: 409 when built on the old resourceVersion (the write
+    that was made changed it), 503 as a restarting API server answers. The first `free`
+    GETs answer at once, later ones wait for `answer`."""
+
+    def __init__(self, refusal: int, free: int) -> None:
+        super().__init__()
+        self.refusal = refusal
+        self.free = free
+        self.answer = asyncio.Event()
+        self.reads = 0
+        self.waiting = False
+        self.attempts = 0
+
+    async def apply_workload_status(self, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        from kubernetes.aio.client.exceptions import ApiException
+
+        self.attempts += 1
+        if self.attempts == 1:
+            meta = body["metadata"]
+            self.objects["ns/w1"] = workload_body(meta["name"], body["status"], rv="60", cpu="2")
+            raise ConnectionResetError("the API server closed the connection")
+        raise ApiException(status=self.refusal, reason="refused")
+
+    async def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
+        self.reads += 1
+        if self.reads > self.free:
+            self.waiting = True
+            await self.answer.wait()
+        return await super().get_workload(namespace, name)
+
+
+@pytest.mark.parametrize(("refusal", "free"), [(409, 1), (503, 0)])
+def test_an_admission_made_by_an_attempt_whose_answer_was_lost_keeps_its_quota(
+    refusal: int, free: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first attempt of w1's admission was made, its answer lost; the retries are
+    refused (409: w1 changed, by that write; 503: the API server restarting), so the write
+    fails with a refusal. It is still in doubt: w1 keeps its quota until the API server's
+    object is read (w2 would fit only in w1's quota and is not admitted meanwhile). Taking
+    the last refusal for the outcome let another admission into the quota w1 holds: the
+    fault suite's over-use of one cpu after a kube-apiserver restart."""
+    monkeypatch.setattr("controller.kube.client.retry_wait", lambda attempt: 0.0)
+    api = _MadeThenRefusedApi(refusal, free)
+    controller = leading_controller(api)  # cq: 2 cpu
+    controller.apply_event("ADDED", workload_body("w1", cpu="2"))
+
+    async def scenario() -> None:
+        controller.schedule_once()  # admits w1 (assumed)
+        [admission] = controller.ctx.tasks
+        while not (api.waiting or admission.done()):
+            await asyncio.sleep(0)
+        controller.apply_event("ADDED", workload_body("w2", rv="2", cpu="1"))
+        controller.schedule_once()  # w2 would fit only in w1's quota
+        assert "ns/w2" not in controller.sync.in_flight  # no write for it
+        assert "ns/w2" not in controller.state.cache.admitted
+        assert "ns/w1" in controller.state.cache.admitted
+        api.answer.set()
+        await asyncio.gather(*controller.ctx.tasks)
+
+    asyncio.run(scenario())
+    assert controller.sync.copies["ns/w1"].rv == 60
+    assert "ns/w1" in controller.state.cache.admitted
+
+
+@pytest.mark.parametrize("answered", [True, False])
+def test_a_failed_node_replacement_keeps_the_workloads_quota_while_it_is_read_again(
+    answered: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write of w1's new topology assignment fails; w1 stays admitted all along (the
+    replacement changes where its pods go, not its quota), so its quota stays counted while
+    it is read again (w2 would fit only in it). Then the API server's object is taken, or,
+    when it cannot be read, the copy the replacement was built on."""
+    from controller.core.decisions import ReplaceNode
+
+    class Api(_InDoubtApi):
+        async def get_workload(self, namespace: str, name: str) -> dict[str, Any]:
+            found = await super().get_workload(namespace, name)
+            if not answered:
+                raise ConnectionRefusedError("the API server is down")
+            return found
+
+    monkeypatch.setattr("controller.kube.client.retry_wait", lambda attempt: 0.0)
+    api = Api()
+    held = admitted_status()
+    held["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "2"}
+    api.objects["ns/w1"] = workload_body("w1", held, rv="60", cpu="2")
+    controller = leading_controller(api)  # cq: 2 cpu
+    controller.apply_event("ADDED", workload_body("w1", held, rv="5", cpu="2"))
+    admission = controller.state.cache.admitted["ns/w1"].admission
+    replaced = ReplaceNode(WorkloadKey("ns/w1"), "cq", admission, "node-a")
+
+    async def scenario() -> None:
+        controller.sync.begin_write(replaced.workload_key)
+        replacement = asyncio.ensure_future(controller.writers.write_replacement(replaced))
+        while api.reads == 0:
+            await asyncio.sleep(0)
+        controller.apply_event("ADDED", workload_body("w2", rv="2", cpu="1"))
+        controller.schedule_once()  # w2 would fit only in w1's quota
+        assert "ns/w2" not in controller.sync.in_flight  # no write for it
+        assert "ns/w1" in controller.state.cache.admitted
+        api.answer.set()
+        await replacement
+
+    asyncio.run(scenario())
+    assert "ns/w1" in controller.state.cache.admitted
+    assert controller.sync.copies["ns/w1"].rv == (60 if answered else 5)
