@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import signal
@@ -103,13 +104,22 @@ def run_until_done(main: Callable[[asyncio.Event], Awaitable[None]], name: str) 
     except KeyboardInterrupt:
         return 0
     except FatalError as exc:
+        _collect_tasks()
         print(f"{name}: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # a bug: one line for the user, the traceback at debug level
         logging.getLogger(__name__).debug("unexpected error", exc_info=True)
+        _collect_tasks()
         print(f"{name}: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _collect_tasks() -> None:
+    """Free the tasks the stopped loop left (a library's watch that failed too, its
+    exception never retrieved) now, so that asyncio's log of them comes before the last
+    line, which says why the process stops."""
+    gc.collect()
 
 
 async def wait_at_most(event: asyncio.Event, seconds: float) -> None:

@@ -444,6 +444,7 @@ async def _run(
             task.cancel()
 
     stopper = asyncio.ensure_future(stop_ours())
+    refused: kopf.LoginError | None = None
     try:
         await kopf.operator(
             registry=build_registry(controller, kubeconfig),
@@ -453,6 +454,10 @@ async def _run(
             stop_flag=stop_flag,
             ready_flag=kopf_ready,
         )
+    except kopf.LoginError as exc:
+        # kopf's watches got 401 (credentials revoked or expired) and it gave up; our own
+        # watches usually say so first (`failures`), whichever ends first.
+        refused = exc
     finally:
         stopper.cancel()
         for task in tasks:
@@ -465,6 +470,11 @@ async def _run(
             await health.cleanup()
     if failures:
         raise FatalError(failures[0])
+    if refused is not None:
+        raise FatalError(
+            f"the API server refused the credentials (401 Unauthorized): {refused} "
+            "(check the kubeconfig's or the service account's credentials)"
+        )
 
 
 async def load_or_fail(controller: Controller) -> None:

@@ -79,6 +79,38 @@ def test_the_process_runs_on_uvloop_and_a_fatal_error_is_one_line(
     assert capsys.readouterr().err == "quotagate: no credentials\n"
 
 
+def test_the_fatal_line_comes_after_the_log_of_a_task_left_failed() -> None:
+    """A library's task that failed too (kopf's watch on revoked credentials), its exception
+    never retrieved: asyncio logs it when the task is freed, which must come before the
+    line saying why the process stops, not after it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, logging, sys\n"
+        "from controller.kube import process\n"
+        "from controller.kube.fatal import FatalError\n"
+        "logging.basicConfig()\n"
+        "async def main(stop):\n"
+        "    async def fails():\n"
+        "        raise RuntimeError('library gave up')\n"
+        "    task = asyncio.get_running_loop().create_task(fails())\n"
+        "    await asyncio.sleep(0.05)\n"
+        "    cycle = [task]\n"
+        "    cycle.append(cycle)  # freed only by a collection, as kopf's tasks are\n"
+        "    del task, cycle\n"
+        "    raise FatalError('not allowed: 401 Unauthorized')\n"
+        "sys.exit(process.run_until_done(main, 'quotagate run'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1, done.stderr
+    assert "Task exception was never retrieved" in done.stderr, done.stderr
+    assert lines[-1] == "quotagate run: not allowed: 401 Unauthorized", done.stderr
+
+
 def test_a_bench_run_is_on_uvloop_and_returns_its_result() -> None:
     """`run_on_uvloop` (the bench's runs: `quotagate bench`, `make bench-compare`) runs a
     coroutine to its result on uvloop, and raises what it raises."""
