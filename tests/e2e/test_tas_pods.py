@@ -1,11 +1,13 @@
 """Topology-aware scheduling of the pod integration's units on the full local control plane
 with fake nodes (three racks of two 2-cpu nodes): four one-cpu pods annotated
 `podset-required-topology: <rack>`, as one `kueue.x-k8s.io/pod-group-name` group, then as a
-StatefulSet's replicas (run by the real kube-controller-manager). The Workload asks for one
+StatefulSet's replicas (run by the real kube-controller-manager); and a LeaderWorkerSet
+group (the real LeaderWorkerSet controller) of a leader and three workers. The Workload asks for one
 rack, the webhook holds each pod by the topology gate as well, and quotagate releases the
 pods into the assignment's nodes by their index: a group's from the label its pods'
 `kueue.x-k8s.io/pod-group-pod-index-label` annotation names (copied by the webhook into
-`kueue.x-k8s.io/pod-group-pod-index`), a StatefulSet's from `apps.kubernetes.io/pod-index`.
+`kueue.x-k8s.io/pod-group-pod-index`), a StatefulSet's from `apps.kubernetes.io/pod-index`,
+a LeaderWorkerSet's workers' from `leaderworkerset.sigs.k8s.io/worker-index` less one.
 Without the topology request the scheduler spreads them over the racks."""
 
 from __future__ import annotations
@@ -31,31 +33,35 @@ from controller.core.tas.ranks import domain_of_rank
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS
+from tests.cluster.operators import LeaderWorkerSetController
 from tests.e2e.conftest import webhook_controller_running
 from tests.e2e.test_tas import BLOCK, HOST, RACK, tainted_nodes
 from tests.e2e.test_tas_node_failure import tas_queues
 from tests.integration.kueue import ControllerProcess, Kueue, maybe_workload
-from tests.integration.serving import statefulset
+from tests.integration.serving import LWS, leaderworkerset, statefulset
 
 POOL = "quotagate.test/tas-pod-pool"
 TAINT = {"key": "quotagate.test/tas-pod", "value": "true", "effect": "NoSchedule"}
 NODES = [f"podg-{r}-{h}" for r in ("r1", "r2", "r3") for h in ("h1", "h2")]
 RANK = "quotagate.test/rank"
 SS_INDEX = "apps.kubernetes.io/pod-index"
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 PODS = 4
 
 
 @pytest.fixture(scope="module")
 def pods_quotagate(
     full_cluster: ControlPlane,
+    lws_controller: LeaderWorkerSetController,
     kubeconfig_path: str,
     crds_installed: list[str],
     api_client: client.ApiClient,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[ControllerProcess]:
-    """quotagate with its webhook, queueing pods and StatefulSets."""
+    """quotagate with its webhook, queueing pods, StatefulSets and LeaderWorkerSets."""
     directory: Path = tmp_path_factory.mktemp("tas-pods")
-    config = {"integrations": {"frameworks": ["pod", "statefulset"]}}
+    frameworks = ["pod", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"]
+    config = {"integrations": {"frameworks": frameworks}}
     with webhook_controller_running(
         kubeconfig_path, api_client, directory, "tas-pods", config
     ) as process:
@@ -169,3 +175,57 @@ def test_a_statefulset_asking_for_a_rack_lands_in_one_rack_by_pod_index(
     body["spec"]["template"]["metadata"]["annotations"][POD_SET_REQUIRED_TOPOLOGY_ANNOTATION] = RACK
     client.AppsV1Api(api_client).create_namespaced_stateful_set(namespace, body)
     placed_by_rank(api_client, namespace, "statefulset-db", SS_INDEX, SS_INDEX, selector="app=db")
+
+
+def test_a_leaderworkersets_workers_land_in_one_rack_by_worker_index(
+    pods_quotagate: ControllerProcess,
+    pod_nodes: list[str],
+    api_client: client.ApiClient,
+    namespace: str,
+) -> None:
+    tas_queues(api_client, namespace, POOL, TAINT)
+    body = leaderworkerset("tl", replicas=1, size=PODS)
+    lwt = body["spec"]["leaderWorkerTemplate"]
+    for template in (lwt["leaderTemplate"], lwt["workerTemplate"]):
+        template["metadata"]["annotations"][POD_SET_REQUIRED_TOPOLOGY_ANNOTATION] = RACK
+    client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        *LWS[:2], namespace, LWS[2], body
+    )
+    kueue = Kueue(api_client)
+    core = client.CoreV1Api(api_client)
+    admitted = wait_for(
+        lambda: (
+            (w := maybe_workload(kueue, namespace, "leaderworkerset-tl-0"))
+            and w.get("status", {}).get("admission")
+            and w
+        ),
+        timeout=60,
+        what="the LeaderWorkerSet's group admitted",
+    )
+    requests = {ps["name"]: ps["topologyRequest"] for ps in admitted["spec"]["podSets"]}
+    assert requests == {
+        "leader": {"required": RACK},
+        "worker": {"required": RACK, "podIndexLabel": WORKER_INDEX},
+    }
+    psa = {a["name"]: a for a in admitted["status"]["admission"]["podSetAssignments"]}
+    places = [v[-1] for v in domain_of_rank(decode(psa["worker"]["topologyAssignment"]))]
+    assert len(places) == PODS - 1, places
+
+    def placed() -> list[Any] | None:
+        pods = core.list_namespaced_pod(
+            namespace, label_selector="leaderworkerset.sigs.k8s.io/name=tl"
+        ).items
+        if len(pods) == PODS and all(p.spec.node_name for p in pods):
+            return pods
+        return None
+
+    pods = wait_for(placed, timeout=120, what=f"the {PODS} pods of the group placed")
+    workers = [p for p in pods if p.metadata.labels[WORKER_INDEX] != "0"]
+    racks = {core.read_node(p.spec.node_name).metadata.labels[RACK] for p in workers}
+    assert len(racks) == 1, racks
+    for p in pods:
+        assert not p.spec.scheduling_gates, (p.metadata.name, p.spec.scheduling_gates)
+        assert p.spec.node_selector[HOST] == p.spec.node_name
+    # worker-index 1 … 3 are the worker pod set's ranks 0 … 2
+    by_rank = {int(p.metadata.labels[WORKER_INDEX]) - 1: p.spec.node_name for p in workers}
+    assert by_rank == dict(enumerate(places)), by_rank
