@@ -120,6 +120,51 @@ def test_a_pod_group_asking_for_a_rack_lands_in_one_rack_by_pod_index(
     assert {p.metadata.name for p in pods} == {f"w-{i}" for i in range(PODS)}
 
 
+def admitted(api_client: client.ApiClient, namespace: str, workload: str) -> dict[str, Any]:
+    kueue = Kueue(api_client)
+    found: dict[str, Any] = wait_for(
+        lambda: (
+            (w := maybe_workload(kueue, namespace, workload))
+            and w.get("status", {}).get("admission")
+            and w
+        ),
+        timeout=60,
+        what=f"{workload} admitted",
+    )
+    return found
+
+
+def places_of(workload: dict[str, Any], pod_set: str) -> list[str]:
+    """The node of each rank of the pod set's assignment."""
+    [psa] = [
+        a for a in workload["status"]["admission"]["podSetAssignments"] if a["name"] == pod_set
+    ]
+    return [values[-1] for values in domain_of_rank(decode(psa["topologyAssignment"]))]
+
+
+def bound_pods(api_client: client.ApiClient, namespace: str, selector: str | None) -> list[Any]:
+    """Wait for the PODS pods bound; check each was released to its node by the topology
+    gate (no gate left, its node selector naming the node)."""
+    core = client.CoreV1Api(api_client)
+
+    def placed() -> list[Any] | None:
+        pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+        if len(pods) == PODS and all(p.spec.node_name for p in pods):
+            return pods
+        return None
+
+    pods: list[Any] = wait_for(placed, timeout=120, what=f"the {PODS} pods placed")
+    for p in pods:
+        assert not p.spec.scheduling_gates, (p.metadata.name, p.spec.scheduling_gates)
+        assert p.spec.node_selector[HOST] == p.spec.node_name
+    return pods
+
+
+def racks_of(api_client: client.ApiClient, pods: list[Any]) -> set[str]:
+    core = client.CoreV1Api(api_client)
+    return {core.read_node(p.spec.node_name).metadata.labels[RACK] for p in pods}
+
+
 def placed_by_rank(
     api_client: client.ApiClient,
     namespace: str,
@@ -130,35 +175,13 @@ def placed_by_rank(
 ) -> list[Any]:
     """Wait for `workload` admitted asking for one rack (ranked by `index_label`) and its
     PODS pods bound; check they share a rack, each on the node of its rank's place."""
-    kueue = Kueue(api_client)
-    core = client.CoreV1Api(api_client)
-    admitted = wait_for(
-        lambda: (
-            (w := maybe_workload(kueue, namespace, workload))
-            and w.get("status", {}).get("admission")
-            and w
-        ),
-        timeout=60,
-        what=f"{workload} admitted",
-    )
-    [pod_set] = admitted["spec"]["podSets"]
+    found = admitted(api_client, namespace, workload)
+    [pod_set] = found["spec"]["podSets"]
     assert pod_set["topologyRequest"] == {"required": RACK, "podIndexLabel": index_label}
-    [psa] = admitted["status"]["admission"]["podSetAssignments"]
-    places = [values[-1] for values in domain_of_rank(decode(psa["topologyAssignment"]))]
+    places = places_of(found, pod_set["name"])
     assert len(places) == PODS and len(set(places)) == 2, places
-
-    def placed() -> list[Any] | None:
-        pods = core.list_namespaced_pod(namespace, label_selector=selector).items
-        if len(pods) == PODS and all(p.spec.node_name for p in pods):
-            return pods
-        return None
-
-    pods: list[Any] = wait_for(placed, timeout=120, what=f"the {PODS} pods of {workload} placed")
-    racks = {core.read_node(p.spec.node_name).metadata.labels[RACK] for p in pods}
-    assert len(racks) == 1, racks
-    for p in pods:
-        assert not p.spec.scheduling_gates, (p.metadata.name, p.spec.scheduling_gates)
-        assert p.spec.node_selector[HOST] == p.spec.node_name
+    pods = bound_pods(api_client, namespace, selector)
+    assert len(racks_of(api_client, pods)) == 1, racks_of(api_client, pods)
     by_rank = {int(p.metadata.labels[rank_label]): p.spec.node_name for p in pods}
     assert by_rank == dict(enumerate(places)), by_rank
     return pods
@@ -191,41 +214,17 @@ def test_a_leaderworkersets_workers_land_in_one_rack_by_worker_index(
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(
         *LWS[:2], namespace, LWS[2], body
     )
-    kueue = Kueue(api_client)
-    core = client.CoreV1Api(api_client)
-    admitted = wait_for(
-        lambda: (
-            (w := maybe_workload(kueue, namespace, "leaderworkerset-tl-0"))
-            and w.get("status", {}).get("admission")
-            and w
-        ),
-        timeout=60,
-        what="the LeaderWorkerSet's group admitted",
-    )
-    requests = {ps["name"]: ps["topologyRequest"] for ps in admitted["spec"]["podSets"]}
+    found = admitted(api_client, namespace, "leaderworkerset-tl-0")
+    requests = {ps["name"]: ps["topologyRequest"] for ps in found["spec"]["podSets"]}
     assert requests == {
         "leader": {"required": RACK},
         "worker": {"required": RACK, "podIndexLabel": WORKER_INDEX},
     }
-    psa = {a["name"]: a for a in admitted["status"]["admission"]["podSetAssignments"]}
-    places = [v[-1] for v in domain_of_rank(decode(psa["worker"]["topologyAssignment"]))]
+    places = places_of(found, "worker")
     assert len(places) == PODS - 1, places
-
-    def placed() -> list[Any] | None:
-        pods = core.list_namespaced_pod(
-            namespace, label_selector="leaderworkerset.sigs.k8s.io/name=tl"
-        ).items
-        if len(pods) == PODS and all(p.spec.node_name for p in pods):
-            return pods
-        return None
-
-    pods = wait_for(placed, timeout=120, what=f"the {PODS} pods of the group placed")
+    pods = bound_pods(api_client, namespace, "leaderworkerset.sigs.k8s.io/name=tl")
     workers = [p for p in pods if p.metadata.labels[WORKER_INDEX] != "0"]
-    racks = {core.read_node(p.spec.node_name).metadata.labels[RACK] for p in workers}
-    assert len(racks) == 1, racks
-    for p in pods:
-        assert not p.spec.scheduling_gates, (p.metadata.name, p.spec.scheduling_gates)
-        assert p.spec.node_selector[HOST] == p.spec.node_name
+    assert len(racks_of(api_client, workers)) == 1, racks_of(api_client, workers)
     # worker-index 1 … 3 are the worker pod set's ranks 0 … 2
     by_rank = {int(p.metadata.labels[WORKER_INDEX]) - 1: p.spec.node_name for p in workers}
     assert by_rank == dict(enumerate(places)), by_rank
