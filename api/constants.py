@@ -382,6 +382,12 @@ finds them by it)."""
 POD_INDEX_OFFSET_ANNOTATION: Final = "kueue.x-k8s.io/pod-index-offset"
 """On a pod: what its pod index label counts beyond its rank in the pod set (the topology
 ungater subtracts it)."""
+POD_GROUP_POD_INDEX_LABEL: Final = "kueue.x-k8s.io/pod-group-pod-index"
+"""On a plain pod or a pod group's pod: its rank in the group (the pod set's
+`topologyRequest.podIndexLabel`)."""
+POD_GROUP_POD_INDEX_LABEL_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-pod-index-label"
+"""On a pod: the label holding its index, copied by the webhook into
+`kueue.x-k8s.io/pod-group-pod-index`."""
 POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
 POD_SET_PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
 POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"

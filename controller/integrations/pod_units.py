@@ -16,6 +16,7 @@ from api.constants import (
     GROUP,
     OWNER_PREEMPTIBILITY_ANNOTATION,
     POD_GROUP_NAME_LABEL,
+    POD_GROUP_POD_INDEX_LABEL,
     POD_GROUP_SERVING_ANNOTATION,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
@@ -25,6 +26,8 @@ from api.constants import (
     ROLE_HASH_ANNOTATION,
     VERSION,
 )
+from controller.integrations.framework.generic_job import TopologyHints
+from controller.integrations.framework.workloads import topology_request
 from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
 from controller.integrations.job_management import JobManagement
 
@@ -249,11 +252,19 @@ def workload_for(
     labels_to_copy: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The Workload describing a unit of pods (pure). Pods are sorted by name; the first
-    one's spec is the template."""
+    one's spec is the template, and its annotations the pod set's `topologyRequest`
+    (`podIndexLabel` `kueue.x-k8s.io/pod-group-pod-index`), as Kueue's."""
     first = sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name")))[0]
     meta = first.get("metadata") or {}
     labels = meta.get("labels") or {}
     podset: dict[str, Any] = {"name": "main", "count": count, "template": pod_template(first)}
+    # Kueue's pod integration: the topology the pod's own annotations ask for, ranked
+    # by `kueue.x-k8s.io/pod-group-pod-index`.
+    request = topology_request(
+        meta.get("annotations") or {}, TopologyHints(pod_index_label=POD_GROUP_POD_INDEX_LABEL)
+    )
+    if request is not None:
+        podset["topologyRequest"] = request
     if min_count is not None and min_count < count:
         podset["minCount"] = min_count
     annotations: dict[str, str] = {}
@@ -329,17 +340,19 @@ def ungate_patch(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     gate: str = GATE,
+    also: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """One JSON patch: node labels and tolerations added (allowed only while the pod is
     gated), the admission checks' labels and annotations added, then `gate` (by default our
-    admission gate) removed by index, guarded by a `test` of that index. Empty if the gate
-    is not there."""
+    admission gate) and those of `also` the pod has removed by index, each guarded by a
+    `test` of that index. Empty if `gate` is not there."""
     spec = pod.get("spec") or {}
     meta = pod.get("metadata") or {}
     gates = spec.get("schedulingGates") or []
     index = next((i for i, g in enumerate(gates) if g.get("name") == gate), None)
     if index is None:
         return []
+    removed = [(i, g.get("name")) for i, g in enumerate(gates) if g.get("name") in (gate, *also)]
     ops: list[dict[str, Any]] = []
     _add_map(ops, "/metadata/labels", meta.get("labels"), labels or {})
     _add_map(ops, "/metadata/annotations", meta.get("annotations"), annotations or {})
@@ -350,8 +363,9 @@ def ungate_patch(
         ops.append({"op": "add", "path": "/spec/tolerations", "value": new})
     else:
         ops.extend({"op": "add", "path": "/spec/tolerations/-", "value": t} for t in new)
-    ops.append({"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": gate})
-    ops.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
+    for i, name in reversed(removed):  # the last first: the indexes before stay valid
+        ops.append({"op": "test", "path": f"/spec/schedulingGates/{i}/name", "value": name})
+        ops.append({"op": "remove", "path": f"/spec/schedulingGates/{i}"})
     return ops
 
 
@@ -377,6 +391,16 @@ def admitted_counts(workload: Mapping[str, Any]) -> dict[str, int]:
         str(a.get("name") or DEFAULT_POD_SET_NAME): int(a.get("count", 0))
         for a in admission.get("podSetAssignments") or ()
     }
+
+
+def topology_assigned(workload: Mapping[str, Any], pod_set: str) -> bool:
+    """Whether the admission placed the pod set by topology (a `topologyAssignment`):
+    its pods keep the topology gate until the topology ungater releases them."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    return any(
+        str(a.get("name") or DEFAULT_POD_SET_NAME) == pod_set and a.get("topologyAssignment")
+        for a in admission.get("podSetAssignments") or ()
+    )
 
 
 def pod_group_settings(pod_group: Mapping[str, Any]) -> dict[str, Any]:

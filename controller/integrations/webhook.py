@@ -31,10 +31,17 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from api.constants import ADMISSION_GATE as GATE
-from api.constants import ELASTIC_JOB_ANNOTATION, POD_SUSPENDING_PARENT_ANNOTATION
+from api.constants import (
+    ELASTIC_JOB_ANNOTATION,
+    POD_GROUP_POD_INDEX_LABEL,
+    POD_GROUP_POD_INDEX_LABEL_ANNOTATION,
+    POD_SUSPENDING_PARENT_ANNOTATION,
+    TOPOLOGY_SCHEDULING_GATE,
+)
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
 from api.validation import aggregate
 from api.validation.admission_gates import validate_gates
+from controller.core.model.topology import is_tas_pod
 from controller.integrations.framework.ancestors import owner_framework
 from controller.integrations.framework.patches import json_patch
 from controller.integrations.framework.registry import Framework, by_kind, frameworks
@@ -107,7 +114,10 @@ def pod_patch(
     pods, for pods an enabled job integration runs — the job itself is queued — or if
     already gated. A pod whose template a parent kind marked
     (`kueue.x-k8s.io/pod-suspending-parent`: a StatefulSet's, a LeaderWorkerSet's, a
-    Deployment's) is gated whatever owns it, as Kueue's pod webhook does."""
+    Deployment's) is gated whatever owns it, as Kueue's pod webhook does. A pod that asks
+    for a topology (`is_tas_pod`) is also held by the `kueue.x-k8s.io/topology` gate, and
+    the label its `kueue.x-k8s.io/pod-group-pod-index-label` annotation names is copied
+    into `kueue.x-k8s.io/pod-group-pod-index` (its rank)."""
     if decision is None:
         decision = decision_for(pod, "", None, None)
     meta = pod.get("metadata") or {}
@@ -123,11 +133,40 @@ def pod_patch(
     patch = _label_patch(pod, decision.queue_name) if decision.default_queue else []
     spec = pod.get("spec") or {}
     gates = spec.get("schedulingGates")
-    if gates is None:
-        return [*patch, {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]}]
-    if any(g.get("name") == GATE for g in gates):
+    if gates is not None and any(g.get("name") == GATE for g in gates):
         return patch
-    return [*patch, {"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}}]
+    wanted = [GATE]
+    if is_tas_pod(pod):
+        # Kueue's pod webhook: held for the topology ungater, which releases the pod
+        # into its domain; its index copied from the label the pod names.
+        patch.extend(_pod_index_patch(pod, labelled=bool(patch)))
+        if not any(g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in gates or ()):
+            wanted.append(TOPOLOGY_SCHEDULING_GATE)
+    if gates is None:
+        value = [{"name": name} for name in wanted]
+        return [*patch, {"op": "add", "path": "/spec/schedulingGates", "value": value}]
+    return [
+        *patch,
+        *({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": n}} for n in wanted),
+    ]
+
+
+def _pod_index_patch(pod: Mapping[str, Any], labelled: bool) -> list[dict[str, Any]]:
+    """JSON patch copying the label `kueue.x-k8s.io/pod-group-pod-index-label` names into
+    `kueue.x-k8s.io/pod-group-pod-index` (Kueue copies it, or "" when the label is absent);
+    `labelled`: the patch so far adds the labels map."""
+    meta = pod.get("metadata") or {}
+    source = (meta.get("annotations") or {}).get(POD_GROUP_POD_INDEX_LABEL_ANNOTATION)
+    if source is None:
+        return []
+    labels = meta.get("labels")
+    value = str((labels or {}).get(source, ""))
+    if labels is None and not labelled:
+        return [
+            {"op": "add", "path": "/metadata/labels", "value": {POD_GROUP_POD_INDEX_LABEL: value}}
+        ]
+    key = POD_GROUP_POD_INDEX_LABEL.replace("~", "~0").replace("/", "~1")
+    return [{"op": "add", "path": f"/metadata/labels/{key}", "value": value}]
 
 
 def job_patch(

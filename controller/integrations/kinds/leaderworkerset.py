@@ -24,7 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.constants import DEFAULT_POD_SET_NAME
+from api.constants import (
+    DEFAULT_POD_SET_NAME,
+    POD_INDEX_OFFSET_ANNOTATION,
+    POD_SET_GROUP_NAME_ANNOTATION,
+)
 from controller.integrations.framework.generic_job import TopologyHints
 from controller.integrations.framework.registry import Framework, register
 from controller.integrations.framework.workloads import workload_name
@@ -89,6 +93,19 @@ class LeaderWorkerSetAdmission(ParentAdmission):
         if lwt.get("leaderTemplate") is not None:
             return [(lwt["leaderTemplate"], LEADER), (worker, WORKER)]
         return [(worker, DEFAULT_POD_SET_NAME)]
+
+    def default(self, obj: dict[str, Any]) -> None:
+        """The templates marked; with a leader template, the workers' pod index offset
+        (`kueue.x-k8s.io/pod-index-offset: "1"`: their worker index counts the leader,
+        their pod set does not), unless they share a `podset-group-name` with the leader
+        (the ranks then count on from the leader's), as Kueue's webhook does."""
+        super().default(obj)
+        lwt = (obj.get("spec") or {}).get("leaderWorkerTemplate") or {}
+        if self.managed_by_another(obj) or lwt.get("leaderTemplate") is None:
+            return
+        annotations = lwt["workerTemplate"].setdefault("metadata", {}).setdefault("annotations", {})
+        if POD_SET_GROUP_NAME_ANNOTATION not in annotations:
+            annotations[POD_INDEX_OFFSET_ANNOTATION] = "1"
 
     def validate_create(self, obj: Mapping[str, Any]) -> list[str]:
         replicas = _replicas(obj)

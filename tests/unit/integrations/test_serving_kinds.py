@@ -16,6 +16,8 @@ from api.constants import (
     MANAGED_LABEL,
     MAX_EXEC_TIME_LABEL,
     POD_GROUP_SERVING_ANNOTATION,
+    POD_INDEX_OFFSET_ANNOTATION,
+    POD_SET_GROUP_NAME_ANNOTATION,
     POD_SUSPENDING_PARENT_ANNOTATION,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
@@ -242,6 +244,29 @@ def test_the_webhook_marks_a_leaderworkersets_templates_with_their_pod_sets() ->
         "leaderWorkerTemplate"
     ]
     assert lwt["workerTemplate"]["metadata"]["annotations"][ROLE_HASH_ANNOTATION] == "main"
+
+
+def test_with_a_leader_the_workers_pod_index_is_offset_by_one() -> None:
+    # Kueue's webhook (TAS on): a worker's leaderworkerset.sigs.k8s.io/worker-index counts
+    # the leader (1 … size-1); its pod set's ranks start at 0.
+    def worker_annotations(obj: dict[str, Any]) -> dict[str, str]:
+        lwt = patched(obj, review("leaderworkerset.x-k8s.io", "LeaderWorkerSet", obj))["spec"][
+            "leaderWorkerTemplate"
+        ]
+        annotations: dict[str, str] = lwt["workerTemplate"]["metadata"]["annotations"]
+        return annotations
+
+    assert worker_annotations(lws())[POD_INDEX_OFFSET_ANNOTATION] == "1"
+    assert POD_INDEX_OFFSET_ANNOTATION not in worker_annotations(lws(leader=False))
+    grouped = lws()
+    grouped["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+        POD_SET_GROUP_NAME_ANNOTATION: "g"
+    }
+    assert POD_INDEX_OFFSET_ANNOTATION not in worker_annotations(grouped)
+    [_, workers] = LeaderWorkerSet(
+        patched(lws(), review("leaderworkerset.x-k8s.io", "LeaderWorkerSet", lws()))
+    ).pod_sets()
+    assert workers["template"]["metadata"]["annotations"][POD_INDEX_OFFSET_ANNOTATION] == "1"
 
 
 def test_the_webhook_marks_a_deployments_pods_as_single_pods_with_its_limit() -> None:
