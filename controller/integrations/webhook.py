@@ -41,6 +41,8 @@ from api.constants import (
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
 from api.validation import aggregate
 from api.validation.admission_gates import validate_gates
+from api.validation.field_errors import Path
+from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
 from controller.core.model.topology import is_tas_pod
 from controller.integrations.framework.ancestors import owner_framework
 from controller.integrations.framework.patches import json_patch
@@ -310,6 +312,11 @@ def _refusal(
         problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
         job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
         if job is None and framework.admission is None:
+            # Kueue's pod webhook: the pod's own topology annotations.
+            topology = validate_templates(
+                [TemplateTopology(Path("metadata"), annotations_of(obj))], grouping=False
+            )
+            problems += [aggregate(topology)] if topology else []
             return "; ".join(problems) or None
         kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"
         annotations = meta.get("annotations") or {}
@@ -329,6 +336,8 @@ def _refusal(
             )
         if job is not None:
             problems.extend(job.validate_on_create())
+            topology = validate_templates(job.topology_templates(), grouping=job.groups_pod_sets())
+            problems += [aggregate(topology)] if topology else []
         elif framework.admission is not None:
             problems.extend(framework.admission.validate_create(obj))
         return "; ".join(problems) or None

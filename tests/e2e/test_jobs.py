@@ -173,6 +173,48 @@ def test_a_jobs_max_exec_time_label_sets_its_workloads_limit_and_a_bad_one_is_re
     ) in json.loads(refused.value.body)["message"]
 
 
+def test_a_job_asking_two_topology_levels_is_refused_naming_the_annotations(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """Kueue's `ValidateTASPodSetRequest`: a pod template may ask one of required,
+    preferred or unconstrained topology; the API server, calling our webhook, refuses a
+    Job asking two and names the template's annotations (a queued pod likewise)."""
+    both = {
+        "kueue.x-k8s.io/podset-required-topology": "cloud.com/block",
+        "kueue.x-k8s.io/podset-preferred-topology": "cloud.com/rack",
+    }
+    expected = (
+        "Invalid value: must not contain more than one topology annotation: "
+        '["kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology", '
+        '"kueue.x-k8s.io/podset-unconstrained-topology"]'
+    )
+    job = queued_job("two-levels")
+    job["spec"]["template"]["metadata"]["annotations"].update(both)
+    with pytest.raises(ApiException) as refused:
+        client.BatchV1Api(api_client).create_namespaced_job(namespace, job)
+    assert refused.value.status == 422
+    message = json.loads(refused.value.body)["message"]
+    assert f"spec.template.metadata.annotations: {expected}" in message
+    pod = {
+        "metadata": {
+            "name": "two-levels",
+            "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+            "annotations": both,
+        },
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    with pytest.raises(ApiException) as refused:
+        client.CoreV1Api(api_client).create_namespaced_pod(namespace, pod)
+    assert refused.value.status == 422
+    assert f"metadata.annotations: {expected}" in json.loads(refused.value.body)["message"]
+    one = queued_job("one-level")
+    one["spec"]["template"]["metadata"]["annotations"][
+        "kueue.x-k8s.io/podset-required-topology"
+    ] = "cloud.com/block"
+    created = client.BatchV1Api(api_client).create_namespaced_job(namespace, one)
+    assert created.spec.suspend is True
+
+
 def test_a_job_waits_for_its_workload_priority_class_and_its_admission_gates(
     webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
 ) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from api.validation.tas_annotations import TemplateTopology
 from controller.integrations.framework.podset_info import PodSetInfo, PodSetInfoError
 from controller.integrations.framework.related import (
     RelatedLookup,
@@ -161,6 +162,17 @@ class GenericJob(ABC):
         """What the kind's webhook changes on a queued object being created, beyond
         suspending it (Kueue's per-kind `Default`); nothing by default."""
         return None
+
+    def topology_templates(self) -> list[TemplateTopology]:
+        """The pod templates whose topology annotations Kueue's webhook checks for this
+        kind (`ValidateTASPodSetRequest`), each with the path of its metadata and its pod
+        set's count; none by default (a kind without pod templates of its own)."""
+        return []
+
+    def groups_pod_sets(self) -> bool:
+        """Whether Kueue's webhook of this kind checks `podset-group-name` across its pod
+        sets (`ValidatePodSetGroupingTopology`); kinds of one pod set do not."""
+        return True
 
     def validate_on_create(self) -> list[str]:
         """Why the webhook refuses the object on creation, each `field: message` (Kueue's

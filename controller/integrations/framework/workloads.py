@@ -37,6 +37,7 @@ from api.constants import (
     SCHEDULING_GROUP,
     VERSION,
 )
+from api.validation.tas_annotations import parse_int32
 from controller.integrations.framework.generic_job import GenericJob, TopologyHints
 from controller.integrations.job_labels import (
     PriorityClassNotFound,
@@ -120,9 +121,11 @@ def topology_request(annotations: Mapping[str, str], hints: TopologyHints) -> di
     layers = _slice_layers(annotations.get(POD_SET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION))
     if layers is not None:  # Kueue: the layers win over the single slice annotations
         request["podsetSliceRequiredTopologyConstraints"] = layers
-    elif slice_topology is not None and slice_size is not None and slice_size.isdigit():
-        request["podSetSliceRequiredTopology"] = slice_topology
-        request["podSetSliceSize"] = int(slice_size)
+    elif slice_topology is not None and slice_size is not None:
+        size = parse_int32(slice_size)  # as Kueue's builder reads it; the webhook refuses < 1
+        if size is not None:
+            request["podSetSliceRequiredTopology"] = slice_topology
+            request["podSetSliceSize"] = size
     if not request:
         return None
     if hints.pod_index_label is not None:

@@ -18,6 +18,8 @@ from api.constants import (
     JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     JOB_MIN_PARALLELISM_ANNOTATION,
 )
+from api.validation.field_errors import Path
+from api.validation.tas_annotations import TemplateTopology, annotations_of
 from controller.integrations.framework.generic_job import (
     Finished,
     GenericJob,
@@ -190,6 +192,13 @@ class Job(GenericJob):
 
     def supports_elastic_job(self) -> bool:
         return True
+
+    def topology_templates(self) -> list[TemplateTopology]:
+        meta = Path("spec.template.metadata")
+        return [TemplateTopology(meta, annotations_of(self.template), self.pods_count())]
+
+    def groups_pod_sets(self) -> bool:
+        return False
 
     def validate_on_create(self) -> list[str]:
         """Kueue's Job webhook: the min-parallelism annotation is a number between 1 and

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from api.validation.field_errors import Path
+from api.validation.tas_annotations import TemplateTopology, annotations_of
 from controller.integrations.framework.generic_job import (
     Finished,
     GenericJob,
@@ -70,6 +72,18 @@ class JobSet(GenericJob):
                 "template": ((rj.get("template") or {}).get("spec") or {}).get("template") or {},
             }
             for rj in self.replicated_jobs
+        ]
+
+    def topology_templates(self) -> list[TemplateTopology]:
+        return [
+            TemplateTopology(
+                Path("spec.replicatedJobs")
+                .index(i)
+                .child("template", "spec", "template", "metadata"),
+                annotations_of(pod_set["template"]),
+                pod_set["count"],
+            )
+            for i, pod_set in enumerate(self.pod_sets())
         ]
 
     def is_suspended(self) -> bool:

@@ -29,6 +29,8 @@ from api.constants import (
     POD_INDEX_OFFSET_ANNOTATION,
     POD_SET_GROUP_NAME_ANNOTATION,
 )
+from api.validation.field_errors import Path, aggregate
+from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
 from controller.integrations.framework.generic_job import TopologyHints
 from controller.integrations.framework.registry import Framework, register
 from controller.integrations.framework.workloads import workload_name
@@ -80,6 +82,25 @@ def _without_lws_keys(template: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _topology_templates(obj: Mapping[str, Any]) -> list[TemplateTopology]:
+    """The leader's (when there is one) and the workers' templates, with their pod sets'
+    counts as Kueue's `podSets` gives them (the workers `size - 1` beside a leader, even
+    none), as Kueue's LeaderWorkerSet webhook checks their topology annotations."""
+    lwt = (obj.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    size = _size(obj)
+    templates = []
+    worker_count = size
+    if lwt.get("leaderTemplate") is not None:
+        path = Path(_LWT).child("leaderTemplate", "metadata")
+        templates.append(TemplateTopology(path, annotations_of(lwt["leaderTemplate"]), 1))
+        worker_count = size - 1
+    path = Path(_LWT).child("workerTemplate", "metadata")
+    templates.append(
+        TemplateTopology(path, annotations_of(lwt.get("workerTemplate")), worker_count)
+    )
+    return templates
+
+
 class LeaderWorkerSetAdmission(ParentAdmission):
     """Kueue's LeaderWorkerSet webhook: both templates marked with their pod set; the
     replicas bounded; on update, the queue and priority-class rules, the templates'
@@ -108,13 +129,16 @@ class LeaderWorkerSetAdmission(ParentAdmission):
             annotations[POD_INDEX_OFFSET_ANNOTATION] = "1"
 
     def validate_create(self, obj: Mapping[str, Any]) -> list[str]:
+        """The replicas in Kueue's range, and the templates' topology annotations."""
+        problems = []
         replicas = _replicas(obj)
-        if 0 <= replicas <= MAX_REPLICAS:
-            return []
-        return [
-            f"spec.replicas: Invalid value: {replicas}: invalid LeaderWorkerSet replicas: must "
-            f"be between 0 and {MAX_REPLICAS}"
-        ]
+        if not 0 <= replicas <= MAX_REPLICAS:
+            problems.append(
+                f"spec.replicas: Invalid value: {replicas}: invalid LeaderWorkerSet replicas: "
+                f"must be between 0 and {MAX_REPLICAS}"
+            )
+        errors = validate_templates(_topology_templates(obj))
+        return [*problems, aggregate(errors)] if errors else problems
 
     def refusals(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         lwt_new = (new.get("spec") or {}).get("leaderWorkerTemplate") or {}

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from api.constants import POD_INDEX_OFFSET_ANNOTATION, POD_SET_GROUP_NAME_ANNOTATION
+from api.validation.field_errors import Path
+from api.validation.tas_annotations import TemplateTopology, annotations_of
 from controller.integrations.framework.generic_job import (
     Finished,
     GenericJob,
@@ -65,6 +67,16 @@ class MPIJob(GenericJob):
                 "template": replica.get("template") or {},
             }
             for kind, replica in self._replica_specs()
+        ]
+
+    def topology_templates(self) -> list[TemplateTopology]:
+        return [
+            TemplateTopology(
+                Path("spec.mpiReplicaSpecs").key(kind).child("template", "metadata"),
+                annotations_of(pod_set["template"]),
+                pod_set["count"],
+            )
+            for (kind, _), pod_set in zip(self._replica_specs(), self.pod_sets(), strict=True)
         ]
 
     def is_suspended(self) -> bool:

@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from api.quantities import Quantity
+from api.validation.field_errors import Path
+from api.validation.tas_annotations import TemplateTopology, annotations_of
 from controller.integrations.framework.generic_job import Finished, GenericJob
 from controller.integrations.framework.podset_info import (
     PodSetInfo,
@@ -124,6 +126,28 @@ def build_pod_sets(spec: Mapping[str, Any], annotations: Mapping[str, str]) -> l
     return pod_sets
 
 
+def topology_templates(spec: Mapping[str, Any], spec_path: Path) -> list[TemplateTopology]:
+    """The head's and each worker group's template, as Kueue's Ray webhooks check their
+    topology annotations (`ValidateTopologyRequest`), under `spec_path`."""
+    head = spec.get("headGroupSpec") or {}
+    templates = [
+        TemplateTopology(
+            spec_path.child("headGroupSpec", "template", "metadata"),
+            annotations_of(head.get("template")),
+            1,
+        )
+    ]
+    for i, group in enumerate(spec.get("workerGroupSpecs") or ()):
+        templates.append(
+            TemplateTopology(
+                spec_path.child("workerGroupSpecs").index(i).child("template", "metadata"),
+                annotations_of(group.get("template")),
+                _worker_count(group),
+            )
+        )
+    return templates
+
+
 def expected_pod_sets_count(spec: Mapping[str, Any]) -> int:
     return len(spec.get("workerGroupSpecs") or ()) + 1
 
@@ -183,6 +207,9 @@ class RayCluster(GenericJob):
 
     def pod_sets(self) -> list[dict[str, Any]]:
         return build_pod_sets(self.spec, self.metadata.get("annotations") or {})
+
+    def topology_templates(self) -> list[TemplateTopology]:
+        return topology_templates(self.spec, Path("spec"))
 
     def is_suspended(self) -> bool:
         return self.spec.get("suspend") is True

@@ -26,6 +26,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from api.validation.field_errors import Path
+from api.validation.tas_annotations import TemplateTopology
 from controller.integrations.framework.generic_job import Finished, GenericJob
 from controller.integrations.framework.podset_info import (
     PodSetInfo,
@@ -40,6 +42,7 @@ from controller.integrations.kinds.raycluster import (
     expected_pod_sets_count,
     restore_cluster_spec,
     run_cluster_spec,
+    topology_templates,
     validate_cluster_spec,
 )
 from controller.kube.client import Resource
@@ -117,6 +120,10 @@ class RayJob(GenericJob):
                 {"name": SUBMITTER_CONTAINER, "resources": copy.deepcopy(SUBMITTER_RESOURCES)}
             )
         return pod_sets
+
+    def topology_templates(self) -> list[TemplateTopology]:
+        spec = self.spec.get("rayClusterSpec")
+        return [] if spec is None else topology_templates(spec, Path("spec.rayClusterSpec"))
 
     def _expected(self) -> int:
         count = expected_pod_sets_count(self.cluster_spec)
