@@ -366,34 +366,15 @@ def test_the_webhook_refuses_a_slice_larger_than_the_job() -> None:
 
 
 def test_the_webhook_checks_groups_across_a_jobsets_pod_sets() -> None:
-    jobset = queued(
-        {
-            "replicatedJobs": [
-                {
-                    "name": "a",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "parallelism": 2,
-                            "completions": 2,
-                            "template": template({REQUIRED: BLOCK, GROUP: "g"}),
-                        }
-                    },
-                },
-                {
-                    "name": "b",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "parallelism": 2,
-                            "completions": 2,
-                            "template": template({REQUIRED: BLOCK, GROUP: "g"}),
-                        }
-                    },
-                },
-            ]
+    def replicated_job(name: str) -> dict[str, Any]:
+        job = {
+            "parallelism": 2,
+            "completions": 2,
+            "template": template({REQUIRED: BLOCK, GROUP: "g"}),
         }
-    )
+        return {"name": name, "replicas": 1, "template": {"spec": job}}
+
+    jobset = queued({"replicatedJobs": [replicated_job("a"), replicated_job("b")]})
     message = refusal("jobset.x-k8s.io", "JobSet", jobset)
     assert message is not None and "at least one pod set has only 1 replica" in message
     assert "spec.replicatedJobs[1].template.spec.template.metadata.annotations[" in message
