@@ -389,3 +389,22 @@ def test_a_good_job_is_still_suspended_and_an_unqueued_one_untouched() -> None:
 def test_several_errors_aggregate_as_kueues() -> None:
     errors = validate_tas_pod_set_request(META, {**BOTH, UNCONSTRAINED: "maybe"})
     assert aggregate(errors).startswith("[") and len(errors) == 2
+
+
+def test_a_leaderworkerset_update_is_checked_too() -> None:
+    """Kueue's LeaderWorkerSet webhook runs its create checks on updates."""
+    good = queued({"leaderWorkerTemplate": {"size": 2, "workerTemplate": template({})}})
+    bad = queued({"leaderWorkerTemplate": {"size": 2, "workerTemplate": template({SIZE: "1"})}})
+    request = {
+        "uid": "u",
+        "kind": {"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"},
+        "operation": "UPDATE",
+        "object": bad,
+        "oldObject": good,
+    }
+    response = review_response({"request": request})["response"]
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        f"spec.leaderWorkerTemplate.workerTemplate.metadata.annotations[{SIZE}]: Forbidden: may "
+        f"not be set when '{SLICE}' is not specified"
+    )
