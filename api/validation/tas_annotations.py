@@ -320,13 +320,16 @@ def validate_templates(
     templates: Sequence[TemplateTopology], multi_layer: bool = True, grouping: bool = True
 ) -> list[FieldError]:
     """Every template's request and slice bound, then the pod set groups across them
-    (`grouping`: the kind has pod sets that can be grouped)."""
+    (`grouping`: the kind has pod sets that can be grouped). Without grouping (Kueue's Job
+    webhook: one template), the bound is checked only when the request is valid, as
+    Kueue's returns the request's errors alone."""
     errors: list[FieldError] = []
     for template in templates:
-        errors += validate_tas_pod_set_request(
+        request = validate_tas_pod_set_request(
             template.meta_path, template.annotations, multi_layer
         )
-        if template.count is not None:
+        errors += request
+        if template.count is not None and (grouping or not request):
             errors += validate_slice_size_upper_bound(
                 template.meta_path, template.annotations, template.count
             )

@@ -171,7 +171,8 @@ class GenericJob(ABC):
 
     def groups_pod_sets(self) -> bool:
         """Whether Kueue's webhook of this kind checks `podset-group-name` across its pod
-        sets (`ValidatePodSetGroupingTopology`); kinds of one pod set do not."""
+        sets (`ValidatePodSetGroupingTopology`); the Job's, of one template, does not, and
+        checks the slice bound only when the template's request is valid."""
         return True
 
     def validate_on_create(self) -> list[str]:

@@ -408,3 +408,15 @@ def test_a_leaderworkerset_update_is_checked_too() -> None:
         f"spec.leaderWorkerTemplate.workerTemplate.metadata.annotations[{SIZE}]: Forbidden: may "
         f"not be set when '{SLICE}' is not specified"
     )
+
+
+def test_a_jobs_slice_bound_is_checked_only_when_its_request_is_valid() -> None:
+    """Kueue's Job webhook returns the request's errors alone; a JobSet's lists both."""
+    annotations = {SIZE: "5"}  # no slice level, and more than the pod count
+    job = queued({"parallelism": 2, "completions": 2, "template": template(annotations)})
+    assert refusal("batch", "Job", job) == (
+        f"{A}[{SIZE}]: Forbidden: may not be set when '{SLICE}' is not specified"
+    )
+    rj = {"name": "a", "template": {"spec": {"template": template(annotations)}}}
+    message = refusal("jobset.x-k8s.io", "JobSet", queued({"replicatedJobs": [rj]}))
+    assert message is not None and "must not be greater than pod set count 1" in message
