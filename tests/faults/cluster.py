@@ -124,7 +124,33 @@ class FaultCluster:
         """The audit log so far: every write of the replicas, as the API server saw it."""
         if not self.audit_log.exists():
             return []
-        return [json.loads(line) for line in self.audit_log.read_text().splitlines() if line]
+        return audit_events_of(self.audit_log.read_text())
+
+
+AUDIT_EVENT_START = '{"kind":"Event"'
+
+
+def audit_events_of(text: str) -> list[dict[str, Any]]:
+    """The events of an audit log that kube-apiserver processes killed with SIGKILL wrote
+    to in turn: a killed process may leave its last event cut short, with no newline, and
+    the next process's first event then follows on the same line (or nothing does, at the
+    end). The cut event is dropped; anything else that is not an event is an error."""
+    events: list[dict[str, Any]] = []
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if not line:
+            continue
+        try:
+            events.append(json.loads(line))
+            continue
+        except json.JSONDecodeError:
+            pass
+        start = line.rfind(AUDIT_EVENT_START)
+        if start > 0:  # a cut event, then a whole one
+            events.append(json.loads(line[start:]))
+        elif number != len(lines) - 1 or not line.startswith(AUDIT_EVENT_START):
+            raise ValueError(f"audit log line {number + 1} is not an audit event: {line[:200]}")
+    return events
 
 
 class Replica:
