@@ -41,6 +41,7 @@ __all__ = [
     "TemplateTopology",
     "annotations_of",
     "parse_int32",
+    "parse_slice_layers",
     "validate_pod_set_grouping",
     "validate_slice_size_upper_bound",
     "validate_tas_pod_set_request",
@@ -170,7 +171,7 @@ def _validate_layers(
         errors.append(
             forbidden(path.key(GROUP_NAME), f"may not be set when '{SLICE_LAYERS}' is specified")
         )
-    layers, problem = _parse_layers(text)
+    layers, problem = parse_slice_layers(text)
     if layers is None:
         errors.append(invalid(where, text, f"must be a valid JSON array: {problem}"))
         return errors
@@ -206,7 +207,7 @@ def _validate_layers(
     return errors
 
 
-def _parse_layers(text: str) -> tuple[list[tuple[str, int]] | None, str]:
+def parse_slice_layers(text: str) -> tuple[list[tuple[str, int]] | None, str]:
     """The layers as Go's `json.Unmarshal` into `[]PodsetSliceRequiredTopologyConstraint`
     reads them (absent fields zero, `null` an empty list), or None and why not."""
     try:
@@ -254,7 +255,7 @@ def validate_slice_size_upper_bound(
                 )
             )
     if SLICE_LAYERS in annotations:
-        layers, _ = _parse_layers(annotations[SLICE_LAYERS])
+        layers, _ = parse_slice_layers(annotations[SLICE_LAYERS])
         if layers and layers[0][1] > count:
             errors.append(
                 invalid(

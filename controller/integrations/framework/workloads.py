@@ -15,7 +15,6 @@ WorkloadPriorityClass (else the pod sets' PriorityClass), KAI's preemptibility a
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -37,7 +36,7 @@ from api.constants import (
     SCHEDULING_GROUP,
     VERSION,
 )
-from api.validation.tas_annotations import parse_int32
+from api.validation.tas_annotations import parse_int32, parse_slice_layers
 from controller.integrations.framework.generic_job import GenericJob, TopologyHints
 from controller.integrations.job_labels import (
     PriorityClassNotFound,
@@ -78,26 +77,16 @@ def prebuilt_workload_name(obj: Mapping[str, Any]) -> str | None:
 
 
 def _slice_layers(text: str | None) -> list[dict[str, Any]] | None:
-    """The multi-layer slice annotation (a JSON array of 1 to 3 `{topology, size}`), as
-    Kueue's builder reads it; None when absent or not of that shape (Kueue then fails to
-    build the Workload; its webhook refuses such a job first)."""
+    """The multi-layer slice annotation (a JSON array of 1 to 3 `{topology, size}`), read
+    as the webhook reads it (Go's `json.Unmarshal`, as Kueue's builder does); None when
+    absent or not of that shape (Kueue then fails to build the Workload; its webhook
+    refuses such a job first)."""
     if text is None:
         return None
-    try:
-        layers = json.loads(text)
-    except ValueError:
+    layers, _ = parse_slice_layers(text)
+    if layers is None or not 1 <= len(layers) <= 3:
         return None
-    if not isinstance(layers, list) or not 1 <= len(layers) <= 3:
-        return None
-    out = []
-    for layer in layers:
-        if not isinstance(layer, dict):
-            return None
-        topology, size = layer.get("topology"), layer.get("size")
-        if not isinstance(topology, str) or isinstance(size, bool) or not isinstance(size, int):
-            return None
-        out.append({"topology": topology, "size": size})
-    return out
+    return [{"topology": topology, "size": size} for topology, size in layers]
 
 
 def topology_request(annotations: Mapping[str, str], hints: TopologyHints) -> dict[str, Any] | None:
