@@ -45,11 +45,13 @@ from api.validation.field_errors import Path
 from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
 from controller.core.model.topology import is_tas_pod
 from controller.integrations.framework.ancestors import owner_framework
+from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.framework.patches import json_patch
 from controller.integrations.framework.registry import Framework, by_kind, frameworks
 from controller.integrations.framework.workloads import prebuilt_workload_name
 from controller.integrations.job_labels import max_exec_time_problem
 from controller.integrations.job_management import DEFAULT_LOCAL_QUEUE, Decision, JobManagement
+from controller.integrations.job_update import job_update_problems, pod_suspended
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +280,7 @@ def review_response(
     if decision is not None and decision.default_queue:
         obj = copy.deepcopy(obj)
         obj.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_LABEL] = decision.queue_name
-    problem = _refusal(request, framework, obj)
+    problem = _refusal(request, framework, obj, lookup)
     if problem is not None:
         response["allowed"] = False
         response["status"] = {"code": 422, "reason": "Invalid", "message": problem}
@@ -290,59 +292,132 @@ def review_response(
 
 
 def _refusal(
-    request: Mapping[str, Any], framework: Framework | None, obj: Mapping[str, Any]
+    request: Mapping[str, Any],
+    framework: Framework | None,
+    obj: Mapping[str, Any],
+    lookup: Lookup | None = None,
 ) -> str | None:
     """Why a queue-labelled object is refused on creation, or an update of one that has
     (or had) the queue label, as Kueue's webhooks refuse them (None: allowed); several
-    problems are joined with "; "."""
+    problems are joined with "; ", each once."""
     operation = request.get("operation")
     if framework is None or operation not in framework.operations:
         return None
     try:
         if operation == "UPDATE":
             old = request.get("oldObject") or {}
-            if framework.admission is None or not (_queued(old) or _queued(obj)):
+            if not (_queued(old) or _queued(obj)):
                 return None
-            return "; ".join(framework.admission.validate_update(old, obj)) or None
-        if operation != "CREATE" or not _queued(obj):
+            problems = _update_problems(framework, old, obj, lookup)
+        elif operation == "CREATE" and _queued(obj):
+            problems = _create_problems(framework, obj)
+        else:
             return None
-        meta = obj.get("metadata") or {}
-        gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
-        problems = [aggregate(gates)] if gates else []
-        problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
-        job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
-        if job is None and framework.admission is None:
-            # Kueue's pod webhook: the pod's own topology annotations.
-            topology = validate_templates(
-                [TemplateTopology(Path("metadata"), annotations_of(obj))], grouping=False
-            )
-            problems += [aggregate(topology)] if topology else []
-            return "; ".join(problems) or None
-        kind = f"{framework.resource.api_version}, Kind={framework.resource.kind}"
-        annotations = meta.get("annotations") or {}
-        if annotations.get(ELASTIC_JOB_ANNOTATION) == "true" and not (
-            job is not None and job.supports_elastic_job()
-        ):
-            problems.append(
-                f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
-                f'not supported for "{kind}"'
-            )
-        if prebuilt_workload_name(obj) and not (
-            job is not None and job.supports_prebuilt_workload()
-        ):
-            problems.append(
-                f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
-                f'supported for "{kind}"'
-            )
-        if job is not None:
-            problems.extend(job.validate_on_create())
-            topology = validate_templates(job.topology_templates(), grouping=job.groups_pod_sets())
-            problems += [aggregate(topology)] if topology else []
-        elif framework.admission is not None:
-            problems.extend(framework.admission.validate_create(obj))
-        return "; ".join(problems) or None
+        return "; ".join(dict.fromkeys(problems)) or None
     except (AttributeError, TypeError, KeyError, ValueError):
         return None  # never reject what we cannot read
+
+
+def _pod_topology_problems(pod: Mapping[str, Any]) -> list[str]:
+    """Kueue's pod webhook: the pod's own topology annotations."""
+    topology = validate_templates(
+        [TemplateTopology(Path("metadata"), annotations_of(pod))], grouping=False
+    )
+    return [aggregate(topology)] if topology else []
+
+
+def _prebuilt_problems(framework: Framework, obj: Mapping[str, Any]) -> list[str]:
+    """A prebuilt Workload on a kind Kueue does not run under one."""
+    job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
+    if prebuilt_workload_name(obj) and not (job is not None and job.supports_prebuilt_workload()):
+        return [
+            f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
+            f'supported for "{_kind(framework)}"'
+        ]
+    return []
+
+
+def _kind(framework: Framework) -> str:
+    return f"{framework.resource.api_version}, Kind={framework.resource.kind}"
+
+
+def _common_create_problems(framework: Framework, obj: Mapping[str, Any]) -> list[str]:
+    """Kueue's `ValidateJobOnCreate` as quotagate has it: the admission gates, the
+    max-exec-time label, the elastic-job annotation and the prebuilt Workload."""
+    gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
+    problems = [aggregate(gates)] if gates else []
+    problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
+    job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ELASTIC_JOB_ANNOTATION) == "true" and not (
+        job is not None and job.supports_elastic_job()
+    ):
+        problems.append(
+            f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
+            f'not supported for "{_kind(framework)}"'
+        )
+    return problems + _prebuilt_problems(framework, obj)
+
+
+def _job_topology_problems(job: GenericJob) -> list[str]:
+    topology = validate_templates(job.topology_templates(), grouping=job.groups_pod_sets())
+    return [aggregate(topology)] if topology else []
+
+
+def _create_problems(framework: Framework, obj: Mapping[str, Any]) -> list[str]:
+    """Why a queue-labelled object is refused on creation."""
+    if framework.job is None and framework.admission is None:
+        gates = validate_gates(obj)
+        problems = [aggregate(gates)] if gates else []
+        problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
+        return problems + _pod_topology_problems(obj)
+    problems = _common_create_problems(framework, obj)
+    if framework.job is not None:
+        job = framework.job(copy.deepcopy(dict(obj)))
+        return problems + job.validate_on_create() + _job_topology_problems(job)
+    assert framework.admission is not None
+    return problems + framework.admission.validate_create(obj)
+
+
+def _update_problems(
+    framework: Framework,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    lookup: Lookup | None,
+) -> list[str]:
+    """Why an update of an object that has (or had) the queue label is refused: for a job
+    kind, Kueue's `ValidateJobOnUpdate` and the kind's create checks of the new object in
+    the kind's order; for a pod, `ValidateJobOnUpdate` and its topology annotations; for
+    a kind that runs through its pods, its own rules."""
+    if framework.admission is not None:
+        return framework.admission.validate_update(old, new)
+
+    def default_queue_exists(namespace: str) -> bool:
+        return lookup is not None and lookup.local_queue_exists(namespace, DEFAULT_LOCAL_QUEUE)
+
+    if framework.job is None:
+        # Kueue's pod webhook: ValidateJobOnUpdate, then validateCommon's topology check.
+        return job_update_problems(
+            old,
+            new,
+            old_suspended=pod_suspended(old),
+            new_suspended=pod_suspended(new),
+            prebuilt_on_create=lambda obj: _prebuilt_problems(framework, obj),
+            default_queue_exists=default_queue_exists,
+        ) + _pod_topology_problems(new)
+    old_job = framework.job(copy.deepcopy(dict(old)))
+    new_job = framework.job(copy.deepcopy(dict(new)))
+    common = job_update_problems(
+        old,
+        new,
+        old_suspended=old_job.is_suspended(),
+        new_suspended=new_job.is_suspended(),
+        prebuilt_on_create=lambda obj: _prebuilt_problems(framework, obj),
+        default_queue_exists=default_queue_exists,
+    )
+    create = _common_create_problems(framework, new) + new_job.validate_on_update(old_job)
+    first, then = (common, create) if new_job.updates_checked_first() else (create, common)
+    return first + then + new_job.validate_after_update(old_job) + _job_topology_problems(new_job)
 
 
 def _queued(obj: Mapping[str, Any]) -> bool:

@@ -180,6 +180,22 @@ class GenericJob(ABC):
         `JobWithCustomValidation`); empty: allowed."""
         return []
 
+    def validate_on_update(self, old: GenericJob) -> list[str]:
+        """The kind's own checks of the new object on an update from `old`; by default its
+        create checks, as most of Kueue's webhooks run them on every update."""
+        return self.validate_on_create()
+
+    def validate_after_update(self, old: GenericJob) -> list[str]:
+        """The kind's own update rules, checked after Kueue's common ones (the Job's
+        partial-admission rules); none by default."""
+        return []
+
+    def updates_checked_first(self) -> bool:
+        """Whether Kueue's webhook of this kind reports the common update rules
+        (`ValidateJobOnUpdate`) before the create checks of the new object (JobSet,
+        MPIJob, RayCluster, RayJob, TrainJob) or after them (the Job)."""
+        return True
+
     def supports_elastic_job(self) -> bool:
         """Whether Kueue runs the kind as an elastic job (`kueue.x-k8s.io/elastic-job`);
         for the others Kueue's webhook refuses the annotation, and so does quotagate's.

@@ -123,8 +123,10 @@ class Framework:
 
     @property
     def operations(self) -> tuple[str, ...]:
-        """The operations the webhook is called for on this kind."""
-        return self.admission.operations if self.admission is not None else ("CREATE",)
+        """The operations the webhook is called for on this kind: creations and updates
+        (Kueue's validating webhooks of every integration take both; a job kind and a pod
+        are changed on creation only)."""
+        return self.admission.operations if self.admission is not None else ("CREATE", "UPDATE")
 
     @property
     def rbac(self) -> tuple[Rule, ...]:

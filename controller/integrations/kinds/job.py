@@ -204,39 +204,92 @@ class Job(GenericJob):
         """Kueue's Job webhook: the min-parallelism annotation is a number between 1 and
         the pod count − 1; completions-equal-parallelism is a boolean, for Indexed Jobs
         whose completions equal their parallelism."""
-        problems: list[str] = []
-        annotations = _annotations(self.obj)
-        text = annotations.get(JOB_MIN_PARALLELISM_ANNOTATION)
-        if text is not None:
-            count = self.pods_count()
-            try:
-                value = int(str(text).strip())
-            except ValueError:
-                problems.append(f'{_MIN_PARALLELISM_PATH}: Invalid value: "{text}": not a number')
-            else:
-                if value <= 0 or value >= count:
-                    problems.append(
-                        f"{_MIN_PARALLELISM_PATH}: Invalid value: {value}: should be between 0 "
-                        f"and {count - 1}"
-                    )
-        sync = annotations.get(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
-        if sync is not None:
-            enabled = _parse_bool(str(sync))
-            if enabled is None:
-                problems.append(f'{_SYNC_COMPLETIONS_PATH}: Invalid value: "{sync}": not a boolean')
-            elif enabled:
-                if self.spec.get("completionMode", "NonIndexed") != "Indexed":
-                    problems.append(
-                        f'{_SYNC_COMPLETIONS_PATH}: Invalid value: "{sync}": should not be '
-                        "enabled for NonIndexed jobs"
-                    )
-                if self.spec.get("parallelism", 1) != self.spec.get("completions", 1):
-                    problems.append(
-                        f"spec.completions: Invalid value: {self.spec.get('completions')}: should "
-                        f"be equal to parallelism when {JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION} "
-                        "annotation is true"
-                    )
+        return self._partial_admission_problems() + self._sync_completion_problems()
+
+    def validate_on_update(self, old: GenericJob) -> list[str]:
+        """Kueue's `validateUpdate`: the min-parallelism annotation checked only when it
+        changed, completions-equal-parallelism always."""
+        problems = []
+        if _annotations(self.obj).get(JOB_MIN_PARALLELISM_ANNOTATION) != _annotations(old.obj).get(
+            JOB_MIN_PARALLELISM_ANNOTATION
+        ):
+            problems = self._partial_admission_problems()
+        return problems + self._sync_completion_problems()
+
+    def validate_after_update(self, old: GenericJob) -> list[str]:
+        """Kueue's `validatePartialAdmissionUpdate`: a running Job with partial admission
+        keeps its parallelism; a running Job keeps its completions-equal-parallelism."""
+        problems = []
+        old_spec = old.obj.get("spec") or {}
+        if (
+            JOB_MIN_PARALLELISM_ANNOTATION in _annotations(old.obj)
+            and old_spec.get("suspend") is not True
+            and old_spec.get("parallelism", 1) != self.spec.get("parallelism", 1)
+        ):
+            problems.append(
+                "spec.parallelism: Forbidden: cannot change when partial admission is "
+                "enabled and the job is not suspended"
+            )
+        if (
+            old.is_suspended() == self.is_suspended()
+            and not self.is_suspended()
+            and _sync_completion(old.obj) != _sync_completion(self.obj)
+        ):
+            problems.append(
+                f"{_SYNC_COMPLETIONS_PATH}: Forbidden: field is immutable while the job is "
+                "not suspended"
+            )
         return problems
+
+    def updates_checked_first(self) -> bool:
+        return False
+
+    def _partial_admission_problems(self) -> list[str]:
+        text = _annotations(self.obj).get(JOB_MIN_PARALLELISM_ANNOTATION)
+        if text is None:
+            return []
+        count = self.pods_count()
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            return [f'{_MIN_PARALLELISM_PATH}: Invalid value: "{text}": not a number']
+        if value <= 0 or value >= count:
+            return [
+                f"{_MIN_PARALLELISM_PATH}: Invalid value: {value}: should be between 0 "
+                f"and {count - 1}"
+            ]
+        return []
+
+    def _sync_completion_problems(self) -> list[str]:
+        sync = _annotations(self.obj).get(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+        if sync is None:
+            return []
+        enabled = _parse_bool(str(sync))
+        if enabled is None:
+            return [f'{_SYNC_COMPLETIONS_PATH}: Invalid value: "{sync}": not a boolean']
+        problems: list[str] = []
+        if enabled:
+            if self.spec.get("completionMode", "NonIndexed") != "Indexed":
+                problems.append(
+                    f'{_SYNC_COMPLETIONS_PATH}: Invalid value: "{sync}": should not be '
+                    "enabled for NonIndexed jobs"
+                )
+            if self.spec.get("parallelism", 1) != self.spec.get("completions", 1):
+                problems.append(
+                    f"spec.completions: Invalid value: {self.spec.get('completions')}: should "
+                    f"be equal to parallelism when {JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION} "
+                    "annotation is true"
+                )
+        return problems
+
+
+def _sync_completion(obj: Mapping[str, Any]) -> bool:
+    """Kueue's `syncCompletionWithParallelism`: the annotation parsed, false if it is not
+    a boolean."""
+    return (
+        _parse_bool(str(_annotations(obj).get(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)))
+        is True
+    )
 
 
 FRAMEWORK = register(Framework("batch/job", JOBS, job=Job))

@@ -85,10 +85,13 @@ def test_a_pod_units_label_comes_from_its_first_pod() -> None:
     assert body["spec"]["maximumExecutionTimeSeconds"] == 90
 
 
-def review(kind: str, obj: dict[str, Any], operation: str = "CREATE") -> dict[str, Any]:
-    return review_response(
-        {"request": {"uid": "r1", "kind": {"kind": kind}, "operation": operation, "object": obj}}
-    )["response"]
+def review(
+    kind: str, obj: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    request = {"uid": "r1", "kind": {"kind": kind}, "operation": operation, "object": obj}
+    if old is not None:
+        request["oldObject"] = old
+    return review_response({"request": request})["response"]
 
 
 @pytest.mark.parametrize("kind", ["Job", "Pod"])
@@ -113,7 +116,19 @@ def test_the_webhook_lets_a_good_label_through_and_still_suspends() -> None:
 
 def test_the_webhook_leaves_what_it_does_not_queue_alone() -> None:
     assert review("Job", labelled("10m", queue=False) | {"spec": {}})["allowed"] is True
-    assert review("Job", job("10m"), operation="UPDATE")["allowed"] is True
+    unqueued = job("10m")
+    del unqueued["metadata"]["labels"][QUEUE_NAME_LABEL]
+    assert review("Job", unqueued, operation="UPDATE", old=unqueued)["allowed"] is True
+
+
+def test_an_update_of_a_queued_job_is_checked_as_its_creation_is() -> None:
+    """Kueue's Job webhook runs `ValidateJobOnCreate` on the new object of every update:
+    a bad label is refused on update too, even when it was already there."""
+    response = review("Job", job("10m"), operation="UPDATE", old=job("10m"))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        f'{PATH}: Invalid value: "10m": must be a whole number of seconds'
+    )
 
 
 def test_a_workload_priority_class_comes_with_its_priority_or_not_at_all() -> None:

@@ -399,7 +399,8 @@ def test_pods_a_parent_marked_are_gated_whatever_owns_them() -> None:
     assert pod_patch(job_pod, by_kind(["batch/job", "pod"])) == []
 
 
-def test_the_webhook_is_called_on_updates_of_the_serving_kinds_only() -> None:
+def test_the_webhook_is_called_on_updates_of_every_kind() -> None:
+    """Kueue's validating webhooks take creations and updates of every kind."""
     body = webhook_configuration(
         "https://h", b"ca", "quotagate-system", by_kind([*SERVING, "batch/job"])
     )
@@ -410,6 +411,6 @@ def test_the_webhook_is_called_on_updates_of_the_serving_kinds_only() -> None:
         "deployments": ["CREATE", "UPDATE"],
         "statefulsets": ["CREATE", "UPDATE"],
         "leaderworkersets": ["CREATE", "UPDATE"],
-        "pods": ["CREATE"],
-        "jobs": ["CREATE"],
+        "pods": ["CREATE", "UPDATE"],
+        "jobs": ["CREATE", "UPDATE"],
     }
