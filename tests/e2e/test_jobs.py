@@ -215,6 +215,55 @@ def test_a_job_asking_two_topology_levels_is_refused_naming_the_annotations(
     assert created.spec.suspend is True
 
 
+def test_an_update_giving_a_job_or_a_pod_two_topology_levels_is_refused(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """Kueue's webhooks run their create checks on updates: the API server, calling our
+    webhook, refuses a patch adding preferred topology to a suspended Job's template that
+    asks required topology, naming the template's annotations, and the same on a queued,
+    gated pod; the Job and the pod keep what they had. (Their queue does not exist, so
+    nothing admits them meanwhile.)"""
+    expected = (
+        "Invalid value: must not contain more than one topology annotation: "
+        '["kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology", '
+        '"kueue.x-k8s.io/podset-unconstrained-topology"]'
+    )
+    required = {"kueue.x-k8s.io/podset-required-topology": "cloud.com/block"}
+    preferred = {"kueue.x-k8s.io/podset-preferred-topology": "cloud.com/rack"}
+    batch = client.BatchV1Api(api_client)
+    job = queued_job("later-two-levels", queue="absent")
+    job["spec"]["template"]["metadata"]["annotations"].update(required)
+    assert batch.create_namespaced_job(namespace, job).spec.suspend is True
+    patch = {"spec": {"template": {"metadata": {"annotations": preferred}}}}
+    with pytest.raises(ApiException) as refused:
+        batch.patch_namespaced_job("later-two-levels", namespace, patch)
+    assert refused.value.status == 422
+    message = json.loads(refused.value.body)["message"]
+    assert f"spec.template.metadata.annotations: {expected}" in message
+    stored = batch.read_namespaced_job("later-two-levels", namespace)
+    assert (
+        stored.spec.template.metadata.annotations.get("kueue.x-k8s.io/podset-preferred-topology")
+        is None
+    )
+
+    core = client.CoreV1Api(api_client)
+    pod = {
+        "metadata": {
+            "name": "later-two-levels",
+            "labels": {"kueue.x-k8s.io/queue-name": "absent"},
+            "annotations": required,
+        },
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    core.create_namespaced_pod(namespace, pod)
+    with pytest.raises(ApiException) as refused:
+        core.patch_namespaced_pod(
+            "later-two-levels", namespace, {"metadata": {"annotations": preferred}}
+        )
+    assert refused.value.status == 422
+    assert f"metadata.annotations: {expected}" in json.loads(refused.value.body)["message"]
+
+
 def test_a_job_waits_for_its_workload_priority_class_and_its_admission_gates(
     webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
 ) -> None:
