@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from api.constants import (
+    ELASTIC_JOB_ANNOTATION,
     JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
     JOB_MIN_PARALLELISM_ANNOTATION,
 )
@@ -248,17 +249,24 @@ class Job(GenericJob):
         text = _annotations(self.obj).get(JOB_MIN_PARALLELISM_ANNOTATION)
         if text is None:
             return []
+        problems = []
         count = self.pods_count()
         try:
             value = int(str(text).strip())
         except ValueError:
-            return [f'{_MIN_PARALLELISM_PATH}: Invalid value: "{text}": not a number']
-        if value <= 0 or value >= count:
-            return [
-                f"{_MIN_PARALLELISM_PATH}: Invalid value: {value}: should be between 0 "
-                f"and {count - 1}"
-            ]
-        return []
+            problems.append(f'{_MIN_PARALLELISM_PATH}: Invalid value: "{text}": not a number')
+        else:
+            if value <= 0 or value >= count:
+                problems.append(
+                    f"{_MIN_PARALLELISM_PATH}: Invalid value: {value}: should be between 0 "
+                    f"and {count - 1}"
+                )
+        if _annotations(self.obj).get(ELASTIC_JOB_ANNOTATION) == "true":
+            problems.append(
+                f'{_MIN_PARALLELISM_PATH}: Invalid value: "{text}": partial admission and '
+                "elastic job cannot be used together"
+            )
+        return problems
 
     def _sync_completion_problems(self) -> list[str]:
         sync = _annotations(self.obj).get(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)

@@ -342,3 +342,20 @@ def test_an_update_of_an_object_never_queued_is_not_checked() -> None:
 
     unqueued = job(queue=None)
     assert update("Job", unqueued, changed(unqueued, both)) is None
+
+
+def test_partial_admission_and_an_elastic_job_are_refused_together() -> None:
+    """Kueue's `validatePartialAdmissionCreate`, on creation and on an update changing the
+    min-parallelism annotation."""
+
+    def partial(obj: dict[str, Any]) -> None:
+        obj["metadata"]["annotations"][JOB_MIN_PARALLELISM_ANNOTATION] = "1"
+
+    def elastic(obj: dict[str, Any]) -> None:
+        obj["metadata"]["annotations"][ELASTIC_JOB_ANNOTATION] = "true"
+
+    old = changed(job(), elastic)
+    assert update("Job", old, changed(old, partial)) == (
+        f'metadata.annotations[{JOB_MIN_PARALLELISM_ANNOTATION}]: Invalid value: "1": partial '
+        "admission and elastic job cannot be used together"
+    )
