@@ -27,7 +27,13 @@ from api.constants import (
 from api.validation.admission_gates import validate_gates_update
 from controller.integrations.framework.workloads import prebuilt_workload_name
 
-__all__ = ["immutable", "job_update_problems", "pod_suspended", "prebuilt_workload_path"]
+__all__ = [
+    "immutable",
+    "job_update_problems",
+    "pod_suspended",
+    "prebuilt_workload_path",
+    "priority_class_update_problems",
+]
 
 _QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
 _MAX_EXEC_PATH = f"metadata.labels[{MAX_EXEC_TIME_LABEL}]"
@@ -70,6 +76,26 @@ def pod_suspended(pod: Mapping[str, Any]) -> bool:
     return any(gate.get("name") == ADMISSION_GATE for gate in gates)
 
 
+def priority_class_update_problems(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, suspended: bool
+) -> list[str]:
+    """Kueue's `ValidateUpdateForWorkloadPriorityClassName`: a WorkloadPriorityClass is not
+    added to an object that is not `suspended`, and never removed."""
+    old_class = str(_labels(old).get(PRIORITY_CLASS_LABEL) or "")
+    new_class = str(_labels(new).get(PRIORITY_CLASS_LABEL) or "")
+    if not suspended and not old_class and new_class:
+        return [
+            f'{_PRIORITY_CLASS_PATH}: Invalid value: "{new_class}": WorkloadPriorityClass '
+            "cannot be added to a non-suspended workload"
+        ]
+    if old_class and not new_class:
+        return [
+            f'{_PRIORITY_CLASS_PATH}: Invalid value: "": WorkloadPriorityClass cannot be '
+            "removed from a workload"
+        ]
+    return []
+
+
 def job_update_problems(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
@@ -109,19 +135,7 @@ def job_update_problems(
         new_limit = str(_labels(new).get(MAX_EXEC_TIME_LABEL) or "")
         if new_limit != old_limit:
             problems.append(immutable(_MAX_EXEC_PATH, new_limit))
-    # validateJobUpdateForWorkloadPriorityClassName
-    old_class = str(_labels(old).get(PRIORITY_CLASS_LABEL) or "")
-    new_class = str(_labels(new).get(PRIORITY_CLASS_LABEL) or "")
-    if not new_suspended and not old_class and new_class:
-        problems.append(
-            f'{_PRIORITY_CLASS_PATH}: Invalid value: "{new_class}": WorkloadPriorityClass '
-            "cannot be added to a non-suspended workload"
-        )
-    elif old_class and not new_class:
-        problems.append(
-            f'{_PRIORITY_CLASS_PATH}: Invalid value: "": WorkloadPriorityClass cannot be '
-            "removed from a workload"
-        )
+    problems.extend(priority_class_update_problems(old, new, suspended=new_suspended))
     # validatedUpdateForEnabledWorkloadSlice
     if _elastic(old) != _elastic(new):
         problems.append(immutable(_ELASTIC_PATH, _elastic(new)))

@@ -37,6 +37,7 @@ from api.constants import (
 )
 from controller.integrations.framework.admission import ObjectAdmission
 from controller.integrations.framework.generic_job import TopologyHints
+from controller.integrations.job_update import priority_class_update_problems
 
 __all__ = [
     "ParentAdmission",
@@ -50,7 +51,6 @@ __all__ = [
 ]
 
 _QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
-_PRIORITY_CLASS_PATH = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
@@ -117,19 +117,7 @@ def queue_update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> lis
     old_queue, new_queue = _labels(old).get(QUEUE_NAME_LABEL), _labels(new).get(QUEUE_NAME_LABEL)
     if (not suspended or not new_queue) and new_queue != old_queue:
         problems.append(_immutable(_QUEUE_PATH, new_queue or ""))
-    old_class = _labels(old).get(PRIORITY_CLASS_LABEL) or ""
-    new_class = _labels(new).get(PRIORITY_CLASS_LABEL) or ""
-    if not suspended and not old_class and new_class:
-        problems.append(
-            f'{_PRIORITY_CLASS_PATH}: Invalid value: "{new_class}": WorkloadPriorityClass '
-            "cannot be added to a non-suspended workload"
-        )
-    if old_class and not new_class:
-        problems.append(
-            f'{_PRIORITY_CLASS_PATH}: Invalid value: "": WorkloadPriorityClass cannot be '
-            "removed from a workload"
-        )
-    return problems
+    return problems + priority_class_update_problems(old, new, suspended=suspended)
 
 
 class _Shape(dict[str, Any]):
