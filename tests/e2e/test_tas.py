@@ -113,6 +113,33 @@ def rack_job(name: str, pods: int) -> dict[str, Any]:
     return job
 
 
+def with_admission(kueue: Kueue, namespace: str, name: str) -> dict[str, Any]:
+    """The Workload `name` once it has an admission (quota reserved)."""
+    found: dict[str, Any] = wait_for(
+        lambda: (
+            (w := maybe_workload(kueue, namespace, name))
+            and w.get("status", {}).get("admission")
+            and w
+        ),
+        timeout=60,
+        what=f"{name} admitted",
+    )
+    return found
+
+
+def placed_job_pods(core: client.CoreV1Api, namespace: str, job: str, count: int) -> list[Any]:
+    """The `count` pods of Job `job`, once all are bound to a node."""
+
+    def placed() -> list[Any] | None:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items
+        if len(pods) == count and all(p.spec.node_name for p in pods):
+            return pods
+        return None
+
+    found: list[Any] = wait_for(placed, timeout=90, what=f"the {count} pods of {job} placed")
+    return found
+
+
 def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     webhook_controller: ControllerProcess,
     tas_nodes: list[str],
@@ -123,25 +150,11 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     tas_queue(kueue, namespace, "e2e", 32)
     batch.create_namespaced_job(namespace, rack_job("fits", 4))
-    admitted = wait_for(
-        lambda: (
-            (w := maybe_workload(kueue, namespace, "job-fits"))
-            and w.get("status", {}).get("admission")
-            and w
-        ),
-        timeout=60,
-        what="the rack Job admitted",
-    )
+    admitted = with_admission(kueue, namespace, "job-fits")
     [psa] = admitted["status"]["admission"]["podSetAssignments"]
     assert psa["topologyAssignment"]["levels"] == [HOST]
 
-    def placed() -> list[Any] | None:
-        pods = core.list_namespaced_pod(namespace, label_selector="job-name=fits").items
-        if len(pods) == 4 and all(p.spec.node_name for p in pods):
-            return pods
-        return None
-
-    pods = wait_for(placed, timeout=90, what="the 4 pods placed")
+    pods = placed_job_pods(core, namespace, "fits", 4)
     racks = {core.read_node(p.spec.node_name).metadata.labels[RACK] for p in pods}
     assert len(racks) == 1, racks
     for p in pods:
@@ -260,27 +273,13 @@ def test_a_job_asking_for_no_topology_in_a_tas_queue_runs_in_its_assigned_domain
     job = queued_job("plain", parallelism=3)
     job["spec"]["template"]["metadata"]["annotations"] = {RUN_SECONDS: "30"}
     client.BatchV1Api(api_client).create_namespaced_job(namespace, job)
-    admitted = wait_for(
-        lambda: (
-            (w := maybe_workload(kueue, namespace, "job-plain"))
-            and w.get("status", {}).get("admission")
-            and w
-        ),
-        timeout=60,
-        what="the Job admitted",
-    )
+    admitted = with_admission(kueue, namespace, "job-plain")
     [pod_set] = admitted["spec"]["podSets"]
     assert "topologyRequest" not in pod_set
     hosts = hosts_of(admitted)
     assert sum(hosts.values()) == 3, hosts
 
-    def placed() -> list[Any] | None:
-        pods = core.list_namespaced_pod(namespace, label_selector="job-name=plain").items
-        if len(pods) == 3 and all(p.spec.node_name for p in pods):
-            return pods
-        return None
-
-    pods = wait_for(placed, timeout=90, what="the 3 pods placed")
+    pods = placed_job_pods(core, namespace, "plain", 3)
     for p in pods:
         assert not p.spec.scheduling_gates, p.spec.scheduling_gates
         assert p.spec.node_selector[HOST] == p.spec.node_name

@@ -43,7 +43,7 @@ from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS
 from tests.cluster.operators import LeaderWorkerSetController
 from tests.e2e.conftest import webhook_controller_running
-from tests.e2e.test_tas import BLOCK, HOST, RACK, tainted_nodes
+from tests.e2e.test_tas import BLOCK, HOST, RACK, tainted_nodes, with_admission
 from tests.e2e.test_tas_node_failure import tas_queues
 from tests.integration.kueue import (
     ControllerProcess,
@@ -51,7 +51,6 @@ from tests.integration.kueue import (
     cluster_queue,
     flavor,
     local_queue,
-    maybe_workload,
 )
 from tests.integration.serving import LWS, leaderworkerset, statefulset
 
@@ -138,17 +137,7 @@ def test_a_pod_group_asking_for_a_rack_lands_in_one_rack_by_pod_index(
 
 
 def admitted(api_client: client.ApiClient, namespace: str, workload: str) -> dict[str, Any]:
-    kueue = Kueue(api_client)
-    found: dict[str, Any] = wait_for(
-        lambda: (
-            (w := maybe_workload(kueue, namespace, workload))
-            and w.get("status", {}).get("admission")
-            and w
-        ),
-        timeout=60,
-        what=f"{workload} admitted",
-    )
-    return found
+    return with_admission(Kueue(api_client), namespace, workload)
 
 
 def places_of(workload: dict[str, Any], pod_set: str) -> list[str]:
