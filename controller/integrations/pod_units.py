@@ -20,13 +20,16 @@ from api.constants import (
     POD_GROUP_SERVING_ANNOTATION,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     POD_PREEMPTIBILITY_ANNOTATION,
+    POD_SET_LABEL,
     POD_SUSPENDING_PARENT_ANNOTATION,
     PREEMPTIBILITY_LABEL,
     QUEUE_NAME_LABEL,
     ROLE_HASH_ANNOTATION,
     VERSION,
+    WORKLOAD_ANNOTATION,
 )
 from controller.integrations.framework.generic_job import TopologyHints
+from controller.integrations.framework.podset_info import implicit_topology_annotations
 from controller.integrations.framework.workloads import topology_request
 from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
 from controller.integrations.job_management import JobManagement
@@ -401,6 +404,29 @@ def topology_assigned(workload: Mapping[str, Any], pod_set: str) -> bool:
         str(a.get("name") or DEFAULT_POD_SET_NAME) == pod_set and a.get("topologyAssignment")
         for a in admission.get("podSetAssignments") or ()
     )
+
+
+def topology_release(
+    workload: Mapping[str, Any], pod_set: str, workload_name: str
+) -> tuple[dict[str, str], dict[str, str]] | None:
+    """The labels and annotations a pod of an admitted pod set placed by topology gets when
+    its admission gate is removed (its topology gate kept): the pod set label and the
+    Workload's name, by which the topology ungater finds it, and for a pod set that asked
+    for no topology the unconstrained annotation (Kueue's `FromAssignment`, merged into the
+    pod by its pod controller's `prepare`). None when the pod set has no topology
+    assignment: its pods lose the topology gate with the admission gate."""
+    if not topology_assigned(workload, pod_set):
+        return None
+    spec: Mapping[str, Any] = next(
+        (
+            ps
+            for ps in (workload.get("spec") or {}).get("podSets") or ()
+            if str(ps.get("name") or DEFAULT_POD_SET_NAME) == pod_set
+        ),
+        {},
+    )
+    annotations = {WORKLOAD_ANNOTATION: workload_name, **implicit_topology_annotations(spec)}
+    return {POD_SET_LABEL: pod_set}, annotations
 
 
 def pod_group_settings(pod_group: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,12 +46,10 @@ from api.constants import (
     ADMISSION_GATE,
     DEFAULT_POD_SET_NAME,
     GROUP,
-    POD_SET_LABEL,
     PREEMPTIBILITY_LABEL,
     PRIORITY_CLASS_LABEL,
     TOPOLOGY_SCHEDULING_GATE,
     VERSION,
-    WORKLOAD_ANNOTATION,
 )
 from api.workload_status import Condition, has_quota_reservation
 from controller.integrations.framework.podset_info import PodSetInfoError, with_check_updates
@@ -75,7 +73,7 @@ from controller.integrations.pod_units import (
     running,
     serving,
     terminated,
-    topology_assigned,
+    topology_release,
     ungate_patch,
     unit_of,
     workload_for,
@@ -294,10 +292,10 @@ class PodIntegration:
                 except PodSetInfoError as exc:  # Kueue: the pods are not started
                     await self._report(unit, pods, "FailedToStart", str(exc))
                     continue
-                placed = topology_assigned(workload, pod_set)
-                if placed:  # the topology ungater finds them by these, and places them
-                    updates.labels[POD_SET_LABEL] = pod_set
-                    updates.annotations[WORKLOAD_ANNOTATION] = unit.workload_name
+                placed = topology_release(workload, pod_set, unit.workload_name)
+                if placed is not None:  # the topology ungater finds them, and places them
+                    updates.labels.update(placed[0])
+                    updates.annotations.update(placed[1])
                 waiting = [p for p in members if gated(p) and not terminated(p)]
                 for pod in waiting[: max(0, allowed - len(live))]:
                     patch = ungate_patch(
@@ -307,7 +305,7 @@ class PodIntegration:
                         updates.labels,
                         updates.annotations,
                         # Kueue: no topology assignment, no topology gate
-                        also=() if placed else (TOPOLOGY_SCHEDULING_GATE,),
+                        also=() if placed is not None else (TOPOLOGY_SCHEDULING_GATE,),
                     )
                     if patch and await self._patch_pod(pod, patch):
                         group = unit.kind != "pod"

@@ -43,7 +43,6 @@ from api.validation import aggregate
 from api.validation.admission_gates import validate_gates
 from api.validation.field_errors import Path
 from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
-from controller.core.model.topology import is_tas_pod
 from controller.integrations.framework.ancestors import owner_framework
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.framework.patches import json_patch
@@ -115,13 +114,15 @@ def pod_patch(
 ) -> list[dict[str, Any]]:
     """JSON patch gating a managed pod (`decision`; default: managed when queue-labelled),
     and labelling it with the default LocalQueue when the decision says so; none for other
-    pods, for pods an enabled job integration runs — the job itself is queued — or if
-    already gated. A pod whose template a parent kind marked
-    (`kueue.x-k8s.io/pod-suspending-parent`: a StatefulSet's, a LeaderWorkerSet's, a
-    Deployment's) is gated whatever owns it, as Kueue's pod webhook does. A pod that asks
-    for a topology (`is_tas_pod`) is also held by the `kueue.x-k8s.io/topology` gate, and
-    the label its `kueue.x-k8s.io/pod-group-pod-index-label` annotation names is copied
-    into `kueue.x-k8s.io/pod-group-pod-index` (its rank)."""
+    pods, for pods an enabled job integration runs — the job itself is queued. A pod whose
+    template a parent kind marked (`kueue.x-k8s.io/pod-suspending-parent`: a StatefulSet's,
+    a LeaderWorkerSet's, a Deployment's) is gated whatever owns it, as Kueue's pod webhook
+    does. Every gated pod is also held by the `kueue.x-k8s.io/topology` gate, and the label
+    its `kueue.x-k8s.io/pod-group-pod-index-label` annotation names is copied into
+    `kueue.x-k8s.io/pod-group-pod-index` (its rank), as Kueue's webhook does while
+    TopologyAwareScheduling is on (always, here): whether its pod set is placed by topology
+    is known only at admission, which removes the topology gate with the admission gate
+    when it is not (pods.py). A gate the pod already has is not added again."""
     if decision is None:
         decision = decision_for(pod, "", None, None)
     meta = pod.get("metadata") or {}
@@ -135,17 +136,12 @@ def pod_patch(
         if framework is not None and framework.job is not None and not suspended_by_parent:
             return []
     patch = _label_patch(pod, decision.queue_name) if decision.default_queue else []
-    spec = pod.get("spec") or {}
-    gates = spec.get("schedulingGates")
-    if gates is not None and any(g.get("name") == GATE for g in gates):
+    patch.extend(_pod_index_patch(pod, labelled=bool(patch)))
+    gates = (pod.get("spec") or {}).get("schedulingGates")
+    present = {g.get("name") for g in gates or ()}
+    wanted = [name for name in (GATE, TOPOLOGY_SCHEDULING_GATE) if name not in present]
+    if not wanted:
         return patch
-    wanted = [GATE]
-    if is_tas_pod(pod):
-        # Kueue's pod webhook: held for the topology ungater, which releases the pod
-        # into its domain; its index copied from the label the pod names.
-        patch.extend(_pod_index_patch(pod, labelled=bool(patch)))
-        if not any(g.get("name") == TOPOLOGY_SCHEDULING_GATE for g in gates or ()):
-            wanted.append(TOPOLOGY_SCHEDULING_GATE)
     if gates is None:
         value = [{"name": name} for name in wanted]
         return [*patch, {"op": "add", "path": "/spec/schedulingGates", "value": value}]

@@ -125,7 +125,10 @@ def test_labelled_pod_is_gated_by_the_webhook(
             "spec": {"containers": [{"name": "c", "image": "busybox"}]},
         },
     )
-    assert [g.name for g in created.spec.scheduling_gates] == ["kueue.x-k8s.io/admission"]
+    assert [g.name for g in created.spec.scheduling_gates] == [
+        "kueue.x-k8s.io/admission",
+        "kueue.x-k8s.io/topology",
+    ]
     assert core.read_namespaced_pod("queued", namespace).status.phase == "Pending"
 
 

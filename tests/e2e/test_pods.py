@@ -21,6 +21,8 @@ from tests.integration.kueue import (
 )
 
 GATE = "kueue.x-k8s.io/admission"
+# Kueue's webhook holds every pod it gates by the topology gate too
+GATES = [GATE, "kueue.x-k8s.io/topology"]
 ZONE = "topology.kubernetes.io/zone"
 
 
@@ -94,7 +96,7 @@ def test_pod_group_is_gated_as_a_whole_until_quota_covers_all_of_it(
     )
     assert "insufficient quota for cpu" in pending["message"]
     pods = core.list_namespaced_pod(namespace).items
-    assert len(pods) == 4 and all(_gates(p) == [GATE] for p in pods)
+    assert len(pods) == 4 and all(_gates(p) == GATES for p in pods)
 
     _set_quota(kueue, cq, rf, 4)
 
@@ -209,7 +211,7 @@ def test_job_preempts_a_pod_group_whose_owner_recreates_its_pods_gated(
             ).items
             if p.metadata.uid not in old and not p.metadata.deletion_timestamp
         ]
-        return pods if len(pods) == 2 and all(_gates(p) == [GATE] for p in pods) else None
+        return pods if len(pods) == 2 and all(_gates(p) == GATES for p in pods) else None
 
     wait_for(recreated_and_gated, timeout=60, what="the ReplicaSet's new pods, gated")
     group = kueue.get_workload(namespace, "group-serve")
@@ -370,4 +372,4 @@ def test_pod_naming_a_missing_local_queue_stays_gated_and_says_why(
 
     event = wait_for(warning, timeout=30, what="a Warning Event on the pod")
     assert "nope" in event.message
-    assert _gates(core.read_namespaced_pod("lost", namespace)) == [GATE]
+    assert _gates(core.read_namespaced_pod("lost", namespace)) == GATES

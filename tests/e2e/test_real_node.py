@@ -319,7 +319,10 @@ def test_a_queued_pod_is_gated_admitted_and_run_on_the_real_node(
             },
         )
     )
-    assert [g.name for g in pod.spec.scheduling_gates or []] == ["kueue.x-k8s.io/admission"]
+    assert [g.name for g in pod.spec.scheduling_gates or []] == [
+        "kueue.x-k8s.io/admission",
+        "kueue.x-k8s.io/topology",
+    ]
     done = wait_for(
         lambda: (p := core.read_namespaced_pod("p", namespace)).status.phase == "Succeeded" and p,
         timeout=90,

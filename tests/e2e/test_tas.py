@@ -4,7 +4,8 @@ TAS ResourceFlavor. A Job asking for one rack is admitted with a topologyAssignm
 pods start held by the topology gate, quotagate releases each with its domain's node
 selector, and kube-scheduler places every pod in that one rack. A Job larger than any rack
 waits, its Workload naming the level and the largest free domain. A preemptor keeps the
-rack it evicted for while its victim terminates."""
+rack it evicted for while its victim terminates. A Job asking for no topology is placed
+as unconstrained and its pods released into the assignment's nodes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from api.constants import POD_SET_REQUIRED_TOPOLOGY_ANNOTATION, TOPOLOGY_SCHEDULING_GATE
+from api.constants import (
+    POD_SET_REQUIRED_TOPOLOGY_ANNOTATION,
+    POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+    TOPOLOGY_SCHEDULING_GATE,
+)
 from controller.core.tas.encoding import decode
 from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS, create_node, queued_job
@@ -108,6 +113,33 @@ def rack_job(name: str, pods: int) -> dict[str, Any]:
     return job
 
 
+def with_admission(kueue: Kueue, namespace: str, name: str) -> dict[str, Any]:
+    """The Workload `name` once it has an admission (quota reserved)."""
+    found: dict[str, Any] = wait_for(
+        lambda: (
+            (w := maybe_workload(kueue, namespace, name))
+            and w.get("status", {}).get("admission")
+            and w
+        ),
+        timeout=60,
+        what=f"{name} admitted",
+    )
+    return found
+
+
+def placed_job_pods(core: client.CoreV1Api, namespace: str, job: str, count: int) -> list[Any]:
+    """The `count` pods of Job `job`, once all are bound to a node."""
+
+    def placed() -> list[Any] | None:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items
+        if len(pods) == count and all(p.spec.node_name for p in pods):
+            return pods
+        return None
+
+    found: list[Any] = wait_for(placed, timeout=90, what=f"the {count} pods of {job} placed")
+    return found
+
+
 def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     webhook_controller: ControllerProcess,
     tas_nodes: list[str],
@@ -118,25 +150,11 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     tas_queue(kueue, namespace, "e2e", 32)
     batch.create_namespaced_job(namespace, rack_job("fits", 4))
-    admitted = wait_for(
-        lambda: (
-            (w := maybe_workload(kueue, namespace, "job-fits"))
-            and w.get("status", {}).get("admission")
-            and w
-        ),
-        timeout=60,
-        what="the rack Job admitted",
-    )
+    admitted = with_admission(kueue, namespace, "job-fits")
     [psa] = admitted["status"]["admission"]["podSetAssignments"]
     assert psa["topologyAssignment"]["levels"] == [HOST]
 
-    def placed() -> list[Any] | None:
-        pods = core.list_namespaced_pod(namespace, label_selector="job-name=fits").items
-        if len(pods) == 4 and all(p.spec.node_name for p in pods):
-            return pods
-        return None
-
-    pods = wait_for(placed, timeout=90, what="the 4 pods placed")
+    pods = placed_job_pods(core, namespace, "fits", 4)
     racks = {core.read_node(p.spec.node_name).metadata.labels[RACK] for p in pods}
     assert len(racks) == 1, racks
     for p in pods:
@@ -238,3 +256,35 @@ def test_a_preemptor_keeps_the_rack_it_evicted_for_while_its_victim_terminates(
         "hold-r1-h2": 2,
     }
     assert not is_admitted(kueue.get_workload(namespace, "late"))
+
+
+def test_a_job_asking_for_no_topology_in_a_tas_queue_runs_in_its_assigned_domains(
+    webhook_controller: ControllerProcess,
+    tas_nodes: list[str],
+    api_client: client.ApiClient,
+    namespace: str,
+) -> None:
+    """A TAS-only ClusterQueue places a Job that asks for no topology as unconstrained
+    (Kueue's implicit TAS): its pods start held by the topology gate, marked unconstrained,
+    and each is released to a node of the assignment, as many on each as it says."""
+    kueue = Kueue(api_client)
+    core = client.CoreV1Api(api_client)
+    tas_queue(kueue, namespace, "e2e", 32)
+    job = queued_job("plain", parallelism=3)
+    job["spec"]["template"]["metadata"]["annotations"] = {RUN_SECONDS: "30"}
+    client.BatchV1Api(api_client).create_namespaced_job(namespace, job)
+    admitted = with_admission(kueue, namespace, "job-plain")
+    [pod_set] = admitted["spec"]["podSets"]
+    assert "topologyRequest" not in pod_set
+    hosts = hosts_of(admitted)
+    assert sum(hosts.values()) == 3, hosts
+
+    pods = placed_job_pods(core, namespace, "plain", 3)
+    for p in pods:
+        assert not p.spec.scheduling_gates, p.spec.scheduling_gates
+        assert p.spec.node_selector[HOST] == p.spec.node_name
+        assert p.metadata.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] == "true"
+    on_nodes: dict[str, int] = {}
+    for p in pods:
+        on_nodes[p.spec.node_name] = on_nodes.get(p.spec.node_name, 0) + 1
+    assert on_nodes == hosts, (on_nodes, hosts)

@@ -8,7 +8,12 @@ pods into the assignment's nodes by their index: a group's from the label its po
 `kueue.x-k8s.io/pod-group-pod-index-label` annotation names (copied by the webhook into
 `kueue.x-k8s.io/pod-group-pod-index`), a StatefulSet's from `apps.kubernetes.io/pod-index`,
 a LeaderWorkerSet's workers' from `leaderworkerset.sigs.k8s.io/worker-index` less one.
-Without the topology request the scheduler spreads them over the racks."""
+Without the topology request the scheduler spreads them over the racks.
+
+A pod asking for no topology is held by the topology gate too (Kueue's webhook): in a
+ClusterQueue whose flavor has a topology it is placed as unconstrained and released into
+its domain, fullest node first (where kube-scheduler alone would pick the emptiest); in
+one whose flavor has none it loses both gates at once and starts."""
 
 from __future__ import annotations
 
@@ -20,13 +25,16 @@ import pytest
 from kubernetes import client
 
 from api.constants import (
+    ADMISSION_GATE,
     POD_GROUP_NAME_LABEL,
     POD_GROUP_POD_INDEX_LABEL,
     POD_GROUP_POD_INDEX_LABEL_ANNOTATION,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     POD_SET_REQUIRED_TOPOLOGY_ANNOTATION,
+    POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
     QUEUE_NAME_LABEL,
     TOPOLOGY_SCHEDULING_GATE,
+    WORKLOAD_ANNOTATION,
 )
 from controller.core.tas.encoding import decode
 from controller.core.tas.ranks import domain_of_rank
@@ -35,9 +43,15 @@ from tests.cluster.fixtures import wait_for
 from tests.cluster.nodes import RUN_SECONDS
 from tests.cluster.operators import LeaderWorkerSetController
 from tests.e2e.conftest import webhook_controller_running
-from tests.e2e.test_tas import BLOCK, HOST, RACK, tainted_nodes
+from tests.e2e.test_tas import BLOCK, HOST, RACK, tainted_nodes, with_admission
 from tests.e2e.test_tas_node_failure import tas_queues
-from tests.integration.kueue import ControllerProcess, Kueue, maybe_workload
+from tests.integration.kueue import (
+    ControllerProcess,
+    Kueue,
+    cluster_queue,
+    flavor,
+    local_queue,
+)
 from tests.integration.serving import LWS, leaderworkerset, statefulset
 
 POOL = "quotagate.test/tas-pod-pool"
@@ -47,6 +61,8 @@ RANK = "quotagate.test/rank"
 SS_INDEX = "apps.kubernetes.io/pod-index"
 WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 PODS = 4
+IMPLICIT_POOL = "quotagate.test/tas-implicit-pool"
+IMPLICIT_NODES = ["podi-h1", "podi-h2"]
 
 
 @pytest.fixture(scope="module")
@@ -121,17 +137,7 @@ def test_a_pod_group_asking_for_a_rack_lands_in_one_rack_by_pod_index(
 
 
 def admitted(api_client: client.ApiClient, namespace: str, workload: str) -> dict[str, Any]:
-    kueue = Kueue(api_client)
-    found: dict[str, Any] = wait_for(
-        lambda: (
-            (w := maybe_workload(kueue, namespace, workload))
-            and w.get("status", {}).get("admission")
-            and w
-        ),
-        timeout=60,
-        what=f"{workload} admitted",
-    )
-    return found
+    return with_admission(Kueue(api_client), namespace, workload)
 
 
 def places_of(workload: dict[str, Any], pod_set: str) -> list[str]:
@@ -228,3 +234,94 @@ def test_a_leaderworkersets_workers_land_in_one_rack_by_worker_index(
     # worker-index 1 … 3 are the worker pod set's ranks 0 … 2
     by_rank = {int(p.metadata.labels[WORKER_INDEX]) - 1: p.spec.node_name for p in workers}
     assert by_rank == dict(enumerate(places)), by_rank
+
+
+@pytest.fixture
+def implicit_nodes(api_client: client.ApiClient) -> Iterator[list[str]]:
+    """One rack of two 2-cpu nodes, for one test alone."""
+    labels = {name: {BLOCK: "pi", RACK: "pi-r1", IMPLICIT_POOL: "e2e"} for name in IMPLICIT_NODES}
+    with tainted_nodes(api_client, labels, TAINT) as names:
+        yield names
+
+
+def plain_pod(name: str) -> dict[str, Any]:
+    """A queued one-cpu pod asking for no topology, running 10 minutes."""
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {QUEUE_NAME_LABEL: "lq"},
+            "annotations": {RUN_SECONDS: "600"},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+            ],
+        },
+    }
+
+
+def create_gated(api_client: client.ApiClient, namespace: str, name: str) -> None:
+    """Create `plain_pod(name)`; check the webhook held it by both gates."""
+    created = client.CoreV1Api(api_client).create_namespaced_pod(namespace, plain_pod(name))
+    gates = [g.name for g in created.spec.scheduling_gates or ()]
+    assert gates == [ADMISSION_GATE, TOPOLOGY_SCHEDULING_GATE], gates
+
+
+def bound(api_client: client.ApiClient, namespace: str, name: str) -> Any:
+    core = client.CoreV1Api(api_client)
+    return wait_for(
+        lambda: (p := core.read_namespaced_pod(name, namespace)).spec.node_name and p,
+        timeout=120,
+        what=f"pod {name} bound",
+    )
+
+
+def test_a_pod_asking_for_no_topology_in_a_tas_queue_lands_in_its_assigned_domain(
+    pods_quotagate: ControllerProcess,
+    implicit_nodes: list[str],
+    api_client: client.ApiClient,
+    namespace: str,
+) -> None:
+    tas_queues(api_client, namespace, IMPLICIT_POOL, TAINT)
+    nodes = []
+    for name in ("first", "second"):
+        create_gated(api_client, namespace, name)
+        found = admitted(api_client, namespace, f"pod-{name}")
+        [pod_set] = found["spec"]["podSets"]
+        assert "topologyRequest" not in pod_set  # placed as unconstrained: a TAS-only queue
+        [place] = places_of(found, pod_set["name"])
+        pod = bound(api_client, namespace, name)
+        assert not pod.spec.scheduling_gates, pod.spec.scheduling_gates
+        assert pod.spec.node_selector[HOST] == place, pod.spec.node_selector
+        assert pod.spec.node_name == place
+        assert pod.metadata.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] == "true"
+        assert pod.metadata.annotations[WORKLOAD_ANNOTATION] == f"pod-{name}"
+        nodes.append(pod.spec.node_name)
+    # Unconstrained placement takes the fullest node that fits: the first pod's, counted
+    # once (by its admission, not again as a pod on the node); kube-scheduler alone would
+    # have spread the second pod to the empty node.
+    assert nodes[0] == nodes[1], nodes
+
+
+def test_a_pod_asking_for_no_topology_in_a_queue_without_one_starts(
+    pods_quotagate: ControllerProcess,
+    pod_nodes: list[str],
+    api_client: client.ApiClient,
+    namespace: str,
+) -> None:
+    rf, cq = f"{namespace}-plain", f"{namespace}-cq"
+    Kueue(api_client).apply(
+        flavor(rf, {POOL: "e2e"}, [{**TAINT, "operator": "Equal"}]),
+        cluster_queue(cq, {rf: {"cpu": 4}}),
+        local_queue(namespace, "lq", cq),
+    )
+    create_gated(api_client, namespace, "p")
+    found = admitted(api_client, namespace, "pod-p")
+    [psa] = found["status"]["admission"]["podSetAssignments"]
+    assert "topologyAssignment" not in psa
+    pod = bound(api_client, namespace, "p")
+    assert not pod.spec.scheduling_gates, pod.spec.scheduling_gates  # both gone at once
+    assert pod.spec.node_selector == {POOL: "e2e"}
+    assert pod.spec.node_name in pod_nodes
+    assert POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION not in (pod.metadata.annotations or {})

@@ -30,6 +30,7 @@ __all__ = [
     "from_admission",
     "from_assignment",
     "from_pod_set",
+    "implicit_topology_annotations",
     "merge",
     "restore",
 ]
@@ -113,11 +114,20 @@ def from_assignment(
         info.tolerations.extend(dict(t) for t in found.tolerations)
     if assignment.get("topologyAssignment"):
         info.scheduling_gates.append({"name": TOPOLOGY_SCHEDULING_GATE})
-        request = pod_set.get("topologyRequest") or {}
-        keys = ("required", "preferred", "unconstrained")
-        if not any(request.get(k) is not None for k in keys):
-            info.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
+        info.annotations.update(implicit_topology_annotations(pod_set))
     return info
+
+
+def implicit_topology_annotations(pod_set: Mapping[str, Any]) -> dict[str, str]:
+    """What a pod set placed by topology adds to its pods' annotations (Kueue's
+    `FromAssignment`): `kueue.x-k8s.io/podset-unconstrained-topology: "true"` when its
+    `topologyRequest` asks for no topology (placed as unconstrained by a ClusterQueue whose
+    flavors all have one), so that its pods count as TAS pods; nothing otherwise."""
+    request = pod_set.get("topologyRequest") or {}
+    keys = ("required", "preferred", "unconstrained")
+    if any(request.get(k) is not None for k in keys):
+        return {}
+    return {POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: "true"}
 
 
 def with_check_updates(

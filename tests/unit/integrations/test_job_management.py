@@ -145,7 +145,7 @@ def test_an_unlabelled_pod_is_gated_with_the_default_local_queue() -> None:
         {
             "op": "add",
             "path": "/spec/schedulingGates",
-            "value": [{"name": "kueue.x-k8s.io/admission"}],
+            "value": [{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}],
         },
     ]
     assert patch_of("Pod", pod, management(), Cluster(set())) == []

@@ -36,6 +36,7 @@ from controller.integrations.job_management import Decision
 from controller.integrations.pod_units import (
     Unit,
     topology_assigned,
+    topology_release,
     ungate_patch,
     workload_for,
 )
@@ -44,6 +45,7 @@ from controller.integrations.webhook import pod_patch
 
 RACK = "cloud.com/topology-rack"
 HOST = "kubernetes.io/hostname"
+RANK = "example.com/rank"
 
 
 def pod(
@@ -150,31 +152,42 @@ def gate_names(obj: dict[str, Any]) -> list[str]:
     return [g["name"] for g in obj["spec"].get("schedulingGates") or ()]
 
 
-def test_the_webhook_holds_a_tas_pod_by_the_topology_gate_too() -> None:
+def test_the_webhook_holds_every_pod_it_gates_by_the_topology_gate_too() -> None:
+    # Kueue's pod webhook (TopologyAwareScheduling on): whether the pod set is placed by
+    # topology is known only at admission, so every suspended pod gets both gates.
     asking = pod("p", {POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: RACK}, gates=())
     del asking["spec"]["schedulingGates"]
     assert gate_names(webhook(asking)) == [ADMISSION_GATE, TOPOLOGY_SCHEDULING_GATE]
     other = pod("p", {POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: "true"}, gates=("x/y",))
     assert gate_names(webhook(other)) == ["x/y", ADMISSION_GATE, TOPOLOGY_SCHEDULING_GATE]
     plain = pod("p", gates=())
-    assert gate_names(webhook(plain)) == [ADMISSION_GATE]  # asks for no topology
+    assert gate_names(webhook(plain)) == [ADMISSION_GATE, TOPOLOGY_SCHEDULING_GATE]
     # Already gated (a replayed request): nothing more.
     assert pod_patch(webhook(asking)) == []
+    # A gate the pod comes with is not added twice; the missing one is.
+    held = pod("p", gates=(ADMISSION_GATE,))
+    assert gate_names(webhook(held)) == [ADMISSION_GATE, TOPOLOGY_SCHEDULING_GATE]
+    held = pod("p", gates=(TOPOLOGY_SCHEDULING_GATE,))
+    assert gate_names(webhook(held)) == [TOPOLOGY_SCHEDULING_GATE, ADMISSION_GATE]
+    # A pod the webhook does not manage is not touched.
+    unmanaged = pod("p", gates=())
+    del unmanaged["metadata"]["labels"][QUEUE_NAME_LABEL]
+    assert pod_patch(unmanaged) == []
 
 
 def test_the_webhook_copies_the_pod_index_label_the_pod_names() -> None:
-    annotations = {
-        POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: RACK,
-        POD_GROUP_POD_INDEX_LABEL_ANNOTATION: "example.com/rank",
-    }
-    result = webhook(pod("p", annotations, {"example.com/rank": "3"}, gates=()))
-    assert result["metadata"]["labels"][POD_GROUP_POD_INDEX_LABEL] == "3"
-    # No labels at all, and the default LocalQueue given: both land in one labels map.
-    bare = pod("p", annotations, gates=())
-    del bare["metadata"]["labels"]
-    decision = Decision(True, "default", "the default LocalQueue", default_queue=True)
-    labels = webhook(bare, decision)["metadata"]["labels"]
-    assert labels == {QUEUE_NAME_LABEL: "default", POD_GROUP_POD_INDEX_LABEL: ""}
+    for asked in (
+        {POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: RACK, POD_GROUP_POD_INDEX_LABEL_ANNOTATION: RANK},
+        {POD_GROUP_POD_INDEX_LABEL_ANNOTATION: RANK},  # asking for no topology: copied too
+    ):
+        result = webhook(pod("p", asked, {RANK: "3"}, gates=()))
+        assert result["metadata"]["labels"][POD_GROUP_POD_INDEX_LABEL] == "3"
+        # No labels at all, and the default LocalQueue given: both in one labels map.
+        bare = pod("p", asked, gates=())
+        del bare["metadata"]["labels"]
+        decision = Decision(True, "default", "the default LocalQueue", default_queue=True)
+        labels = webhook(bare, decision)["metadata"]["labels"]
+        assert labels == {QUEUE_NAME_LABEL: "default", POD_GROUP_POD_INDEX_LABEL: ""}
 
 
 def test_ungating_removes_the_topology_gate_only_when_asked() -> None:
@@ -221,3 +234,50 @@ def test_the_topology_ungater_places_a_groups_pods_by_their_index() -> None:
         ("g-2", "h2"),
         ("g-3", "h2"),
     ]
+
+
+def release(workload: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
+    """What the pod integration's release of an admitted pod writes (pods.py)."""
+    placed = topology_release(workload, "main", "pod-p")
+    labels, annotations = placed if placed is not None else ({}, {})
+    also = () if placed is not None else (TOPOLOGY_SCHEDULING_GATE,)
+    patch = ungate_patch(p, {}, [], labels, annotations, also=also)
+    result: dict[str, Any] = jsonpatch.apply_patch(p, patch)
+    return result
+
+
+def test_a_pod_asking_for_no_topology_is_released_by_the_ungater_when_placed_by_topology() -> None:
+    # Kueue's FromAssignment and the pod controller's prepare: a pod set placed as
+    # unconstrained by a TAS-only ClusterQueue keeps the topology gate, named for the
+    # ungater, and marked unconstrained (so that its pods count as TAS pods on the nodes).
+    plain = webhook(pod("p", gates=()))
+    body = workload_for(Unit("pod", "ns", "p"), [plain], 1)
+    assignment = Assignment((HOST,), ((("h1",), 1),))
+    released = release(admitted(body, assignment), plain)
+    assert gate_names(released) == [TOPOLOGY_SCHEDULING_GATE]
+    assert released["metadata"]["labels"][POD_SET_LABEL] == "main"
+    assert released["metadata"]["annotations"] == {
+        WORKLOAD_ANNOTATION: "pod-p",
+        POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: "true",
+    }
+    [(_, selector)] = ungate_plan(admitted(body, assignment), [released])
+    assert selector == {HOST: "h1"}
+
+
+def test_a_pod_asking_for_a_topology_is_not_marked_unconstrained() -> None:
+    asking = webhook(pod("p", {POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: HOST}, gates=()))
+    body = workload_for(Unit("pod", "ns", "p"), [asking], 1)
+    released = release(admitted(body, Assignment((HOST,), ((("h1",), 1),))), asking)
+    assert gate_names(released) == [TOPOLOGY_SCHEDULING_GATE]
+    assert POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION not in released["metadata"]["annotations"]
+
+
+def test_a_pod_without_a_topology_assignment_loses_both_gates_in_one_patch() -> None:
+    # Kueue's prepare: no topology gate in the pod set info, so the pod's is removed with
+    # the admission gate; another controller's gate stays.
+    plain = webhook(pod("p", gates=("x/y",)))
+    body = workload_for(Unit("pod", "ns", "p"), [plain], 1)
+    assert topology_release(admitted(body, None), "main", "pod-p") is None
+    released = release(admitted(body, None), plain)
+    assert gate_names(released) == ["x/y"]
+    assert released["metadata"]["annotations"] == {}
