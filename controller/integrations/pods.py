@@ -199,9 +199,17 @@ class PodIntegration:
     def on_workload_event(self, workload: dict[str, Any]) -> None:
         meta = workload.get("metadata") or {}
         kind = (meta.get("labels") or {}).get("quotagate.x-k8s.io/unit")
-        if kind in ("pod", "group", "podgroup"):
-            name = str(meta.get("name", ""))[len(kind) + 1 :]
-            self.kick(Unit(kind, str(meta.get("namespace", "")), name))
+        namespace = str(meta.get("namespace", ""))
+        if kind == "pod":  # named after its pod and its uid: its owner
+            for owner in meta.get("ownerReferences") or ():
+                if owner.get("kind") == "Pod" and owner.get("apiVersion") == "v1":
+                    self.kick(Unit(kind, namespace, str(owner.get("name")), str(owner.get("uid"))))
+            return
+        if kind == "group":
+            self.kick(Unit(kind, namespace, str(meta.get("name", ""))))
+            return
+        if kind == "podgroup":
+            self.kick(Unit(kind, namespace, str(meta.get("name", ""))[len(kind) + 1 :]))
             return
         parent = Unit(PARENT, str(meta.get("namespace", "")), str(meta.get("name", "")))
         if parent in self.members:  # made by a parent's integration (StatefulSet, …)

@@ -33,7 +33,6 @@ from api.validation.field_errors import Path, aggregate
 from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
 from controller.integrations.framework.generic_job import TopologyHints
 from controller.integrations.framework.registry import Framework, register
-from controller.integrations.framework.workloads import workload_name
 from controller.integrations.parent_workloads import parent_integration
 from controller.integrations.pod_parents import ParentAdmission, PodParent, shape_problems
 from controller.kube.client import Resource
@@ -207,6 +206,13 @@ class LeaderWorkerSet(PodParent):
         if pod_set == LEADER:
             return TopologyHints()
         return TopologyHints(pod_index_label=WORKER_INDEX_LABEL)
+
+
+def workload_name(kind: str, name: str) -> str:
+    """A replica's Workload. Not yet Kueue's name (`<kind>-<name>-<index>-<hash>`, whose
+    hash needs the LeaderWorkerSet's uid, which its pods do not carry): quotagate's
+    `leaderworkerset-<name>-<index>`."""
+    return f"{kind.lower()}-{name}"[:253]
 
 
 def pod_workload(pod: Mapping[str, Any]) -> str | None:
