@@ -228,8 +228,8 @@ class GenericReconciler(ObjectReconciles):
 
     async def _reconcile(self, key: str) -> None:
         obj = self.objects.get(key)
-        if obj is None or not self.view.leading:
-            return
+        if obj is None or not self.view.leading or not self.view.workloads_listed:
+            return  # kicked again once they are (the integrations' resync)
         wl_key = self._workload_key(obj)
         workload = self.view.workload(wl_key)
         prebuilt = prebuilt_workload_name(obj)
