@@ -120,7 +120,7 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     batch.create_namespaced_job(namespace, rack_job("fits", 4))
     admitted = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-fits"))
+            (w := maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "fits")))
             and w.get("status", {}).get("admission")
             and w
         ),
@@ -147,7 +147,11 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     batch.create_namespaced_job(namespace, rack_job("too-big", 5))
     pending = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-too-big"))
+            (
+                w := maybe_workload(
+                    kueue, namespace, kueue.workload_name(namespace, "Job", "too-big")
+                )
+            )
             and (c := condition(w, "QuotaReserved"))
             and c["status"] == "False"
             and "topology" in c["message"]

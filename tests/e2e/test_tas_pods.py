@@ -116,7 +116,7 @@ def test_a_pod_group_asking_for_a_rack_lands_in_one_rack_by_pod_index(
         assert TOPOLOGY_SCHEDULING_GATE in gates, (pod.metadata.name, gates)
         assert pod.metadata.labels[POD_GROUP_POD_INDEX_LABEL] == pod.metadata.labels[RANK]
 
-    pods = placed_by_rank(api_client, namespace, "group-train", RANK, POD_GROUP_POD_INDEX_LABEL)
+    pods = placed_by_rank(api_client, namespace, "train", RANK, POD_GROUP_POD_INDEX_LABEL)
     assert {p.metadata.name for p in pods} == {f"w-{i}" for i in range(PODS)}
 
 
@@ -197,7 +197,8 @@ def test_a_statefulset_asking_for_a_rack_lands_in_one_rack_by_pod_index(
     body = statefulset("db", PODS)
     body["spec"]["template"]["metadata"]["annotations"][POD_SET_REQUIRED_TOPOLOGY_ANNOTATION] = RACK
     client.AppsV1Api(api_client).create_namespaced_stateful_set(namespace, body)
-    placed_by_rank(api_client, namespace, "statefulset-db", SS_INDEX, SS_INDEX, selector="app=db")
+    db = Kueue(api_client).workload_name(namespace, "StatefulSet", "db")
+    placed_by_rank(api_client, namespace, db, SS_INDEX, SS_INDEX, selector="app=db")
 
 
 def test_a_leaderworkersets_workers_land_in_one_rack_by_worker_index(
