@@ -52,6 +52,14 @@ def owned_by(body: dict[str, Any], pods: list[Any], unit: str | None) -> dict[st
     return body
 
 
+def queue(kueue: Kueue, namespace: str) -> None:
+    kueue.apply(
+        flavor(f"{namespace}-rf"),
+        cluster_queue(f"{namespace}-cq", {f"{namespace}-rf": {"cpu": 2}}),
+        local_queue(namespace, "lq", f"{namespace}-cq"),
+    )
+
+
 def ungated(core: client.CoreV1Api, namespace: str, name: str) -> bool:
     return not core.read_namespaced_pod(name, namespace).spec.scheduling_gates
 
@@ -65,11 +73,7 @@ def test_a_pods_workload_is_adopted_whatever_its_name(
     namespace: str,
 ) -> None:
     core = client.CoreV1Api(api_client)
-    kueue.apply(
-        flavor(f"{namespace}-rf"),
-        cluster_queue(f"{namespace}-cq", {f"{namespace}-rf": {"cpu": 2}}),
-        local_queue(namespace, "lq", f"{namespace}-cq"),
-    )
+    queue(kueue, namespace)
     pod = core.create_namespaced_pod(namespace, gated_pod("solo"))
     name = workload_name("Pod", "", "solo", pod.metadata.uid) if made_by == "kueue" else "pod-solo"
     unit = None if made_by == "kueue" else "pod"
@@ -87,11 +91,7 @@ def test_an_older_quotagates_pod_group_workload_is_adopted(
     namespace: str,
 ) -> None:
     core = client.CoreV1Api(api_client)
-    kueue.apply(
-        flavor(f"{namespace}-rf"),
-        cluster_queue(f"{namespace}-cq", {f"{namespace}-rf": {"cpu": 2}}),
-        local_queue(namespace, "lq", f"{namespace}-cq"),
-    )
+    queue(kueue, namespace)
     pods = [
         core.create_namespaced_pod(namespace, gated_pod(f"g-{i}", group="g", total=2))
         for i in range(2)
