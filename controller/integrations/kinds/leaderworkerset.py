@@ -194,7 +194,7 @@ class LeaderWorkerSet(PodParent):
         name = str(self.obj["metadata"]["name"])
         pod_sets = self.pod_sets()
         return {
-            workload_name("LeaderWorkerSet", f"{name}-{index}"): pod_sets
+            replica_workload_name(name, index): pod_sets
             for index in range(min(self._groups(), MAX_REPLICAS))
         }
 
@@ -208,11 +208,11 @@ class LeaderWorkerSet(PodParent):
         return TopologyHints(pod_index_label=WORKER_INDEX_LABEL)
 
 
-def workload_name(kind: str, name: str) -> str:
-    """A replica's Workload. Not yet Kueue's name (`<kind>-<name>-<index>-<hash>`, whose
-    hash needs the LeaderWorkerSet's uid, which its pods do not carry): quotagate's
-    `leaderworkerset-<name>-<index>`."""
-    return f"{kind.lower()}-{name}"[:253]
+def replica_workload_name(name: object, index: object) -> str:
+    """A replica's Workload: `leaderworkerset-<name>-<index>`. Not Kueue's name, which adds
+    a hash of the LeaderWorkerSet's uid (`workload_names.py`): its pods, through which the
+    pod integration finds their Workload, do not carry that uid."""
+    return f"leaderworkerset-{name}-{index}"[:253]
 
 
 def pod_workload(pod: Mapping[str, Any]) -> str | None:
@@ -222,7 +222,7 @@ def pod_workload(pod: Mapping[str, Any]) -> str | None:
     name, index = labels.get(NAME_LABEL), labels.get(GROUP_INDEX_LABEL)
     if not name or index is None:
         return None
-    return workload_name("LeaderWorkerSet", f"{name}-{index}")
+    return replica_workload_name(name, index)
 
 
 FRAMEWORK = register(
