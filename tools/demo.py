@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from controller.integrations.framework.workload_names import workload_name
 from tests.cluster.__main__ import REPO, STATE_DIR, WRAPPER_DIR, _read_state
 from tests.cluster.__main__ import up as cluster_up
 from tests.cluster.build import bin_dir
@@ -55,6 +56,14 @@ def wait(what: str, predicate: Callable[[], Any], timeout: float = 60) -> Any:
             return value
         time.sleep(0.3)
     raise SystemExit(f"demo: timed out after {timeout:.0f}s waiting for {what}")
+
+
+def job_workload(namespace: str, job: str) -> str:
+    """The name of the Job's Workload (Kueue's: `job-<name>-<hash of its uid>`)."""
+    uid = kubectl(
+        "get", "job", job, "-n", namespace, "-o", "jsonpath={.metadata.uid}", show=False
+    ).strip()
+    return workload_name("Job", "batch", job, uid)
 
 
 def workload(namespace: str, name: str) -> dict[str, Any]:
@@ -219,9 +228,10 @@ def main() -> int:
         "4. Quota admission: a Job in team-a (3 pods × 1 CPU) is created suspended, admitted, unsuspended"
     )
     kubectl("apply", "-f", str(REPO / "config" / "samples" / "10-job.yaml"))
+    sample = job_workload("team-a", "sample-job")
     wait(
         "the Job's Workload admitted",
-        lambda: condition(workload("team-a", "job-sample-job"), "Admitted").get("status") == "True",
+        lambda: condition(workload("team-a", sample), "Admitted").get("status") == "True",
     )
     kubectl("get", "workloads.kueue.x-k8s.io", "-n", "team-a")
     wait(
@@ -259,11 +269,12 @@ def main() -> int:
     big["spec"]["parallelism"] = big["spec"]["completions"] = 6
     (STATE_DIR / "big-job.yaml").write_text(yaml.safe_dump(big))
     kubectl("apply", "-f", str(STATE_DIR / "big-job.yaml"))
+    big_workload = job_workload("team-a", "big-job")
     reason = wait(
         "a pending reason",
-        lambda: condition(workload("team-a", "job-big-job"), "QuotaReserved").get("message"),
+        lambda: condition(workload("team-a", big_workload), "QuotaReserved").get("message"),
     )
-    print(f"job-big-job is pending: {reason}")
+    print(f"{big_workload} is pending: {reason}")
     kubectl("delete", "job", "big-job", "-n", "team-a", "--wait=false")
 
     say(

@@ -40,6 +40,12 @@ class ControllerView(Protocol):
         """The newest copy of the Workload `namespace/name` (None: not known)."""
         ...
 
+    @property
+    def workloads_listed(self) -> bool:
+        """Whether this term's copies of the Workloads are in (a new leader lists them
+        again): before, a Workload not known may exist, and a job's is not looked for."""
+        ...
+
     def flavor_placement(self, name: str) -> Placement | None:
         """The ResourceFlavor's placement (None: no such flavor)."""
         ...

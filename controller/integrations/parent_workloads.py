@@ -130,7 +130,9 @@ class ParentReconciler(ObjectReconciles):
 
     async def reconcile(self, key: str) -> None:
         obj = self.objects.get(key)
-        if obj is None or not self.view.leading or self.admission.managed_by_another(obj):
+        if obj is None or not self.view.leading or not self.view.workloads_listed:
+            return  # kicked again once they are (`resync`)
+        if self.admission.managed_by_another(obj):
             return
         marked = copy.deepcopy(obj)
         self.admission.default(marked)

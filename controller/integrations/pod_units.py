@@ -30,6 +30,7 @@ from api.constants import (
 )
 from controller.integrations.framework.generic_job import TopologyHints
 from controller.integrations.framework.podset_info import implicit_topology_annotations
+from controller.integrations.framework.workload_names import workload_name
 from controller.integrations.framework.workloads import topology_request
 from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
 from controller.integrations.job_management import JobManagement
@@ -48,11 +49,17 @@ class Unit:
     kind: str  # "pod" | "group" | "podgroup" | PARENT
     namespace: str
     name: str  # the pod's, the group's or the PodGroup's name; a parent's: its Workload's
+    uid: str = ""  # a pod's
 
     @property
     def workload_name(self) -> str:
-        if self.kind == PARENT:
+        """Kueue's names: a pod's `pod-<name>-<hash>` (`workload_names.py`), a pod group's
+        the group's name; a parent's the one it names. A core PodGroup's (Kueue has no
+        such unit) `podgroup-<name>`."""
+        if self.kind in (PARENT, "group"):
             return self.name
+        if self.kind == "pod":
+            return workload_name("Pod", "", self.name, self.uid)
         return f"{self.kind}-{self.name}"[:253]
 
     @property
@@ -115,7 +122,7 @@ def unit_of(pod: Mapping[str, Any], parents: Mapping[str, PodWorkload] | None = 
     label = (meta.get("labels") or {}).get(POD_GROUP_NAME_LABEL)
     if label:
         return Unit("group", namespace, str(label))
-    return Unit("pod", namespace, str(meta.get("name") or ""))
+    return Unit("pod", namespace, str(meta.get("name") or ""), str(meta.get("uid") or ""))
 
 
 def terminated(pod: Mapping[str, Any]) -> bool:

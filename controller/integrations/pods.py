@@ -155,6 +155,7 @@ class PodIntegration:
         self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
         self.members: dict[Unit, set[str]] = {}  # unit → pod keys
         self.unit_by_pod: dict[str, Unit] = {}
+        self.owned: dict[str, set[str]] = {}  # pod uid → keys of Workloads the pod owns
         self.owner_labels: TTLCache[tuple[str, str, str], dict[str, Any] | None] = TTLCache(
             maxsize=4096, ttl=owner_cache_seconds
         )
@@ -181,6 +182,7 @@ class PodIntegration:
         labels = self.view.namespace_labels(str(meta.get("namespace") or ""))
         if event_type == "DELETED" or not managed(pod, self.management, labels, self.job_kinds):
             self.pods.pop(key, None)
+            self.owned.pop(str(meta.get("uid")), None)
             self._leave(unit, key)
             return
         self.pods[key] = pod
@@ -197,9 +199,25 @@ class PodIntegration:
     def on_workload_event(self, workload: dict[str, Any]) -> None:
         meta = workload.get("metadata") or {}
         kind = (meta.get("labels") or {}).get("quotagate.x-k8s.io/unit")
-        if kind in ("pod", "group", "podgroup"):
-            name = str(meta.get("name", ""))[len(kind) + 1 :]
-            self.kick(Unit(kind, str(meta.get("namespace", "")), name))
+        namespace = str(meta.get("namespace", ""))
+        for owner in meta.get("ownerReferences") or ():
+            if owner.get("kind") == "Pod" and owner.get("apiVersion") == "v1":
+                self.owned.setdefault(str(owner.get("uid")), set()).add(
+                    f"{namespace}/{meta.get('name')}"
+                )
+                # its pods' unit, whatever the Workload's name (Kueue's, or one adopted)
+                unit = self.unit_by_pod.get(f"{namespace}/{owner.get('name')}")
+                if unit is not None:
+                    self.kick(unit)
+        if kind == "pod":
+            return  # owned by its pod: kicked above
+        if kind == "group":  # owned by its pods or their common controller
+            name = str(meta.get("name", ""))
+            self.kick(Unit(kind, namespace, name.removeprefix("group-")))
+            self.kick(Unit(kind, namespace, name))
+            return
+        if kind == "podgroup":
+            self.kick(Unit(kind, namespace, str(meta.get("name", ""))[len(kind) + 1 :]))
             return
         parent = Unit(PARENT, str(meta.get("namespace", "")), str(meta.get("name", "")))
         if parent in self.members:  # made by a parent's integration (StatefulSet, …)
@@ -224,23 +242,48 @@ class PodIntegration:
 
     # -- the reconcile -------------------------------------------------------------------------
 
+    def _workload_of(
+        self, unit: Unit, pods: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The unit's Workload (key and newest copy): the one of its name (Kueue's), else
+        one its pods own, whatever its name (Kueue's owner index), else for a group an older
+        quotagate's `group-<name>` owned by the group (by its pods' common controller, which
+        owns other Workloads too). A parent's is the one it names."""
+        workload = self.view.workload(unit.key)
+        if workload is not None or unit.kind == PARENT:
+            return unit.key, workload
+        for pod in pods:
+            uid = str((pod.get("metadata") or {}).get("uid"))
+            for key in sorted(self.owned.get(uid, ())):
+                found = self.view.workload(key)
+                if found is not None and any(str(o.get("uid")) == uid for o in _refs(found)):
+                    return key, found
+                self.owned[uid].discard(key)
+        if unit.kind == "group":  # an older quotagate's `group-<name>`, owned by the group
+            key = f"{unit.namespace}/group-{unit.name}"[:253]
+            found = self.view.workload(key)
+            owners = {str(o.get("uid")) for o in _refs(found)}
+            if found is not None and owners & _uids_and_controllers(pods):
+                return key, found
+        return unit.key, None
+
     async def reconcile(self, unit: Unit) -> None:
-        if not self.view.leading:
-            return
+        if not self.view.leading or not self.view.workloads_listed:
+            return  # kicked again once they are (`resync`)
         pods = [self.pods[k] for k in sorted(self.members.get(unit, ())) if k in self.pods]
         if unit.kind == PARENT and not unit.name:
             return  # their parent has not said yet which Workload they are of
-        workload = self.view.workload(unit.key)
+        key, workload = self._workload_of(unit, pods)
         if workload is None:
             # A parent's Workload is its integration's to make: its pods wait for it.
             if unit.kind != PARENT and pods and not any(terminated(p) for p in pods):
                 await self._maybe_create(unit, pods)
             return
         if not pods:
-            self.pods_ready.forget(unit.key)
+            self.pods_ready.forget(key)
             return
         if workload_status.is_finished(workload):
-            self.pods_ready.forget(unit.key)
+            self.pods_ready.forget(key)
             return
         reserved = has_quota_reservation(workload)
         never_finished = unit.kind == PARENT or serving(pods)
@@ -256,7 +299,7 @@ class PodIntegration:
         if self.view.wait_for_pods_ready:
             # Kueue's step 5: the condition first; the Workload's event brings the rest.
             needed = admitted_count(workload) if reserved else 0
-            if await self.pods_ready.sync(unit.key, workload, unit_pods_ready(pods, needed)):
+            if await self.pods_ready.sync(key, workload, unit_pods_ready(pods, needed)):
                 return
         if reserved and workload_status.is_evicted(workload):
             live = [p for p in pods if running(p)]
@@ -292,7 +335,7 @@ class PodIntegration:
                 except PodSetInfoError as exc:  # Kueue: the pods are not started
                     await self._report(unit, pods, "FailedToStart", str(exc))
                     continue
-                placed = topology_release(workload, pod_set, unit.workload_name)
+                placed = topology_release(workload, pod_set, key.partition("/")[2])
                 if placed is not None:  # the topology ungater finds them, and places them
                     updates.labels.update(placed[0])
                     updates.annotations.update(placed[1])
@@ -501,3 +544,14 @@ class PodIntegration:
     async def _patch_pod(self, pod: Mapping[str, Any], patch: list[dict[str, Any]]) -> bool:
         """Ungate the pod; False when its gate list changed meanwhile (nothing written)."""
         return await ungate_pod(self.core, pod, patch)
+
+
+def _refs(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    return list(((obj or {}).get("metadata") or {}).get("ownerReferences") or ())
+
+
+def _uids_and_controllers(pods: list[dict[str, Any]]) -> set[str]:
+    """The pods' uids and their controllers' (a group's Workload is owned by one or the
+    other)."""
+    uids = {str((p.get("metadata") or {}).get("uid")) for p in pods}
+    return uids | {str(o.get("uid")) for p in pods for o in _refs(p) if o.get("controller")}

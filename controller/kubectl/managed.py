@@ -20,7 +20,7 @@ from controller.integrations.framework.registry import (
     enabled_with_implied,
     frameworks,
 )
-from controller.integrations.framework.workloads import workload_name
+from controller.integrations.framework.workload_names import object_workload_name
 from controller.integrations.job_management import describe_selector
 from controller.integrations.pod_parents import ParentAdmission
 from controller.integrations.pod_units import unit_of
@@ -83,7 +83,7 @@ def describe_management(
 
 
 _NOTES = {
-    "deployment": "it has no Workload of its own: each of its pods is one, pod-<pod name>",
+    "deployment": "it has no Workload of its own: each of its pods is one, pod-<pod name>-<hash>",
 }
 
 
@@ -92,7 +92,7 @@ def _expected_workload(obj: Mapping[str, Any], framework: Framework, kind: str) 
     object alone: a job kind's, a pod's unit's (a parent's pod: the Workload its parent
     names)."""
     if framework.job is not None:
-        return workload_name(kind, str((obj.get("metadata") or {}).get("name") or ""))
+        return object_workload_name({**obj, "kind": kind})
     if framework.name == "pod":
         parents = {n: f.pod_workload for n, f in frameworks().items() if f.pod_workload}
         return unit_of(obj, parents).workload_name or None

@@ -72,6 +72,7 @@ class Controller:
             writes=WriteSlots(config.write_parallelism, config.write_parallelism_max),
         )
         self.sync = WorkloadSync(self.ctx)
+        self.workloads_listed = False  # since the last reset (controller/integrations/host.py)
         self.pending = PendingReasons(self.ctx, self.sync)  # first Workload listener
         unadmitted = self.ctx.metrics.unadmitted
         self.sync.workload_listeners.append(unadmitted.update)
@@ -210,6 +211,7 @@ class Controller:
         self.ctx.state = new_state(self.ctx.config)
         self.engine = Engine(self.ctx.state)
         self.sync.reset()
+        self.workloads_listed = False
         self.topology.replay(self.ctx.state)
 
     async def load(self, resources: Any, attempts: int | None = 10) -> None:
@@ -227,6 +229,7 @@ class Controller:
                 if managed and resource.namespaced and namespace not in managed:
                     continue
                 self.apply_event(None, item)
+        self.workloads_listed = True
 
     # -- the loop ------------------------------------------------------------------------------
 

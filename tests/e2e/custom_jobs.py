@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from controller.integrations.framework.workload_names import workload_name
 from tests.cluster.fixtures import wait_for
 from tests.cluster.operators import OperatorProcess
 from tests.e2e.quota_watch import QuotaWatch, quota_watch
@@ -129,8 +130,11 @@ class CustomJobs:
         self.namespace = namespace
 
     def workload(self, name: str) -> str:
-        """The name of the object's Workload."""
-        return f"{self.kind.lower()}-{name}"
+        """The name of the object's Workload (Kueue's, from the object's uid)."""
+        obj = self.custom.get_namespaced_custom_object(
+            self.group, self.version, self.namespace, self.plural, name
+        )
+        return workload_name(self.kind, self.group, name, str(obj["metadata"]["uid"]))
 
     def is_suspended(self, obj: dict[str, Any]) -> bool:
         return obj["spec"].get("suspend") is True
@@ -171,13 +175,14 @@ class CustomJobs:
 
     def delete_with_its_workload(self, kueue: Kueue, name: str) -> None:
         """Delete the object, and wait until garbage collection has deleted its Workload."""
+        workload = self.workload(name)
         self.custom.delete_namespaced_custom_object(
             self.group, self.version, self.namespace, self.plural, name
         )
 
         def workload_gone() -> bool:
             try:
-                kueue.get_workload(self.namespace, self.workload(name))
+                kueue.get_workload(self.namespace, workload)
             except ApiException as exc:
                 if exc.status == 404:
                     return True

@@ -75,10 +75,15 @@ def test_a_jobs_pods_carry_the_checks_updates(
     core = client.CoreV1Api(api_client)
     check = _setup(kueue, namespace)
     batch.create_namespaced_job(namespace, queued_job("checked", parallelism=2))
-    wait_for(lambda: _reserved_with_checks(kueue, namespace, "job-checked"), what="reserved")
+    wait_for(
+        lambda: _reserved_with_checks(
+            kueue, namespace, kueue.workload_name(namespace, "Job", "checked")
+        ),
+        what="reserved",
+    )
     assert batch.read_namespaced_job("checked", namespace).spec.suspend is True
     assert not core.list_namespaced_pod(namespace).items
-    _ready_with_updates(kueue, namespace, "job-checked", check)
+    _ready_with_updates(kueue, namespace, kueue.workload_name(namespace, "Job", "checked"), check)
 
     def placed() -> list[Any] | None:
         pods = core.list_namespaced_pod(namespace).items
@@ -86,7 +91,10 @@ def test_a_jobs_pods_carry_the_checks_updates(
 
     for pod in wait_for(placed, timeout=60, what="the Job's pods placed"):
         assert pod.metadata.labels["example.com/provisioned"] == "yes"
-        assert pod.metadata.annotations["example.com/request"] == "job-checked-req"
+        assert (
+            pod.metadata.annotations["example.com/request"]
+            == f"{kueue.workload_name(namespace, 'Job', 'checked')}-req"
+        )
         assert pod.spec.node_selector == {ZONE: "node-b"}
         assert pod.spec.node_name == "node-b"
 
@@ -103,9 +111,9 @@ def test_a_pod_groups_pods_carry_the_checks_updates(
             namespace,
             {"metadata": {"name": f"train-{i}", **template["metadata"]}, "spec": template["spec"]},
         )
-    wait_for(lambda: _reserved_with_checks(kueue, namespace, "group-train"), what="reserved")
+    wait_for(lambda: _reserved_with_checks(kueue, namespace, "train"), what="reserved")
     assert all(p.spec.scheduling_gates for p in core.list_namespaced_pod(namespace).items)
-    _ready_with_updates(kueue, namespace, "group-train", check)
+    _ready_with_updates(kueue, namespace, "train", check)
 
     def placed() -> list[Any] | None:
         pods = core.list_namespaced_pod(namespace).items
@@ -114,5 +122,5 @@ def test_a_pod_groups_pods_carry_the_checks_updates(
     for pod in wait_for(placed, timeout=60, what="the group's pods ungated and placed"):
         assert not pod.spec.scheduling_gates
         assert pod.metadata.labels["example.com/provisioned"] == "yes"
-        assert pod.metadata.annotations["example.com/request"] == "group-train-req"
+        assert pod.metadata.annotations["example.com/request"] == "train-req"
         assert pod.spec.node_selector == {ZONE: "node-b"}

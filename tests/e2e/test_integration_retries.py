@@ -162,7 +162,10 @@ def test_a_refused_workload_create_is_retried(
     client.BatchV1Api(api_client).create_namespaced_job(namespace, queued_job("create"))
     _refused_then_retried(webhook_controller, f"Job {namespace}/create", refusal)
     wait_for(
-        lambda: any(w["metadata"]["name"] == "job-create" for w in kueue.workloads(namespace)),
+        lambda: any(
+            w["metadata"]["name"] == kueue.workload_name(namespace, "Job", "create")
+            for w in kueue.workloads(namespace)
+        ),
         timeout=30,
         what="the Workload created by a retry",
     )

@@ -69,7 +69,14 @@ def test_an_evicted_job_is_suspended_restored_and_admitted_again(
         set_stop_policy(kueue, cq, "HoldAndDrain")
         released = wait_for(
             lambda: (
-                (c := condition(kueue.get_workload(namespace, "job-long"), "QuotaReserved"))
+                (
+                    c := condition(
+                        kueue.get_workload(
+                            namespace, kueue.workload_name(namespace, "Job", "long")
+                        ),
+                        "QuotaReserved",
+                    )
+                )
                 and c["status"] == "False"
                 and c
             ),
@@ -104,12 +111,17 @@ def test_an_evicted_job_is_suspended_restored_and_admitted_again(
         for pod in pods:
             lifecycle.complete(namespace, pod.metadata.name)
         finished = wait_for(
-            lambda: condition(kueue.get_workload(namespace, "job-long"), "Finished"),
+            lambda: condition(
+                kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "long")),
+                "Finished",
+            ),
             timeout=60,
             what="the Workload Finished",
         )
         assert finished["reason"] == "Succeeded"
-    history = kueue.get_workload(namespace, "job-long")["status"]["schedulingStats"]["evictions"]
+    history = kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "long"))[
+        "status"
+    ]["schedulingStats"]["evictions"]
     assert history == [{"reason": "ClusterQueueStopped", "underlyingCause": "", "count": 1}]
     assert watch.reserved.get(rf, 0) <= 2000 and watch.running.get("node-b", 0) <= 2000
 
@@ -133,14 +145,17 @@ def test_a_job_with_min_parallelism_runs_with_the_pods_that_fit(
             timeout=30,
             what="the Job resumed",
         )
-        workload = kueue.get_workload(namespace, "job-elastic")
+        workload = kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "elastic"))
         [pod_set] = workload["spec"]["podSets"]
         assert (pod_set["count"], pod_set["minCount"]) == (5, 2)
         [assignment] = workload["status"]["admission"]["podSetAssignments"]
         assert (assignment["count"], assignment["resourceUsage"]["cpu"]) == (3, "3")
         assert batch.read_namespaced_job("elastic", namespace).spec.parallelism == 3
         wait_for(
-            lambda: condition(kueue.get_workload(namespace, "job-elastic"), "Finished"),
+            lambda: condition(
+                kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "elastic")),
+                "Finished",
+            ),
             timeout=90,
             what="the Job's 5 completions, 3 at a time",
         )

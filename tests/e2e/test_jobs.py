@@ -43,12 +43,18 @@ def test_job_waits_suspended_until_quota_then_runs_to_completion(
     assert workload["metadata"]["ownerReferences"][0]["kind"] == "Job"
     assert workload["spec"]["podSets"][0]["count"] == 3
     wait_for(
-        lambda: condition(kueue.get_workload(namespace, "job-three"), "QuotaReserved"),
+        lambda: condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "three")),
+            "QuotaReserved",
+        ),
         what="pending reason",
     )
     assert (
         "insufficient quota for cpu"
-        in condition(kueue.get_workload(namespace, "job-three"), "QuotaReserved")["message"]
+        in condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "three")),
+            "QuotaReserved",
+        )["message"]
     )
     assert batch.read_namespaced_job("three", namespace).spec.suspend is True
     assert not client.CoreV1Api(api_client).list_namespaced_pod(namespace).items
@@ -81,12 +87,21 @@ def test_job_waits_suspended_until_quota_then_runs_to_completion(
         "NoSchedule",
     )
     wait_for(
-        lambda: condition(kueue.get_workload(namespace, "job-three"), "Finished"),
+        lambda: condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "three")),
+            "Finished",
+        ),
         timeout=30,
         what="Workload Finished",
     )
     # waitForPodsReady is off (the default): as in Kueue, the job side writes no PodsReady.
-    assert condition(kueue.get_workload(namespace, "job-three"), "PodsReady") is None
+    assert (
+        condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "three")),
+            "PodsReady",
+        )
+        is None
+    )
     status = wait_for(
         lambda: (
             (s := kueue.get_cluster_queue(cq).get("status", {})).get("reservingWorkloads") == 0
@@ -150,7 +165,10 @@ def test_a_jobs_max_exec_time_label_sets_its_workloads_limit_and_a_bad_one_is_re
     limited["metadata"]["labels"][MAX_EXEC_TIME_LABEL] = "600"
     batch.create_namespaced_job(namespace, limited)
     workload = wait_for(
-        lambda: kueue.workloads(namespace) and kueue.get_workload(namespace, "job-limited"),
+        lambda: (
+            kueue.workloads(namespace)
+            and kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "limited"))
+        ),
         what="the Job's Workload",
     )
     assert workload["spec"]["maximumExecutionTimeSeconds"] == 600
@@ -159,7 +177,9 @@ def test_a_jobs_max_exec_time_label_sets_its_workloads_limit_and_a_bad_one_is_re
     )
     wait_for(
         lambda: (
-            kueue.get_workload(namespace, "job-limited")["spec"].get("maximumExecutionTimeSeconds")
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "limited"))[
+                "spec"
+            ].get("maximumExecutionTimeSeconds")
             == 900
         ),
         what="the Workload to follow the label",
@@ -318,7 +338,10 @@ def test_a_job_waits_for_its_workload_priority_class_and_its_admission_gates(
         assert workload["spec"]["priority"] == 500
         assert workload["spec"]["priorityClassRef"]["name"] == high
         gated = wait_for(
-            lambda: condition(kueue.get_workload(namespace, "job-classy"), "QuotaReserved"),
+            lambda: condition(
+                kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "classy")),
+                "QuotaReserved",
+            ),
             what="the pending reason",
         )
         assert (gated["reason"], gated["message"]) == (
@@ -332,9 +355,15 @@ def test_a_job_waits_for_its_workload_priority_class_and_its_admission_gates(
         )
         wait_for(
             lambda: (
-                (condition(kueue.get_workload(namespace, "job-classy"), "Admitted") or {}).get(
-                    "status"
-                )
+                (
+                    condition(
+                        kueue.get_workload(
+                            namespace, kueue.workload_name(namespace, "Job", "classy")
+                        ),
+                        "Admitted",
+                    )
+                    or {}
+                ).get("status")
                 == "True"
             ),
             timeout=60,

@@ -142,7 +142,7 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         workload = wait_for(
             lambda: next(iter(kueue.workloads(namespace)), None), what="the JobSet's Workload"
         )
-        assert workload["metadata"]["name"] == "jobset-train"
+        assert workload["metadata"]["name"] == kueue.workload_name(namespace, "JobSet", "train")
         assert workload["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
         # Kueue's pod sets: one per replicatedJob, replicas × min(parallelism, completions).
         assert [(ps["name"], ps["count"]) for ps in workload["spec"]["podSets"]] == [
@@ -150,7 +150,10 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
             ("workers", 4),
         ]
         reason = wait_for(
-            lambda: condition(kueue.get_workload(namespace, "jobset-train"), "QuotaReserved"),
+            lambda: condition(
+                kueue.get_workload(namespace, kueue.workload_name(namespace, "JobSet", "train")),
+                "QuotaReserved",
+            ),
             what="the pending reason",
         )
         assert "podset workers: insufficient quota for cpu" in reason["message"]
@@ -164,7 +167,7 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
             timeout=30,
             what="the JobSet resumed",
         )
-        workload = kueue.get_workload(namespace, "jobset-train")
+        workload = kueue.get_workload(namespace, kueue.workload_name(namespace, "JobSet", "train"))
         assignments = {
             a["name"]: (a["count"], a["flavors"]["cpu"])
             for a in workload["status"]["admission"]["podSetAssignments"]
@@ -186,12 +189,14 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
 
         # Drain the ClusterQueue: evicted, suspended, templates restored, pods gone, released.
         set_stop_policy(kueue, cq, "HoldAndDrain")
-        wait_released(kueue, namespace, "jobset-train")
+        wait_released(kueue, namespace, kueue.workload_name(namespace, "JobSet", "train"))
         stopped = jobsets.get("train")
         assert stopped["spec"]["suspend"] is True
         made_from = {
             ps["name"]: ps["template"]
-            for ps in kueue.get_workload(namespace, "jobset-train")["spec"]["podSets"]
+            for ps in kueue.get_workload(
+                namespace, kueue.workload_name(namespace, "JobSet", "train")
+            )["spec"]["podSets"]
         }
         for name, template in templates(stopped).items():
             assert "nodeSelector" not in template["spec"]
@@ -202,13 +207,18 @@ def test_a_jobset_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
             assert _non_empty(template.get("metadata")) == _non_empty(original.get("metadata"))
             assert template["spec"] == original["spec"]
         wait_for(lambda: not jobsets.pods("train"), timeout=60, what="the JobSet's pods gone")
-        evicted = condition(kueue.get_workload(namespace, "jobset-train"), "Evicted")
+        evicted = condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "JobSet", "train")),
+            "Evicted",
+        )
         assert evicted is not None and evicted["reason"] == "ClusterQueueStopped"
 
         # Resume: admitted again, runs to completion, the Workload finishes, quota returns.
         set_stop_policy(kueue, cq, "None")
         jobsets.complete(full_cluster.lifecycle, "train", 5)  # type: ignore[attr-defined]
-        wait_finished_and_returned(kueue, namespace, "jobset-train", cq)
+        wait_finished_and_returned(
+            kueue, namespace, kueue.workload_name(namespace, "JobSet", "train"), cq
+        )
         finished = jobsets.get("train")
         assert condition(finished, "Completed")["status"] == "True"
     check_never_over_committed(watch, rf_a, rf_b, cpu_b=4)

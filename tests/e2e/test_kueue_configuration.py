@@ -118,12 +118,18 @@ def test_an_unlabelled_job_gets_the_default_local_queue_and_waits_for_quota(
     assert first.spec.suspend is True
     wait_for(
         lambda: (
-            (_condition(kueue, namespace, "job-first", "Admitted") or {}).get("status") == "True"
+            (
+                _condition(
+                    kueue, namespace, kueue.workload_name(namespace, "Job", "first"), "Admitted"
+                )
+                or {}
+            ).get("status")
+            == "True"
         ),
         timeout=60,
         what="the first Job's Workload admitted",
     )
-    admitted = kueue.get_workload(namespace, "job-first")
+    admitted = kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "first"))
     # The transformation charges 2 credits per cpu beside the cpu it retains.
     [assignment] = admitted["status"]["admission"]["podSetAssignments"]
     assert assignment["resourceUsage"] == {"cpu": "1", CREDITS: "2"}
@@ -131,7 +137,9 @@ def test_an_unlabelled_job_gets_the_default_local_queue_and_waits_for_quota(
     second = batch.create_namespaced_job(namespace, _unlabelled("second"))
     assert second.spec.suspend is True
     pending = wait_for(
-        lambda: _condition(kueue, namespace, "job-second", "QuotaReserved"),
+        lambda: _condition(
+            kueue, namespace, kueue.workload_name(namespace, "Job", "second"), "QuotaReserved"
+        ),
         what="the second Job's pending reason",
     )
     assert pending["status"] == "False"
@@ -176,8 +184,11 @@ def test_a_job_in_a_namespace_the_selector_does_not_match_is_left_alone(
             timeout=90,
             what="the kube-system Job to run unqueued",
         )
+        uid = created.metadata.uid
         assert not [
-            w for w in kueue.workloads("kube-system") if w["metadata"]["name"] == f"job-{name}"
+            w
+            for w in kueue.workloads("kube-system")
+            if any(o["uid"] == uid for o in w["metadata"].get("ownerReferences") or ())
         ]
     finally:
         batch.delete_namespaced_job(name, "kube-system", propagation_policy="Background")
@@ -213,7 +224,10 @@ def test_kubectl_quotagate_describe_says_why_a_job_is_or_is_not_managed(
     batch.create_namespaced_job(namespace, _unlabelled("described"))
     config = tmp_path / "kueue.yaml"
     config.write_text(yaml.safe_dump(KUEUE_CONFIGURATION))
-    wait_for(lambda: _workload(kueue, namespace, "job-described"), what="the Job's Workload")
+    wait_for(
+        lambda: _workload(kueue, namespace, kueue.workload_name(namespace, "Job", "described")),
+        what="the Job's Workload",
+    )
 
     def describe(name: str, where: str) -> str:
         argv = ["describe", "job", name, "-n", where, "--kubeconfig", kubeconfig_path]

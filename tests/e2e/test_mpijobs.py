@@ -151,14 +151,16 @@ def test_an_mpijob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         workload = wait_for(
             lambda: next(iter(kueue.workloads(namespace)), None), what="the MPIJob's Workload"
         )
-        assert workload["metadata"]["name"] == "mpijob-pi"
+        assert workload["metadata"]["name"] == kueue.workload_name(namespace, "MPIJob", "pi")
         assert workload["metadata"]["ownerReferences"][0]["kind"] == "MPIJob"
         assert workload["spec"]["maximumExecutionTimeSeconds"] == 3600
         pod_sets = workload["spec"]["podSets"]
         assert [(ps["name"], ps["count"]) for ps in pod_sets] == [("launcher", 1), ("worker", 2)]
         assert all("minCount" not in ps for ps in pod_sets)  # no partial admission
         reason = wait_for(
-            lambda: workload_condition(kueue, namespace, "mpijob-pi", "QuotaReserved"),
+            lambda: workload_condition(
+                kueue, namespace, kueue.workload_name(namespace, "MPIJob", "pi"), "QuotaReserved"
+            ),
             what="the pending reason",
         )
         assert "podset worker: insufficient quota for cpu" in reason["message"]
@@ -182,7 +184,14 @@ def test_an_mpijob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         }
         ready = wait_for(
             lambda: (
-                (c := workload_condition(kueue, namespace, "mpijob-pi", "PodsReady"))
+                (
+                    c := workload_condition(
+                        kueue,
+                        namespace,
+                        kueue.workload_name(namespace, "MPIJob", "pi"),
+                        "PodsReady",
+                    )
+                )
                 and c["status"] == "True"
                 and c
             ),
@@ -193,18 +202,22 @@ def test_an_mpijob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
 
         # Drain: evicted, suspended with its templates restored, pods gone, released.
         set_stop_policy(kueue, cq, "HoldAndDrain")
-        wait_released(kueue, namespace, "mpijob-pi")
+        wait_released(kueue, namespace, kueue.workload_name(namespace, "MPIJob", "pi"))
         stopped = jobs.get("pi")
         assert stopped["spec"]["runPolicy"]["suspend"] is True
         made_from = {
             ps["name"]: ps["template"]
-            for ps in kueue.get_workload(namespace, "mpijob-pi")["spec"]["podSets"]
+            for ps in kueue.get_workload(namespace, kueue.workload_name(namespace, "MPIJob", "pi"))[
+                "spec"
+            ]["podSets"]
         }
         for kind, template in templates(stopped).items():
             assert "nodeSelector" not in template["spec"]
             assert template["spec"] == made_from[kind.lower()]["spec"]
         wait_for(lambda: not jobs.pods("pi"), timeout=60, what="the MPIJob's pods gone")
-        evicted = condition(kueue.get_workload(namespace, "mpijob-pi"), "Evicted")
+        evicted = condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "MPIJob", "pi")), "Evicted"
+        )
         assert evicted is not None and evicted["reason"] == "ClusterQueueStopped"
 
         # Resume: admitted again (the MPI operator copies the launcher template's scheduling
@@ -217,7 +230,9 @@ def test_an_mpijob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         }
         # The launcher alone: the MPI operator deletes the workers (cleanPodPolicy Running).
         jobs.complete(full_cluster.lifecycle, "pi", 3, workers=False)  # type: ignore[attr-defined]
-        wait_finished_and_returned(kueue, namespace, "mpijob-pi", cq)
+        wait_finished_and_returned(
+            kueue, namespace, kueue.workload_name(namespace, "MPIJob", "pi"), cq
+        )
         assert condition(jobs.get("pi"), "Succeeded")["status"] == "True"
         wait_for(lambda: not jobs.pods("pi"), timeout=60, what="the workers cleaned up")
         jobs.delete_with_its_workload(kueue, "pi")

@@ -87,11 +87,11 @@ def test_pod_group_is_gated_as_a_whole_until_quota_covers_all_of_it(
     workload = wait_for(
         lambda: next(iter(kueue.workloads(namespace)), None), what="the group's Workload"
     )
-    assert workload["metadata"]["name"] == "group-train"
+    assert workload["metadata"]["name"] == "train"
     assert workload["spec"]["podSets"][0]["count"] == 4
     assert {r["kind"] for r in workload["metadata"]["ownerReferences"]} == {"Pod"}
     pending = wait_for(
-        lambda: condition(kueue.get_workload(namespace, "group-train"), "QuotaReserved"),
+        lambda: condition(kueue.get_workload(namespace, "train"), "QuotaReserved"),
         what="the pending reason",
     )
     assert "insufficient quota for cpu" in pending["message"]
@@ -152,7 +152,7 @@ def test_job_preempts_a_pod_group_whose_owner_recreates_its_pods_gated(
     def admitted() -> dict[str, Any] | None:
         for w in kueue.workloads(namespace):
             admitted = condition(w, "Admitted")
-            if w["metadata"]["name"] == "group-serve" and admitted and admitted["status"] == "True":
+            if w["metadata"]["name"] == "serve" and admitted and admitted["status"] == "True":
                 return w
         return None
 
@@ -199,7 +199,7 @@ def test_job_preempts_a_pod_group_whose_owner_recreates_its_pods_gated(
         timeout=90,
         what="the Job admitted after the group's pods are gone",
     )
-    group = kueue.get_workload(namespace, "group-serve")
+    group = kueue.get_workload(namespace, "serve")
     evictions = group["status"]["schedulingStats"]["evictions"]
     assert {"reason": "Preempted", "underlyingCause": "", "count": 1} in evictions
 
@@ -214,7 +214,7 @@ def test_job_preempts_a_pod_group_whose_owner_recreates_its_pods_gated(
         return pods if len(pods) == 2 and all(_gates(p) == GATES for p in pods) else None
 
     wait_for(recreated_and_gated, timeout=60, what="the ReplicaSet's new pods, gated")
-    group = kueue.get_workload(namespace, "group-serve")
+    group = kueue.get_workload(namespace, "serve")
     assert not group["status"].get("admission")
     assert condition(group, "QuotaReserved")["status"] == "False"
 

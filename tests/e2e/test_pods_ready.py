@@ -184,9 +184,11 @@ def test_job_pods_ready_start_and_recovery(
 
     # Admitted and running, but the pods are not ready: False WaitForStart.
     pods = _running_pods(core, namespace, 2)
-    waiting = _wait_pods_ready(kueue, namespace, "job-slow", "False", "WaitForStart")
+    waiting = _wait_pods_ready(
+        kueue, namespace, kueue.workload_name(namespace, "Job", "slow"), "False", "WaitForStart"
+    )
     assert waiting["message"] == "Not all pods are ready or succeeded"
-    workload = kueue.get_workload(namespace, "job-slow")
+    workload = kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "slow"))
     assert condition(workload, "Admitted")["status"] == "True"
     [entry] = [
         m
@@ -206,12 +208,14 @@ def test_job_pods_ready_start_and_recovery(
         what="the Job counting one ready pod",
     )
     lifecycle.set_ready(namespace, pods[1], True)
-    started = _wait_pods_ready(kueue, namespace, "job-slow", "True", "Started")
+    started = _wait_pods_ready(
+        kueue, namespace, kueue.workload_name(namespace, "Job", "slow"), "True", "Started"
+    )
     assert started["message"] == "All pods reached readiness and the workload is running"
     assert started["lastTransitionTime"] >= waiting["lastTransitionTime"]
-    assert _pods_ready_writes(kueue, namespace, "job-slow", since, "Started") == [
-        ("True", "Started", started["lastTransitionTime"])
-    ]
+    assert _pods_ready_writes(
+        kueue, namespace, kueue.workload_name(namespace, "Job", "slow"), since, "Started"
+    ) == [("True", "Started", started["lastTransitionTime"])]
     wait_for(
         lambda: (
             _histogram_count(
@@ -228,10 +232,14 @@ def test_job_pods_ready_start_and_recovery(
 
     # A ready pod loses readiness: WaitForRecovery; ready again: Recovered.
     lifecycle.set_ready(namespace, pods[0], False)
-    recovering = _wait_pods_ready(kueue, namespace, "job-slow", "False", "WaitForRecovery")
+    recovering = _wait_pods_ready(
+        kueue, namespace, kueue.workload_name(namespace, "Job", "slow"), "False", "WaitForRecovery"
+    )
     assert recovering["message"] == "At least one pod has failed, waiting for recovery"
     lifecycle.set_ready(namespace, pods[0], True)
-    _wait_pods_ready(kueue, namespace, "job-slow", "True", "Recovered")
+    _wait_pods_ready(
+        kueue, namespace, kueue.workload_name(namespace, "Job", "slow"), "True", "Recovered"
+    )
     # A recovery is not a start: the histograms are not observed again.
     assert (
         _histogram_count(pods_ready_controller, "kueue_admitted_until_ready_wait_time_seconds", cq)
@@ -274,11 +282,11 @@ def test_pod_group_pods_ready(
         )
     # Pending, then admitted: WaitForStart until both pods are ready 3 seconds after
     # they started, then Started.
-    waiting = _wait_pods_ready(kueue, namespace, "group-gang", "False", "WaitForStart")
-    since = kueue.get_workload(namespace, "group-gang")["metadata"]["resourceVersion"]
-    started = _wait_pods_ready(kueue, namespace, "group-gang", "True", "Started")
+    waiting = _wait_pods_ready(kueue, namespace, "gang", "False", "WaitForStart")
+    since = kueue.get_workload(namespace, "gang")["metadata"]["resourceVersion"]
+    started = _wait_pods_ready(kueue, namespace, "gang", "True", "Started")
     assert started["lastTransitionTime"] >= waiting["lastTransitionTime"]
-    writes = _pods_ready_writes(kueue, namespace, "group-gang", since, "Started")
+    writes = _pods_ready_writes(kueue, namespace, "gang", since, "Started")
     # The admission may change the Workload meanwhile; PodsReady is written once: every
     # earlier version carries the same WaitForStart, with its first transition time.
     assert writes[-1] == ("True", "Started", started["lastTransitionTime"])
@@ -290,9 +298,9 @@ def test_pod_group_pods_ready(
 
     # One member loses readiness: the gang is waiting for recovery.
     lifecycle.set_ready(namespace, "member-1", False)
-    _wait_pods_ready(kueue, namespace, "group-gang", "False", "WaitForRecovery")
+    _wait_pods_ready(kueue, namespace, "gang", "False", "WaitForRecovery")
     lifecycle.set_ready(namespace, "member-1", True)
-    _wait_pods_ready(kueue, namespace, "group-gang", "True", "Recovered")
+    _wait_pods_ready(kueue, namespace, "gang", "True", "Recovered")
 
 
 def test_a_pod_that_never_becomes_ready_waits_for_start(
@@ -321,14 +329,24 @@ def test_a_pod_that_never_becomes_ready_waits_for_start(
         },
     )
     _running_pods(core, namespace, 1)
-    found = _wait_pods_ready(kueue, namespace, "pod-stuck", "False", "WaitForStart")
-    workload = kueue.get_workload(namespace, "pod-stuck")
+    found = _wait_pods_ready(
+        kueue, namespace, kueue.workload_name(namespace, "Pod", "stuck"), "False", "WaitForStart"
+    )
+    workload = kueue.get_workload(namespace, kueue.workload_name(namespace, "Pod", "stuck"))
     assert condition(workload, "Admitted")["status"] == "True"
     assert found["message"] == "Not all pods are ready or succeeded"
     # `kubectl quotagate describe` shows it.
     capsys.readouterr()
     code = main(
-        ["describe", "workload", "pod-stuck", "-n", namespace, "--kubeconfig", kubeconfig_path]
+        [
+            "describe",
+            "workload",
+            kueue.workload_name(namespace, "Pod", "stuck"),
+            "-n",
+            namespace,
+            "--kubeconfig",
+            kubeconfig_path,
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0
@@ -364,7 +382,9 @@ def test_an_evicted_workload_waits_for_a_new_start(
     low["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"{namespace}-low"
     low["spec"]["template"]["metadata"]["annotations"] = {}  # runs until stopped
     batch.create_namespaced_job(namespace, low)
-    _wait_pods_ready(kueue, namespace, "job-low", "True", "Started")
+    _wait_pods_ready(
+        kueue, namespace, kueue.workload_name(namespace, "Job", "low"), "True", "Started"
+    )
 
     high = queued_job("high", parallelism=2)
     high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"{namespace}-high"
@@ -372,7 +392,7 @@ def test_an_evicted_workload_waits_for_a_new_start(
     batch.create_namespaced_job(namespace, high)
 
     def released() -> dict[str, Any] | None:
-        workload = kueue.get_workload(namespace, "job-low")
+        workload = kueue.get_workload(namespace, kueue.workload_name(namespace, "Job", "low"))
         reserved = condition(workload, "QuotaReserved") or {}
         found = condition(workload, "PodsReady") or {}
         if reserved.get("status") == "False" and found.get("reason") == "WaitForStart":
@@ -382,4 +402,11 @@ def test_an_evicted_workload_waits_for_a_new_start(
     evicted = wait_for(released, timeout=90, what="job-low evicted, released, WaitForStart")
     assert condition(evicted, "Evicted")["reason"] == "Preempted"
     assert condition(evicted, "PodsReady")["status"] == "False"
-    _wait_pods_ready(kueue, namespace, "job-high", "True", "Started", timeout=90)
+    _wait_pods_ready(
+        kueue,
+        namespace,
+        kueue.workload_name(namespace, "Job", "high"),
+        "True",
+        "Started",
+        timeout=90,
+    )

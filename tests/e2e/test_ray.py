@@ -267,7 +267,7 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         workload = wait_for(
             lambda: next(iter(kueue.workloads(namespace)), None), what="the RayJob's Workload"
         )
-        assert workload["metadata"]["name"] == "rayjob-train"
+        assert workload["metadata"]["name"] == kueue.workload_name(namespace, "RayJob", "train")
         assert workload["metadata"]["ownerReferences"][0]["kind"] == "RayJob"
         # Kueue's pod sets: the head, each worker group, the submitter (K8sJobMode).
         assert [(ps["name"], ps["count"]) for ps in workload["spec"]["podSets"]] == [
@@ -276,7 +276,10 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
             ("submitter", 1),
         ]
         reason = wait_for(
-            lambda: condition(kueue.get_workload(namespace, "rayjob-train"), "QuotaReserved"),
+            lambda: condition(
+                kueue.get_workload(namespace, kueue.workload_name(namespace, "RayJob", "train")),
+                "QuotaReserved",
+            ),
             what="the pending reason",
         )
         assert "podset workers: insufficient quota for cpu" in reason["message"], reason
@@ -294,9 +297,9 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         )
         assignments = {
             a["name"]: a["flavors"]["cpu"]
-            for a in kueue.get_workload(namespace, "rayjob-train")["status"]["admission"][
-                "podSetAssignments"
-            ]
+            for a in kueue.get_workload(
+                namespace, kueue.workload_name(namespace, "RayJob", "train")
+            )["status"]["admission"]["podSetAssignments"]
         }
         assert assignments == {"head": rf_a, "workers": rf_b, "submitter": rf_a}
         spec = admitted["spec"]["rayClusterSpec"]
@@ -327,11 +330,13 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         ray.job_status("train", "Running")
         wait_for(lambda: dashboard.polled(status["jobId"]), what="KubeRay polling the Ray job")
         assert ray.get("rayclusters", cluster_name)["spec"].get("suspend") is not True
-        assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == ["rayjob-train"]
+        assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == [
+            kueue.workload_name(namespace, "RayJob", "train")
+        ]
         wait_condition(
             kueue,
             namespace,
-            "rayjob-train",
+            kueue.workload_name(namespace, "RayJob", "train"),
             "PodsReady",
             "True",
             "PodsReady True once the cluster is ready",
@@ -343,7 +348,7 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         wait_condition(
             kueue,
             namespace,
-            "rayjob-train",
+            kueue.workload_name(namespace, "RayJob", "train"),
             "QuotaReserved",
             "False",
             "the eviction acknowledged",
@@ -354,7 +359,9 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         assert stopped["status"]["jobDeploymentStatus"] == "Suspended"
         made_from = {
             ps["name"]: ps["template"]
-            for ps in kueue.get_workload(namespace, "rayjob-train")["spec"]["podSets"]
+            for ps in kueue.get_workload(
+                namespace, kueue.workload_name(namespace, "RayJob", "train")
+            )["spec"]["podSets"]
         }
         cluster_spec_now = stopped["spec"]["rayClusterSpec"]
         for name, template in (
@@ -376,7 +383,10 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
             lambda: not ray.pods("batch.kubernetes.io/job-name=train"),
             what="the submitter's pod gone",
         )
-        evicted = condition(kueue.get_workload(namespace, "rayjob-train"), "Evicted")
+        evicted = condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "RayJob", "train")),
+            "Evicted",
+        )
         assert evicted is not None and evicted["reason"] == "ClusterQueueStopped"
 
         # Resume: admitted again; KubeRay makes a new cluster and submitter; the Ray job
@@ -388,7 +398,9 @@ def test_a_rayjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished(
         [submitter] = ray.running("batch.kubernetes.io/job-name=train", 1)
         full_cluster.lifecycle.complete(namespace, submitter.metadata.name)  # type: ignore[attr-defined]
         finished = wait_for(
-            lambda: workload_condition(kueue, namespace, "rayjob-train", "Finished"),
+            lambda: workload_condition(
+                kueue, namespace, kueue.workload_name(namespace, "RayJob", "train"), "Finished"
+            ),
             timeout=90,
             what="the Workload Finished",
         )
@@ -435,11 +447,18 @@ def test_a_raycluster_runs_until_its_maximum_execution_time_and_waits_while_a_ra
         created = ray.create(raycluster("serve", workers=2, **{MAX_EXEC_TIME_LABEL: "10"}))
         assert created["spec"]["suspend"] is True
         reason = wait_for(
-            lambda: workload_condition(kueue, namespace, "raycluster-serve", "QuotaReserved"),
+            lambda: workload_condition(
+                kueue,
+                namespace,
+                kueue.workload_name(namespace, "RayCluster", "serve"),
+                "QuotaReserved",
+            ),
             what="the RayCluster's pending reason",
         )
         assert reason["status"] == "False"
-        workload = kueue.get_workload(namespace, "raycluster-serve")
+        workload = kueue.get_workload(
+            namespace, kueue.workload_name(namespace, "RayCluster", "serve")
+        )
         assert [(ps["name"], ps["count"]) for ps in workload["spec"]["podSets"]] == [
             ("head", 1),
             ("workers", 2),
@@ -449,6 +468,7 @@ def test_a_raycluster_runs_until_its_maximum_execution_time_and_waits_while_a_ra
 
         # Deleting the running RayJob: KubeRay stops its Ray job, garbage collection takes
         # its Workload, its cluster and submitter; the RayCluster is admitted.
+        first = kueue.workload_name(namespace, "RayJob", "first")
         ray.delete("rayjobs", "first")
         wait_for(
             lambda: (
@@ -458,7 +478,7 @@ def test_a_raycluster_runs_until_its_maximum_execution_time_and_waits_while_a_ra
             what="KubeRay stopping the deleted RayJob's Ray job",
         )
         wait_for(
-            lambda: workload_condition(kueue, namespace, "rayjob-first", "QuotaReserved") is None,
+            lambda: workload_condition(kueue, namespace, first, "QuotaReserved") is None,
             what="the RayJob's Workload deleted",
         )
         wait_for(
@@ -473,34 +493,56 @@ def test_a_raycluster_runs_until_its_maximum_execution_time_and_waits_while_a_ra
             ),
             what="the RayCluster ready",
         )
-        wait_condition(kueue, namespace, "raycluster-serve", "PodsReady", "True", "PodsReady True")
+        wait_condition(
+            kueue,
+            namespace,
+            kueue.workload_name(namespace, "RayCluster", "serve"),
+            "PodsReady",
+            "True",
+            "PodsReady True",
+        )
 
         # Its maximum execution time passes: deactivated, suspended, pods gone, released.
         wait_condition(
             kueue,
             namespace,
-            "raycluster-serve",
+            kueue.workload_name(namespace, "RayCluster", "serve"),
             "QuotaReserved",
             "False",
             "the RayCluster's eviction acknowledged",
             timeout=60,
         )
-        evicted = condition(kueue.get_workload(namespace, "raycluster-serve"), "Evicted")
+        evicted = condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "RayCluster", "serve")),
+            "Evicted",
+        )
         assert evicted is not None
         assert evicted["reason"] == "DeactivatedDueToMaximumExecutionTimeExceeded", evicted
-        assert kueue.get_workload(namespace, "raycluster-serve")["spec"]["active"] is False
+        assert (
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "RayCluster", "serve"))[
+                "spec"
+            ]["active"]
+            is False
+        )
         stopped = ray.get("rayclusters", "serve")
         assert stopped is not None and stopped["spec"]["suspend"] is True
         assert "nodeSelector" not in stopped["spec"]["headGroupSpec"]["template"]["spec"]
         assert not ray.pods("ray.io/cluster=serve")
         assert (stopped.get("status") or {}).get("state") == "suspended"
-        assert condition(kueue.get_workload(namespace, "raycluster-serve"), "Finished") is None
+        assert (
+            condition(
+                kueue.get_workload(
+                    namespace, kueue.workload_name(namespace, "RayCluster", "serve")
+                ),
+                "Finished",
+            )
+            is None
+        )
 
+        serve = kueue.workload_name(namespace, "RayCluster", "serve")
         ray.delete("rayclusters", "serve")
         wait_for(
-            lambda: (
-                workload_condition(kueue, namespace, "raycluster-serve", "QuotaReserved") is None
-            ),
+            lambda: workload_condition(kueue, namespace, serve, "QuotaReserved") is None,
             what="the RayCluster's Workload deleted with it",
         )
     assert watch.reserved.get(rf, 0) <= 4000

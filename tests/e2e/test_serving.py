@@ -18,6 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from api.constants import POD_SUSPENDING_PARENT_ANNOTATION, ROLE_HASH_ANNOTATION
+from controller.integrations.framework.workload_names import workload_name
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import wait_for
 from tests.cluster.operators import LeaderWorkerSetController
@@ -162,7 +163,7 @@ def test_a_deployments_pods_are_queued_one_by_one_scaled_and_evicted(
         running = c.wait_pods("api", running=2, gated=1)
         assert {p.spec.node_name for p in running} == {"node-a"}
         assert all(p.spec.node_selector == {ZONE: "node-a"} for p in running)
-        names = {f"pod-{p.metadata.name}" for p in running}
+        names = {workload_name("Pod", "", p.metadata.name, p.metadata.uid) for p in running}
         assert c.holding() == sorted(names)
         for name in names:
             workload = c.wait_workload(name, lambda w: is_true(w, "PodsReady"), "PodsReady")
@@ -204,9 +205,10 @@ def test_a_statefulset_is_one_serving_workload_scaled_to_zero_and_back(
     )
     with quota_watch(api_client, namespace) as watch:
         c.apps.create_namespaced_stateful_set(namespace, statefulset("db", 3))
+        db = c.kueue.workload_name(namespace, "StatefulSet", "db")
         # One Workload of 3 pods: it does not fit 2 cpus, and every pod waits gated.
         workload = c.wait_workload(
-            "statefulset-db", lambda w: condition(w, "QuotaReserved") is not None, "pending"
+            db, lambda w: condition(w, "QuotaReserved") is not None, "pending"
         )
         assert [(ps["name"], ps["count"]) for ps in workload["spec"]["podSets"]] == [("main", 3)]
         assert workload["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
@@ -216,14 +218,14 @@ def test_a_statefulset_is_one_serving_workload_scaled_to_zero_and_back(
         running = c.wait_pods("db", running=3, gated=0)
         assert {p.spec.node_name for p in running} == {"node-b"}
         assert all(p.spec.node_selector == {ZONE: "node-b"} for p in running)
-        c.wait_workload("statefulset-db", lambda w: is_true(w, "PodsReady"), "PodsReady")
+        c.wait_workload(db, lambda w: is_true(w, "PodsReady"), "PodsReady")
 
         # Only to zero and back, as in Kueue.
         with pytest.raises(ApiException) as refused:
             c.apps.patch_namespaced_stateful_set("db", namespace, {"spec": {"replicas": 2}})
         assert "spec.replicas: Invalid value: 2: field is immutable" in str(refused.value.body)
         c.apps.patch_namespaced_stateful_set("db", namespace, {"spec": {"replicas": 0}})
-        wait_for(lambda: c.workload("statefulset-db") is None, what="the Workload deleted at zero")
+        wait_for(lambda: c.workload(db) is None, what="the Workload deleted at zero")
         c.wait_pods("db", running=0, gated=0)
         wait_for(
             lambda: not c.apps.read_namespaced_stateful_set("db", namespace).status.replicas,
@@ -232,9 +234,7 @@ def test_a_statefulset_is_one_serving_workload_scaled_to_zero_and_back(
         # Back to 3 while only 2 cpus are there: the new Workload waits for quota.
         set_quota(c.kueue, cq, {rf: {"cpu": 2}})
         c.apps.patch_namespaced_stateful_set("db", namespace, {"spec": {"replicas": 3}})
-        c.wait_workload(
-            "statefulset-db", lambda w: condition(w, "QuotaReserved") is not None, "pending again"
-        )
+        c.wait_workload(db, lambda w: condition(w, "QuotaReserved") is not None, "pending again")
         c.wait_pods("db", running=0, gated=3)
         set_quota(c.kueue, cq, {rf: {"cpu": 3}})
         c.wait_pods("db", running=3, gated=0)
@@ -245,14 +245,14 @@ def test_a_statefulset_is_one_serving_workload_scaled_to_zero_and_back(
         c.wait_pods("db", running=0, gated=3)
         assert not {p.metadata.uid for p in c.pods("db")} & before
         evicted = c.wait_workload(
-            "statefulset-db",
+            db,
             lambda w: condition(w, "QuotaReserved")["status"] == "False",
             "the eviction acknowledged",
         )
         assert condition(evicted, "Evicted")["reason"] == "ClusterQueueStopped"
         set_stop_policy(c.kueue, cq, "None")
         c.wait_pods("db", running=3, gated=0)
-    assert not is_true(c.workload("statefulset-db") or {}, "Finished")
+    assert not is_true(c.workload(db) or {}, "Finished")
     assert watch.observed(), "the quota sampler never saw quota held"
     assert watch.reserved.get(rf, 0) <= 3000 and watch.running.get("node-b", 0) <= 3000
 
@@ -338,11 +338,12 @@ def test_a_statefulset_past_its_max_exec_time_is_deactivated_and_deleted_with_it
     c.kueue.apply(flavor(rf), cluster_queue(cq, {rf: {"cpu": 2}}), local_queue(namespace, "lq", cq))
     body = statefulset("ttl", 2, labels={"kueue.x-k8s.io/max-exec-time-seconds": "4"})
     c.apps.create_namespaced_stateful_set(namespace, body)
-    workload = c.wait_workload("statefulset-ttl", lambda w: is_true(w, "Admitted"), "admitted")
+    ttl = c.kueue.workload_name(namespace, "StatefulSet", "ttl")
+    workload = c.wait_workload(ttl, lambda w: is_true(w, "Admitted"), "admitted")
     assert workload["spec"]["maximumExecutionTimeSeconds"] == 4
     c.wait_pods("ttl", running=2, gated=0)
     deactivated = c.wait_workload(
-        "statefulset-ttl",
+        ttl,
         lambda w: (
             w["spec"].get("active") is False and condition(w, "QuotaReserved")["status"] == "False"
         ),
@@ -356,4 +357,4 @@ def test_a_statefulset_past_its_max_exec_time_is_deactivated_and_deleted_with_it
     assert not is_true(deactivated, "Finished")
     c.wait_pods("ttl", running=0, gated=2)
     c.apps.delete_namespaced_stateful_set("ttl", namespace)
-    wait_for(lambda: c.workload("statefulset-ttl") is None, what="the Workload deleted with it")
+    wait_for(lambda: c.workload(ttl) is None, what="the Workload deleted with it")

@@ -150,7 +150,7 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     tas_queue(kueue, namespace, "e2e", 32)
     batch.create_namespaced_job(namespace, rack_job("fits", 4))
-    admitted = with_admission(kueue, namespace, "job-fits")
+    admitted = with_admission(kueue, namespace, kueue.workload_name(namespace, "Job", "fits"))
     [psa] = admitted["status"]["admission"]["podSetAssignments"]
     assert psa["topologyAssignment"]["levels"] == [HOST]
 
@@ -165,7 +165,11 @@ def test_a_rack_job_runs_in_one_rack_and_a_larger_one_waits_naming_the_domain(
     batch.create_namespaced_job(namespace, rack_job("too-big", 5))
     pending = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-too-big"))
+            (
+                w := maybe_workload(
+                    kueue, namespace, kueue.workload_name(namespace, "Job", "too-big")
+                )
+            )
             and (c := condition(w, "QuotaReserved"))
             and c["status"] == "False"
             and "topology" in c["message"]
@@ -273,7 +277,7 @@ def test_a_job_asking_for_no_topology_in_a_tas_queue_runs_in_its_assigned_domain
     job = queued_job("plain", parallelism=3)
     job["spec"]["template"]["metadata"]["annotations"] = {RUN_SECONDS: "30"}
     client.BatchV1Api(api_client).create_namespaced_job(namespace, job)
-    admitted = with_admission(kueue, namespace, "job-plain")
+    admitted = with_admission(kueue, namespace, kueue.workload_name(namespace, "Job", "plain"))
     [pod_set] = admitted["spec"]["podSets"]
     assert "topologyRequest" not in pod_set
     hosts = hosts_of(admitted)

@@ -216,7 +216,7 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
         timeout=30,
         what="the PodTerminatedByKueue Event on the pod",
     )
-    workload = maybe_workload(kueue, namespace, "job-mend")
+    workload = maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "mend"))
     assert workload and sorted(set(assignment_hosts(workload))) == sorted(first)
     assert (condition(workload, "Evicted") or {}).get("status") != "True"
     assert "unhealthyNodes" not in workload["status"]
@@ -229,7 +229,7 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
             core.delete_namespaced_pod(pod.metadata.name, namespace)
     workload = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-mend"))
+            (w := maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "mend")))
             and w["status"].get("admission")
             and failing not in assignment_hosts(w)
             and w
@@ -248,7 +248,7 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
     core.delete_node(other)
     evicted = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-mend"))
+            (w := maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "mend")))
             and (c := condition(w, "Evicted"))
             and c["status"] == "True"
             and c
@@ -262,7 +262,7 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
     )
     pending = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-mend"))
+            (w := maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "mend")))
             and (c := condition(w, "QuotaReserved"))
             and c["status"] == "False"
             and "topology" in c["message"]
@@ -275,7 +275,7 @@ def test_a_failed_node_is_replaced_in_its_rack_else_the_workload_is_requeued(
     set_ready(core, failing, True)
     back = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-mend"))
+            (w := maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "mend")))
             and (c := condition(w, "QuotaReserved"))
             and c["status"] == "True"
             and w

@@ -136,7 +136,7 @@ def test_a_workload_waits_for_a_replacement_across_a_restart_and_a_tainted_node(
     rack_job_on_pool(api_client, namespace, POOL, TAINT, "wait", 2)
 
     def workload() -> dict[str, Any] | None:
-        return maybe_workload(kueue, namespace, "job-wait")
+        return maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "wait"))
 
     def waiting_for(node: str) -> dict[str, Any] | None:
         w = workload()

@@ -132,7 +132,7 @@ def test_a_pod_group_asking_for_a_rack_lands_in_one_rack_by_pod_index(
         assert TOPOLOGY_SCHEDULING_GATE in gates, (pod.metadata.name, gates)
         assert pod.metadata.labels[POD_GROUP_POD_INDEX_LABEL] == pod.metadata.labels[RANK]
 
-    pods = placed_by_rank(api_client, namespace, "group-train", RANK, POD_GROUP_POD_INDEX_LABEL)
+    pods = placed_by_rank(api_client, namespace, "train", RANK, POD_GROUP_POD_INDEX_LABEL)
     assert {p.metadata.name for p in pods} == {f"w-{i}" for i in range(PODS)}
 
 
@@ -203,7 +203,8 @@ def test_a_statefulset_asking_for_a_rack_lands_in_one_rack_by_pod_index(
     body = statefulset("db", PODS)
     body["spec"]["template"]["metadata"]["annotations"][POD_SET_REQUIRED_TOPOLOGY_ANNOTATION] = RACK
     client.AppsV1Api(api_client).create_namespaced_stateful_set(namespace, body)
-    placed_by_rank(api_client, namespace, "statefulset-db", SS_INDEX, SS_INDEX, selector="app=db")
+    db = Kueue(api_client).workload_name(namespace, "StatefulSet", "db")
+    placed_by_rank(api_client, namespace, db, SS_INDEX, SS_INDEX, selector="app=db")
 
 
 def test_a_leaderworkersets_workers_land_in_one_rack_by_worker_index(
@@ -287,7 +288,8 @@ def test_a_pod_asking_for_no_topology_in_a_tas_queue_lands_in_its_assigned_domai
     nodes = []
     for name in ("first", "second"):
         create_gated(api_client, namespace, name)
-        found = admitted(api_client, namespace, f"pod-{name}")
+        workload = Kueue(api_client).workload_name(namespace, "Pod", name)
+        found = admitted(api_client, namespace, workload)
         [pod_set] = found["spec"]["podSets"]
         assert "topologyRequest" not in pod_set  # placed as unconstrained: a TAS-only queue
         [place] = places_of(found, pod_set["name"])
@@ -296,7 +298,7 @@ def test_a_pod_asking_for_no_topology_in_a_tas_queue_lands_in_its_assigned_domai
         assert pod.spec.node_selector[HOST] == place, pod.spec.node_selector
         assert pod.spec.node_name == place
         assert pod.metadata.annotations[POD_SET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] == "true"
-        assert pod.metadata.annotations[WORKLOAD_ANNOTATION] == f"pod-{name}"
+        assert pod.metadata.annotations[WORKLOAD_ANNOTATION] == workload
         nodes.append(pod.spec.node_name)
     # Unconstrained placement takes the fullest node that fits: the first pod's, counted
     # once (by its admission, not again as a pod on the node); kube-scheduler alone would
@@ -317,7 +319,7 @@ def test_a_pod_asking_for_no_topology_in_a_queue_without_one_starts(
         local_queue(namespace, "lq", cq),
     )
     create_gated(api_client, namespace, "p")
-    found = admitted(api_client, namespace, "pod-p")
+    found = admitted(api_client, namespace, Kueue(api_client).workload_name(namespace, "Pod", "p"))
     [psa] = found["status"]["admission"]["podSetAssignments"]
     assert "topologyAssignment" not in psa
     pod = bound(api_client, namespace, "p")

@@ -61,7 +61,7 @@ def test_an_indexed_jobs_pods_land_by_completion_index_in_the_assignments_domain
 
     admitted = wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "job-ranks"))
+            (w := maybe_workload(kueue, namespace, kueue.workload_name(namespace, "Job", "ranks")))
             and w.get("status", {}).get("admission")
             and w
         ),

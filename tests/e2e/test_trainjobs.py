@@ -210,7 +210,7 @@ def test_a_trainjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished
         workload = wait_for(
             lambda: next(iter(kueue.workloads(namespace)), None), what="the TrainJob's Workload"
         )
-        assert workload["metadata"]["name"] == "trainjob-train"
+        assert workload["metadata"]["name"] == kueue.workload_name(namespace, "TrainJob", "train")
         assert workload["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
         # Kueue's pod sets: the runtime's replicatedJobs; the trainer step runs numNodes pods
         # with resourcesPerNode; no partial admission for TrainJobs.
@@ -218,7 +218,12 @@ def test_a_trainjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished
         assert [(ps["name"], ps["count"]) for ps in pod_sets] == [("prep", 1), ("node", 2)]
         assert all("minCount" not in ps for ps in pod_sets)
         reason = wait_for(
-            lambda: workload_condition(kueue, namespace, "trainjob-train", "QuotaReserved"),
+            lambda: workload_condition(
+                kueue,
+                namespace,
+                kueue.workload_name(namespace, "TrainJob", "train"),
+                "QuotaReserved",
+            ),
             what="the pending reason",
         )
         assert "podset node: insufficient quota for cpu" in reason["message"]
@@ -251,7 +256,14 @@ def test_a_trainjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished
         assert pod_templates(child)["node"]["spec"]["tolerations"] == [TOLERATION]
         ready = wait_for(
             lambda: (
-                (c := workload_condition(kueue, namespace, "trainjob-train", "PodsReady"))
+                (
+                    c := workload_condition(
+                        kueue,
+                        namespace,
+                        kueue.workload_name(namespace, "TrainJob", "train"),
+                        "PodsReady",
+                    )
+                )
                 and c["status"] == "True"
                 and c
             ),
@@ -262,12 +274,15 @@ def test_a_trainjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished
 
         # Drain: evicted, suspended, Kueue's patch emptied once its jobs are not active.
         set_stop_policy(kueue, cq, "HoldAndDrain")
-        wait_released(kueue, namespace, "trainjob-train")
+        wait_released(kueue, namespace, kueue.workload_name(namespace, "TrainJob", "train"))
         stopped = jobs.get("train")
         assert stopped["spec"]["suspend"] is True
         assert kueue_patch(stopped) == {}
         wait_for(lambda: not jobs.pods("train"), timeout=60, what="the TrainJob's pods gone")
-        evicted = condition(kueue.get_workload(namespace, "trainjob-train"), "Evicted")
+        evicted = condition(
+            kueue.get_workload(namespace, kueue.workload_name(namespace, "TrainJob", "train")),
+            "Evicted",
+        )
         assert evicted is not None and evicted["reason"] == "ClusterQueueStopped"
         # The Trainer puts the runtime's own templates back into the suspended JobSet.
         wait_for(
@@ -283,7 +298,9 @@ def test_a_trainjob_is_queued_admitted_per_pod_set_evicted_restored_and_finished
         # Resume: admitted again, runs to completion, the Workload finishes, quota returns.
         set_stop_policy(kueue, cq, "None")
         jobs.complete(full_cluster.lifecycle, "train", 3)  # type: ignore[attr-defined]
-        wait_finished_and_returned(kueue, namespace, "trainjob-train", cq)
+        wait_finished_and_returned(
+            kueue, namespace, kueue.workload_name(namespace, "TrainJob", "train"), cq
+        )
         assert condition(jobs.get("train"), "Complete")["status"] == "True"
     check_never_over_committed(watch, rf_a, rf_b, cpu_b=2)
 
@@ -330,7 +347,14 @@ def test_a_trainjob_past_its_maximum_execution_time_is_stopped(
     jobs.running("limited", 3)
     evicted = wait_for(
         lambda: (
-            (c := workload_condition(kueue, namespace, "trainjob-limited", "Evicted"))
+            (
+                c := workload_condition(
+                    kueue,
+                    namespace,
+                    kueue.workload_name(namespace, "TrainJob", "limited"),
+                    "Evicted",
+                )
+            )
             and c["status"] == "True"
             and c
         ),
@@ -338,7 +362,12 @@ def test_a_trainjob_past_its_maximum_execution_time_is_stopped(
         what="the Workload deactivated",
     )
     assert evicted["reason"] == "DeactivatedDueToMaximumExecutionTimeExceeded"
-    assert kueue.get_workload(namespace, "trainjob-limited")["spec"]["active"] is False
+    assert (
+        kueue.get_workload(namespace, kueue.workload_name(namespace, "TrainJob", "limited"))[
+            "spec"
+        ]["active"]
+        is False
+    )
     wait_for(lambda: not jobs.pods("limited"), timeout=60, what="the TrainJob's pods gone")
     stopped = wait_for(
         lambda: (

@@ -71,6 +71,11 @@ def _owner_uid(obj: dict[str, Any], kind: str) -> str | None:
     return None
 
 
+def _owner_uids(obj: dict[str, Any] | None, kind: str) -> set[str]:
+    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences") or ()
+    return {str(ref.get("uid")) for ref in refs if ref.get("kind") == kind}
+
+
 def _gated(pod: dict[str, Any] | None) -> bool:
     return pod is not None and any(
         g.get("name") == GATE for g in (pod.get("spec") or {}).get("schedulingGates") or ()
@@ -81,9 +86,9 @@ def _suspended(job: dict[str, Any] | None) -> bool:
     return job is not None and bool((job.get("spec") or {}).get("suspend"))
 
 
-# A kind quotagate holds back until its Workload is admitted: how it is held back, its
-# Workload's name prefix, and what letting it go is called.
-_HELD_BACK = {"Pod": (_gated, "pod-", "ungated"), "Job": (_suspended, "job-", "unsuspended")}
+# A kind quotagate holds back until its Workload (the one it owns) is admitted: how it is
+# held back, and what letting it go is called.
+_HELD_BACK = {"Pod": (_gated, "ungated"), "Job": (_suspended, "unsuspended")}
 
 
 @dataclass
@@ -135,6 +140,7 @@ def replay(changes: list[Change], quotas: Quotas) -> Replay:
     held: dict[str, int] = defaultdict(int)  # milli-cpu held per ClusterQueue
     evicted_while_held: set[str] = set()  # Workload uids evicted while holding quota
     owners: dict[tuple[str, str], set[str]] = defaultdict(set)  # (kind, owner uid) → Workloads
+    owned_by: dict[tuple[str, str], set[str]] = defaultdict(set)  # the same, by every owner
     for change in sorted(changes, key=lambda c: c.revision):
         key = f"{change.namespace}/{change.name}"
         at = f"at revision {change.revision}"
@@ -148,6 +154,11 @@ def replay(changes: list[Change], quotas: Quotas) -> Replay:
             else:
                 workloads[key] = after
             uid = str(((after or before) or {}).get("metadata", {}).get("uid"))
+            for kind in _HELD_BACK:
+                for owner in _owner_uids(before, kind):
+                    owned_by[(kind, owner)].discard(key)
+                for owner in _owner_uids(after, kind):
+                    owned_by[(kind, owner)].add(key)
             _check_transition(result, key, at, before, after, evicted_while_held, uid)
             if _holds(after):
                 cq, cpu = _usage(after)  # type: ignore[arg-type]
@@ -179,7 +190,7 @@ def replay(changes: list[Change], quotas: Quotas) -> Replay:
                         f"{sorted(owners[(kind, owner)])}"
                     )
         else:
-            held_back, prefix, released = _HELD_BACK[change.kind]
+            held_back, released = _HELD_BACK[change.kind]
             objects = others[change.kind]
             before = objects.get(key)
             if change.obj is None:
@@ -188,7 +199,9 @@ def replay(changes: list[Change], quotas: Quotas) -> Replay:
             objects[key] = change.obj
             if held_back(before) and not held_back(change.obj):
                 result.released[change.kind] += 1
-                if not _holds(workloads.get(f"{change.namespace}/{prefix}{change.name}")):
+                uid = str((change.obj.get("metadata") or {}).get("uid"))
+                own = owned_by.get((change.kind, uid)) or set()
+                if not any(_holds(workloads.get(k)) for k in own):
                     result.fail(f"{change.kind} {key} {released} without quota {at}")
     result.workloads = workloads
     for key, obj in workloads.items():

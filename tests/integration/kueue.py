@@ -18,6 +18,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from controller.integrations.framework.registry import frameworks
+from controller.integrations.framework.workload_names import workload_name
 from tests.cluster.fixtures import wait_for
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
@@ -135,6 +137,19 @@ class Kueue:
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+
+    def workload_name(self, namespace: str, kind: str, name: str) -> str:
+        """The name of the Workload of the object `kind` `name` (Kueue's, from its uid:
+        `workload_names.py`; a pod group's Workload is named after the group instead)."""
+        if kind == "Pod":
+            pod = self.core.read_namespaced_pod(name, namespace)
+            return workload_name("Pod", "", name, str(pod.metadata.uid))
+        resource = next(f.resource for f in frameworks().values() if f.resource.kind == kind)
+        obj = self.custom.get_namespaced_custom_object(
+            resource.group, resource.version, namespace, resource.plural, name
+        )
+        return workload_name(kind, resource.group, name, str(obj["metadata"]["uid"]))
 
     def apply(self, *objects: dict[str, Any]) -> None:
         for obj in objects:

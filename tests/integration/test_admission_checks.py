@@ -328,7 +328,7 @@ def test_conflicting_pod_set_updates_keep_the_job_suspended_and_say_why(
     )
     batch = client.BatchV1Api(api_client)
     batch.create_namespaced_job(namespace, suspended_job("clash"))
-    name = "job-clash"
+    name = kueue.workload_name(namespace, "Job", "clash")
     wait_for(lambda: maybe_workload(kueue, namespace, name), what="the Job's Workload")
     wait_reserved_with_checks(kueue, namespace, name)
     wl = kueue.get_workload(namespace, name)

@@ -20,6 +20,7 @@ from api.constants import (
     PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
 )
+from controller.integrations.framework.workload_names import workload_name
 from tests.cluster.fixtures import install_crds, wait_for
 from tests.cluster.modules import ensure_module
 from tests.integration.conftest import StartConfigured
@@ -140,9 +141,8 @@ def test_label_keys_to_copy_and_a_topology_request_reach_the_workload(
             template_annotations={POD_SET_REQUIRED_TOPOLOGY_ANNOTATION: "cloud.com/rack"},
         ),
     )
-    created = wait_for(
-        lambda: maybe_workload(kueue, namespace, "job-labelled"), what="the Job's Workload"
-    )
+    name = kueue.workload_name(namespace, "Job", "labelled")
+    created = wait_for(lambda: maybe_workload(kueue, namespace, name), what="the Job's Workload")
     labels = created["metadata"]["labels"]
     assert labels["team"] == "ml" and "other" not in labels and "absent" not in labels
     assert created["spec"]["podSets"][0]["topologyRequest"] == {
@@ -151,7 +151,7 @@ def test_label_keys_to_copy_and_a_topology_request_reach_the_workload(
     }
     # its flavor has no topology: a pod set asking for one stays pending (Kueue's rule)
     pending = wait_for(
-        lambda: condition(kueue.get_workload(namespace, "job-labelled"), "QuotaReserved"),
+        lambda: condition(kueue.get_workload(namespace, name), "QuotaReserved"),
         what="the Workload's QuotaReserved=False",
     )
     assert pending["status"] == "False"
@@ -186,7 +186,45 @@ def test_a_job_runs_under_its_prebuilt_workload(
         lambda: batch.read_namespaced_job("runner", namespace).spec.suspend is False,
         what="the Job resumed under its prebuilt Workload",
     )
-    assert maybe_workload(kueue, namespace, "job-runner") is None  # no Workload of its own
+    # no Workload of its own
+    assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == ["prebuilt"]
+
+
+@pytest.mark.parametrize("made_by", ["kueue", "an older quotagate"])
+def test_a_workload_the_job_owns_is_adopted_whatever_its_name(
+    made_by: str,
+    configured_controller: StartConfigured,
+    kueue: Kueue,
+    batch: client.BatchV1Api,
+    namespace: str,
+) -> None:
+    """After a switch from Kueue (its name, owner reference and job-uid label) or an upgrade
+    from a quotagate that named Workloads `<kind>-<name>`, the Workload a job already owns
+    is its Workload: admitted and run, never made again beside it."""
+    queue(kueue, namespace)
+    created = batch.create_namespaced_job(namespace, suspended_job("existing", parallelism=2))
+    uid = created.metadata.uid
+    name = "job-existing" if made_by != "kueue" else workload_name("Job", "batch", "existing", uid)
+    owned = workload(namespace, name, "lq", count=2)
+    owned["metadata"]["labels"] = {JOB_UID_LABEL: uid}
+    owned["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "existing",
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    kueue.apply(owned)
+    configured_controller({"integrations": {"frameworks": ["batch/job"]}}, namespace)
+    wait_admitted(kueue, namespace, name)
+    wait_for(
+        lambda: batch.read_namespaced_job("existing", namespace).spec.suspend is False,
+        what="the Job resumed under the Workload it owned",
+    )
+    assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == [name]
 
 
 def test_a_prebuilt_workload_that_is_not_the_jobs_is_finished_out_of_sync(
@@ -252,18 +290,20 @@ def test_the_frameworks_list_switches_integrations_on_and_off(
         *JOBSET[:2], namespace, JOBSET[2], suspended_jobset("ignored")
     )
     batch.create_namespaced_job(namespace, suspended_job("queued"))
-    wait_for(lambda: maybe_workload(kueue, namespace, "job-queued"), what="the Job's Workload")
-    assert maybe_workload(kueue, namespace, "jobset-ignored") is None
+    job = kueue.workload_name(namespace, "Job", "queued")
+    wait_for(lambda: maybe_workload(kueue, namespace, job), what="the Job's Workload")
+    jobset = kueue.workload_name(namespace, "JobSet", "ignored")
+    assert maybe_workload(kueue, namespace, jobset) is None
     assert "integrations enabled: batch/job" in off.log()
     off.stop()
     on = configured_controller(
         {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}, namespace
     )
     created = wait_for(
-        lambda: maybe_workload(kueue, namespace, "jobset-ignored"), what="the JobSet's Workload"
+        lambda: maybe_workload(kueue, namespace, jobset), what="the JobSet's Workload"
     )
     assert [(ps["name"], ps["count"]) for ps in created["spec"]["podSets"]] == [("workers", 2)]
-    wait_admitted(kueue, namespace, "jobset-ignored")
+    wait_admitted(kueue, namespace, jobset)
     wait_for(
         lambda: (
             custom.get_namespaced_custom_object(*JOBSET[:2], namespace, JOBSET[2], "ignored")[

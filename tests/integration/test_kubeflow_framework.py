@@ -130,6 +130,7 @@ def test_a_trainjob_waits_for_its_runtime_runs_in_its_kueue_patch_and_is_restore
     custom.create_namespaced_custom_object(
         *TRAINER, namespace, "trainjobs", suspended_trainjob("train", "later")
     )
+    train = kueue.workload_name(namespace, "TrainJob", "train")
 
     def warned() -> Any:
         events = core.list_namespaced_event(
@@ -139,14 +140,14 @@ def test_a_trainjob_waits_for_its_runtime_runs_in_its_kueue_patch_and_is_restore
 
     event = wait_for(warned, what="the missing runtime reported")
     assert event.type == "Warning" and "runtime 'later' not found" in event.message
-    assert workload_named(kueue, namespace, "trainjob-train") is None
+    assert workload_named(kueue, namespace, train) is None
 
     # The runtime appears: the TrainJob is described by it and admitted.
     custom.create_namespaced_custom_object(
         *TRAINER, namespace, "trainingruntimes", training_runtime("later")
     )
     created = wait_for(
-        lambda: workload_named(kueue, namespace, "trainjob-train"), what="the TrainJob's Workload"
+        lambda: workload_named(kueue, namespace, train), what="the TrainJob's Workload"
     )
     assert [(ps["name"], ps["count"]) for ps in created["spec"]["podSets"]] == [
         ("prep", 2),
@@ -173,7 +174,7 @@ def test_a_trainjob_waits_for_its_runtime_runs_in_its_kueue_patch_and_is_restore
             {
                 "metadata": {
                     # Kueue names the Workload on every pod set while TAS is on
-                    "annotations": {WORKLOAD_ANNOTATION: "trainjob-train"},
+                    "annotations": {WORKLOAD_ANNOTATION: train},
                     "labels": {POD_SET_LABEL: name},
                 },
                 "spec": {"nodeSelector": {ZONE: "zone-a"}},
@@ -188,7 +189,7 @@ def test_a_trainjob_waits_for_its_runtime_runs_in_its_kueue_patch_and_is_restore
         "v1beta2",
         namespace,
         "workloads",
-        "trainjob-train",
+        train,
         {"spec": {"active": False}},
     )
     stopped = wait_for(
@@ -202,7 +203,7 @@ def test_a_trainjob_waits_for_its_runtime_runs_in_its_kueue_patch_and_is_restore
     assert stopped["spec"]["runtimePatches"][0]["manager"] == "kueue.x-k8s.io/manager"
     wait_for(
         lambda: (
-            (c := condition(kueue.get_workload(namespace, "trainjob-train"), "QuotaReserved"))
+            (c := condition(kueue.get_workload(namespace, train), "QuotaReserved"))
             and c["status"] == "False"
         ),
         what="the eviction acknowledged",
@@ -227,9 +228,8 @@ def test_an_mpijob_runs_with_each_pod_sets_flavor(
     configured_controller({"integrations": {"frameworks": ["kubeflow.org/mpijob"]}}, namespace)
     queue(kueue, namespace)
     custom.create_namespaced_custom_object(*MPI[:2], namespace, MPI[2], suspended_mpijob("pi"))
-    created = wait_for(
-        lambda: workload_named(kueue, namespace, "mpijob-pi"), what="the MPIJob's Workload"
-    )
+    pi = kueue.workload_name(namespace, "MPIJob", "pi")
+    created = wait_for(lambda: workload_named(kueue, namespace, pi), what="the MPIJob's Workload")
     assert [(ps["name"], ps["count"]) for ps in created["spec"]["podSets"]] == [
         ("launcher", 1),
         ("worker", 3),
@@ -271,7 +271,8 @@ def test_the_frameworks_list_switches_the_kubeflow_integrations(
     custom.create_namespaced_custom_object(*MPI[:2], namespace, MPI[2], suspended_mpijob("left"))
     client.BatchV1Api(api_client).create_namespaced_job(namespace, suspended_job("queued"))
     wait_for(lambda: kueue.workloads(namespace), what="the Job's Workload")
-    assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == ["job-queued"]
+    queued = kueue.workload_name(namespace, "Job", "queued")
+    assert [w["metadata"]["name"] for w in kueue.workloads(namespace)] == [queued]
     assert "integrations enabled: batch/job" in off.log()
     off.stop()
     on = configured_controller(
@@ -281,7 +282,11 @@ def test_the_frameworks_list_switches_the_kubeflow_integrations(
     wait_for(
         lambda: (
             {w["metadata"]["name"] for w in kueue.workloads(namespace)}
-            == {"job-queued", "trainjob-left", "mpijob-left"}
+            == {
+                queued,
+                kueue.workload_name(namespace, "TrainJob", "left"),
+                kueue.workload_name(namespace, "MPIJob", "left"),
+            }
         ),
         what="both queued",
     )

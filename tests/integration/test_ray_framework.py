@@ -141,9 +141,16 @@ def test_a_rayjobs_cluster_is_the_rayjobs_and_a_rayjob_on_an_existing_cluster_is
     ray = RayObjects(api_client, namespace)
     parent = ray.create(rayjob("parent"))
     ray.create(raycluster("alone", owner=parent))
-    wait_for(lambda: maybe_workload(kueue, namespace, "raycluster-alone"), what="its own Workload")
+    wait_for(
+        lambda: maybe_workload(
+            kueue, namespace, kueue.workload_name(namespace, "RayCluster", "alone")
+        ),
+        what="its own Workload",
+    )
     assert ray.get("rayclusters", "alone")["spec"]["suspend"] is True
-    assert maybe_workload(kueue, namespace, "rayjob-parent") is None  # RayJobs are left alone
+    assert (
+        maybe_workload(kueue, namespace, kueue.workload_name(namespace, "RayJob", "parent")) is None
+    )  # RayJobs are left alone
     clusters_only.stop()
 
     configured_controller(BOTH, namespace)
@@ -151,7 +158,10 @@ def test_a_rayjobs_cluster_is_the_rayjobs_and_a_rayjob_on_an_existing_cluster_is
     del on_existing["spec"]["rayClusterSpec"]
     ray.create(on_existing)
     wait_for(
-        lambda: maybe_workload(kueue, namespace, "rayjob-parent"), what="the RayJob's Workload"
+        lambda: maybe_workload(
+            kueue, namespace, kueue.workload_name(namespace, "RayJob", "parent")
+        ),
+        what="the RayJob's Workload",
     )
     ray.create(raycluster("child", owner=parent))
     wait_for(
@@ -160,16 +170,27 @@ def test_a_rayjobs_cluster_is_the_rayjobs_and_a_rayjob_on_an_existing_cluster_is
     )
     plain = ray.create(rayjob("plain", queued=False))
     ray.create(raycluster("own", owner=plain))
-    own = wait_for(lambda: maybe_workload(kueue, namespace, "raycluster-own"), what="its Workload")
+    own = wait_for(
+        lambda: maybe_workload(
+            kueue, namespace, kueue.workload_name(namespace, "RayCluster", "own")
+        ),
+        what="its Workload",
+    )
     assert [(ps["name"], ps["count"]) for ps in own["spec"]["podSets"]] == [
         ("head", 1),
         ("workers", 1),
     ]
     assert ray.get("rayclusters", "own")["spec"]["suspend"] is True
-    assert maybe_workload(kueue, namespace, "raycluster-child") is None
+    assert (
+        maybe_workload(kueue, namespace, kueue.workload_name(namespace, "RayCluster", "child"))
+        is None
+    )
     # A RayJob on an existing cluster is not queued (Kueue skips it); created before the
     # RayClusters above, it has been reconciled by now.
-    assert maybe_workload(kueue, namespace, "rayjob-on-existing") is None
+    assert (
+        maybe_workload(kueue, namespace, kueue.workload_name(namespace, "RayJob", "on-existing"))
+        is None
+    )
     assert ray.get("rayjobs", "on-existing")["spec"]["suspend"] is False
 
 
@@ -187,15 +208,24 @@ def test_a_rayjob_kuberay_refused_is_put_on_hold_and_its_quota_goes_to_others(
     queue(kueue, namespace, cpu=2)
     ray = RayObjects(api_client, namespace)
     ray.create(rayjob("invalid"))
-    wait_for(lambda: maybe_workload(kueue, namespace, "rayjob-invalid"), what="its Workload")
-    wait_admitted(kueue, namespace, "rayjob-invalid")
+    wait_for(
+        lambda: maybe_workload(
+            kueue, namespace, kueue.workload_name(namespace, "RayJob", "invalid")
+        ),
+        what="its Workload",
+    )
+    wait_admitted(kueue, namespace, kueue.workload_name(namespace, "RayJob", "invalid"))
     wait_for(
         lambda: ray.get("rayjobs", "invalid")["spec"]["suspend"] is False, what="the RayJob resumed"
     )
     ray.create(raycluster("waiting"))  # 2 cpus: waits for the RayJob's
     wait_for(
         lambda: (
-            (w := maybe_workload(kueue, namespace, "raycluster-waiting"))
+            (
+                w := maybe_workload(
+                    kueue, namespace, kueue.workload_name(namespace, "RayCluster", "waiting")
+                )
+            )
             and condition(w, "QuotaReserved")
         ),
         what="the RayCluster pending",
@@ -209,15 +239,22 @@ def test_a_rayjob_kuberay_refused_is_put_on_hold_and_its_quota_goes_to_others(
     )
     held = wait_for(
         lambda: (
-            (c := condition(kueue.get_workload(namespace, "rayjob-invalid"), "QuotaReserved"))
+            (
+                c := condition(
+                    kueue.get_workload(
+                        namespace, kueue.workload_name(namespace, "RayJob", "invalid")
+                    ),
+                    "QuotaReserved",
+                )
+            )
             and c["reason"] == "OnHold"
             and c
         ),
         what="the Workload on hold",
     )
     assert (held["status"], held["message"]) == ("False", "Job is on hold")
-    wait_admitted(kueue, namespace, "raycluster-waiting")
-    on_hold = kueue.get_workload(namespace, "rayjob-invalid")
+    wait_admitted(kueue, namespace, kueue.workload_name(namespace, "RayCluster", "waiting"))
+    on_hold = kueue.get_workload(namespace, kueue.workload_name(namespace, "RayJob", "invalid"))
     assert "admission" not in (on_hold.get("status") or {})
     assert condition(on_hold, "QuotaReserved")["reason"] == "OnHold"  # type: ignore[index]
     assert condition(on_hold, "Finished") is None

@@ -80,18 +80,21 @@ def test_a_statefulset_is_one_workload_deleted_at_zero_and_made_again(
         ) == "statefulset" and template.metadata.labels.get(QUEUE_NAME_LABEL) == "lq"
 
     wait_for(marked, what="the StatefulSet's template marked by the controller")
-    workload = admitted(kueue, namespace, "statefulset-web")
+    workload = admitted(kueue, namespace, kueue.workload_name(namespace, "StatefulSet", "web"))
     assert shape(workload) == [("main", 2)]
     assert workload["metadata"]["ownerReferences"][0]["uid"] == uid
     assert workload["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == uid
 
     apps.patch_namespaced_stateful_set("web", namespace, {"spec": {"replicas": 0}})
     wait_for(
-        lambda: maybe_workload(kueue, namespace, "statefulset-web") is None,
+        lambda: (
+            maybe_workload(kueue, namespace, kueue.workload_name(namespace, "StatefulSet", "web"))
+            is None
+        ),
         what="the Workload of the StatefulSet scaled to zero deleted",
     )
     apps.patch_namespaced_stateful_set("web", namespace, {"spec": {"replicas": 3}})
-    workload = admitted(kueue, namespace, "statefulset-web")
+    workload = admitted(kueue, namespace, kueue.workload_name(namespace, "StatefulSet", "web"))
     assert shape(workload) == [("main", 3)]
 
     # Resized while admitted (`kubectl scale` goes around the webhook): kept, and said.
@@ -106,7 +109,9 @@ def test_a_statefulset_is_one_workload_deleted_at_zero_and_made_again(
     event = wait_for(reported, what="the resize while admitted reported")
     assert event.type == "Warning"
     assert "[('main', 2)], its Workload's [('main', 3)]" in event.message
-    assert shape(kueue.get_workload(namespace, "statefulset-web")) == [("main", 3)]
+    assert shape(
+        kueue.get_workload(namespace, kueue.workload_name(namespace, "StatefulSet", "web"))
+    ) == [("main", 3)]
 
 
 def test_a_leaderworkerset_is_one_workload_per_replica(
@@ -161,11 +166,14 @@ def test_with_only_pod_enabled_a_statefulset_is_left_alone(
     probe = pod_template("probe")
     probe["metadata"].update(name="probe", labels={QUEUE_NAME_LABEL: "lq"})
     client.CoreV1Api(api_client).create_namespaced_pod(namespace, probe)
-    admitted(kueue, namespace, "pod-probe")
+    admitted(kueue, namespace, kueue.workload_name(namespace, "Pod", "probe"))
     assert "integrations enabled: pod" in off.log()
     off.stop()
-    assert maybe_workload(kueue, namespace, "statefulset-ignored") is None
+    assert (
+        maybe_workload(kueue, namespace, kueue.workload_name(namespace, "StatefulSet", "ignored"))
+        is None
+    )
     template = apps.read_namespaced_stateful_set("ignored", namespace).spec.template
     assert POD_SUSPENDING_PARENT_ANNOTATION not in (template.metadata.annotations or {})
     configured_controller({"integrations": {"frameworks": ["pod", "statefulset"]}}, namespace)
-    admitted(kueue, namespace, "statefulset-ignored")
+    admitted(kueue, namespace, kueue.workload_name(namespace, "StatefulSet", "ignored"))

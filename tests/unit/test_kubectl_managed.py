@@ -7,6 +7,7 @@ from typing import Any
 
 from controller.config import ControllerConfig
 from controller.integrations.framework.registry import frameworks
+from controller.integrations.framework.workload_names import workload_name
 from controller.kubectl.managed import describe_management, render_management
 
 QUEUE = "kueue.x-k8s.io/queue-name"
@@ -70,11 +71,18 @@ def test_a_pod_a_statefulset_marked_is_queued_in_its_statefulsets_workload() -> 
             "labels": {QUEUE: "lq"},
             "annotations": {PARENT: "statefulset"},
             "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": True}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "name": "web",
+                    "uid": "u1",
+                    "controller": True,
+                }
             ],
         },
     }
-    described = describe("pod", pod, [{"metadata": {"name": "statefulset-web"}}])
+    web = workload_name("StatefulSet", "apps", "web", "u1")
+    described = describe("pod", pod, [{"metadata": {"name": web}}])
     assert described["managed"]
-    assert described["expectedWorkload"] == "statefulset-web"
-    assert described["workloads"] == ["statefulset-web"]
+    assert described["expectedWorkload"] == web
+    assert described["workloads"] == [web]

@@ -412,3 +412,12 @@ def test_the_topology_placement_gates_reach_the_engine(tmp_path: Path) -> None:
     assert fields(config) == []
     state = configure_state(config, ClusterState())
     assert state.tas.balanced_placement and not state.tas.multi_layer
+
+
+def test_short_workload_names_is_reported_not_implemented(tmp_path: Path) -> None:
+    """Workload names are Kueue's long ones (workload_names.py); its gate for 63-character
+    names is not implemented, and a file setting it is told so."""
+    config = load(tmp_path, {"featureGates": {"ShortWorkloadNames": True}})
+    assert ("featureGates.ShortWorkloadNames", "quotagate has no such feature gate") in (
+        not_implemented(config)
+    )

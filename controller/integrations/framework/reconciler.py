@@ -7,6 +7,9 @@ queue-labelled object of its kind and its Workload in step (Kueue's
   Workload and is suspended while it runs without its ancestor's Workload admitted;
 - the job on hold (`is_on_hold`: a RayJob KubeRay refused) → its Workload's quota
   reservation is released with QuotaReserved=False `OnHold`, and it is not queued again;
+- its Workload is the one it owns, whatever its name (Kueue's, an older quotagate's: it is
+  adopted after a switch or an upgrade), else the one named as Kueue names it
+  (`workload_names.py`);
 - no Workload → a running object is suspended first, and once none of its pods is active
   the Workload is created (`workloads.new_workload`); an object naming a prebuilt Workload
   (`kueue.x-k8s.io/prebuilt-workload-name`) runs under that one instead: it waits for it,
@@ -42,7 +45,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
@@ -70,13 +73,13 @@ from controller.integrations.framework.podset_info import (
 )
 from controller.integrations.framework.registry import Framework, IntegrationSettings, by_kind
 from controller.integrations.framework.related import RelatedCache, RelatedObjectMissing
+from controller.integrations.framework.workload_names import api_group, object_workload_name
 from controller.integrations.framework.workloads import (
     followed_spec,
     new_workload,
     owner_reference,
     pod_sets_match,
     prebuilt_workload_name,
-    workload_name,
 )
 from controller.integrations.host import ControllerView
 from controller.integrations.job_labels import (
@@ -117,6 +120,7 @@ class GenericReconciler(ObjectReconciles):
         self.enabled = by_kind(settings.enabled)
         self.objects: dict[str, dict[str, Any]] = {}
         self.prebuilt: dict[str, set[str]] = {}  # Workload key → keys of objects naming it
+        self.owned: dict[str, set[str]] = {}  # object uid → keys of Workloads it owns
         self.pods_ready = PodsReadyWriter(self.custom, view)
         self.reported: dict[str, str] = {}
         self.related = RelatedCache(framework.related, self._related_changed)
@@ -140,6 +144,7 @@ class GenericReconciler(ObjectReconciles):
         if gone:
             self.pods_ready.forget(self._workload_key(previous or obj))
             self.reported.pop(key, None)
+            self.owned.pop(str(meta.get("uid")), None)
             return
         self.objects[key] = obj
         name = prebuilt_workload_name(obj)
@@ -152,8 +157,10 @@ class GenericReconciler(ObjectReconciles):
         namespace = meta.get("namespace")
         resource = self.framework.resource
         for owner in meta.get("ownerReferences") or ():
-            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+            group = api_group(str(owner.get("apiVersion", "")))
             if owner.get("kind") == resource.kind and group == resource.group:
+                uid = str(owner.get("uid"))
+                self.owned.setdefault(uid, set()).add(f"{namespace}/{meta.get('name')}")
                 self.kick(f"{namespace}/{owner.get('name')}")
         for key in self.prebuilt.get(f"{namespace}/{meta.get('name')}", ()):
             self.kick(key)
@@ -172,11 +179,37 @@ class GenericReconciler(ObjectReconciles):
                 self.prebuilt.pop(wl_key, None)
 
     def _workload_key(self, obj: Mapping[str, Any]) -> str:
+        """The object's Workload: the prebuilt one it names, else one it owns (Kueue
+        finds them by their owner reference, whatever their name), else the one it gets."""
         meta = obj.get("metadata") or {}
-        name = prebuilt_workload_name(obj) or workload_name(
-            self.framework.resource.kind, str(meta.get("name"))
-        )
-        return f"{meta.get('namespace')}/{name}"
+        prebuilt = prebuilt_workload_name(obj)
+        if prebuilt:
+            return f"{meta.get('namespace')}/{prebuilt}"
+        wanted = f"{meta.get('namespace')}/{object_workload_name(obj)}"
+        owned = self._owned(str(meta.get("uid")))
+        if not owned or wanted in owned:
+            return wanted
+        # Made by Kueue or an older quotagate under another name: adopted as it is.
+        # Several (not made by quotagate): the first not finished, in name order.
+        return min(owned, key=lambda k: (workload_status.is_finished(owned[k]), k))
+
+    def _owned(self, uid: str) -> dict[str, dict[str, Any]]:
+        """The Workloads known to be owned by the object of `uid`, by key (keys of
+        Workloads gone or no longer owned are forgotten)."""
+        keys = self.owned.get(uid)
+        if not keys:
+            return {}
+        found = {}
+        for key in list(keys):
+            workload = self.view.workload(key)
+            refs = (workload or {}).get("metadata", {}).get("ownerReferences") or ()
+            if workload is not None and any(str(o.get("uid")) == uid for o in refs):
+                found[key] = workload
+            else:
+                keys.discard(key)
+        if not keys:
+            self.owned.pop(uid, None)
+        return found
 
     # -- the reconcile -------------------------------------------------------------------------
 
@@ -195,8 +228,8 @@ class GenericReconciler(ObjectReconciles):
 
     async def _reconcile(self, key: str) -> None:
         obj = self.objects.get(key)
-        if obj is None or not self.view.leading:
-            return
+        if obj is None or not self.view.leading or not self.view.workloads_listed:
+            return  # kicked again once they are (the integrations' resync)
         wl_key = self._workload_key(obj)
         workload = self.view.workload(wl_key)
         prebuilt = prebuilt_workload_name(obj)
@@ -277,9 +310,7 @@ class GenericReconciler(ObjectReconciles):
         if job.finished() is not None or job.is_suspended():
             return
         meta = ancestor.get("metadata") or {}
-        name = prebuilt_workload_name(ancestor) or workload_name(
-            str(ancestor.get("kind")), str(meta.get("name"))
-        )
+        name = prebuilt_workload_name(ancestor) or await self._owned_name(ancestor)
         workload = self.view.workload(f"{meta.get('namespace')}/{name}")
         if (
             workload is not None
@@ -290,6 +321,24 @@ class GenericReconciler(ObjectReconciles):
         await self._stop(
             obj, None, f"its {ancestor.get('kind')} {meta.get('name')} is not admitted"
         )
+
+    async def _owned_name(self, obj: Mapping[str, Any]) -> str:
+        """The name of the Workload of `obj`, an object of another kind: the one named as
+        Kueue names it, else one labelled with its uid (Kueue's and quotagate's carry
+        `kueue.x-k8s.io/job-uid`), listed from the API server."""
+        meta = obj.get("metadata") or {}
+        name = object_workload_name(obj)
+        if self.view.workload(f"{meta.get('namespace')}/{name}") is not None:
+            return name
+        found = await self.custom.list_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            str(meta.get("namespace")),
+            "workloads",
+            label_selector=f"{JOB_UID_LABEL}={meta.get('uid')}",
+        )
+        names = sorted(str(w["metadata"]["name"]) for w in cast(dict[str, Any], found).get("items") or ())
+        return names[0] if names else name
 
     async def _no_workload(self, key: str, obj: dict[str, Any]) -> None:
         """Suspend a running object first (Kueue: "job with no matching workload,

@@ -1,8 +1,7 @@
 """The Workload of a job object, as Kueue's jobframework makes it (pure).
 
-One Workload per object, named `<kind>-<name>` (Kueue adds a hash of the object's uid:
-`<kind>-<name>-<hash>`; quotagate keeps the name its Job Workloads always had), owned by
-the object (garbage collection removes it with the object), with the `kueue.x-k8s.io/job-uid`
+One Workload per object, named as Kueue names it (`workload_names.py`:
+`<kind>-<name>-<hash of kind, group, name and uid>`), owned by the object (garbage collection removes it with the object), with the `kueue.x-k8s.io/job-uid`
 label, the labels of `integrations.labelKeysToCopy`, the LocalQueue of the queue-name label,
 the pod sets the adapter describes, and from the object's labels: the
 WorkloadPriorityClass (else the pod sets' PriorityClass), KAI's preemptibility and
@@ -38,6 +37,7 @@ from api.constants import (
 )
 from api.validation.tas_annotations import parse_int32, parse_slice_layers
 from controller.integrations.framework.generic_job import GenericJob, TopologyHints
+from controller.integrations.framework.workload_names import object_workload_name
 from controller.integrations.job_labels import (
     PriorityClassNotFound,
     WorkloadPriorityClassNotFound,
@@ -54,16 +54,11 @@ __all__ = [
     "pod_sets_match",
     "prebuilt_workload_name",
     "topology_request",
-    "workload_name",
     "workload_pod_set",
 ]
 
 PREEMPTIBILITY_VALUES = ("preemptible", "non-preemptible", "semi-preemptible")
 _LABEL_VALUE_MAX = 63
-
-
-def workload_name(kind: str, name: str) -> str:
-    return f"{kind.lower()}-{name}"[:253]
 
 
 def prebuilt_workload_name(obj: Mapping[str, Any]) -> str | None:
@@ -173,10 +168,9 @@ def new_workload(
     `priorityClassRef` always comes with its priority: a class that does not exist makes no
     Workload (WorkloadPriorityClassNotFound, PriorityClassNotFound; retried later)."""
     obj = job.obj
-    meta = obj["metadata"]
     return object_workload(
         obj,
-        workload_name(str(obj["kind"]), str(meta["name"])),
+        object_workload_name(obj),
         _pod_sets(job),
         priority=priority,
         pod_priority_class=job.priority_class(),

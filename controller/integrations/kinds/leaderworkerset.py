@@ -33,7 +33,6 @@ from api.validation.field_errors import Path, aggregate
 from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
 from controller.integrations.framework.generic_job import TopologyHints
 from controller.integrations.framework.registry import Framework, register
-from controller.integrations.framework.workloads import workload_name
 from controller.integrations.parent_workloads import parent_integration
 from controller.integrations.pod_parents import ParentAdmission, PodParent, shape_problems
 from controller.kube.client import Resource
@@ -195,7 +194,7 @@ class LeaderWorkerSet(PodParent):
         name = str(self.obj["metadata"]["name"])
         pod_sets = self.pod_sets()
         return {
-            workload_name("LeaderWorkerSet", f"{name}-{index}"): pod_sets
+            replica_workload_name(name, index): pod_sets
             for index in range(min(self._groups(), MAX_REPLICAS))
         }
 
@@ -209,6 +208,13 @@ class LeaderWorkerSet(PodParent):
         return TopologyHints(pod_index_label=WORKER_INDEX_LABEL)
 
 
+def replica_workload_name(name: object, index: object) -> str:
+    """A replica's Workload: `leaderworkerset-<name>-<index>`. Not Kueue's name, which adds
+    a hash of the LeaderWorkerSet's uid (`workload_names.py`): its pods, through which the
+    pod integration finds their Workload, do not carry that uid."""
+    return f"leaderworkerset-{name}-{index}"[:253]
+
+
 def pod_workload(pod: Mapping[str, Any]) -> str | None:
     """The Workload of the pod's group: its LeaderWorkerSet's name and group index labels
     (set by the LeaderWorkerSet controller's pod webhook)."""
@@ -216,7 +222,7 @@ def pod_workload(pod: Mapping[str, Any]) -> str | None:
     name, index = labels.get(NAME_LABEL), labels.get(GROUP_INDEX_LABEL)
     if not name or index is None:
         return None
-    return workload_name("LeaderWorkerSet", f"{name}-{index}")
+    return replica_workload_name(name, index)
 
 
 FRAMEWORK = register(

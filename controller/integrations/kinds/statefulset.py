@@ -26,7 +26,7 @@ from typing import Any
 from api.constants import DEFAULT_POD_SET_NAME
 from controller.integrations.framework.generic_job import TopologyHints
 from controller.integrations.framework.registry import Framework, register
-from controller.integrations.framework.workloads import workload_name
+from controller.integrations.framework.workload_names import workload_name
 from controller.integrations.parent_workloads import parent_integration
 from controller.integrations.pod_parents import (
     ParentAdmission,
@@ -80,7 +80,8 @@ class StatefulSet(PodParent):
         replicas = _replicas(self.obj)
         if replicas == 0:
             return {}
-        name = workload_name("StatefulSet", str(self.obj["metadata"]["name"]))
+        meta = self.obj["metadata"]
+        name = workload_name("StatefulSet", "apps", str(meta["name"]), str(meta.get("uid") or ""))
         template = self.spec.get("template") or {}
         return {name: [{"name": DEFAULT_POD_SET_NAME, "count": replicas, "template": template}]}
 
@@ -97,7 +98,7 @@ def pod_workload(pod: Mapping[str, Any]) -> str | None:
     owner = controller_of(pod)
     if owner is None or owner.get("kind") != "StatefulSet":
         return None
-    return workload_name("StatefulSet", str(owner.get("name")))
+    return workload_name("StatefulSet", "apps", str(owner.get("name")), str(owner.get("uid")))
 
 
 FRAMEWORK = register(

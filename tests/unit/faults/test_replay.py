@@ -113,20 +113,23 @@ def test_a_pod_ungated_or_a_job_unsuspended_without_quota() -> None:
     gated = {"spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}}
     result = replay(
         history(
-            ("Pod", "p1", gated),
-            ("Workload", "pod-p1", wl("pod-p1", pending="waiting")),
-            ("Pod", "p1", {"spec": {}}),
-            ("Job", "j1", {"spec": {"suspend": True}}),
-            ("Workload", "job-j1", wl("job-j1", cq="a")),
-            ("Job", "j1", {"spec": {"suspend": False}}),  # fine: it holds quota
-            ("Job", "j2", {"spec": {"suspend": True}}),
-            ("Job", "j2", {"spec": {"suspend": False}}),
+            ("Pod", "p1", {**gated, "metadata": {"uid": "p1-uid"}}),
+            ("Workload", "p1-w", wl("p1-w", pending="waiting", owner=("Pod", "p1-uid"))),
+            ("Pod", "p1", {"spec": {}, "metadata": {"uid": "p1-uid"}}),
+            ("Job", "j1", {"spec": {"suspend": True}, "metadata": {"uid": "j1-uid"}}),
+            # its Workload is the one it owns, whatever its name
+            ("Workload", "j1-w", wl("j1-w", cq="a", owner=("Job", "j1-uid"))),
+            ("Job", "j1", {"spec": {"suspend": False}, "metadata": {"uid": "j1-uid"}}),  # fine
+            ("Job", "j2", {"spec": {"suspend": True}, "metadata": {"uid": "j2-uid"}}),
+            # a Workload of another job holding quota is not j2's
+            ("Workload", "j3-w", wl("j3-w", cq="a", owner=("Job", "j3-uid"))),
+            ("Job", "j2", {"spec": {"suspend": False}, "metadata": {"uid": "j2-uid"}}),
         ),
         QUOTAS,
     )
     assert result.violations == [
         "Pod ns/p1 ungated without quota at revision 3",
-        "Job ns/j2 unsuspended without quota at revision 8",
+        "Job ns/j2 unsuspended without quota at revision 9",
     ]
 
 

@@ -23,6 +23,7 @@ from api.constants import (
 )
 from controller.core.model import from_api
 from controller.core.state import ClusterState
+from controller.integrations.framework.workload_names import workload_name
 from controller.integrations.pod_units import (
     PARENT,
     Unit,
@@ -91,12 +92,14 @@ RS = {
 
 
 def test_units() -> None:
-    assert unit_of(pod("a")) == Unit("pod", "ns", "a")
+    assert unit_of(pod("a")) == Unit("pod", "ns", "a", "uid-a")
+    # Kueue's names: a pod's after its name and uid, a pod group's the group's name.
+    assert Unit("pod", "ns", "a", "uid-a").workload_name == workload_name("Pod", "", "a", "uid-a")
     assert unit_of(pod("a", group="g")) == Unit("group", "ns", "g")
     core = pod("a", group="g")
     core["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
     assert unit_of(core) == Unit("podgroup", "ns", "pg")
-    assert Unit("group", "ns", "g").key == "ns/group-g"
+    assert Unit("group", "ns", "g").key == "ns/g"
 
 
 def test_only_queue_labelled_pods_not_run_by_a_job_are_managed() -> None:
@@ -123,7 +126,7 @@ def test_group_total_must_agree_and_be_positive() -> None:
 def test_workload_for_a_group_owned_by_the_common_controller() -> None:
     pods = [pod(f"p{i}", group="g", total="4", owner=RS) for i in range(4)]
     body = workload_for(Unit("group", "ns", "g"), pods, 4, priority=7, priority_class="high")
-    assert body["metadata"]["name"] == "group-g"
+    assert body["metadata"]["name"] == "g"
     assert body["metadata"]["ownerReferences"] == [
         {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid"}
     ]

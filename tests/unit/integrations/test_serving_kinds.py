@@ -25,6 +25,7 @@ from api.constants import (
 )
 from controller.core.model import from_api
 from controller.integrations.framework.registry import by_kind, frameworks
+from controller.integrations.framework.workload_names import workload_name
 from controller.integrations.framework.workloads import object_workload, workload_pod_set
 from controller.integrations.kinds import leaderworkerset, statefulset
 from controller.integrations.kinds.leaderworkerset import LeaderWorkerSet
@@ -128,12 +129,15 @@ def patched(obj: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
 
 # -- the Workloads ---------------------------------------------------------------------------
 
+WEB = workload_name("StatefulSet", "apps", "web", "sts-uid")
+"""Kueue's name of the StatefulSet `web`'s Workload."""
+
 
 def test_a_statefulset_is_one_workload_of_replicas_pods_and_none_at_zero() -> None:
     [(name, pod_sets)] = StatefulSet(sts(3)).workloads().items()
-    assert name == "statefulset-web"
+    assert name == WEB == workload_name("StatefulSet", "apps", "web", "sts-uid")
     assert [(ps["name"], ps["count"]) for ps in pod_sets] == [("main", 3)]
-    assert [ps["count"] for ps in StatefulSet(sts(None)).workloads()["statefulset-web"]] == [1]
+    assert [ps["count"] for ps in StatefulSet(sts(None)).workloads()[WEB]] == [1]
     assert StatefulSet(sts(0)).workloads() == {}
 
 
@@ -164,10 +168,12 @@ def test_surge_groups_of_a_rolling_update_get_workloads_too() -> None:
 def test_which_workload_a_pod_is_of() -> None:
     owned = {
         "metadata": {
-            "ownerReferences": [{"kind": "StatefulSet", "name": "web", "controller": True}]
+            "ownerReferences": [
+                {"kind": "StatefulSet", "name": "web", "uid": "sts-uid", "controller": True}
+            ]
         }
     }
-    assert statefulset.pod_workload(owned) == "statefulset-web"
+    assert statefulset.pod_workload(owned) == WEB
     assert statefulset.pod_workload({"metadata": {}}) is None
     labels = {
         "leaderworkerset.sigs.k8s.io/name": "srv",
@@ -206,7 +212,7 @@ def test_a_groups_workload_is_owned_by_its_object_with_its_labels() -> None:
 
 
 def test_pod_sets_that_changed_are_named() -> None:
-    wanted = StatefulSet(sts(3)).workloads()["statefulset-web"]
+    wanted = StatefulSet(sts(3)).workloads()[WEB]
     assert pod_sets_differ(wanted, {"spec": {"podSets": [{"name": "main", "count": 3}]}}) is None
     why = pod_sets_differ(wanted, {"spec": {"podSets": [{"name": "main", "count": 2}]}})
     assert why == "its pod sets (name, count) are now [('main', 3)], its Workload's [('main', 2)]"
