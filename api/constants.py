@@ -67,6 +67,12 @@ EXPECTED_RUNTIME_ANNOTATION: Final = "quotagate.x-k8s.io/expected-runtime-second
 used only by the admission wait-time estimate (`kubectl quotagate describe`)."""
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 """On pods of a group: how many pods the group expects."""
+POD_GROUP_NAME_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-name"
+"""On pods: the pod group's name as an annotation (Kueue's WorkloadIdentifierAnnotations);
+the pod webhook validates it as Kueue does, the pods are grouped by the label only."""
+RETRIABLE_IN_GROUP_ANNOTATION: Final = "kueue.x-k8s.io/retriable-in-group"
+"""On pods of a group: "false" makes the group unretriable (a Kueue annotation the pod
+webhook keeps from being turned back)."""
 PRIORITY_BOOST_ANNOTATION: Final = "kueue.x-k8s.io/priority-boost"
 """On a Workload: a signed 32-bit integer added to its priority (Kueue's PriorityBoost gate,
 alpha, off by default; `featureGates: {PriorityBoost: true}`). Missing = 0."""

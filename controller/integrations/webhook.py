@@ -41,8 +41,7 @@ from api.constants import (
 from api.constants import QUEUE_NAME_LABEL as QUEUE_LABEL
 from api.validation import aggregate
 from api.validation.admission_gates import validate_gates
-from api.validation.field_errors import Path
-from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
+from api.validation.tas_annotations import validate_templates
 from controller.integrations.framework.ancestors import owner_framework
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.framework.patches import json_patch
@@ -50,7 +49,13 @@ from controller.integrations.framework.registry import Framework, by_kind, frame
 from controller.integrations.framework.workloads import prebuilt_workload_name
 from controller.integrations.job_labels import max_exec_time_problem
 from controller.integrations.job_management import DEFAULT_LOCAL_QUEUE, Decision, JobManagement
-from controller.integrations.job_update import job_update_problems, pod_suspended
+from controller.integrations.job_names import prebuilt_workload_name_problems, queue_name_problems
+from controller.integrations.job_update import (
+    job_update_problems,
+    pod_suspended,
+    prebuilt_workload_path,
+)
+from controller.integrations.pod_validation import pod_common_problems, pod_update_problems
 
 log = logging.getLogger(__name__)
 
@@ -314,34 +319,35 @@ def _refusal(
         return None  # never reject what we cannot read
 
 
-def _pod_topology_problems(pod: Mapping[str, Any]) -> list[str]:
-    """Kueue's pod webhook: the pod's own topology annotations."""
-    topology = validate_templates(
-        [TemplateTopology(Path("metadata"), annotations_of(pod))], grouping=False
-    )
-    return [aggregate(topology)] if topology else []
+def _pod(framework: Framework) -> bool:
+    """The pod integration's webhook (pods are neither a job kind nor a serving kind)."""
+    return framework.job is None and framework.admission is None
 
 
 def _prebuilt_problems(framework: Framework, obj: Mapping[str, Any]) -> list[str]:
-    """A prebuilt Workload on a kind Kueue does not run under one."""
+    """Kueue's `validateCreateForPrebuiltWorkload`: the prebuilt Workload's name (a job
+    kind's or a pod's), and a prebuilt Workload on a kind Kueue does not run under one
+    (pods it does)."""
+    problems = prebuilt_workload_name_problems(obj) if framework.admission is None else []
     job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
-    if prebuilt_workload_name(obj) and not (job is not None and job.supports_prebuilt_workload()):
-        return [
-            f"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not "
-            f'supported for "{_kind(framework)}"'
-        ]
-    return []
+    supported = _pod(framework) or (job is not None and job.supports_prebuilt_workload())
+    if prebuilt_workload_name(obj) and not supported:
+        problems.append(
+            f'{prebuilt_workload_path(obj)}: Forbidden: Is not supported for "{_kind(framework)}"'
+        )
+    return problems
 
 
 def _kind(framework: Framework) -> str:
-    return f"{framework.resource.api_version}, Kind={framework.resource.kind}"
+    """Go's `GroupVersionKind.String()` ("/v1, Kind=Pod" for the core group)."""
+    resource = framework.resource
+    return f"{resource.group}/{resource.version}, Kind={resource.kind}"
 
 
 def _common_create_problems(framework: Framework, obj: Mapping[str, Any]) -> list[str]:
-    """Kueue's `ValidateJobOnCreate` as quotagate has it: the admission gates, the
-    max-exec-time label, the elastic-job annotation and the prebuilt Workload."""
-    gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
-    problems = [aggregate(gates)] if gates else []
+    """Kueue's `ValidateJobOnCreate`, in its order: the queue name, the prebuilt
+    Workload, the max-exec-time label, the elastic-job annotation, the admission gates."""
+    problems = queue_name_problems(obj) + _prebuilt_problems(framework, obj)
     problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
     job = framework.job(copy.deepcopy(dict(obj))) if framework.job is not None else None
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -352,7 +358,8 @@ def _common_create_problems(framework: Framework, obj: Mapping[str, Any]) -> lis
             f"metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Forbidden: elastic job is "
             f'not supported for "{_kind(framework)}"'
         )
-    return problems + _prebuilt_problems(framework, obj)
+    gates = validate_gates(obj)  # Kueue's jobframework checks the annotation too
+    return problems + ([aggregate(gates)] if gates else [])
 
 
 def _job_topology_problems(job: GenericJob) -> list[str]:
@@ -361,13 +368,11 @@ def _job_topology_problems(job: GenericJob) -> list[str]:
 
 
 def _create_problems(framework: Framework, obj: Mapping[str, Any]) -> list[str]:
-    """Why a queue-labelled object is refused on creation."""
-    if framework.job is None and framework.admission is None:
-        gates = validate_gates(obj)
-        problems = [aggregate(gates)] if gates else []
-        problems += [p for p in (max_exec_time_problem(obj),) if p is not None]
-        return problems + _pod_topology_problems(obj)
+    """Why a queue-labelled object is refused on creation: Kueue's `ValidateJobOnCreate`,
+    then for a pod `validateCommon`, for another kind its own rules."""
     problems = _common_create_problems(framework, obj)
+    if _pod(framework):
+        return problems + pod_common_problems(obj)
     if framework.job is not None:
         job = framework.job(copy.deepcopy(dict(obj)))
         return problems + job.validate_on_create() + _job_topology_problems(job)
@@ -383,24 +388,25 @@ def _update_problems(
 ) -> list[str]:
     """Why an update of an object that has (or had) the queue label is refused: for a job
     kind, Kueue's `ValidateJobOnUpdate` and the kind's create checks of the new object in
-    the kind's order; for a pod, `ValidateJobOnUpdate` and its topology annotations; for
-    a kind that runs through its pods, its own rules."""
+    the kind's order; for a pod, `ValidateJobOnUpdate`, `validateCommon` and its update
+    rules; for a kind that runs through its pods, the queue name then its own rules."""
     if framework.admission is not None:
-        return framework.admission.validate_update(old, new)
+        return queue_name_problems(new) + framework.admission.validate_update(old, new)
 
     def default_queue_exists(namespace: str) -> bool:
         return lookup is not None and lookup.local_queue_exists(namespace, DEFAULT_LOCAL_QUEUE)
 
     if framework.job is None:
-        # Kueue's pod webhook: ValidateJobOnUpdate, then validateCommon's topology check.
-        return job_update_problems(
+        # Kueue's pod webhook: ValidateJobOnUpdate, validateCommon, then its update rules.
+        common = job_update_problems(
             old,
             new,
             old_suspended=pod_suspended(old),
             new_suspended=pod_suspended(new),
             prebuilt_on_create=lambda obj: _prebuilt_problems(framework, obj),
             default_queue_exists=default_queue_exists,
-        ) + _pod_topology_problems(new)
+        )
+        return common + pod_common_problems(new) + pod_update_problems(old, new)
     old_job = framework.job(copy.deepcopy(dict(old)))
     new_job = framework.job(copy.deepcopy(dict(new)))
     common = job_update_problems(

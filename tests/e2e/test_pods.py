@@ -4,8 +4,10 @@ kube-scheduler binds them, preemption deletes them and their owner recreates the
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -373,3 +375,56 @@ def test_pod_naming_a_missing_local_queue_stays_gated_and_says_why(
     event = wait_for(warning, timeout=30, what="a Warning Event on the pod")
     assert "nope" in event.message
     assert _gates(core.read_namespaced_pod("lost", namespace)) == GATES
+
+
+def test_pod_group_metadata_kueue_refuses_is_refused_naming_the_field(
+    webhook_controller: ControllerProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """Kueue's pod webhook (`validatePodGroupMetadata`): a group name needs a positive
+    total count, refused on creation and on update, with the annotation named."""
+    core = client.CoreV1Api(api_client)
+    count = "kueue.x-k8s.io/pod-group-total-count"
+    path = f"metadata.annotations[{count}]"
+
+    def pod(name: str, total: str | None) -> dict[str, Any]:
+        body = _pod_template("g", 1, 60)
+        body["metadata"]["name"] = name
+        del body["metadata"]["annotations"][count]
+        if total is not None:
+            body["metadata"]["annotations"][count] = total
+        return body
+
+    def refusal(create: Any) -> str:
+        with pytest.raises(ApiException) as refused:
+            create()
+        assert refused.value.status == 422
+        message: str = json.loads(refused.value.body)["message"]
+        return message
+
+    missing = refusal(lambda: core.create_namespaced_pod(namespace, pod("no-count", None)))
+    assert (
+        f"{path}: Required value: both the '{count}' annotation and the "
+        "'kueue.x-k8s.io/pod-group-name' label should be set"
+    ) in missing
+    zero = refusal(lambda: core.create_namespaced_pod(namespace, pod("zero", "0")))
+    assert (
+        f"{path}: Invalid value: \"0\": incorrect annotation value '{count}=0': group total "
+        "count should be greater than zero"
+    ) in zero
+    assert core.list_namespaced_pod(namespace).items == []
+
+    core.create_namespaced_pod(namespace, pod("ok", "1"))
+    emptied = refusal(
+        lambda: core.patch_namespaced_pod(
+            "ok", namespace, {"metadata": {"annotations": {count: "0"}}}
+        )
+    )
+    assert f'{path}: Invalid value: "0"' in emptied
+    renamed = refusal(
+        lambda: core.patch_namespaced_pod(
+            "ok", namespace, {"metadata": {"labels": {"kueue.x-k8s.io/pod-group-name": "h"}}}
+        )
+    )
+    assert (
+        'metadata.labels[kueue.x-k8s.io/pod-group-name]: Invalid value: "h": field is immutable'
+    ) in renamed

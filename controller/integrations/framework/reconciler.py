@@ -337,7 +337,9 @@ class GenericReconciler(ObjectReconciles):
             "workloads",
             label_selector=f"{JOB_UID_LABEL}={meta.get('uid')}",
         )
-        names = sorted(str(w["metadata"]["name"]) for w in cast(dict[str, Any], found).get("items") or ())
+        names = sorted(
+            str(w["metadata"]["name"]) for w in cast(dict[str, Any], found).get("items") or ()
+        )
         return names[0] if names else name
 
     async def _no_workload(self, key: str, obj: dict[str, Any]) -> None:
