@@ -358,3 +358,33 @@ def test_the_webhook_refuses_an_invalid_queue_name_on_every_kind() -> None:
     for kind, obj in (("Job", job), ("Deployment", deployment)):
         assert (refusal(kind, obj, old=obj) or "").startswith(expected), kind
     assert refusal("Pod", queued, old=queued) is None
+
+
+def test_the_webhook_refuses_the_other_pod_rules_and_a_jobs_prebuilt_name() -> None:
+    unretriable = grouped(**{RETRIABLE_IN_GROUP_ANNOTATION: "false"})
+    assert refusal("Pod", grouped(), old=unretriable) == (
+        f"metadata.annotations[{RETRIABLE_IN_GROUP_ANNOTATION}]: Forbidden: unretriable "
+        "pod group can't be converted to retriable"
+    )
+    assert refusal("Pod", grouped(**{PREBUILT_WORKLOAD_LABEL: "w"})) == (
+        f'metadata.annotations[{PREBUILT_WORKLOAD_LABEL}]: Invalid value: "w": prebuilt '
+        "workload and pod group should be equal"
+    )
+    assert refusal("Pod", grouped(name="G")) == f'{NAME_LABEL}: Invalid value: "G": {DNS}'
+    assert refusal("Pod", pod({MANAGED_LABEL: "yes"}), old=pod()) == (
+        f"metadata.labels[{MANAGED_LABEL}]: Forbidden: managed label value can only be 'true'"
+    )
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": "ns",
+            "labels": {QUEUE_NAME_LABEL: "lq", PREBUILT_WORKLOAD_LABEL: "W"},
+        },
+        "spec": {"suspend": True, "template": {"spec": {"containers": []}}},
+    }
+    assert (
+        refusal("Job", job)
+        == f'metadata.labels[{PREBUILT_WORKLOAD_LABEL}]: Invalid value: "W": {DNS}'
+    )
