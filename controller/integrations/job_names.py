@@ -14,6 +14,7 @@ from typing import Any
 from api.constants import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from api.validation.field_errors import Path, invalid
 from api.validation.names import is_dns1123_subdomain
+from controller.integrations.job_update import metadata_map, prebuilt_workload_source
 
 __all__ = [
     "annotation_as_name_problems",
@@ -25,12 +26,8 @@ __all__ = [
 _META = Path("metadata")
 
 
-def _meta_map(obj: Mapping[str, Any], which: str) -> Mapping[str, Any]:
-    return (obj.get("metadata") or {}).get(which) or {}
-
-
 def _as_name_problems(obj: Mapping[str, Any], which: str, key: str) -> list[str]:
-    values = _meta_map(obj, which)
+    values = metadata_map(obj, which)
     if key not in values:
         return []
     value = str(values[key])
@@ -61,6 +58,4 @@ def prebuilt_workload_name_problems(obj: Mapping[str, Any]) -> list[str]:
     """Kueue's `ValidatePrebuiltWorkloadName` (WorkloadIdentifierAnnotations on, its
     default): the `kueue.x-k8s.io/prebuilt-workload-name` annotation when it is set, else
     the label."""
-    if _meta_map(obj, "annotations").get(PREBUILT_WORKLOAD_LABEL):
-        return annotation_as_name_problems(obj, PREBUILT_WORKLOAD_LABEL)
-    return label_as_name_problems(obj, PREBUILT_WORKLOAD_LABEL)
+    return _as_name_problems(obj, prebuilt_workload_source(obj), PREBUILT_WORKLOAD_LABEL)

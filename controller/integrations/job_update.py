@@ -30,8 +30,12 @@ from controller.integrations.framework.workloads import prebuilt_workload_name
 __all__ = [
     "immutable",
     "job_update_problems",
+    "metadata_map",
+    "object_annotations",
+    "object_labels",
     "pod_suspended",
     "prebuilt_workload_path",
+    "prebuilt_workload_source",
     "priority_class_update_problems",
 ]
 
@@ -47,24 +51,35 @@ def immutable(path: str, value: Any) -> str:
     return f"{path}: Invalid value: {json.dumps(value, sort_keys=True)}: field is immutable"
 
 
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (obj.get("metadata") or {}).get("labels") or {}
+def object_labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`metadata.labels` of a job object or a pod (empty when it has none)."""
+    return metadata_map(obj, "labels")
 
 
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
+def object_annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`metadata.annotations` of a job object or a pod (empty when it has none)."""
+    return metadata_map(obj, "annotations")
+
+
+def metadata_map(obj: Mapping[str, Any], which: str) -> Mapping[str, Any]:
+    """`metadata.<which>` ("labels" or "annotations"), empty when missing."""
+    return (obj.get("metadata") or {}).get(which) or {}
 
 
 def _elastic(obj: Mapping[str, Any]) -> bool:
     """`workloadslicing.Enabled` (Kueue's `ElasticJobsViaWorkloadSlices` gate, on by default)."""
-    return _annotations(obj).get(ELASTIC_JOB_ANNOTATION) == "true"
+    return object_annotations(obj).get(ELASTIC_JOB_ANNOTATION) == "true"
+
+
+def prebuilt_workload_source(obj: Mapping[str, Any]) -> str:
+    """Where Kueue reads the prebuilt Workload's name (WorkloadIdentifierAnnotations on):
+    "annotations" when the annotation is set, else "labels"."""
+    return "annotations" if object_annotations(obj).get(PREBUILT_WORKLOAD_LABEL) else "labels"
 
 
 def prebuilt_workload_path(obj: Mapping[str, Any]) -> str:
-    """Kueue's `GetPrebuiltWorkloadPath` (WorkloadIdentifierAnnotations on): the
-    annotation when it is set, else the label."""
-    where = "annotations" if _annotations(obj).get(PREBUILT_WORKLOAD_LABEL) else "labels"
-    return f"metadata.{where}[{PREBUILT_WORKLOAD_LABEL}]"
+    """Kueue's `GetPrebuiltWorkloadPath`: the annotation when it is set, else the label."""
+    return f"metadata.{prebuilt_workload_source(obj)}[{PREBUILT_WORKLOAD_LABEL}]"
 
 
 def pod_suspended(pod: Mapping[str, Any]) -> bool:
@@ -81,8 +96,8 @@ def priority_class_update_problems(
 ) -> list[str]:
     """Kueue's `ValidateUpdateForWorkloadPriorityClassName`: a WorkloadPriorityClass is not
     added to an object that is not `suspended`, and never removed."""
-    old_class = str(_labels(old).get(PRIORITY_CLASS_LABEL) or "")
-    new_class = str(_labels(new).get(PRIORITY_CLASS_LABEL) or "")
+    old_class = str(object_labels(old).get(PRIORITY_CLASS_LABEL) or "")
+    new_class = str(object_labels(new).get(PRIORITY_CLASS_LABEL) or "")
     if not suspended and not old_class and new_class:
         return [
             f'{_PRIORITY_CLASS_PATH}: Invalid value: "{new_class}": WorkloadPriorityClass '
@@ -110,8 +125,8 @@ def job_update_problems(
     the new object is suspended or the old one elastic; `default_queue_exists`: whether a
     namespace has a LocalQueue named `default`."""
     problems: list[str] = []
-    old_queue = str(_labels(old).get(QUEUE_NAME_LABEL) or "")
-    new_queue = str(_labels(new).get(QUEUE_NAME_LABEL) or "")
+    old_queue = str(object_labels(old).get(QUEUE_NAME_LABEL) or "")
+    new_queue = str(object_labels(new).get(QUEUE_NAME_LABEL) or "")
     # validateUpdateForQueueName
     if not new_suspended and new_queue != old_queue:
         problems.append(immutable(_QUEUE_PATH, new_queue))
@@ -131,8 +146,8 @@ def job_update_problems(
             problems.append(immutable(prebuilt_workload_path(new), new_name))
     # validateUpdateForMaxExecTime
     if not new_suspended or not old_suspended:
-        old_limit = str(_labels(old).get(MAX_EXEC_TIME_LABEL) or "")
-        new_limit = str(_labels(new).get(MAX_EXEC_TIME_LABEL) or "")
+        old_limit = str(object_labels(old).get(MAX_EXEC_TIME_LABEL) or "")
+        new_limit = str(object_labels(new).get(MAX_EXEC_TIME_LABEL) or "")
         if new_limit != old_limit:
             problems.append(immutable(_MAX_EXEC_PATH, new_limit))
     problems.extend(priority_class_update_problems(old, new, suspended=new_suspended))

@@ -26,7 +26,11 @@ from api.validation.field_errors import Path, forbidden, invalid, quote, require
 from api.validation.tas_annotations import TemplateTopology, annotations_of, validate_templates
 from controller.integrations.framework.workloads import prebuilt_workload_name
 from controller.integrations.job_names import annotation_as_name_problems, label_as_name_problems
-from controller.integrations.job_update import prebuilt_workload_path
+from controller.integrations.job_update import (
+    object_annotations,
+    object_labels,
+    prebuilt_workload_path,
+)
 
 __all__ = [
     "go_atoi",
@@ -46,22 +50,14 @@ _INT64_MAX = 2**63 - 1
 _UINT64_MAX = 2**64 - 1
 
 
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (pod.get("metadata") or {}).get("labels") or {}
-
-
-def _annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (pod.get("metadata") or {}).get("annotations") or {}
-
-
 def _name_annotation(pod: Mapping[str, Any]) -> str:
-    return str(_annotations(pod).get(POD_GROUP_NAME_ANNOTATION) or "")
+    return str(object_annotations(pod).get(POD_GROUP_NAME_ANNOTATION) or "")
 
 
 def group_name(pod: Mapping[str, Any]) -> str:
     """Kueue's `GetPodGroupName`: the annotation when it is set, else the label ("" for
     a pod of no group)."""
-    return _name_annotation(pod) or str(_labels(pod).get(POD_GROUP_NAME_LABEL) or "")
+    return _name_annotation(pod) or str(object_labels(pod).get(POD_GROUP_NAME_LABEL) or "")
 
 
 def _group_name_path(pod: Mapping[str, Any]) -> Path:
@@ -111,7 +107,7 @@ def pod_group_problems(pod: Mapping[str, Any]) -> list[str]:
     """Kueue's `validatePodGroupMetadata`: a group name and a total count only together;
     the name (the annotation when set, else the label) a valid object name; the count a
     positive integer."""
-    annotations = _annotations(pod)
+    annotations = object_annotations(pod)
     has_count = POD_GROUP_TOTAL_COUNT_ANNOTATION in annotations
     named_by = "annotation" if _name_annotation(pod) else "label"
     detail = (
@@ -147,8 +143,8 @@ def pod_common_problems(pod: Mapping[str, Any]) -> list[str]:
     pod group's metadata; the topology annotations; a prebuilt Workload, on a pod of a
     group, named as the group."""
     problems: list[str] = []
-    managed = _labels(pod).get(MANAGED_LABEL)
-    if MANAGED_LABEL in _labels(pod) and managed != "true":
+    managed = object_labels(pod).get(MANAGED_LABEL)
+    if MANAGED_LABEL in object_labels(pod) and managed != "true":
         problems.append(str(forbidden(_MANAGED_PATH, "managed label value can only be 'true'")))
     problems += pod_group_problems(pod)
     problems += _topology_problems(pod)
@@ -162,7 +158,7 @@ def pod_common_problems(pod: Mapping[str, Any]) -> list[str]:
 
 
 def _unretriable(pod: Mapping[str, Any]) -> bool:
-    return _annotations(pod).get(RETRIABLE_IN_GROUP_ANNOTATION) == "false"
+    return object_annotations(pod).get(RETRIABLE_IN_GROUP_ANNOTATION) == "false"
 
 
 def pod_update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
