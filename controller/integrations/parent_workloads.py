@@ -45,6 +45,7 @@ from controller.integrations.framework.registry import (
     IntegrationFactory,
     IntegrationSettings,
 )
+from controller.integrations.framework.workload_names import api_group
 from controller.integrations.framework.workloads import (
     followed_spec,
     object_workload,
@@ -120,7 +121,7 @@ class ParentReconciler(ObjectReconciles):
         meta = workload.get("metadata") or {}
         resource = self.framework.resource
         for owner in meta.get("ownerReferences") or ():
-            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+            group = api_group(str(owner.get("apiVersion", "")))
             if owner.get("kind") == resource.kind and group == resource.group:
                 key = f"{meta.get('namespace')}/{owner.get('name')}"
                 self.owned.setdefault(key, set()).add(str(meta.get("name")))

@@ -30,7 +30,7 @@ from api.constants import (
 )
 from controller.integrations.framework.generic_job import TopologyHints
 from controller.integrations.framework.podset_info import implicit_topology_annotations
-from controller.integrations.framework.workload_names import workload_name
+from controller.integrations.framework.workload_names import api_group, workload_name
 from controller.integrations.framework.workloads import topology_request
 from controller.integrations.job_labels import admission_gated_by, max_exec_time_seconds
 from controller.integrations.job_management import JobManagement
@@ -91,7 +91,7 @@ def managed(
     owners = meta.get("ownerReferences") or []
     if POD_SUSPENDING_PARENT_ANNOTATION not in (meta.get("annotations") or {}):
         for owner in owners:
-            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+            group = api_group(str(owner.get("apiVersion", "")))
             if (group, owner.get("kind")) in job_kinds:
                 return False
     return not any(

@@ -46,6 +46,7 @@ from controller.integrations.framework.ancestors import owner_framework
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.framework.patches import json_patch
 from controller.integrations.framework.registry import Framework, by_kind, frameworks
+from controller.integrations.framework.workload_names import api_group
 from controller.integrations.framework.workloads import prebuilt_workload_name
 from controller.integrations.job_labels import max_exec_time_problem
 from controller.integrations.job_management import DEFAULT_LOCAL_QUEUE, Decision, JobManagement
@@ -136,7 +137,7 @@ def pod_patch(
     managed_kinds = by_default(enabled)
     suspended_by_parent = POD_SUSPENDING_PARENT_ANNOTATION in (meta.get("annotations") or {})
     for owner in meta.get("ownerReferences") or []:
-        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+        group = api_group(str(owner.get("apiVersion", "")))
         framework = managed_kinds.get((group, str(owner.get("kind"))))
         if framework is not None and framework.job is not None and not suspended_by_parent:
             return []

@@ -20,7 +20,7 @@ from controller.integrations.framework.registry import (
     enabled_with_implied,
     frameworks,
 )
-from controller.integrations.framework.workload_names import object_workload_name
+from controller.integrations.framework.workload_names import api_group, object_workload_name
 from controller.integrations.job_management import describe_selector
 from controller.integrations.pod_parents import ParentAdmission
 from controller.integrations.pod_units import unit_of
@@ -115,7 +115,7 @@ def _owner(
     if POD_SUSPENDING_PARENT_ANNOTATION in annotations:
         return None  # its parent marked it: the pod integration queues it
     for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+        group = api_group(str(owner.get("apiVersion", "")))
         found = enabled.get((group, str(owner.get("kind"))))
         if found is not None and found.job is not None:
             return found

@@ -25,6 +25,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from api.constants import QUEUE_NAME_LABEL
 from controller.integrations.framework.registry import Framework
+from controller.integrations.framework.workload_names import api_group
 
 __all__ = [
     "CHAIN_LIMIT",
@@ -62,7 +63,7 @@ def owner_framework(obj: Mapping[str, Any], enabled: Enabled) -> Framework | Non
     owner = controller_of(obj)
     if owner is None:
         return None
-    group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+    group = api_group(str(owner.get("apiVersion", "")))
     framework = enabled.get((group, str(owner.get("kind"))))
     if framework is None or framework.job is None or not group:
         return None
