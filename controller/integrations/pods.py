@@ -52,6 +52,7 @@ from api.constants import (
     VERSION,
 )
 from api.workload_status import Condition, has_quota_reservation
+from controller.integrations.framework.owned_workloads import OwnedWorkloads
 from controller.integrations.framework.podset_info import PodSetInfoError, with_check_updates
 from controller.integrations.host import ControllerView, placement_of
 from controller.integrations.job_labels import WorkloadPriorityClassNotFound
@@ -155,7 +156,7 @@ class PodIntegration:
         self.pods: dict[str, dict[str, Any]] = {}  # pod key → pod
         self.members: dict[Unit, set[str]] = {}  # unit → pod keys
         self.unit_by_pod: dict[str, Unit] = {}
-        self.owned: dict[str, set[str]] = {}  # pod uid → keys of Workloads the pod owns
+        self.owned = OwnedWorkloads(view)  # by pod uid
         self.owner_labels: TTLCache[tuple[str, str, str], dict[str, Any] | None] = TTLCache(
             maxsize=4096, ttl=owner_cache_seconds
         )
@@ -182,7 +183,7 @@ class PodIntegration:
         labels = self.view.namespace_labels(str(meta.get("namespace") or ""))
         if event_type == "DELETED" or not managed(pod, self.management, labels, self.job_kinds):
             self.pods.pop(key, None)
-            self.owned.pop(str(meta.get("uid")), None)
+            self.owned.forget(str(meta.get("uid")))
             self._leave(unit, key)
             return
         self.pods[key] = pod
@@ -202,9 +203,7 @@ class PodIntegration:
         namespace = str(meta.get("namespace", ""))
         for owner in meta.get("ownerReferences") or ():
             if owner.get("kind") == "Pod" and owner.get("apiVersion") == "v1":
-                self.owned.setdefault(str(owner.get("uid")), set()).add(
-                    f"{namespace}/{meta.get('name')}"
-                )
+                self.owned.add(str(owner.get("uid")), f"{namespace}/{meta.get('name')}")
                 # its pods' unit, whatever the Workload's name (Kueue's, or one adopted)
                 unit = self.unit_by_pod.get(f"{namespace}/{owner.get('name')}")
                 if unit is not None:
@@ -254,11 +253,10 @@ class PodIntegration:
             return unit.key, workload
         for pod in pods:
             uid = str((pod.get("metadata") or {}).get("uid"))
-            for key in sorted(self.owned.get(uid, ())):
-                found = self.view.workload(key)
-                if found is not None and any(str(o.get("uid")) == uid for o in _refs(found)):
-                    return key, found
-                self.owned[uid].discard(key)
+            owned = self.owned.of(uid)
+            if owned:
+                key = min(owned)
+                return key, owned[key]
         if unit.kind == "group":  # an older quotagate's `group-<name>`, owned by the group
             key = f"{unit.namespace}/group-{unit.name}"[:253]
             found = self.view.workload(key)

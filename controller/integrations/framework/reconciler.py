@@ -65,6 +65,7 @@ from api.validation.admission_gates import validate_gates_update
 from controller.integrations.framework.ancestors import managed_ancestor, owner_framework
 from controller.integrations.framework.generic_job import GenericJob
 from controller.integrations.framework.object_writes import patch_object, patch_workload
+from controller.integrations.framework.owned_workloads import OwnedWorkloads
 from controller.integrations.framework.podset_info import (
     FlavorPlacement,
     PodSetInfoError,
@@ -120,7 +121,7 @@ class GenericReconciler(ObjectReconciles):
         self.enabled = by_kind(settings.enabled)
         self.objects: dict[str, dict[str, Any]] = {}
         self.prebuilt: dict[str, set[str]] = {}  # Workload key → keys of objects naming it
-        self.owned: dict[str, set[str]] = {}  # object uid → keys of Workloads it owns
+        self.owned = OwnedWorkloads(view)
         self.pods_ready = PodsReadyWriter(self.custom, view)
         self.reported: dict[str, str] = {}
         self.related = RelatedCache(framework.related, self._related_changed)
@@ -144,7 +145,7 @@ class GenericReconciler(ObjectReconciles):
         if gone:
             self.pods_ready.forget(self._workload_key(previous or obj))
             self.reported.pop(key, None)
-            self.owned.pop(str(meta.get("uid")), None)
+            self.owned.forget(str(meta.get("uid")))
             return
         self.objects[key] = obj
         name = prebuilt_workload_name(obj)
@@ -159,8 +160,7 @@ class GenericReconciler(ObjectReconciles):
         for owner in meta.get("ownerReferences") or ():
             group = api_group(str(owner.get("apiVersion", "")))
             if owner.get("kind") == resource.kind and group == resource.group:
-                uid = str(owner.get("uid"))
-                self.owned.setdefault(uid, set()).add(f"{namespace}/{meta.get('name')}")
+                self.owned.add(str(owner.get("uid")), f"{namespace}/{meta.get('name')}")
                 self.kick(f"{namespace}/{owner.get('name')}")
         for key in self.prebuilt.get(f"{namespace}/{meta.get('name')}", ()):
             self.kick(key)
@@ -186,30 +186,12 @@ class GenericReconciler(ObjectReconciles):
         if prebuilt:
             return f"{meta.get('namespace')}/{prebuilt}"
         wanted = f"{meta.get('namespace')}/{object_workload_name(obj)}"
-        owned = self._owned(str(meta.get("uid")))
+        owned = self.owned.of(str(meta.get("uid")))
         if not owned or wanted in owned:
             return wanted
         # Made by Kueue or an older quotagate under another name: adopted as it is.
         # Several (not made by quotagate): the first not finished, in name order.
         return min(owned, key=lambda k: (workload_status.is_finished(owned[k]), k))
-
-    def _owned(self, uid: str) -> dict[str, dict[str, Any]]:
-        """The Workloads known to be owned by the object of `uid`, by key (keys of
-        Workloads gone or no longer owned are forgotten)."""
-        keys = self.owned.get(uid)
-        if not keys:
-            return {}
-        found = {}
-        for key in list(keys):
-            workload = self.view.workload(key)
-            refs = (workload or {}).get("metadata", {}).get("ownerReferences") or ()
-            if workload is not None and any(str(o.get("uid")) == uid for o in refs):
-                found[key] = workload
-            else:
-                keys.discard(key)
-        if not keys:
-            self.owned.pop(uid, None)
-        return found
 
     # -- the reconcile -------------------------------------------------------------------------
 
